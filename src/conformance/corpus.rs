@@ -1,0 +1,1726 @@
+//! Parser for the Redis conformance corpus format
+//! (`/work/shared/conformance/redis7/README.md`).
+//!
+//! A corpus file is a list of cases. Each case starts with `# case: NAME`, has one
+//! `# topology: single | master-replica` line before its first step, and a list of
+//! `@T ...` steps (T = milliseconds since the case started):
+//!
+//! ```text
+//! # case: set-nx-px-basic
+//! # topology: single
+//! @0     SET lock a NX PX 100               -> OK
+//! @0     PTTL lock                          -> ~100
+//! @250   GET lock                           -> (nil)
+//! ```
+//!
+//! In master-replica cases a command names its node (`@0 master: GET k -> (nil)`), and the
+//! directives `@T link replica master` and `@T wait-sync` (no reply) may appear.
+//! Arguments are split like redis-cli's `sdssplitargs`; the reply is everything after the
+//! first bare `->` token. `{unix_ms+N}` / `{unix_s+N}` placeholders stand for the case start
+//! time and are kept symbolic here ([`Arg`], [`IntPattern`]); the runner resolves them with
+//! [`resolve_arg`] and [`Expect::matches`].
+//!
+//! The parser never panics: any malformed input gives a [`ParseError`] with its 1-based line.
+//! Other lines starting with `#` are comments; blank lines are ignored. A step belongs to the
+//! most recent `# case:`.
+
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use crate::proto::reply::{Reply, write_quoted};
+
+/// Longest accepted line, in bytes.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+/// Most cases accepted in one file.
+pub const MAX_CASES: usize = 10_000;
+/// Most steps accepted in one file (all cases together).
+pub const MAX_STEPS: usize = 100_000;
+/// Largest accepted `@T`, in ms (one day).
+pub const MAX_AT_MS: u64 = 86_400_000;
+/// `~N` matches any integer in `[N - APPROX_TOLERANCE, N + APPROX_TOLERANCE]`.
+pub const APPROX_TOLERANCE: i64 = 30;
+/// Deepest accepted nesting of `[...]` in a reply.
+pub const MAX_ARRAY_DEPTH: usize = 32;
+
+/// One parsed corpus file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Corpus {
+    pub cases: Vec<Case>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// One node; commands carry no node prefix.
+    Single,
+    /// A master and a replica; commands carry `master:` or `replica:`.
+    MasterReplica,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Case {
+    pub name: String,
+    pub topology: Topology,
+    /// 1-based line of `# case: NAME`.
+    pub line: usize,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeRole {
+    Master,
+    Replica,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Milliseconds since the case started; non-decreasing within a case.
+    pub at_ms: u64,
+    /// 1-based line of the step.
+    pub line: usize,
+    pub kind: StepKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepKind {
+    /// `@T [NODE:] COMMAND ARG... -> REPLY`.
+    Command {
+        /// `None` in single-topology cases, always `Some` in master-replica cases.
+        node: Option<NodeRole>,
+        /// The command name and its arguments (never empty).
+        argv: Vec<Arg>,
+        expect: Expect,
+    },
+    /// `@T link replica master`: the replica runs `REPLICAOF <master>`.
+    Link,
+    /// `@T wait-sync`: deliver everything in flight between master and replica.
+    WaitSync,
+}
+
+/// An argument before placeholder substitution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Arg {
+    Bytes(Vec<u8>),
+    /// `{unix_ms}`, `{unix_ms+N}`, `{unix_ms-N}`: the offset N (signed).
+    UnixMs(i64),
+    /// `{unix_s}`, `{unix_s+N}`, `{unix_s-N}`: the offset N (signed).
+    UnixS(i64),
+}
+
+/// The bytes to send for `arg` in a case that started at `start_unix_ms`
+/// (placeholders become decimal text; arithmetic saturates).
+pub fn resolve_arg(arg: &Arg, start_unix_ms: i64) -> Vec<u8> {
+    match arg {
+        Arg::Bytes(b) => b.clone(),
+        Arg::UnixMs(off) => unix_ms(start_unix_ms, *off).to_string().into_bytes(),
+        Arg::UnixS(off) => unix_s(start_unix_ms, *off).to_string().into_bytes(),
+    }
+}
+
+fn unix_ms(start_unix_ms: i64, off: i64) -> i64 {
+    start_unix_ms.saturating_add(off)
+}
+
+fn unix_s(start_unix_ms: i64, off: i64) -> i64 {
+    start_unix_ms.div_euclid(1000).saturating_add(off)
+}
+
+/// A reply pattern.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// A bare word: `OK`, `PONG`, `none`, ... (matches `Reply::Ok` too when it is `OK`).
+    Status(String),
+    /// `(nil)`: a null bulk or null array.
+    Nil,
+    /// `(integer) N`, `~N` and their placeholder forms.
+    Int(IntPattern),
+    /// `"..."` with redis-cli escapes.
+    Bulk(Vec<u8>),
+    /// `(error) MESSAGE`: the full message, prefix included (`ERR ...`).
+    Error(String),
+    /// `[a, b, ...]`, `[]`.
+    Array(Vec<Expect>),
+}
+
+/// An integer reply pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntPattern {
+    /// `(integer) N`
+    Exact(i64),
+    /// `(integer) {unix_ms+N}` (offset N)
+    ExactUnixMs(i64),
+    /// `(integer) {unix_s+N}` (offset N)
+    ExactUnixS(i64),
+    /// `~N`: within [`APPROX_TOLERANCE`] of N
+    Approx(i64),
+    /// `~{unix_ms+N}` (offset N)
+    ApproxUnixMs(i64),
+    /// `~{unix_s+N}` (offset N)
+    ApproxUnixS(i64),
+}
+
+impl IntPattern {
+    /// Does the integer `got` match, for a case that started at `start_unix_ms`?
+    pub fn matches(&self, got: i64, start_unix_ms: i64) -> bool {
+        let (target, approx) = match *self {
+            IntPattern::Exact(n) => (n, false),
+            IntPattern::ExactUnixMs(off) => (unix_ms(start_unix_ms, off), false),
+            IntPattern::ExactUnixS(off) => (unix_s(start_unix_ms, off), false),
+            IntPattern::Approx(n) => (n, true),
+            IntPattern::ApproxUnixMs(off) => (unix_ms(start_unix_ms, off), true),
+            IntPattern::ApproxUnixS(off) => (unix_s(start_unix_ms, off), true),
+        };
+        if approx {
+            (i128::from(got) - i128::from(target)).abs() <= i128::from(APPROX_TOLERANCE)
+        } else {
+            got == target
+        }
+    }
+}
+
+impl Expect {
+    /// Does `got` match this pattern, for a case that started at `start_unix_ms`?
+    /// `~N` means `|got - N| <= 30`.
+    pub fn matches(&self, got: &Reply, start_unix_ms: i64) -> bool {
+        match (self, got) {
+            (Expect::Status(s), Reply::Ok) => s == "OK",
+            (Expect::Status(s), Reply::Status(g)) => s == g,
+            (Expect::Nil, Reply::Nil) => true,
+            (Expect::Int(p), Reply::Int(g)) => p.matches(*g, start_unix_ms),
+            (Expect::Bulk(b), Reply::Bulk(g)) => b == g,
+            (Expect::Error(e), Reply::Error(g)) => e == g,
+            (Expect::Array(items), Reply::Array(got_items)) => {
+                items.len() == got_items.len()
+                    && items
+                        .iter()
+                        .zip(got_items)
+                        .all(|(e, g)| e.matches(g, start_unix_ms))
+            }
+            _ => false,
+        }
+    }
+
+    /// Render the pattern back in corpus syntax (for "expected vs got" messages).
+    pub fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+fn write_placeholder(f: &mut fmt::Formatter<'_>, unit: &str, off: i64) -> fmt::Result {
+    match off {
+        0 => write!(f, "{{{unit}}}"),
+        o if o > 0 => write!(f, "{{{unit}+{o}}}"),
+        o => write!(f, "{{{unit}-{}}}", o.unsigned_abs()),
+    }
+}
+
+impl fmt::Display for IntPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            IntPattern::Exact(n) => write!(f, "(integer) {n}"),
+            IntPattern::ExactUnixMs(off) => {
+                f.write_str("(integer) ")?;
+                write_placeholder(f, "unix_ms", off)
+            }
+            IntPattern::ExactUnixS(off) => {
+                f.write_str("(integer) ")?;
+                write_placeholder(f, "unix_s", off)
+            }
+            IntPattern::Approx(n) => write!(f, "~{n}"),
+            IntPattern::ApproxUnixMs(off) => {
+                f.write_str("~")?;
+                write_placeholder(f, "unix_ms", off)
+            }
+            IntPattern::ApproxUnixS(off) => {
+                f.write_str("~")?;
+                write_placeholder(f, "unix_s", off)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Expect {
+    /// Corpus syntax, the same text [`parse`] accepts.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expect::Status(s) => f.write_str(s),
+            Expect::Nil => f.write_str("(nil)"),
+            Expect::Int(p) => write!(f, "{p}"),
+            Expect::Bulk(b) => {
+                f.write_str("\"")?;
+                write_quoted(f, b)?;
+                f.write_str("\"")
+            }
+            Expect::Error(e) => {
+                if e.is_empty() {
+                    f.write_str("(error)")
+                } else {
+                    write!(f, "(error) {e}")
+                }
+            }
+            Expect::Array(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str("]")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Arg {
+    /// Corpus syntax: a bare word when that reads back the same, else a `"..."` string.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arg::UnixMs(off) => write_placeholder(f, "unix_ms", *off),
+            Arg::UnixS(off) => write_placeholder(f, "unix_s", *off),
+            Arg::Bytes(b) => {
+                let bare = !b.is_empty()
+                    && b.as_slice() != b"->"
+                    && !b.starts_with(b"{unix")
+                    && !b.ends_with(b":")
+                    && b.iter()
+                        .all(|&c| c.is_ascii_graphic() && !b"\"'\\".contains(&c));
+                if bare {
+                    // All bytes are ASCII graphic, so this is always valid UTF-8.
+                    f.write_str(&String::from_utf8_lossy(b))
+                } else {
+                    f.write_str("\"")?;
+                    write_quoted(f, b)?;
+                    f.write_str("\"")
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Topology::Single => "single",
+            Topology::MasterReplica => "master-replica",
+        })
+    }
+}
+
+impl fmt::Display for NodeRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NodeRole::Master => "master",
+            NodeRole::Replica => "replica",
+        })
+    }
+}
+
+/// A located parse error. `Display` gives `line N: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// 1-based line number.
+    pub line: usize,
+    pub message: String,
+}
+
+impl ParseError {
+    fn new(line: usize, message: impl Into<String>) -> ParseError {
+        ParseError {
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// At most 40 characters of `s`, for error messages.
+fn snippet(s: &str) -> String {
+    const MAX: usize = 40;
+    let mut out: String = s.chars().take(MAX).collect();
+    if s.chars().nth(MAX).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+fn snippet_bytes(b: &[u8]) -> String {
+    snippet(&String::from_utf8_lossy(b))
+}
+
+/// A case being read.
+struct OpenCase {
+    name: String,
+    line: usize,
+    topology: Option<Topology>,
+    steps: Vec<Step>,
+}
+
+impl OpenCase {
+    fn finish(self) -> Result<Case, ParseError> {
+        let Some(topology) = self.topology else {
+            return Err(missing_topology(&self.name, self.line));
+        };
+        if self.steps.is_empty() {
+            return Err(ParseError::new(
+                self.line,
+                format!("case '{}' has no steps", self.name),
+            ));
+        }
+        Ok(Case {
+            name: self.name,
+            topology,
+            line: self.line,
+            steps: self.steps,
+        })
+    }
+}
+
+fn missing_topology(name: &str, line: usize) -> ParseError {
+    ParseError::new(
+        line,
+        format!(
+            "case '{name}' (line {line}) has no '# topology: single | master-replica' line before its first step"
+        ),
+    )
+}
+
+enum Header<'a> {
+    Case(&'a str),
+    Topology(&'a str),
+    Comment,
+}
+
+/// Classifies the text after a leading `#`.
+fn header(after_hash: &str) -> Header<'_> {
+    let s = after_hash.trim_start();
+    if let Some(rest) = s.strip_prefix("case:") {
+        Header::Case(rest.trim())
+    } else if let Some(rest) = s.strip_prefix("topology:") {
+        Header::Topology(rest.trim())
+    } else {
+        Header::Comment
+    }
+}
+
+/// Parse one corpus file.
+pub fn parse(text: &str) -> Result<Corpus, ParseError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut cases: Vec<Case> = Vec::new();
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    let mut open: Option<OpenCase> = None;
+    let mut total_steps = 0usize;
+
+    for (idx, raw) in text.split('\n').enumerate() {
+        let line_no = idx + 1;
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        if raw.len() > MAX_LINE_BYTES {
+            return Err(ParseError::new(
+                line_no,
+                format!(
+                    "line is {} bytes long, more than the limit of {MAX_LINE_BYTES}",
+                    raw.len()
+                ),
+            ));
+        }
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(after_hash) = line.strip_prefix('#') {
+            match header(after_hash) {
+                Header::Comment => {}
+                Header::Case(name) => {
+                    if let Some(prev) = open.take() {
+                        cases.push(prev.finish()?);
+                    }
+                    if cases.len() >= MAX_CASES {
+                        return Err(ParseError::new(
+                            line_no,
+                            format!("more than {MAX_CASES} cases in one file"),
+                        ));
+                    }
+                    if name.is_empty() {
+                        return Err(ParseError::new(line_no, "empty case name after '# case:'"));
+                    }
+                    if !names.insert(name.to_string()) {
+                        return Err(ParseError::new(
+                            line_no,
+                            format!("duplicate case name '{}'", snippet(name)),
+                        ));
+                    }
+                    open = Some(OpenCase {
+                        name: name.to_string(),
+                        line: line_no,
+                        topology: None,
+                        steps: Vec::new(),
+                    });
+                }
+                Header::Topology(value) => {
+                    let Some(case) = open.as_mut() else {
+                        return Err(ParseError::new(
+                            line_no,
+                            "'# topology:' before any '# case:' line",
+                        ));
+                    };
+                    if !case.steps.is_empty() {
+                        return Err(ParseError::new(
+                            line_no,
+                            format!("'# topology:' after the first step of case '{}'", case.name),
+                        ));
+                    }
+                    if case.topology.is_some() {
+                        return Err(ParseError::new(
+                            line_no,
+                            format!("second '# topology:' line in case '{}'", case.name),
+                        ));
+                    }
+                    case.topology = Some(match value {
+                        "single" => Topology::Single,
+                        "master-replica" => Topology::MasterReplica,
+                        other => {
+                            return Err(ParseError::new(
+                                line_no,
+                                format!(
+                                    "unknown topology '{}' (expected 'single' or 'master-replica')",
+                                    snippet(other)
+                                ),
+                            ));
+                        }
+                    });
+                }
+            }
+        } else if line.starts_with('@') {
+            let Some(case) = open.as_mut() else {
+                return Err(ParseError::new(line_no, "step before any '# case:' line"));
+            };
+            let Some(topology) = case.topology else {
+                return Err(missing_topology(&case.name, case.line));
+            };
+            let step = parse_step(line, topology).map_err(|m| ParseError::new(line_no, m))?;
+            let step = Step {
+                at_ms: step.0,
+                line: line_no,
+                kind: step.1,
+            };
+            if let Some(prev) = case.steps.last()
+                && step.at_ms < prev.at_ms
+            {
+                return Err(ParseError::new(
+                    line_no,
+                    format!(
+                        "time goes backwards: @{} after @{} (line {})",
+                        step.at_ms, prev.at_ms, prev.line
+                    ),
+                ));
+            }
+            total_steps += 1;
+            if total_steps > MAX_STEPS {
+                return Err(ParseError::new(
+                    line_no,
+                    format!("more than {MAX_STEPS} steps in one file"),
+                ));
+            }
+            case.steps.push(step);
+        } else {
+            return Err(ParseError::new(
+                line_no,
+                format!(
+                    "unexpected line '{}' (expected '# case:', '# topology:', a '#' comment, '@T ...' or a blank line)",
+                    snippet(line)
+                ),
+            ));
+        }
+    }
+    if let Some(prev) = open.take() {
+        cases.push(prev.finish()?);
+    }
+    Ok(Corpus { cases })
+}
+
+/// Parses a trimmed line starting with `@` into its time and step.
+fn parse_step(line: &str, topology: Topology) -> Result<(u64, StepKind), String> {
+    let after_at = line.get(1..).unwrap_or("");
+    let digits_end = after_at
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(after_at.len());
+    let (digits, rest) = after_at.split_at(digits_end);
+    let first_word = line.split(char::is_whitespace).next().unwrap_or(line);
+    if digits.is_empty() || rest.chars().next().is_some_and(|c| !c.is_whitespace()) {
+        return Err(format!(
+            "bad step time '{}' (expected '@' and milliseconds, like '@250')",
+            snippet(first_word)
+        ));
+    }
+    let at_ms = match digits.parse::<u64>() {
+        Ok(t) if t <= MAX_AT_MS => t,
+        _ => {
+            return Err(format!(
+                "step time @{} is above the limit of {MAX_AT_MS} ms",
+                snippet(digits)
+            ));
+        }
+    };
+    let body = rest.trim();
+    if body.is_empty() {
+        return Err("empty command after the step time".to_string());
+    }
+
+    let mut lexer = ArgLexer::new(body);
+    let mut tokens: Vec<Token> = Vec::new();
+    let mut reply: Option<&str> = None;
+    while let Some(tok) = lexer.next_token()? {
+        if !tok.quoted && tok.bytes == b"->" {
+            reply = Some(lexer.rest());
+            break;
+        }
+        tokens.push(tok);
+    }
+
+    // Directives.
+    if let Some(first) = tokens.first().filter(|t| !t.quoted) {
+        let directive = match first.bytes.as_slice() {
+            b"wait-sync" => Some(("wait-sync", StepKind::WaitSync, 1)),
+            b"link" => Some(("link replica master", StepKind::Link, 3)),
+            _ => None,
+        };
+        if let Some((syntax, kind, len)) = directive {
+            let words: Vec<&[u8]> = syntax.split(' ').map(str::as_bytes).collect();
+            let exact = tokens.len() == len
+                && tokens
+                    .iter()
+                    .zip(&words)
+                    .all(|(t, w)| !t.quoted && t.bytes == *w);
+            if !exact {
+                return Err(format!("bad directive: expected exactly '{syntax}'"));
+            }
+            if reply.is_some() {
+                return Err(format!("directive '{syntax}' takes no '->' reply"));
+            }
+            if topology != Topology::MasterReplica {
+                return Err(format!(
+                    "directive '{syntax}' needs '# topology: master-replica'"
+                ));
+            }
+            return Ok((at_ms, kind));
+        }
+    }
+
+    // Node prefix: a bare first word ending in ':'.
+    let mut node = None;
+    if let Some(first) = tokens
+        .first()
+        .filter(|t| !t.quoted && t.bytes.ends_with(b":"))
+    {
+        let name = &first.bytes[..first.bytes.len() - 1];
+        let role = match name {
+            b"master" => NodeRole::Master,
+            b"replica" => NodeRole::Replica,
+            _ => {
+                return Err(format!(
+                    "unknown node '{}' (expected 'master:' or 'replica:')",
+                    snippet_bytes(name)
+                ));
+            }
+        };
+        if topology == Topology::Single {
+            return Err(format!(
+                "node prefix '{role}:' in a single-topology case (only master-replica cases name nodes)"
+            ));
+        }
+        node = Some(role);
+        tokens.remove(0);
+    } else if topology == Topology::MasterReplica {
+        return Err(
+            "a command in a master-replica case needs a 'master:' or 'replica:' prefix".to_string(),
+        );
+    }
+
+    if tokens.is_empty() {
+        return Err("empty command".to_string());
+    }
+    let Some(reply) = reply else {
+        return Err("command without '->' and a reply".to_string());
+    };
+    let expect = parse_reply(reply)?;
+    let argv = tokens
+        .into_iter()
+        .map(token_to_arg)
+        .collect::<Result<Vec<Arg>, String>>()?;
+    Ok((at_ms, StepKind::Command { node, argv, expect }))
+}
+
+fn token_to_arg(tok: Token) -> Result<Arg, String> {
+    if tok.quoted || !tok.bytes.starts_with(b"{unix") {
+        return Ok(Arg::Bytes(tok.bytes));
+    }
+    match parse_placeholder(&tok.bytes) {
+        Some((Unit::Ms, off)) => Ok(Arg::UnixMs(off)),
+        Some((Unit::S, off)) => Ok(Arg::UnixS(off)),
+        None => Err(bad_placeholder(&tok.bytes)),
+    }
+}
+
+fn bad_placeholder(b: &[u8]) -> String {
+    format!(
+        "bad placeholder '{}' (expected {{unix_ms}}, {{unix_ms+N}}, {{unix_ms-N}} or the same with unix_s)",
+        snippet_bytes(b)
+    )
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unit {
+    Ms,
+    S,
+}
+
+/// `{unix_ms}`, `{unix_ms+N}`, `{unix_ms-N}`, `{unix_s...}` → unit and signed offset.
+fn parse_placeholder(b: &[u8]) -> Option<(Unit, i64)> {
+    let inner = b.strip_prefix(b"{")?.strip_suffix(b"}")?;
+    let (unit, rest) = if let Some(rest) = inner.strip_prefix(b"unix_ms") {
+        (Unit::Ms, rest)
+    } else if let Some(rest) = inner.strip_prefix(b"unix_s") {
+        (Unit::S, rest)
+    } else {
+        return None;
+    };
+    if rest.is_empty() {
+        return Some((unit, 0));
+    }
+    let (negative, digits) = match rest.split_first()? {
+        (b'+', d) => (false, d),
+        (b'-', d) => (true, d),
+        _ => return None,
+    };
+    let n = parse_digits(digits)?;
+    Some((unit, if negative { -n } else { n }))
+}
+
+/// Non-empty ASCII digits that fit an `i64`.
+fn parse_digits(digits: &[u8]) -> Option<i64> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// A signed decimal integer (`-` allowed, `+` not) that fits an `i64`.
+fn parse_int(b: &[u8]) -> Option<i64> {
+    match b.split_first()? {
+        (b'-', digits) => {
+            if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            std::str::from_utf8(b).ok()?.parse().ok()
+        }
+        _ => parse_digits(b),
+    }
+}
+
+struct Token {
+    bytes: Vec<u8>,
+    /// Any part of the token was quoted (so it is neither `->`, a node prefix nor a placeholder).
+    quoted: bool,
+}
+
+/// `isspace()` in the C locale.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// Reads a `"..."` body (the opening quote already consumed) with redis-cli escapes;
+/// leaves `pos` after the closing quote.
+fn read_double_quoted(s: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Result<(), String> {
+    loop {
+        let Some(&c) = s.get(*pos) else {
+            return Err("unbalanced quotes: missing closing '\"'".to_string());
+        };
+        match c {
+            b'\\' => {
+                let Some(&e) = s.get(*pos + 1) else {
+                    return Err("unbalanced quotes: missing closing '\"'".to_string());
+                };
+                let hex = (e == b'x')
+                    .then(|| Some((hex_val(*s.get(*pos + 2)?)?, hex_val(*s.get(*pos + 3)?)?)))
+                    .flatten();
+                if let Some((hi, lo)) = hex {
+                    out.push(hi * 16 + lo);
+                    *pos += 4;
+                } else {
+                    out.push(match e {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                    *pos += 2;
+                }
+            }
+            b'"' => {
+                *pos += 1;
+                return Ok(());
+            }
+            _ => {
+                out.push(c);
+                *pos += 1;
+            }
+        }
+    }
+}
+
+fn hex_val(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Splits arguments like redis-cli's `sdssplitargs`.
+struct ArgLexer<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> ArgLexer<'a> {
+    fn new(text: &'a str) -> ArgLexer<'a> {
+        ArgLexer { text, pos: 0 }
+    }
+
+    /// The text after the last token read.
+    fn rest(&self) -> &'a str {
+        self.text.get(self.pos..).unwrap_or("")
+    }
+
+    fn next_token(&mut self) -> Result<Option<Token>, String> {
+        let s = self.text.as_bytes();
+        // NUL ends a C string in sdssplitargs; here it just separates arguments.
+        while s.get(self.pos).is_some_and(|&c| is_space(c) || c == 0) {
+            self.pos += 1;
+        }
+        if self.pos >= s.len() {
+            return Ok(None);
+        }
+        let mut bytes = Vec::new();
+        let mut quoted = false;
+        while let Some(&c) = s.get(self.pos) {
+            match c {
+                b' ' | b'\t' | b'\n' | b'\r' | 0 => break,
+                b'"' | b'\'' => {
+                    quoted = true;
+                    self.pos += 1;
+                    if c == b'"' {
+                        read_double_quoted(s, &mut self.pos, &mut bytes)?;
+                    } else {
+                        self.read_single_quoted(&mut bytes)?;
+                    }
+                    if s.get(self.pos).is_some_and(|&n| !is_space(n)) {
+                        return Err(format!(
+                            "closing quote must be followed by a space: '{}'",
+                            snippet(self.rest())
+                        ));
+                    }
+                    break;
+                }
+                _ => {
+                    bytes.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        Ok(Some(Token { bytes, quoted }))
+    }
+
+    /// A `'...'` body (opening quote consumed): only `\'` is an escape.
+    fn read_single_quoted(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        let s = self.text.as_bytes();
+        loop {
+            let Some(&c) = s.get(self.pos) else {
+                return Err("unbalanced quotes: missing closing \"'\"".to_string());
+            };
+            if c == b'\\' && s.get(self.pos + 1) == Some(&b'\'') {
+                out.push(b'\'');
+                self.pos += 2;
+            } else if c == b'\'' {
+                self.pos += 1;
+                return Ok(());
+            } else {
+                out.push(c);
+                self.pos += 1;
+            }
+        }
+    }
+}
+
+/// Parses the reply text after `->`.
+fn parse_reply(text: &str) -> Result<Expect, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("empty reply after '->'".to_string());
+    }
+    let mut p = ReplyParser { text, pos: 0 };
+    let expect = p.value(0)?;
+    p.skip_ws();
+    if p.pos < text.len() {
+        return Err(format!(
+            "unexpected text after the reply: '{}'",
+            snippet(p.rest())
+        ));
+    }
+    Ok(expect)
+}
+
+struct ReplyParser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> ReplyParser<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    fn rest(&self) -> &'a str {
+        self.text.get(self.pos..).unwrap_or("")
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes().get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while self.peek().is_some_and(is_space) {
+            self.pos += 1;
+        }
+    }
+
+    fn at_delimiter(&self) -> bool {
+        self.peek()
+            .is_none_or(|c| is_space(c) || c == b',' || c == b']')
+    }
+
+    /// Reads up to the next space, `,`, `]` or the end.
+    fn atom(&mut self) -> &'a str {
+        let start = self.pos;
+        while !self.at_delimiter() {
+            self.pos += 1;
+        }
+        self.text.get(start..self.pos).unwrap_or("")
+    }
+
+    /// One reply value; `depth` is the number of enclosing arrays.
+    fn value(&mut self, depth: usize) -> Result<Expect, String> {
+        self.skip_ws();
+        let rest = self.rest();
+        match self.peek() {
+            None => Err("missing reply value".to_string()),
+            Some(b'(') => {
+                if rest.starts_with("(nil)") {
+                    self.pos += "(nil)".len();
+                    self.delimited(Expect::Nil)
+                } else if rest.starts_with("(integer)") {
+                    self.pos += "(integer)".len();
+                    if !self.peek().is_some_and(is_space) {
+                        return Err("expected a space after '(integer)'".to_string());
+                    }
+                    self.skip_ws();
+                    let atom = self.atom();
+                    let pattern = if atom.starts_with('{') {
+                        match parse_placeholder(atom.as_bytes()) {
+                            Some((Unit::Ms, off)) => IntPattern::ExactUnixMs(off),
+                            Some((Unit::S, off)) => IntPattern::ExactUnixS(off),
+                            None => return Err(bad_placeholder(atom.as_bytes())),
+                        }
+                    } else {
+                        IntPattern::Exact(parse_int(atom.as_bytes()).ok_or_else(|| {
+                            format!("bad integer '{}' after '(integer)'", snippet(atom))
+                        })?)
+                    };
+                    Ok(Expect::Int(pattern))
+                } else if rest.starts_with("(error)") {
+                    self.pos += "(error)".len();
+                    self.error_message(depth)
+                } else {
+                    let atom = self.atom();
+                    Err(format!(
+                        "unknown reply form '{}' (expected (nil), (integer) N or (error) MESSAGE)",
+                        snippet(atom)
+                    ))
+                }
+            }
+            Some(b'"') => {
+                self.pos += 1;
+                let mut out = Vec::new();
+                read_double_quoted(self.bytes(), &mut self.pos, &mut out)?;
+                if !self.at_delimiter() {
+                    return Err(format!(
+                        "closing quote must be followed by a space, ',' or ']': '{}'",
+                        snippet(self.rest())
+                    ));
+                }
+                Ok(Expect::Bulk(out))
+            }
+            Some(b'[') => {
+                if depth >= MAX_ARRAY_DEPTH {
+                    return Err(format!("arrays nested deeper than {MAX_ARRAY_DEPTH}"));
+                }
+                self.pos += 1;
+                self.array(depth + 1)
+            }
+            Some(b'~') => {
+                self.pos += 1;
+                let atom = self.atom();
+                let pattern = if atom.starts_with('{') {
+                    match parse_placeholder(atom.as_bytes()) {
+                        Some((Unit::Ms, off)) => IntPattern::ApproxUnixMs(off),
+                        Some((Unit::S, off)) => IntPattern::ApproxUnixS(off),
+                        None => return Err(bad_placeholder(atom.as_bytes())),
+                    }
+                } else {
+                    IntPattern::Approx(parse_int(atom.as_bytes()).ok_or_else(|| {
+                        format!(
+                            "bad approximate integer '~{}' (expected ~N or ~{{unix_ms+N}})",
+                            snippet(atom)
+                        )
+                    })?)
+                };
+                Ok(Expect::Int(pattern))
+            }
+            Some(c) => {
+                let atom = self.atom();
+                if atom.is_empty() {
+                    return Err(format!("unexpected '{}' in reply", char::from(c)));
+                }
+                if parse_int(atom.as_bytes()).is_some() {
+                    return Err(format!(
+                        "bare integer '{}' is not a reply form (write '(integer) {}' or '~{}')",
+                        snippet(atom),
+                        snippet(atom),
+                        snippet(atom)
+                    ));
+                }
+                if matches!(c, b'{' | b'}' | b'\'' | b')') {
+                    return Err(format!("unknown reply form '{}'", snippet(atom)));
+                }
+                Ok(Expect::Status(atom.to_string()))
+            }
+        }
+    }
+
+    fn delimited(&self, e: Expect) -> Result<Expect, String> {
+        if self.at_delimiter() {
+            Ok(e)
+        } else {
+            Err(format!(
+                "unknown reply form: unexpected '{}'",
+                snippet(self.rest())
+            ))
+        }
+    }
+
+    /// After `(error)`: the rest of the line at top level; inside an array, the text up to
+    /// the next `,` or `]`.
+    fn error_message(&mut self, depth: usize) -> Result<Expect, String> {
+        match self.peek() {
+            None => return Ok(Expect::Error(String::new())),
+            Some(b' ') => self.pos += 1,
+            Some(c) if depth > 0 && (c == b',' || c == b']') => {
+                return Ok(Expect::Error(String::new()));
+            }
+            Some(_) => return Err("expected a space after '(error)'".to_string()),
+        }
+        let rest = self.rest();
+        let end = if depth == 0 {
+            rest.len()
+        } else {
+            rest.find([',', ']']).unwrap_or(rest.len())
+        };
+        let message = rest.get(..end).unwrap_or("").trim_end();
+        self.pos += end;
+        Ok(Expect::Error(message.to_string()))
+    }
+
+    /// After `[`; `depth` counts this array.
+    fn array(&mut self, depth: usize) -> Result<Expect, String> {
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return self.delimited(Expect::Array(items));
+        }
+        loop {
+            items.push(self.value(depth)?);
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return self.delimited(Expect::Array(items));
+                }
+                None => return Err("unclosed '[' in reply".to_string()),
+                Some(_) => {
+                    return Err(format!(
+                        "expected ',' or ']' in array, found '{}'",
+                        snippet(self.rest())
+                    ));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIR: &str = "/work/shared/conformance/redis7";
+    const START: i64 = 1_700_000_000_000;
+
+    fn read(file: &str) -> Option<String> {
+        match std::fs::read_to_string(format!("{DIR}/{file}")) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("skipping {file}: {e}");
+                None
+            }
+        }
+    }
+
+    fn single(body: &str) -> String {
+        format!("# case: t\n# topology: single\n{body}\n")
+    }
+
+    fn mr(body: &str) -> String {
+        format!("# case: t\n# topology: master-replica\n{body}\n")
+    }
+
+    /// The one step of a one-step single-topology case.
+    fn step1(line: &str) -> StepKind {
+        let corpus = parse(&single(line)).unwrap_or_else(|e| panic!("{line}: {e}"));
+        corpus.cases[0].steps[0].kind.clone()
+    }
+
+    fn expect_of(reply: &str) -> Expect {
+        match step1(&format!("@0 GET k -> {reply}")) {
+            StepKind::Command { expect, .. } => expect,
+            other => panic!("not a command: {other:?}"),
+        }
+    }
+
+    fn argv_of(args: &str) -> Vec<Arg> {
+        match step1(&format!("@0 {args} -> OK")) {
+            StepKind::Command { argv, .. } => argv,
+            other => panic!("not a command: {other:?}"),
+        }
+    }
+
+    fn bytes(argv: &[Arg]) -> Vec<Vec<u8>> {
+        argv.iter().map(|a| resolve_arg(a, START)).collect()
+    }
+
+    fn err_of(text: &str) -> ParseError {
+        match parse(text) {
+            Ok(c) => panic!("expected an error for {text:?}, got {c:?}"),
+            Err(e) => e,
+        }
+    }
+
+    fn assert_err(text: &str, line: usize, needle: &str) {
+        let e = err_of(text);
+        assert_eq!(e.line, line, "{text:?} -> {e}");
+        assert!(
+            e.message.contains(needle),
+            "{text:?}: message {:?} lacks {needle:?}",
+            e.message
+        );
+        assert!(e.to_string().starts_with(&format!("line {line}: ")));
+    }
+
+    #[test]
+    fn corpus_files_parse_with_readme_counts() {
+        let files = [
+            ("strings-and-set.txt", 34, Topology::Single),
+            ("expire.txt", 25, Topology::Single),
+            ("scripts.txt", 16, Topology::Single),
+            ("replication.txt", 15, Topology::MasterReplica),
+            ("random.txt", 60, Topology::Single),
+        ];
+        for (file, n_cases, topology) in files {
+            let Some(text) = read(file) else { continue };
+            let corpus = parse(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(corpus.cases.len(), n_cases, "{file}");
+            let at_lines = text
+                .lines()
+                .filter(|l| l.trim_start().starts_with('@'))
+                .count();
+            let steps: usize = corpus.cases.iter().map(|c| c.steps.len()).sum();
+            assert_eq!(steps, at_lines, "{file}");
+            let lines: Vec<&str> = text.lines().collect();
+            for case in &corpus.cases {
+                assert_eq!(case.topology, topology, "{file} {}", case.name);
+                assert_eq!(lines[case.line - 1], format!("# case: {}", case.name));
+                for step in &case.steps {
+                    let src = lines[step.line - 1];
+                    assert!(src.starts_with(&format!("@{} ", step.at_ms)), "{src}");
+                    if let StepKind::Command { node, expect, .. } = &step.kind {
+                        assert_eq!(node.is_some(), topology == Topology::MasterReplica);
+                        // Rendering gives back the file's reply text.
+                        let (_, reply) = src.split_once(" -> ").expect("reply");
+                        assert_eq!(expect.render(), reply.trim(), "{file}:{}", step.line);
+                        assert_eq!(parse_reply(&expect.render()).as_ref(), Ok(expect));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn corpus_spot_checks() {
+        if let Some(text) = read("strings-and-set.txt") {
+            let corpus = parse(&text).unwrap();
+            let c0 = &corpus.cases[0];
+            assert_eq!((c0.name.as_str(), c0.line), ("set-get-basic", 23));
+            assert_eq!(c0.steps.len(), 10);
+            let StepKind::Command { argv, expect, node } = &c0.steps[5].kind else {
+                panic!()
+            };
+            assert_eq!(*node, None);
+            assert_eq!(
+                bytes(argv),
+                vec![
+                    b"SET".to_vec(),
+                    b"k with space".to_vec(),
+                    br#"value with "quotes" and \ backslash"#.to_vec()
+                ]
+            );
+            assert_eq!(*expect, Expect::Status("OK".into()));
+            let c1 = &corpus.cases[1];
+            let StepKind::Command { expect, .. } = &c1.steps[1].kind else {
+                panic!()
+            };
+            assert_eq!(*expect, Expect::Bulk(b"\x00\x01\xff\r\n".to_vec()));
+            let exat = corpus.cases.iter().find(|c| c.name == "set-exat").unwrap();
+            let StepKind::Command { argv, .. } = &exat.steps[0].kind else {
+                panic!()
+            };
+            assert_eq!(argv[4], Arg::UnixS(1));
+            let StepKind::Command { expect, .. } = &exat.steps[3].kind else {
+                panic!()
+            };
+            assert_eq!(*expect, Expect::Int(IntPattern::ExactUnixMs(1000)));
+        }
+        if let Some(text) = read("replication.txt") {
+            let corpus = parse(&text).unwrap();
+            let c0 = &corpus.cases[0];
+            assert_eq!(c0.steps[0].kind, StepKind::Link);
+            assert_eq!(c0.steps[1].kind, StepKind::WaitSync);
+            let StepKind::Command { node, argv, expect } = &c0.steps[2].kind else {
+                panic!()
+            };
+            assert_eq!(*node, Some(NodeRole::Master));
+            assert_eq!(argv[0], Arg::Bytes(b"SET".to_vec()));
+            assert_eq!(*expect, Expect::Status("OK".into()));
+            let StepKind::Command { node, .. } = &c0.steps[4].kind else {
+                panic!()
+            };
+            assert_eq!(*node, Some(NodeRole::Replica));
+        }
+        if let Some(text) = read("scripts.txt") {
+            let corpus = parse(&text).unwrap();
+            let case = corpus
+                .cases
+                .iter()
+                .find(|c| c.name == "script-return-types")
+                .unwrap();
+            let StepKind::Command { expect, .. } = &case.steps[7].kind else {
+                panic!()
+            };
+            let want = Reply::Array(vec![
+                Reply::Int(1),
+                Reply::Bulk(b"two".to_vec()),
+                Reply::Array(vec![Reply::Int(3), Reply::Bulk(b"four".to_vec())]),
+            ]);
+            assert!(expect.matches(&want, START));
+        }
+    }
+
+    #[test]
+    fn reply_forms() {
+        assert_eq!(expect_of("OK"), Expect::Status("OK".into()));
+        assert_eq!(expect_of("PONG"), Expect::Status("PONG".into()));
+        assert_eq!(expect_of("none"), Expect::Status("none".into()));
+        assert_eq!(expect_of("(nil)"), Expect::Nil);
+        assert_eq!(
+            expect_of("(integer) -2"),
+            Expect::Int(IntPattern::Exact(-2))
+        );
+        assert_eq!(
+            expect_of("(integer) 9223372036854775807"),
+            Expect::Int(IntPattern::Exact(i64::MAX))
+        );
+        assert_eq!(
+            expect_of("(integer) -9223372036854775808"),
+            Expect::Int(IntPattern::Exact(i64::MIN))
+        );
+        assert_eq!(
+            expect_of("(integer) {unix_ms+300}"),
+            Expect::Int(IntPattern::ExactUnixMs(300))
+        );
+        assert_eq!(
+            expect_of("(integer) {unix_s}"),
+            Expect::Int(IntPattern::ExactUnixS(0))
+        );
+        assert_eq!(expect_of("~100"), Expect::Int(IntPattern::Approx(100)));
+        assert_eq!(
+            expect_of("~{unix_ms+500}"),
+            Expect::Int(IntPattern::ApproxUnixMs(500))
+        );
+        assert_eq!(
+            expect_of("~{unix_s-2}"),
+            Expect::Int(IntPattern::ApproxUnixS(-2))
+        );
+        assert_eq!(expect_of("\"\""), Expect::Bulk(vec![]));
+        assert_eq!(
+            expect_of(r#""a -> \"b\" \\ \x00\xFF""#),
+            Expect::Bulk(b"a -> \"b\" \\ \x00\xff".to_vec())
+        );
+        assert_eq!(
+            expect_of("(error) ERR syntax error   "),
+            Expect::Error("ERR syntax error".into())
+        );
+        assert_eq!(
+            expect_of("(error) ERR a, b [c] -> \"d\""),
+            Expect::Error("ERR a, b [c] -> \"d\"".into())
+        );
+        assert_eq!(expect_of("[]"), Expect::Array(vec![]));
+        assert_eq!(
+            expect_of(r#"[(integer) 1, "two", [(integer) 3, "four"], (nil), OK, [], ~5]"#),
+            Expect::Array(vec![
+                Expect::Int(IntPattern::Exact(1)),
+                Expect::Bulk(b"two".to_vec()),
+                Expect::Array(vec![
+                    Expect::Int(IntPattern::Exact(3)),
+                    Expect::Bulk(b"four".to_vec())
+                ]),
+                Expect::Nil,
+                Expect::Status("OK".into()),
+                Expect::Array(vec![]),
+                Expect::Int(IntPattern::Approx(5)),
+            ])
+        );
+        assert_eq!(
+            expect_of("[(error) ERR x, \"y\"]"),
+            Expect::Array(vec![
+                Expect::Error("ERR x".into()),
+                Expect::Bulk(b"y".to_vec())
+            ])
+        );
+        assert_eq!(
+            expect_of(r#"["keep"]"#),
+            Expect::Array(vec![Expect::Bulk(b"keep".to_vec())])
+        );
+        // Render round trip.
+        for text in [
+            "OK",
+            "(nil)",
+            "(integer) -7",
+            "(integer) {unix_ms}",
+            "(integer) {unix_ms-1000}",
+            "(integer) {unix_s+1}",
+            "~300",
+            "~{unix_ms+500}",
+            r#""caf\xc3\xa9\r\n\"\\""#,
+            "(error) NOSCRIPT No matching script. Please use EVAL.",
+            r#"[(integer) 1, "two", [(integer) 3, "four"]]"#,
+            "[]",
+        ] {
+            assert_eq!(expect_of(text).render(), text);
+        }
+    }
+
+    #[test]
+    fn matching() {
+        let ok = expect_of("OK");
+        assert!(ok.matches(&Reply::Ok, START));
+        assert!(ok.matches(&Reply::Status("OK".into()), START));
+        assert!(!ok.matches(&Reply::Bulk(b"OK".to_vec()), START));
+        assert!(!expect_of("PONG").matches(&Reply::Ok, START));
+        assert!(expect_of("(nil)").matches(&Reply::Nil, START));
+        assert!(!expect_of("(nil)").matches(&Reply::Array(vec![]), START));
+        assert!(expect_of("\"v\"").matches(&Reply::Bulk(b"v".to_vec()), START));
+        assert!(!expect_of("\"v\"").matches(&Reply::Status("v".into()), START));
+        assert!(
+            expect_of("(error) ERR syntax error").matches(&Reply::err("ERR syntax error"), START)
+        );
+        assert!(!expect_of("(error) ERR syntax error").matches(&Reply::err("ERR syntax"), START));
+        assert!(expect_of("(integer) 3").matches(&Reply::Int(3), START));
+        assert!(!expect_of("(integer) 3").matches(&Reply::Int(4), START));
+        assert!(!expect_of("(integer) 3").matches(&Reply::Bulk(b"3".to_vec()), START));
+        let arr = expect_of("[(integer) 1, ~100]");
+        assert!(arr.matches(&Reply::Array(vec![Reply::Int(1), Reply::Int(120)]), START));
+        assert!(!arr.matches(&Reply::Array(vec![Reply::Int(1), Reply::Int(131)]), START));
+        assert!(!arr.matches(&Reply::Array(vec![Reply::Int(1)]), START));
+        assert!(!arr.matches(
+            &Reply::Array(vec![Reply::Int(1), Reply::Int(100), Reply::Nil]),
+            START
+        ));
+    }
+
+    #[test]
+    fn approx_is_within_30_inclusive() {
+        let e = expect_of("~100");
+        for (got, ok) in [
+            (70, true),
+            (100, true),
+            (130, true),
+            (69, false),
+            (131, false),
+            (-100, false),
+        ] {
+            assert_eq!(e.matches(&Reply::Int(got), START), ok, "~100 vs {got}");
+        }
+        let e = expect_of("~{unix_ms+500}");
+        let at = START + 500;
+        for (got, ok) in [
+            (at - 30, true),
+            (at + 30, true),
+            (at - 31, false),
+            (at + 31, false),
+        ] {
+            assert_eq!(e.matches(&Reply::Int(got), START), ok, "{got}");
+        }
+        // No overflow at the extremes.
+        assert!(!IntPattern::Approx(i64::MAX).matches(i64::MIN, START));
+        assert!(IntPattern::Approx(i64::MAX).matches(i64::MAX - 30, START));
+        assert!(IntPattern::ApproxUnixMs(i64::MAX).matches(i64::MAX, START));
+    }
+
+    #[test]
+    fn placeholders() {
+        let argv = argv_of(
+            "X {unix_ms} {unix_ms+300} {unix_ms-1000} {unix_s} {unix_s+10} {unix_s-10} \"{unix_ms}\" {user}:1 '{unix_s}'",
+        );
+        assert_eq!(
+            argv[1..7],
+            [
+                Arg::UnixMs(0),
+                Arg::UnixMs(300),
+                Arg::UnixMs(-1000),
+                Arg::UnixS(0),
+                Arg::UnixS(10),
+                Arg::UnixS(-10)
+            ]
+        );
+        let want: Vec<&[u8]> = vec![
+            b"X",
+            b"1700000000000",
+            b"1700000000300",
+            b"1699999999000",
+            b"1700000000",
+            b"1700000010",
+            b"1699999990",
+            b"{unix_ms}",
+            b"{user}:1",
+            b"{unix_s}",
+        ];
+        assert_eq!(bytes(&argv), want);
+        assert!(IntPattern::ExactUnixS(1).matches(1_700_000_001, START));
+        assert!(IntPattern::ExactUnixMs(-5).matches(START - 5, START));
+        assert!(!IntPattern::ExactUnixMs(-5).matches(START - 4, START));
+        assert_eq!(Arg::UnixMs(-5).to_string(), "{unix_ms-5}");
+        assert_eq!(Arg::UnixS(0).to_string(), "{unix_s}");
+        for bad in [
+            "{unix_ms+}",
+            "{unix_ms*2}",
+            "{unix_s+1x}",
+            "{unixms}",
+            "{unix_ms",
+        ] {
+            let e = err_of(&single(&format!("@0 GET {bad} -> OK")));
+            assert_eq!(e.line, 3, "{bad}");
+            assert!(e.message.contains("placeholder"), "{bad}: {e}");
+        }
+        let e = err_of(&single("@0 GET k -> (integer) {unix_ms+x}"));
+        assert!(e.message.contains("placeholder"), "{e}");
+    }
+
+    #[test]
+    fn arg_escapes() {
+        let argv = argv_of(r#"SET bin "\x00\x01\xff\r\n""#);
+        assert_eq!(bytes(&argv)[2], b"\x00\x01\xff\r\n");
+        let argv = argv_of(r#"SET k "value with \"quotes\" and \\ backslash" """#);
+        assert_eq!(bytes(&argv)[2], br#"value with "quotes" and \ backslash"#);
+        assert_eq!(bytes(&argv)[3], b"");
+        let argv = argv_of(r#"SET "\t\a\b\q\xzz\xA" 'it\'s "x" \n' a"b""#);
+        assert_eq!(
+            bytes(&argv),
+            vec![
+                b"SET".to_vec(),
+                b"\t\x07\x08qxzzxA".to_vec(),
+                b"it's \"x\" \\n".to_vec(),
+                b"ab".to_vec(),
+            ]
+        );
+        assert_err(&single(r#"@0 SET a"b"c -> OK"#), 3, "closing quote");
+        // A quoted -> is an argument; the first bare -> separates.
+        let argv = argv_of(r#"ECHO "->" '->' x->y"#);
+        assert_eq!(
+            bytes(&argv)[1..],
+            [b"->".to_vec(), b"->".to_vec(), b"x->y".to_vec()]
+        );
+        match step1("@0 ECHO a -> \"b -> c\"") {
+            StepKind::Command { expect, .. } => {
+                assert_eq!(expect, Expect::Bulk(b"b -> c".to_vec()))
+            }
+            other => panic!("{other:?}"),
+        }
+        // Arg rendering reads back the same.
+        let argv = argv_of(r#"SET "" "a b" "\x00" "->" 'q' master: "{unix_x}" plain"#);
+        let rendered: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        assert_eq!(argv_of(&rendered.join(" ")), argv);
+    }
+
+    #[test]
+    fn steps_and_directives() {
+        let c = parse(&mr(
+            "@0 link replica master\n@0 wait-sync\n@5 master: SET k v -> OK\n@5 replica: GET k -> \"v\"",
+        ))
+        .unwrap();
+        let kinds: Vec<&StepKind> = c.cases[0].steps.iter().map(|s| &s.kind).collect();
+        assert_eq!(kinds[0], &StepKind::Link);
+        assert_eq!(kinds[1], &StepKind::WaitSync);
+        assert_eq!(c.cases[0].steps[2].at_ms, 5);
+        assert_eq!(c.cases[0].steps[3].line, 6);
+        // Comments, blank lines and leading/trailing spaces are fine; a case may hold comments
+        // before its topology.
+        let text = "\n# a comment\n\n# case: a\n# about a\n# topology: single\n\n  @0 PING -> PONG  \n# case: b\n# topology: single\n@1 PING -> PONG\r\n@1 PING -> PONG\n";
+        let c = parse(text).unwrap();
+        assert_eq!(c.cases.len(), 2);
+        assert_eq!(c.cases[0].line, 4);
+        assert_eq!(c.cases[1].steps.len(), 2);
+        assert_eq!(parse("").unwrap().cases.len(), 0);
+        assert_eq!(parse("# only comments\n\n").unwrap().cases.len(), 0);
+    }
+
+    #[test]
+    fn located_errors() {
+        assert_err("@0 GET k -> (nil)\n", 1, "before any '# case:'");
+        assert_err("# case: a\n@0 GET k -> (nil)\n", 1, "topology");
+        assert_err("\n# case: a\n\n", 2, "no '# topology");
+        assert_err("# case: a\n# topology: single\n", 1, "no steps");
+        assert_err("# case: a\n# topology: triple\n", 2, "unknown topology");
+        assert_err(&single("@0 SET k \"v -> OK"), 3, "unbalanced quotes");
+        assert_err(&single("@0 SET k 'v -> OK"), 3, "unbalanced quotes");
+        assert_err(&single("@0 SET k \"v\"x -> OK"), 3, "closing quote");
+        assert_err(&single("@0 SET k v"), 3, "'->'");
+        assert_err(&single("@0 SET k v ->"), 3, "empty reply");
+        assert_err(&single("@0 SET k v \"->\" OK"), 3, "'->'");
+        assert_err(&single("@x GET k -> OK"), 3, "bad step time");
+        assert_err(&single("@ GET k -> OK"), 3, "bad step time");
+        assert_err(&single("@-1 GET k -> OK"), 3, "bad step time");
+        assert_err(&single("@10ms GET k -> OK"), 3, "bad step time");
+        assert_err(&single("@86400001 GET k -> OK"), 3, "limit");
+        assert_err(&single("@99999999999999999999999 GET k -> OK"), 3, "limit");
+        assert!(parse(&single("@86400000 GET k -> OK")).is_ok());
+        assert_err(&single("@0 GET k -> (int) 5"), 3, "unknown reply form");
+        assert_err(&single("@0 GET k -> 5"), 3, "bare integer");
+        assert_err(&single("@0 GET k -> (integer) five"), 3, "bad integer");
+        assert_err(&single("@0 GET k -> ~"), 3, "approximate");
+        assert_err(&single("@0 GET k -> [(nil), "), 3, "missing reply value");
+        assert_err(&single("@0 GET k -> [(nil)"), 3, "unclosed");
+        assert_err(&single("@0 GET k -> [(nil),]"), 3, "unexpected ']'");
+        assert_err(&single("@0 GET k -> [a b]"), 3, "expected ',' or ']'");
+        assert_err(&single("@0 GET k -> OK OK"), 3, "unexpected text");
+        assert_err(&single("@0 GET k -> \"v\" x"), 3, "unexpected text");
+        assert_err(&single("@0 GET k -> \"v\"x"), 3, "closing quote");
+        assert_err(&single("@0 GET k -> (nil)x"), 3, "unknown reply form");
+        assert_err(&single("@0 GET k -> (error)x"), 3, "space after '(error)'");
+        assert_err(&single("@0 GET k -> {unix_ms}"), 3, "unknown reply form");
+        assert_err(&single("@0 -> OK"), 3, "empty command");
+        assert_err(&single("@0"), 3, "empty command");
+        assert_err(&single("@0    "), 3, "empty command");
+        assert_err(&single("@0 master: GET k -> OK"), 3, "single-topology");
+        assert_err(&single("@0 link replica master"), 3, "master-replica");
+        assert_err(&single("@0 wait-sync"), 3, "master-replica");
+        assert_err(&mr("@0 slave: GET k -> OK"), 3, "unknown node 'slave'");
+        assert_err(&mr("@0 GET k -> OK"), 3, "prefix");
+        assert_err(&mr("@0 master: -> OK"), 3, "empty command");
+        assert_err(&mr("@0 link replica"), 3, "bad directive");
+        assert_err(&mr("@0 link master replica"), 3, "bad directive");
+        assert_err(&mr("@0 wait-sync now"), 3, "bad directive");
+        assert_err(&mr("@0 wait-sync -> OK"), 3, "no '->' reply");
+        assert_err(&single("@10 GET k -> OK\n@9 GET k -> OK"), 4, "backwards");
+        assert_err(
+            &single("@0 GET k -> OK\n# topology: single"),
+            4,
+            "after the first step",
+        );
+        assert_err(
+            "# case: a\n# topology: single\n# topology: single\n",
+            3,
+            "second",
+        );
+        assert_err("# topology: single\n", 1, "before any");
+        assert_err("# case:\n", 1, "empty case name");
+        assert_err(
+            "# case: a\n# topology: single\n@0 PING -> PONG\n# case: a\n",
+            4,
+            "duplicate",
+        );
+        assert_err(&single("GET k -> OK"), 3, "unexpected line");
+        let nested = format!("@0 GET k -> {}{}", "[".repeat(40), "]".repeat(40));
+        assert_err(&single(&nested), 3, "nested deeper");
+        let long = format!("@0 SET k {} -> OK", "v".repeat(MAX_LINE_BYTES));
+        assert_err(&single(&long), 3, "bytes long");
+    }
+
+    #[test]
+    fn file_limits() {
+        let mut text = String::new();
+        for i in 0..=MAX_CASES {
+            text.push_str(&format!(
+                "# case: c{i}\n# topology: single\n@0 PING -> PONG\n"
+            ));
+        }
+        let e = err_of(&text);
+        assert_eq!(e.line, 3 * MAX_CASES + 1);
+        assert!(e.message.contains("cases"), "{e}");
+
+        let mut text = String::from("# case: many\n# topology: single\n");
+        text.push_str(&"@0 PING -> PONG\n".repeat(MAX_STEPS));
+        assert_eq!(parse(&text).unwrap().cases[0].steps.len(), MAX_STEPS);
+        text.push_str("@0 PING -> PONG\n");
+        let e = err_of(&text);
+        assert_eq!(e.line, MAX_STEPS + 3);
+        assert!(e.message.contains("steps"), "{e}");
+    }
+
+    /// xorshift64*, enough for fuzzing without a dependency.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    #[test]
+    fn never_panics_on_garbage_or_truncation() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        const PIECES: &[&str] = &[
+            "@",
+            "0",
+            "12",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r",
+            "#",
+            "# case: x\n",
+            "# topology: single\n",
+            "# topology: master-replica\n",
+            "->",
+            "\"",
+            "'",
+            "\\",
+            "\\x",
+            "\\xf",
+            "ff",
+            "[",
+            "]",
+            ",",
+            "(",
+            ")",
+            "(nil)",
+            "(integer)",
+            "(error)",
+            "~",
+            "{",
+            "}",
+            "{unix_ms",
+            "{unix_s",
+            "+",
+            "-",
+            "9223372036854775808",
+            "master:",
+            "replica:",
+            "link",
+            "replica",
+            "master",
+            "wait-sync",
+            "OK",
+            "SET",
+            "é",
+            "\u{0}",
+            "\u{feff}",
+            "日本",
+        ];
+        for _ in 0..20_000 {
+            let mut s = String::new();
+            for _ in 0..rng.below(30) {
+                s.push_str(PIECES[rng.below(PIECES.len())]);
+            }
+            let _ = parse(&s);
+            let _ = parse(&single(&s));
+            let _ = parse(&mr(&s));
+        }
+        // Random bytes, made into a str.
+        for _ in 0..5_000 {
+            let len = rng.below(80);
+            let raw: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let s = String::from_utf8_lossy(&raw);
+            let _ = parse(&s);
+            let _ = parse(&single(&format!("@0 {s}")));
+            let _ = parse(&mr(&format!("@0 master: {s}")));
+        }
+        // Every prefix of every line of the corpus, and random cuts of whole files.
+        let files = [
+            "strings-and-set.txt",
+            "expire.txt",
+            "scripts.txt",
+            "replication.txt",
+            "random.txt",
+        ];
+        for file in files {
+            let Some(text) = read(file) else { continue };
+            for line in text.lines() {
+                for (cut, _) in line.char_indices() {
+                    let _ = parse(&single(&line[..cut]));
+                    let _ = parse(&mr(&line[..cut]));
+                }
+                // Random byte-level damage.
+                let mut b = line.as_bytes().to_vec();
+                if !b.is_empty() {
+                    let i = rng.below(b.len());
+                    b[i] = PIECES[rng.below(PIECES.len())].as_bytes()[0];
+                    let _ = parse(&single(&String::from_utf8_lossy(&b)));
+                }
+            }
+            for _ in 0..50 {
+                let cut = rng.below(text.len() + 1);
+                if let Some(prefix) = text.get(..cut) {
+                    let _ = parse(prefix);
+                }
+            }
+        }
+    }
+}

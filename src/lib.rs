@@ -1,0 +1,17 @@
+//! distlock-sim: a deterministic discrete-event simulator of Redis-based distributed locks.
+//!
+//! Layers, dependencies pointing down only (see docs/ARCHITECTURE.md):
+//! `time` → `rng`, `clock`, `net` → `proto`, `history`, `process` → `redis` → `sim` →
+//! `conformance`.
+#![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod conformance;
+pub mod history;
+pub mod net;
+pub mod process;
+pub mod proto;
+pub mod redis;
+pub mod rng;
+pub mod sim;
+pub mod time;

@@ -1,0 +1,77 @@
+//! The sans-IO process interface: what every actor (Redis node, lock client, resource, a
+//! user's own algorithm) implements, and the context the event loop hands it.
+//!
+//! A process never reads a clock, sleeps, spawns or owns an RNG: the loop passes in its node's
+//! clock readings and its own RNG stream, and collects what it wants done (send, arm a timer,
+//! report an observation). That is what makes every run a pure function of model and seed.
+
+use crate::history::Observation;
+use crate::proto::Msg;
+use crate::rng::Prng;
+use crate::time::ProcId;
+
+/// What a process asks the loop to do.
+#[derive(Clone, Debug)]
+pub enum Output {
+    Send {
+        to: ProcId,
+        msg: Msg,
+    },
+    /// Fire `on_timer(tag)` after `after_ns` of this node's *monotonic* time.
+    Timer {
+        after_ns: u64,
+        tag: u64,
+    },
+    Observe(Observation),
+}
+
+/// Context for one reaction: local clock readings, the process's RNG stream and the output
+/// buffer. Built by the loop for each event.
+pub struct Cx<'a> {
+    pub me: ProcId,
+    /// The node's wall clock, Unix ms (what Redis and naive clients read).
+    pub wall_ms: i64,
+    /// The node's monotonic clock, ns (what careful clients measure elapsed time with).
+    pub mono_ns: u64,
+    pub rng: &'a mut Prng,
+    out: &'a mut Vec<Output>,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(
+        me: ProcId,
+        wall_ms: i64,
+        mono_ns: u64,
+        rng: &'a mut Prng,
+        out: &'a mut Vec<Output>,
+    ) -> Cx<'a> {
+        Cx {
+            me,
+            wall_ms,
+            mono_ns,
+            rng,
+            out,
+        }
+    }
+    pub fn send(&mut self, to: ProcId, msg: Msg) {
+        self.out.push(Output::Send { to, msg });
+    }
+    pub fn set_timer(&mut self, after_ns: u64, tag: u64) {
+        self.out.push(Output::Timer { after_ns, tag });
+    }
+    pub fn observe(&mut self, obs: Observation) {
+        self.out.push(Output::Observe(obs));
+    }
+}
+
+/// A simulated process. Timers cannot be cancelled: a process that no longer wants a timer
+/// ignores it when it fires (tags usually carry a generation number for that).
+pub trait Process {
+    /// Called once when the run starts, and again after each restart.
+    fn on_start(&mut self, cx: &mut Cx<'_>);
+    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg);
+    fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64);
+    /// The process crashed and is being restarted: drop volatile state; `keep_data` says
+    /// whether durable state survived. `on_start` follows.
+    fn on_restart(&mut self, keep_data: bool);
+}

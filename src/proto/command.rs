@@ -1,0 +1,867 @@
+//! Redis commands as typed values, and the parser from argument vectors.
+//!
+//! Simulated clients build `Command` values directly: the hot path never parses text. The
+//! parser (`Command::parse`) serves the conformance corpus, Lua's `redis.call`, and users; it
+//! reproduces Redis 7.0's arity checks and *syntax* errors. Errors that depend on the node's
+//! state or clock (invalid expire time, WRONGTYPE, overflow) are raised when the node executes
+//! the command, in the order Redis raises them.
+
+use std::sync::Arc;
+
+use sha1::{Digest, Sha1};
+
+use crate::proto::reply::Reply;
+
+pub type Bytes = Vec<u8>;
+
+/// `NX` / `XX` on SET.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetCond {
+    Nx,
+    Xx,
+}
+
+/// The expiry option of SET, as given (validated by the node against its clock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetExpiry {
+    Ex(i64),
+    Px(i64),
+    ExAt(i64),
+    PxAt(i64),
+    KeepTtl,
+}
+
+/// Which of the four expire commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpireKind {
+    Expire,
+    PExpire,
+    ExpireAt,
+    PExpireAt,
+}
+
+impl ExpireKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ExpireKind::Expire => "expire",
+            ExpireKind::PExpire => "pexpire",
+            ExpireKind::ExpireAt => "expireat",
+            ExpireKind::PExpireAt => "pexpireat",
+        }
+    }
+    pub fn in_seconds(self) -> bool {
+        matches!(self, ExpireKind::Expire | ExpireKind::ExpireAt)
+    }
+    pub fn is_absolute(self) -> bool {
+        matches!(self, ExpireKind::ExpireAt | ExpireKind::PExpireAt)
+    }
+}
+
+/// NX/XX/GT/LT of the expire commands (already checked for compatibility).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExpireCond {
+    pub nx: bool,
+    pub xx: bool,
+    pub gt: bool,
+    pub lt: bool,
+}
+
+/// A script body with its SHA1, computed once when the script is made (clients reuse it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Script {
+    pub source: Arc<[u8]>,
+    pub sha: [u8; 20],
+}
+
+impl Script {
+    pub fn new(source: &[u8]) -> Script {
+        Script {
+            source: source.into(),
+            sha: sha1_of(source),
+        }
+    }
+    pub fn sha_hex(&self) -> String {
+        hex(&self.sha)
+    }
+}
+
+pub fn sha1_of(bytes: &[u8]) -> [u8; 20] {
+    let mut h = Sha1::new();
+    h.update(bytes);
+    h.finalize().into()
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    s
+}
+
+/// Parses 40 hex digits (either case) into a SHA1; anything else is `None` (NOSCRIPT).
+pub fn parse_sha_hex(s: &[u8]) -> Option<[u8; 20]> {
+    if s.len() != 40 {
+        return None;
+    }
+    let mut out = [0u8; 20];
+    for (i, pair) in s.chunks(2).enumerate() {
+        let d = |c: u8| (c as char).to_digit(16);
+        out[i] = (d(pair[0])? * 16 + d(pair[1])?) as u8;
+    }
+    Some(out)
+}
+
+/// Which script EVALSHA/EVAL names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScriptRef {
+    Source(Script),
+    /// EVALSHA's argument: `None` when it is not 40 hex digits (always NOSCRIPT).
+    Sha(Option<[u8; 20]>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Ping(Option<Bytes>),
+    Get(Bytes),
+    Set {
+        key: Bytes,
+        value: Bytes,
+        cond: Option<SetCond>,
+        get: bool,
+        expiry: Option<SetExpiry>,
+    },
+    /// SETNX key value (legacy, `setnx-no-ttl` clients use it).
+    SetNx(Bytes, Bytes),
+    Del(Vec<Bytes>),
+    Exists(Vec<Bytes>),
+    Expire {
+        kind: ExpireKind,
+        key: Bytes,
+        when: i64,
+        cond: ExpireCond,
+    },
+    Ttl {
+        key: Bytes,
+        ms: bool,
+    },
+    ExpireTime {
+        key: Bytes,
+        ms: bool,
+    },
+    Persist(Bytes),
+    IncrBy(Bytes, i64),
+    /// DECRBY with its raw amount: DECRBY LLONG_MIN has its own error.
+    DecrBy(Bytes, i64),
+    Eval {
+        script: ScriptRef,
+        keys: Vec<Bytes>,
+        args: Vec<Bytes>,
+        read_only: bool,
+    },
+    ScriptLoad(Bytes),
+    ScriptExists(Vec<Bytes>),
+    ScriptFlush,
+    FlushAll,
+    DbSize,
+    Keys(Bytes),
+    Type(Bytes),
+    RPush(Bytes, Vec<Bytes>),
+    DebugSetActiveExpire(bool),
+    /// REPLICAOF NO ONE is `None`.
+    ReplicaOf(Option<(Bytes, Bytes)>),
+    Wait {
+        replicas: i64,
+        timeout_ms: i64,
+    },
+    Select(i64),
+}
+
+/// Why parsing failed. Scripts word the first two differently from clients.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParseError {
+    Unknown {
+        name: String,
+        args: Vec<Bytes>,
+    },
+    Arity(&'static str),
+    /// Any other error reply, full text.
+    Reply(String),
+}
+
+impl ParseError {
+    /// The error a client gets.
+    pub fn client_reply(&self) -> Reply {
+        match self {
+            ParseError::Unknown { name, args } => {
+                let mut msg = format!(
+                    "ERR unknown command '{}', with args beginning with: ",
+                    trunc(name, 128)
+                );
+                for a in args {
+                    msg.push('\'');
+                    msg.push_str(&trunc(&String::from_utf8_lossy(a), 128));
+                    msg.push_str("' ");
+                }
+                Reply::Error(msg)
+            }
+            ParseError::Arity(name) => Reply::Error(format!(
+                "ERR wrong number of arguments for '{name}' command"
+            )),
+            ParseError::Reply(m) => Reply::Error(m.clone()),
+        }
+    }
+
+    /// The error a script's `redis.call` gets.
+    pub fn script_reply(&self) -> Reply {
+        match self {
+            ParseError::Unknown { .. } => {
+                Reply::err("ERR Unknown Redis command called from script")
+            }
+            ParseError::Arity(_) => {
+                Reply::err("ERR Wrong number of args calling Redis command from script")
+            }
+            ParseError::Reply(m) => Reply::Error(m.clone()),
+        }
+    }
+}
+
+fn trunc(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+pub const ERR_SYNTAX: &str = "ERR syntax error";
+pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+
+fn syntax() -> ParseError {
+    ParseError::Reply(ERR_SYNTAX.into())
+}
+
+/// Redis's `string2ll`: the canonical decimal form of an i64 and nothing else
+/// (no sign `+`, no leading zeros, no `-0`, no spaces, at most 20 bytes).
+pub fn parse_i64_strict(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match s[0] {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !(b'1'..=b'9').contains(&digits[0]) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    if neg {
+        if v > (i64::MAX as u64) + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+fn int_arg(s: &[u8]) -> Result<i64, ParseError> {
+    parse_i64_strict(s).ok_or_else(|| ParseError::Reply(ERR_NOT_INTEGER.into()))
+}
+
+/// Arity as Redis declares it: positive = exact argc, negative = at least |n|.
+fn arity_ok(arity: i32, argc: usize) -> bool {
+    if arity >= 0 {
+        argc == arity as usize
+    } else {
+        argc >= arity.unsigned_abs() as usize
+    }
+}
+
+/// Commands the model knows: (lower-case name, Redis arity, writes?).
+const TABLE: &[(&str, i32, bool)] = &[
+    ("ping", -1, false),
+    ("get", 2, false),
+    ("set", -3, true),
+    ("setnx", 3, true),
+    ("setex", 4, true),
+    ("psetex", 4, true),
+    ("del", -2, true),
+    ("unlink", -2, true),
+    ("exists", -2, false),
+    ("expire", -3, true),
+    ("pexpire", -3, true),
+    ("expireat", -3, true),
+    ("pexpireat", -3, true),
+    ("ttl", 2, false),
+    ("pttl", 2, false),
+    ("expiretime", 2, false),
+    ("pexpiretime", 2, false),
+    ("persist", 2, true),
+    ("incr", 2, true),
+    ("decr", 2, true),
+    ("incrby", 3, true),
+    ("decrby", 3, true),
+    ("eval", -3, false),
+    ("evalsha", -3, false),
+    ("eval_ro", -3, false),
+    ("evalsha_ro", -3, false),
+    ("script", -2, false),
+    ("flushall", -1, true),
+    ("flushdb", -1, true),
+    ("dbsize", 1, false),
+    ("keys", 2, false),
+    ("type", 2, false),
+    ("rpush", -3, true),
+    ("debug", -2, false),
+    ("replicaof", 3, false),
+    ("slaveof", 3, false),
+    ("wait", 3, false),
+    ("select", 2, false),
+];
+
+/// Redis command flags the model needs: is `name` (lower-case) a write command?
+pub fn is_write_command(name: &str) -> bool {
+    TABLE.iter().any(|(n, _, w)| *n == name && *w)
+}
+
+/// Commands a script may not call.
+pub fn is_denied_in_scripts(name: &str) -> bool {
+    matches!(
+        name,
+        "eval"
+            | "evalsha"
+            | "eval_ro"
+            | "evalsha_ro"
+            | "script"
+            | "wait"
+            | "debug"
+            | "replicaof"
+            | "slaveof"
+    )
+}
+
+fn eq_ic(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+impl Command {
+    /// Is this command a write (refused on read-only replicas and in read-only scripts)?
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self,
+            Command::Set { .. }
+                | Command::SetNx(..)
+                | Command::Del(_)
+                | Command::Expire { .. }
+                | Command::Persist(_)
+                | Command::IncrBy(..)
+                | Command::DecrBy(..)
+                | Command::FlushAll
+                | Command::RPush(..)
+        )
+    }
+
+    /// Parses an argument vector (argv[0] is the command name, any case).
+    pub fn parse(argv: &[Bytes]) -> Result<Command, ParseError> {
+        let Some(first) = argv.first() else {
+            return Err(ParseError::Reply("ERR empty command".into()));
+        };
+        let name = String::from_utf8_lossy(first).to_ascii_lowercase();
+        let Some(&(canon, arity, _)) = TABLE.iter().find(|(n, _, _)| *n == name) else {
+            return Err(ParseError::Unknown {
+                name: String::from_utf8_lossy(first).into_owned(),
+                args: argv[1..].to_vec(),
+            });
+        };
+        if !arity_ok(arity, argv.len()) {
+            return Err(ParseError::Arity(canon));
+        }
+        let a = &argv[1..];
+        let cmd = match canon {
+            "ping" => match a.len() {
+                0 => Command::Ping(None),
+                1 => Command::Ping(Some(a[0].clone())),
+                _ => return Err(ParseError::Arity("ping")),
+            },
+            "get" => Command::Get(a[0].clone()),
+            "set" => parse_set(a)?,
+            "setnx" => Command::SetNx(a[0].clone(), a[1].clone()),
+            "setex" | "psetex" => {
+                let n = int_arg(&a[1])?;
+                let expiry = if canon == "setex" {
+                    SetExpiry::Ex(n)
+                } else {
+                    SetExpiry::Px(n)
+                };
+                if n <= 0 {
+                    return Err(ParseError::Reply(format!(
+                        "ERR invalid expire time in '{canon}' command"
+                    )));
+                }
+                Command::Set {
+                    key: a[0].clone(),
+                    value: a[2].clone(),
+                    cond: None,
+                    get: false,
+                    expiry: Some(expiry),
+                }
+            }
+            "del" | "unlink" => Command::Del(a.to_vec()),
+            "exists" => Command::Exists(a.to_vec()),
+            "expire" | "pexpire" | "expireat" | "pexpireat" => {
+                let kind = match canon {
+                    "expire" => ExpireKind::Expire,
+                    "pexpire" => ExpireKind::PExpire,
+                    "expireat" => ExpireKind::ExpireAt,
+                    _ => ExpireKind::PExpireAt,
+                };
+                let when = int_arg(&a[1])?;
+                let cond = parse_expire_cond(&a[2..])?;
+                Command::Expire {
+                    kind,
+                    key: a[0].clone(),
+                    when,
+                    cond,
+                }
+            }
+            "ttl" | "pttl" => Command::Ttl {
+                key: a[0].clone(),
+                ms: canon == "pttl",
+            },
+            "expiretime" | "pexpiretime" => Command::ExpireTime {
+                key: a[0].clone(),
+                ms: canon == "pexpiretime",
+            },
+            "persist" => Command::Persist(a[0].clone()),
+            "incr" => Command::IncrBy(a[0].clone(), 1),
+            "decr" => Command::IncrBy(a[0].clone(), -1),
+            "incrby" => Command::IncrBy(a[0].clone(), int_arg(&a[1])?),
+            "decrby" => Command::DecrBy(a[0].clone(), int_arg(&a[1])?),
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
+                let numkeys = int_arg(&a[1])?;
+                if numkeys < 0 {
+                    return Err(ParseError::Reply(
+                        "ERR Number of keys can't be negative".into(),
+                    ));
+                }
+                let rest = &a[2..];
+                if numkeys as u64 > rest.len() as u64 {
+                    return Err(ParseError::Reply(
+                        "ERR Number of keys can't be greater than number of args".into(),
+                    ));
+                }
+                let (keys, args) = rest.split_at(numkeys as usize);
+                let script = if canon.starts_with("evalsha") {
+                    ScriptRef::Sha(parse_sha_hex(&a[0]))
+                } else {
+                    ScriptRef::Source(Script::new(&a[0]))
+                };
+                Command::Eval {
+                    script,
+                    keys: keys.to_vec(),
+                    args: args.to_vec(),
+                    read_only: canon.ends_with("_ro"),
+                }
+            }
+            "script" => {
+                let sub = &a[0];
+                if eq_ic(sub, "load") && a.len() == 2 {
+                    Command::ScriptLoad(a[1].clone())
+                } else if eq_ic(sub, "exists") && a.len() >= 2 {
+                    Command::ScriptExists(a[1..].to_vec())
+                } else if eq_ic(sub, "flush")
+                    && (a.len() == 1
+                        || (a.len() == 2 && (eq_ic(&a[1], "sync") || eq_ic(&a[1], "async"))))
+                {
+                    Command::ScriptFlush
+                } else {
+                    return Err(unknown_subcommand(sub, "SCRIPT"));
+                }
+            }
+            "flushall" | "flushdb" => {
+                if a.len() > 1 || (a.len() == 1 && !(eq_ic(&a[0], "sync") || eq_ic(&a[0], "async")))
+                {
+                    return Err(syntax());
+                }
+                Command::FlushAll
+            }
+            "dbsize" => Command::DbSize,
+            "keys" => Command::Keys(a[0].clone()),
+            "type" => Command::Type(a[0].clone()),
+            "rpush" => Command::RPush(a[0].clone(), a[1..].to_vec()),
+            "debug" => {
+                if eq_ic(&a[0], "set-active-expire") && a.len() == 2 {
+                    let on = int_arg(&a[1])?;
+                    Command::DebugSetActiveExpire(on != 0)
+                } else {
+                    return Err(ParseError::Reply(format!(
+                        "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+                        String::from_utf8_lossy(&a[0])
+                    )));
+                }
+            }
+            "replicaof" | "slaveof" => {
+                if eq_ic(&a[0], "no") && eq_ic(&a[1], "one") {
+                    Command::ReplicaOf(None)
+                } else {
+                    Command::ReplicaOf(Some((a[0].clone(), a[1].clone())))
+                }
+            }
+            "wait" => {
+                let replicas = int_arg(&a[0])?;
+                let timeout_ms = int_arg(&a[1])?;
+                if timeout_ms < 0 {
+                    return Err(ParseError::Reply("ERR timeout is negative".into()));
+                }
+                Command::Wait {
+                    replicas,
+                    timeout_ms,
+                }
+            }
+            "select" => {
+                let db = parse_i64_strict(&a[0])
+                    .ok_or_else(|| ParseError::Reply("ERR invalid DB index".into()))?;
+                Command::Select(db)
+            }
+            _ => unreachable!("every table entry has a parser arm"),
+        };
+        Ok(cmd)
+    }
+
+    /// The argument vector this command would be sent as (for traces and Lua round trips).
+    pub fn to_argv(&self) -> Vec<Bytes> {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let n = |i: i64| i.to_string().into_bytes();
+        match self {
+            Command::Ping(m) => {
+                let mut v = vec![b("PING")];
+                v.extend(m.iter().cloned());
+                v
+            }
+            Command::Get(k) => vec![b("GET"), k.clone()],
+            Command::Set {
+                key,
+                value,
+                cond,
+                get,
+                expiry,
+            } => {
+                let mut v = vec![b("SET"), key.clone(), value.clone()];
+                match cond {
+                    Some(SetCond::Nx) => v.push(b("NX")),
+                    Some(SetCond::Xx) => v.push(b("XX")),
+                    None => {}
+                }
+                if *get {
+                    v.push(b("GET"));
+                }
+                match expiry {
+                    Some(SetExpiry::Ex(x)) => v.extend([b("EX"), n(*x)]),
+                    Some(SetExpiry::Px(x)) => v.extend([b("PX"), n(*x)]),
+                    Some(SetExpiry::ExAt(x)) => v.extend([b("EXAT"), n(*x)]),
+                    Some(SetExpiry::PxAt(x)) => v.extend([b("PXAT"), n(*x)]),
+                    Some(SetExpiry::KeepTtl) => v.push(b("KEEPTTL")),
+                    None => {}
+                }
+                v
+            }
+            Command::SetNx(k, val) => vec![b("SETNX"), k.clone(), val.clone()],
+            Command::Del(keys) => std::iter::once(b("DEL"))
+                .chain(keys.iter().cloned())
+                .collect(),
+            Command::Exists(keys) => std::iter::once(b("EXISTS"))
+                .chain(keys.iter().cloned())
+                .collect(),
+            Command::Expire {
+                kind,
+                key,
+                when,
+                cond,
+            } => {
+                let mut v = vec![
+                    kind.name().to_ascii_uppercase().into_bytes(),
+                    key.clone(),
+                    n(*when),
+                ];
+                for (on, s) in [
+                    (cond.nx, "NX"),
+                    (cond.xx, "XX"),
+                    (cond.gt, "GT"),
+                    (cond.lt, "LT"),
+                ] {
+                    if on {
+                        v.push(b(s));
+                    }
+                }
+                v
+            }
+            Command::Ttl { key, ms } => vec![b(if *ms { "PTTL" } else { "TTL" }), key.clone()],
+            Command::ExpireTime { key, ms } => {
+                vec![
+                    b(if *ms { "PEXPIRETIME" } else { "EXPIRETIME" }),
+                    key.clone(),
+                ]
+            }
+            Command::Persist(k) => vec![b("PERSIST"), k.clone()],
+            Command::IncrBy(k, 1) => vec![b("INCR"), k.clone()],
+            Command::IncrBy(k, by) => vec![b("INCRBY"), k.clone(), n(*by)],
+            Command::DecrBy(k, by) => vec![b("DECRBY"), k.clone(), n(*by)],
+            Command::Eval {
+                script,
+                keys,
+                args,
+                read_only,
+            } => {
+                let (name, body) = match script {
+                    ScriptRef::Source(s) => ("EVAL", s.source.to_vec()),
+                    ScriptRef::Sha(Some(sha)) => ("EVALSHA", hex(sha).into_bytes()),
+                    ScriptRef::Sha(None) => ("EVALSHA", b("?")),
+                };
+                let name = if *read_only {
+                    format!("{name}_RO")
+                } else {
+                    name.to_string()
+                };
+                let mut v = vec![name.into_bytes(), body, n(keys.len() as i64)];
+                v.extend(keys.iter().cloned());
+                v.extend(args.iter().cloned());
+                v
+            }
+            Command::ScriptLoad(s) => vec![b("SCRIPT"), b("LOAD"), s.clone()],
+            Command::ScriptExists(s) => [b("SCRIPT"), b("EXISTS")]
+                .into_iter()
+                .chain(s.iter().cloned())
+                .collect(),
+            Command::ScriptFlush => vec![b("SCRIPT"), b("FLUSH")],
+            Command::FlushAll => vec![b("FLUSHALL")],
+            Command::DbSize => vec![b("DBSIZE")],
+            Command::Keys(p) => vec![b("KEYS"), p.clone()],
+            Command::Type(k) => vec![b("TYPE"), k.clone()],
+            Command::RPush(k, vals) => [b("RPUSH"), k.clone()]
+                .into_iter()
+                .chain(vals.iter().cloned())
+                .collect(),
+            Command::DebugSetActiveExpire(on) => {
+                vec![
+                    b("DEBUG"),
+                    b("SET-ACTIVE-EXPIRE"),
+                    b(if *on { "1" } else { "0" }),
+                ]
+            }
+            Command::ReplicaOf(None) => vec![b("REPLICAOF"), b("NO"), b("ONE")],
+            Command::ReplicaOf(Some((h, p))) => vec![b("REPLICAOF"), h.clone(), p.clone()],
+            Command::Wait {
+                replicas,
+                timeout_ms,
+            } => vec![b("WAIT"), n(*replicas), n(*timeout_ms)],
+            Command::Select(db) => vec![b("SELECT"), n(*db)],
+        }
+    }
+}
+
+fn unknown_subcommand(sub: &[u8], cmd: &str) -> ParseError {
+    ParseError::Reply(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
+        String::from_utf8_lossy(sub)
+    ))
+}
+
+/// SET's options, as `parseExtendedStringArgumentsOrReply` in Redis 7.0 reads them: an option
+/// may repeat (the last expiry wins); NX/XX and the expiry kinds exclude each other.
+fn parse_set(a: &[Bytes]) -> Result<Command, ParseError> {
+    let (key, value) = (a[0].clone(), a[1].clone());
+    let mut cond: Option<SetCond> = None;
+    let mut get = false;
+    // (kind tag, raw argument): the number is parsed after all options, as Redis does.
+    let mut expiry: Option<(u8, Option<&Bytes>)> = None;
+    let mut j = 2;
+    while j < a.len() {
+        let opt = &a[j];
+        let next = a.get(j + 1);
+        let exp_kind = expiry.map(|(k, _)| k);
+        if eq_ic(opt, "nx") && cond != Some(SetCond::Xx) {
+            cond = Some(SetCond::Nx);
+        } else if eq_ic(opt, "xx") && cond != Some(SetCond::Nx) {
+            cond = Some(SetCond::Xx);
+        } else if eq_ic(opt, "get") {
+            get = true;
+        } else if eq_ic(opt, "keepttl") && matches!(exp_kind, None | Some(b'K')) {
+            expiry = Some((b'K', None));
+        } else if let Some(tag) = [("ex", b'e'), ("px", b'p'), ("exat", b'E'), ("pxat", b'P')]
+            .iter()
+            .find(|(n, _)| eq_ic(opt, n))
+            .map(|(_, t)| *t)
+        {
+            match (exp_kind, next) {
+                (None, Some(n)) => expiry = Some((tag, Some(n))),
+                (Some(k), Some(n)) if k == tag => expiry = Some((tag, Some(n))),
+                _ => return Err(syntax()),
+            }
+            j += 1;
+        } else {
+            return Err(syntax());
+        }
+        j += 1;
+    }
+    let expiry = match expiry {
+        None => None,
+        Some((b'K', _)) => Some(SetExpiry::KeepTtl),
+        Some((tag, Some(raw))) => {
+            let v = int_arg(raw)?;
+            Some(match tag {
+                b'e' => SetExpiry::Ex(v),
+                b'p' => SetExpiry::Px(v),
+                b'E' => SetExpiry::ExAt(v),
+                _ => SetExpiry::PxAt(v),
+            })
+        }
+        Some((_, None)) => return Err(syntax()),
+    };
+    Ok(Command::Set {
+        key,
+        value,
+        cond,
+        get,
+        expiry,
+    })
+}
+
+fn parse_expire_cond(opts: &[Bytes]) -> Result<ExpireCond, ParseError> {
+    let mut c = ExpireCond::default();
+    for o in opts {
+        if eq_ic(o, "nx") {
+            c.nx = true;
+        } else if eq_ic(o, "xx") {
+            c.xx = true;
+        } else if eq_ic(o, "gt") {
+            c.gt = true;
+        } else if eq_ic(o, "lt") {
+            c.lt = true;
+        } else {
+            return Err(ParseError::Reply(format!(
+                "ERR Unsupported option {}",
+                String::from_utf8_lossy(o)
+            )));
+        }
+    }
+    if c.nx && (c.xx || c.gt || c.lt) {
+        return Err(ParseError::Reply(
+            "ERR NX and XX, GT or LT options at the same time are not compatible".into(),
+        ));
+    }
+    if c.gt && c.lt {
+        return Err(ParseError::Reply(
+            "ERR GT and LT options at the same time are not compatible".into(),
+        ));
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<Bytes> {
+        s.split_whitespace()
+            .map(|w| w.as_bytes().to_vec())
+            .collect()
+    }
+
+    #[test]
+    fn strict_integers_follow_string2ll() {
+        for ok in [
+            "0",
+            "1",
+            "-1",
+            "9223372036854775807",
+            "-9223372036854775808",
+        ] {
+            assert!(parse_i64_strict(ok.as_bytes()).is_some(), "{ok}");
+        }
+        for bad in [
+            "",
+            "-",
+            "-0",
+            "007",
+            "+1",
+            " 1",
+            "1.5",
+            "9223372036854775808",
+            "abc",
+        ] {
+            assert_eq!(parse_i64_strict(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn set_options_parse_like_redis() {
+        assert!(matches!(
+            Command::parse(&argv("set k v nx px 100")),
+            Ok(Command::Set {
+                cond: Some(SetCond::Nx),
+                expiry: Some(SetExpiry::Px(100)),
+                ..
+            })
+        ));
+        assert!(matches!(
+            Command::parse(&argv("SET k v EX 10 EX 20")),
+            Ok(Command::Set {
+                expiry: Some(SetExpiry::Ex(20)),
+                ..
+            })
+        ));
+        for bad in [
+            "SET k v NX XX",
+            "SET k v EX 10 PX 100",
+            "SET k v KEEPTTL PX 1",
+            "SET k v EX",
+            "SET k v 100",
+        ] {
+            assert_eq!(
+                Command::parse(&argv(bad)),
+                Err(ParseError::Reply(ERR_SYNTAX.into())),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            Command::parse(&argv("SET k")),
+            Err(ParseError::Arity("set"))
+        );
+    }
+
+    #[test]
+    fn typed_commands_round_trip_through_argv() {
+        for s in [
+            "SET k v NX GET PX 30",
+            "PEXPIREAT k 5 GT",
+            "DEL a b",
+            "EVALSHA ae3671744a5dbb24ea37ef607b8b10ac7856d43e 1 k a",
+            "WAIT 1 100",
+        ] {
+            let c = Command::parse(&argv(s)).unwrap();
+            assert_eq!(Command::parse(&c.to_argv()).unwrap(), c, "{s}");
+        }
+    }
+
+    #[test]
+    fn unknown_command_names_its_arguments() {
+        let e = Command::parse(&argv("FOO a b")).unwrap_err();
+        assert_eq!(
+            e.client_reply(),
+            Reply::err("ERR unknown command 'FOO', with args beginning with: 'a' 'b' ")
+        );
+        assert_eq!(
+            e.script_reply(),
+            Reply::err("ERR Unknown Redis command called from script")
+        );
+    }
+}

@@ -1,0 +1,42 @@
+//! Messages the event loop carries between processes.
+
+use crate::proto::{Command, Reply};
+
+/// A message on the simulated network. Closed on purpose: every kind of traffic the model
+/// knows is listed here, so traces and fault filters can match on it exhaustively.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Msg {
+    /// A command to a Redis node; `id` is the sender's, echoed in the reply.
+    Request { id: u64, cmd: Command },
+    /// A Redis node's reply to request `id`.
+    Reply { id: u64, reply: Reply },
+    /// To the protected resource: begin a critical section by reading its version.
+    ResourceRead { id: u64, token: Option<u64> },
+    /// To the protected resource: write `base_version + 1`, the update of a critical section
+    /// that read `base_version`.
+    ResourceWrite {
+        id: u64,
+        token: Option<u64>,
+        base_version: u64,
+    },
+    /// The resource's answer to a read or write: the version it holds now, and whether it
+    /// accepted the operation (a fencing resource rejects stale tokens).
+    ResourceAck {
+        id: u64,
+        accepted: bool,
+        version: u64,
+    },
+}
+
+impl Msg {
+    /// Short name for traces.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Msg::Request { .. } => "request",
+            Msg::Reply { .. } => "reply",
+            Msg::ResourceRead { .. } => "resource-read",
+            Msg::ResourceWrite { .. } => "resource-write",
+            Msg::ResourceAck { .. } => "resource-ack",
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! The Redis model: keyspace, commands, scripts, the node as a sans-IO process.
+//! It sees only its node's clock readings, never true time.
+
+pub mod keyspace;
+pub mod lua;
+pub mod node;
+pub mod scripts;
+
+pub use node::{RedisConfig, RedisNode, RedisProcess};

@@ -1,0 +1,48 @@
+//! The built-in kinds of process, as one enum so that the loop dispatches them with a match
+//! (cheap, exhaustive), plus `Custom` for algorithms users plug in from Rust.
+
+use crate::process::{Cx, Process};
+use crate::proto::Msg;
+use crate::redis::RedisProcess;
+use crate::time::ProcId;
+
+pub enum Actor {
+    Redis(Box<RedisProcess>),
+    Custom(Box<dyn Process>),
+}
+
+impl Actor {
+    pub fn as_redis(&self) -> Option<&RedisProcess> {
+        match self {
+            Actor::Redis(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+macro_rules! each_actor {
+    ($self:ident, $p:ident => $e:expr) => {
+        match $self {
+            Actor::Redis($p) => $e,
+            Actor::Custom($p) => $e,
+        }
+    };
+}
+
+impl Process for Actor {
+    #[inline]
+    fn on_start(&mut self, cx: &mut Cx<'_>) {
+        each_actor!(self, p => p.on_start(cx))
+    }
+    #[inline]
+    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
+        each_actor!(self, p => p.on_message(cx, from, msg))
+    }
+    #[inline]
+    fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
+        each_actor!(self, p => p.on_timer(cx, tag))
+    }
+    fn on_restart(&mut self, keep_data: bool) {
+        each_actor!(self, p => p.on_restart(keep_data))
+    }
+}

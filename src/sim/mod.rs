@@ -1,0 +1,12 @@
+//! The simulation engine: the event loop, the actors it runs, faults and traces.
+//! Only this layer (and `check`) reads true time.
+
+pub mod actor;
+pub mod fault;
+pub mod trace;
+pub mod world;
+
+pub use actor::Actor;
+pub use fault::FaultAction;
+pub use trace::{Trace, TraceMode};
+pub use world::{Limits, ProcSpec, RunEnd, RunState, World};

@@ -1,0 +1,197 @@
+//! The trace of a run: every event the loop handled, in order. `Full` keeps structured
+//! entries (replay, determinism checks); `Hash` folds them into a running FNV-1a hash
+//! (cheap determinism checks); `Off` costs nothing (sweeps).
+
+use std::fmt::Write as _;
+
+use crate::net::DropReason;
+use crate::proto::Msg;
+use crate::time::{ProcId, SimTime};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceMode {
+    Off,
+    Hash,
+    Full,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceKind {
+    Start,
+    Recv {
+        from: ProcId,
+        msg: Msg,
+    },
+    Timer {
+        tag: u64,
+    },
+    Dropped {
+        from: ProcId,
+        msg: Msg,
+        reason: DropReason,
+    },
+    Fault(String),
+    /// An event that reached a paused process and was parked until it resumes.
+    Parked,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceEntry {
+    pub at: SimTime,
+    pub proc: ProcId,
+    /// The process's node wall clock at that instant (Unix ms).
+    pub wall_ms: i64,
+    pub kind: TraceKind,
+}
+
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub mode: TraceMode,
+    pub entries: Vec<TraceEntry>,
+    hash: u64,
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn fnv(mut h: u64, x: u64) -> u64 {
+    for b in x.to_le_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(FNV_PRIME);
+    }
+    h
+}
+
+impl Trace {
+    pub fn new(mode: TraceMode) -> Trace {
+        Trace {
+            mode,
+            entries: Vec::new(),
+            hash: FNV_OFFSET,
+        }
+    }
+
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        self.mode != TraceMode::Off
+    }
+
+    pub fn record(&mut self, entry: TraceEntry) {
+        match self.mode {
+            TraceMode::Off => {}
+            TraceMode::Hash => {
+                let mut h = fnv(self.hash, entry.at.0);
+                h = fnv(h, u64::from(entry.proc.0));
+                h = fnv(h, entry.wall_ms as u64);
+                let (tag, a, b) = match &entry.kind {
+                    TraceKind::Start => (0, 0, 0),
+                    TraceKind::Recv { from, msg } => (1, u64::from(from.0), msg_id(msg)),
+                    TraceKind::Timer { tag } => (2, *tag, 0),
+                    TraceKind::Dropped { from, msg, .. } => (3, u64::from(from.0), msg_id(msg)),
+                    TraceKind::Fault(s) => (4, s.len() as u64, 0),
+                    TraceKind::Parked => (5, 0, 0),
+                };
+                h = fnv(h, tag);
+                h = fnv(h, a);
+                self.hash = fnv(h, b);
+            }
+            TraceMode::Full => self.entries.push(entry),
+        }
+    }
+
+    /// Hash of the trace: in `Hash` mode the running hash, in `Full` mode the hash of the
+    /// rendered text.
+    pub fn digest(&self) -> u64 {
+        match self.mode {
+            TraceMode::Full => {
+                let text = self.render_text(&|p| p.0.to_string());
+                text.bytes().fold(FNV_OFFSET, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(FNV_PRIME)
+                })
+            }
+            _ => self.hash,
+        }
+    }
+
+    /// One line per entry; `name` renders a process id.
+    pub fn render_text(&self, name: &dyn Fn(ProcId) -> String) -> String {
+        let mut s = String::new();
+        for e in &self.entries {
+            let _ = write!(s, "{} {} wall={} ", e.at, name(e.proc), e.wall_ms);
+            let _ = match &e.kind {
+                TraceKind::Start => writeln!(s, "start"),
+                TraceKind::Recv { from, msg } => {
+                    writeln!(s, "recv from {} {}", name(*from), describe_msg(msg))
+                }
+                TraceKind::Timer { tag } => writeln!(s, "timer {tag}"),
+                TraceKind::Dropped { from, msg, reason } => {
+                    writeln!(
+                        s,
+                        "drop from {} ({}) {}",
+                        name(*from),
+                        reason.as_str(),
+                        describe_msg(msg)
+                    )
+                }
+                TraceKind::Fault(f) => writeln!(s, "fault {f}"),
+                TraceKind::Parked => writeln!(s, "parked (paused)"),
+            };
+        }
+        s
+    }
+}
+
+fn msg_id(m: &Msg) -> u64 {
+    match m {
+        Msg::Request { id, .. }
+        | Msg::Reply { id, .. }
+        | Msg::ResourceRead { id, .. }
+        | Msg::ResourceWrite { id, .. }
+        | Msg::ResourceAck { id, .. } => *id,
+    }
+}
+
+/// A message as people read it: `#7 SET lock c1-3 NX PX 30`, `#7 -> OK`.
+pub fn describe_msg(m: &Msg) -> String {
+    match m {
+        Msg::Request { id, cmd } => {
+            let mut s = format!("#{id}");
+            for a in cmd.to_argv() {
+                s.push(' ');
+                if a.len() > 40 {
+                    s.push_str(&String::from_utf8_lossy(&a[..37]));
+                    s.push_str("...");
+                } else {
+                    s.push_str(&String::from_utf8_lossy(&a));
+                }
+            }
+            s
+        }
+        Msg::Reply { id, reply } => format!("#{id} -> {reply}"),
+        Msg::ResourceRead { id, token } => format!("#{id} read token={}", fmt_token(*token)),
+        Msg::ResourceWrite {
+            id,
+            token,
+            base_version,
+        } => {
+            format!(
+                "#{id} write token={} base=v{base_version}",
+                fmt_token(*token)
+            )
+        }
+        Msg::ResourceAck {
+            id,
+            accepted,
+            version,
+        } => {
+            format!(
+                "#{id} {} now v{version}",
+                if *accepted { "accepted" } else { "REJECTED" }
+            )
+        }
+    }
+}
+
+fn fmt_token(t: Option<u64>) -> String {
+    t.map_or_else(|| "-".into(), |t| t.to_string())
+}

@@ -1,0 +1,567 @@
+//! The event loop: one queue ordered by (true time, sequence number), processes as sans-IO
+//! state machines, the network, per-node clocks, faults, history and trace.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::clock::NodeClock;
+use crate::history::{History, Observation};
+use crate::net::{DropReason, LinkSpec, Network};
+use crate::process::{Cx, Output, Process};
+use crate::proto::Msg;
+use crate::rng::{Prng, Seed};
+use crate::sim::actor::Actor;
+use crate::sim::fault::FaultAction;
+use crate::sim::trace::{Trace, TraceEntry, TraceKind, TraceMode};
+use crate::time::{ProcId, SimTime};
+
+/// Bounds of a run. Hitting one ends the run with that verdict; nothing loops forever.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_time: SimTime,
+    pub max_events: u64,
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The run reached `max_time` (the normal end of a timed model).
+    TimeLimit,
+    /// The event budget ran out before `max_time`: the world produced events faster than the
+    /// model allows (a livelock, or a budget set too low).
+    EventLimit,
+    /// No event was left to handle.
+    Quiescent,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Up,
+    Paused,
+    Down,
+}
+
+struct Slot {
+    name: String,
+    actor: Actor,
+    clock: NodeClock,
+    rng: Prng,
+    state: RunState,
+    /// Bumped by every crash: timers and messages addressed to an older incarnation are void.
+    incarnation: u32,
+    /// Events that reached the process while paused, in arrival order.
+    parked: Vec<Event>,
+}
+
+#[derive(Clone, Debug)]
+enum Event {
+    Deliver {
+        from: ProcId,
+        to: ProcId,
+        to_incarnation: u32,
+        msg: Msg,
+    },
+    Timer {
+        proc: ProcId,
+        incarnation: u32,
+        tag: u64,
+    },
+    Fault(FaultAction),
+}
+
+/// A world ready to run: processes, clocks, network, queue.
+pub struct World {
+    seed: Seed,
+    slots: Vec<Slot>,
+    // Heap entries point into `events` (a slab) so that sifting moves 24 bytes, not a message.
+    queue: BinaryHeap<Reverse<(SimTime, u64, u32)>>,
+    events: Vec<Option<Event>>,
+    free: Vec<u32>,
+    seq: u64,
+    now: SimTime,
+    pub net: Network,
+    pub history: History,
+    pub trace: Trace,
+    limits: Limits,
+    out: Vec<Output>,
+    events_handled: u64,
+    started: bool,
+}
+
+/// A process to add to a world.
+pub struct ProcSpec {
+    pub name: String,
+    pub actor: Actor,
+    pub clock: NodeClock,
+}
+
+impl World {
+    pub fn new(
+        seed: Seed,
+        limits: Limits,
+        default_link: LinkSpec,
+        procs: Vec<ProcSpec>,
+        trace: TraceMode,
+    ) -> World {
+        let n = procs.len();
+        let slots = procs
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| Slot {
+                rng: seed.stream("proc", i as u64),
+                name: p.name,
+                actor: p.actor,
+                clock: p.clock,
+                state: RunState::Up,
+                incarnation: 0,
+                parked: Vec::new(),
+            })
+            .collect();
+        World {
+            seed,
+            slots,
+            queue: BinaryHeap::new(),
+            events: Vec::new(),
+            free: Vec::new(),
+            seq: 0,
+            now: SimTime::ZERO,
+            net: Network::new(n, seed, default_link),
+            history: History::default(),
+            trace: Trace::new(trace),
+            limits,
+            out: Vec::new(),
+            events_handled: 0,
+            started: false,
+        }
+    }
+
+    pub fn seed(&self) -> Seed {
+        self.seed
+    }
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    pub fn events_handled(&self) -> u64 {
+        self.events_handled
+    }
+    pub fn proc_count(&self) -> usize {
+        self.slots.len()
+    }
+    pub fn name(&self, p: ProcId) -> &str {
+        &self.slots[p.index()].name
+    }
+    pub fn names(&self) -> Vec<String> {
+        self.slots.iter().map(|s| s.name.clone()).collect()
+    }
+    pub fn clock(&self, p: ProcId) -> &NodeClock {
+        &self.slots[p.index()].clock
+    }
+    pub fn state(&self, p: ProcId) -> RunState {
+        self.slots[p.index()].state
+    }
+    pub fn actor(&self, p: ProcId) -> &Actor {
+        &self.slots[p.index()].actor
+    }
+    pub fn actor_mut(&mut self, p: ProcId) -> &mut Actor {
+        &mut self.slots[p.index()].actor
+    }
+
+    fn push(&mut self, at: SimTime, ev: Event) {
+        let idx = match self.free.pop() {
+            Some(i) => {
+                self.events[i as usize] = Some(ev);
+                i
+            }
+            None => {
+                self.events.push(Some(ev));
+                (self.events.len() - 1) as u32
+            }
+        };
+        self.queue.push(Reverse((at, self.seq, idx)));
+        self.seq += 1;
+    }
+
+    /// Schedules a fault at true time `at` (scripted faults, adversaries).
+    pub fn schedule_fault(&mut self, at: SimTime, fault: FaultAction) {
+        self.push(at.max(self.now), Event::Fault(fault));
+    }
+
+    /// Starts every process (at true time 0). Idempotent.
+    pub fn start(&mut self) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        for i in 0..self.slots.len() {
+            let p = ProcId(i as u32);
+            self.trace_entry(p, TraceKind::Start);
+            self.dispatch(p, |actor, cx| actor.on_start(cx));
+        }
+    }
+
+    fn trace_entry(&mut self, proc: ProcId, kind: TraceKind) {
+        if self.trace.enabled() {
+            let wall_ms = self.slots[proc.index()].clock.wall_ms(self.now);
+            self.trace.record(TraceEntry {
+                at: self.now,
+                proc,
+                wall_ms,
+                kind,
+            });
+        }
+    }
+
+    /// Runs until a limit or quiescence.
+    pub fn run(&mut self) -> RunEnd {
+        self.start();
+        loop {
+            if let Some(end) = self.step() {
+                return end;
+            }
+        }
+    }
+
+    /// Runs until true time `until` (inclusive) or a limit; `None` if stopped by `until`.
+    pub fn run_until(&mut self, until: SimTime) -> Option<RunEnd> {
+        self.start();
+        loop {
+            match self.queue.peek() {
+                Some(Reverse((t, _, _))) if *t <= until => {}
+                _ => {
+                    self.now = self.now.max(until.min(self.limits.max_time));
+                    return None;
+                }
+            }
+            if let Some(end) = self.step() {
+                return Some(end);
+            }
+        }
+    }
+
+    /// Handles one event; `Some` when the run is over.
+    pub fn step(&mut self) -> Option<RunEnd> {
+        let Some(&Reverse((at, _, idx))) = self.queue.peek() else {
+            return Some(RunEnd::Quiescent);
+        };
+        if at > self.limits.max_time {
+            self.now = self.limits.max_time;
+            return Some(RunEnd::TimeLimit);
+        }
+        if self.events_handled >= self.limits.max_events {
+            return Some(RunEnd::EventLimit);
+        }
+        self.queue.pop();
+        let ev = self.events[idx as usize]
+            .take()
+            .expect("queued event present");
+        self.free.push(idx);
+        debug_assert!(at >= self.now, "time went back");
+        self.now = at;
+        self.events_handled += 1;
+        self.handle(ev);
+        None
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Deliver {
+                from,
+                to,
+                to_incarnation,
+                msg,
+            } => {
+                let slot = &mut self.slots[to.index()];
+                let reason = if self.net.is_blocked(from, to) {
+                    Some(DropReason::Partition)
+                } else if slot.state == RunState::Down || slot.incarnation != to_incarnation {
+                    Some(DropReason::Down)
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    self.trace_entry(to, TraceKind::Dropped { from, msg, reason });
+                    return;
+                }
+                if slot.state == RunState::Paused {
+                    slot.parked.push(Event::Deliver {
+                        from,
+                        to,
+                        to_incarnation,
+                        msg,
+                    });
+                    self.trace_entry(to, TraceKind::Parked);
+                    return;
+                }
+                if self.trace.enabled() {
+                    self.trace_entry(
+                        to,
+                        TraceKind::Recv {
+                            from,
+                            msg: msg.clone(),
+                        },
+                    );
+                }
+                self.dispatch(to, |actor, cx| actor.on_message(cx, from, msg));
+            }
+            Event::Timer {
+                proc,
+                incarnation,
+                tag,
+            } => {
+                let slot = &mut self.slots[proc.index()];
+                if slot.incarnation != incarnation || slot.state == RunState::Down {
+                    return;
+                }
+                if slot.state == RunState::Paused {
+                    slot.parked.push(Event::Timer {
+                        proc,
+                        incarnation,
+                        tag,
+                    });
+                    return;
+                }
+                self.trace_entry(proc, TraceKind::Timer { tag });
+                self.dispatch(proc, |actor, cx| actor.on_timer(cx, tag));
+            }
+            Event::Fault(f) => self.apply_fault(f),
+        }
+    }
+
+    /// Hands one input to a process and moves its outputs into the world.
+    fn dispatch(&mut self, p: ProcId, f: impl FnOnce(&mut Actor, &mut Cx<'_>)) {
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.out);
+        {
+            let slot = &mut self.slots[p.index()];
+            let wall_ms = slot.clock.wall_ms(now);
+            let mono_ns = slot.clock.mono_ns(now);
+            let mut cx = Cx::new(p, wall_ms, mono_ns, &mut slot.rng, &mut out);
+            f(&mut slot.actor, &mut cx);
+        }
+        for o in out.drain(..) {
+            match o {
+                Output::Send { to, msg } => self.send(p, to, msg),
+                Output::Timer { after_ns, tag } => {
+                    let slot = &self.slots[p.index()];
+                    let true_ns = slot.clock.true_ns_for_local(now, after_ns);
+                    let incarnation = slot.incarnation;
+                    self.push(
+                        now.plus_ns(true_ns),
+                        Event::Timer {
+                            proc: p,
+                            incarnation,
+                            tag,
+                        },
+                    );
+                }
+                Output::Observe(obs) => self.observe(p, obs),
+            }
+        }
+        self.out = out;
+    }
+
+    fn send(&mut self, from: ProcId, to: ProcId, msg: Msg) {
+        assert!(
+            to.index() < self.slots.len(),
+            "send to unknown process {to:?}"
+        );
+        match self.net.route(self.now, from, to) {
+            Ok(at) => {
+                let to_incarnation = self.slots[to.index()].incarnation;
+                self.push(
+                    at,
+                    Event::Deliver {
+                        from,
+                        to,
+                        to_incarnation,
+                        msg,
+                    },
+                );
+            }
+            Err(reason) => {
+                if self.trace.enabled() {
+                    self.trace_entry(to, TraceKind::Dropped { from, msg, reason });
+                }
+            }
+        }
+    }
+
+    /// Records an observation, mapping a client's believed validity to true time.
+    fn observe(&mut self, p: ProcId, mut obs: Observation) {
+        match &mut obs {
+            Observation::Acquired {
+                validity_ns: Some(v),
+                believed_until,
+                ..
+            }
+            | Observation::Extended {
+                validity_ns: Some(v),
+                believed_until,
+                ..
+            } => {
+                let true_ns = self.slots[p.index()].clock.true_ns_for_local(self.now, *v);
+                *believed_until = Some(self.now.plus_ns(true_ns));
+            }
+            _ => {}
+        }
+        self.history.push(self.now, p, obs);
+    }
+
+    /// Applies a fault now.
+    pub fn apply_fault(&mut self, f: FaultAction) {
+        let text = self.describe_fault(&f);
+        let subject = fault_subject(&f);
+        self.trace_entry(subject, TraceKind::Fault(text.clone()));
+        self.history
+            .push(self.now, subject, Observation::Fault { what: text });
+        let now = self.now;
+        match f {
+            FaultAction::Pause(p) => {
+                let slot = &mut self.slots[p.index()];
+                if slot.state == RunState::Up {
+                    slot.state = RunState::Paused;
+                    self.history.push(now, p, Observation::Paused);
+                }
+            }
+            FaultAction::Resume(p) => {
+                let slot = &mut self.slots[p.index()];
+                if slot.state == RunState::Paused {
+                    slot.state = RunState::Up;
+                    // Everything that queued up is handled now, in arrival order.
+                    for ev in std::mem::take(&mut slot.parked) {
+                        self.push(now, ev);
+                    }
+                    self.history.push(now, p, Observation::Resumed);
+                }
+            }
+            FaultAction::Crash(p) => {
+                let slot = &mut self.slots[p.index()];
+                if slot.state != RunState::Down {
+                    slot.state = RunState::Down;
+                    slot.incarnation += 1;
+                    slot.parked.clear();
+                    self.history.push(now, p, Observation::Crashed);
+                }
+            }
+            FaultAction::Restart { proc, keep_data } => {
+                let slot = &mut self.slots[proc.index()];
+                if slot.state == RunState::Down {
+                    slot.state = RunState::Up;
+                    slot.actor.on_restart(keep_data);
+                    self.history.push(
+                        now,
+                        proc,
+                        Observation::Restarted {
+                            with_data: keep_data,
+                        },
+                    );
+                    self.dispatch(proc, |actor, cx| actor.on_start(cx));
+                }
+            }
+            FaultAction::ClockStep { proc, delta_ms } => {
+                self.slots[proc.index()].clock.add_step(now, delta_ms);
+            }
+            FaultAction::Drift { proc, drift_ppm } => {
+                self.slots[proc.index()].clock.set_drift(now, drift_ppm);
+            }
+            FaultAction::Partition { from, to, blocked } => {
+                for &a in &from {
+                    for &b in &to {
+                        if a != b {
+                            self.net.set_blocked(a, b, blocked);
+                        }
+                    }
+                }
+            }
+            FaultAction::LatencySpike { from, to, extra_ns } => {
+                for &a in &from {
+                    for &b in &to {
+                        self.net.set_extra_latency(a, b, extra_ns);
+                    }
+                }
+            }
+            FaultAction::Loss { from, to, loss } => {
+                for &a in &from {
+                    for &b in &to {
+                        self.net.set_loss(a, b, loss);
+                    }
+                }
+            }
+        }
+    }
+
+    fn describe_fault(&self, f: &FaultAction) -> String {
+        let n = |p: &ProcId| self.slots[p.index()].name.clone();
+        let list = |v: &[ProcId]| v.iter().map(n).collect::<Vec<_>>().join(",");
+        match f {
+            FaultAction::Pause(p) => format!("pause {}", n(p)),
+            FaultAction::Resume(p) => format!("resume {}", n(p)),
+            FaultAction::Crash(p) => format!("crash {}", n(p)),
+            FaultAction::Restart { proc, keep_data } => {
+                format!(
+                    "restart {} ({})",
+                    n(proc),
+                    if *keep_data { "data kept" } else { "empty" }
+                )
+            }
+            FaultAction::ClockStep { proc, delta_ms } => {
+                format!("clock step {} {delta_ms:+}ms", n(proc))
+            }
+            FaultAction::Drift { proc, drift_ppm } => format!("drift {} {drift_ppm:+}ppm", n(proc)),
+            FaultAction::Partition {
+                from,
+                to,
+                blocked: true,
+            } => format!("partition [{}] -x-> [{}]", list(from), list(to)),
+            FaultAction::Partition {
+                from,
+                to,
+                blocked: false,
+            } => format!("heal [{}] --> [{}]", list(from), list(to)),
+            FaultAction::LatencySpike { from, to, extra_ns } => {
+                format!(
+                    "latency +{} [{}] -> [{}]",
+                    crate::time::fmt_duration_ns(*extra_ns),
+                    list(from),
+                    list(to)
+                )
+            }
+            FaultAction::Loss { from, to, loss } => {
+                format!(
+                    "loss {}/{} [{}] -> [{}]",
+                    loss.num(),
+                    loss.den(),
+                    list(from),
+                    list(to)
+                )
+            }
+        }
+    }
+}
+
+fn fault_subject(f: &FaultAction) -> ProcId {
+    match f {
+        FaultAction::Pause(p) | FaultAction::Resume(p) | FaultAction::Crash(p) => *p,
+        FaultAction::Restart { proc, .. }
+        | FaultAction::ClockStep { proc, .. }
+        | FaultAction::Drift { proc, .. } => *proc,
+        FaultAction::Partition { from, .. }
+        | FaultAction::LatencySpike { from, .. }
+        | FaultAction::Loss { from, .. } => from.first().copied().unwrap_or(ProcId(0)),
+    }
+}
+
+impl Process for Box<dyn Process> {
+    fn on_start(&mut self, cx: &mut Cx<'_>) {
+        (**self).on_start(cx)
+    }
+    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
+        (**self).on_message(cx, from, msg)
+    }
+    fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
+        (**self).on_timer(cx, tag)
+    }
+    fn on_restart(&mut self, keep_data: bool) {
+        (**self).on_restart(keep_data)
+    }
+}
