@@ -5,13 +5,18 @@
 //! `conformance`.
 #![forbid(unsafe_code)]
 
+pub mod check;
+pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod conformance;
+pub mod explore;
 pub mod history;
 pub mod net;
 pub mod process;
 pub mod proto;
 pub mod redis;
 pub mod rng;
+pub mod scenario;
 pub mod sim;
 pub mod time;

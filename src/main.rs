@@ -1,10 +1,14 @@
 //! The `distlock-sim` command line.
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use distlock_sim::cli::{self, SeedRange};
+use distlock_sim::explore::{self, Shard};
+use distlock_sim::scenario;
 
 #[derive(Parser)]
 #[command(
@@ -19,11 +23,52 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Run one seed of a model: verdict, realised faults and a timeline of what happened.
+    Run {
+        /// Model file (or the name of a bundled model, e.g. single-px-del-pause).
+        model: String,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Run many seeds in parallel and summarise the violations found.
+    Sweep {
+        model: String,
+        /// Seeds to run, as A..B (B excluded), e.g. 0..1000.
+        #[arg(long, default_value = "0..1000")]
+        seeds: SeedRange,
+        /// Worker threads (each run is single-threaded; results do not depend on this).
+        #[arg(long, default_value_t = default_jobs())]
+        jobs: usize,
+        /// Run only the seeds with seed % N == I, written I/N (to split a sweep across machines).
+        #[arg(long)]
+        shard: Option<cli::ShardArg>,
+        /// One JSON line per violating seed and a summary line, instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-run one seed and print the full timeline, messages included.
+    Replay {
+        model: String,
+        #[arg(long)]
+        seed: u64,
+    },
+    /// Validate a model without running it.
+    Check { model: String },
+    /// List the bundled models with their descriptions.
+    List {
+        /// Directory of models (default: ./models).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Replay a recorded Redis conformance corpus (a directory of *.txt files) against the model.
     Conformance {
         /// Directory (or single file) in the corpus format.
         dir: PathBuf,
     },
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn main() -> ExitCode {
@@ -48,10 +93,116 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
             }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(2)
-            }
+            Err(e) => bad_input(&e.to_string()),
         },
+        Cmd::List { dir } => {
+            let dir = dir.unwrap_or_else(|| cli::models_dir());
+            match cli::list_models(&dir) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => bad_input(&e),
+            }
+        }
+        Cmd::Check { model } => match load(&model) {
+            Ok(sc) => {
+                println!(
+                    "{}: ok ({} processes, checks {}, expect {})",
+                    sc.path,
+                    sc.procs.len(),
+                    sc.properties
+                        .iter()
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    cli::expect_text(sc.model.expect.as_ref())
+                );
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
+        Cmd::Run { model, seed } => match load(&model) {
+            Ok(sc) => {
+                let (text, violated) = cli::run_report(&sc, seed, false);
+                print!("{text}");
+                exit_for(violated)
+            }
+            Err(code) => code,
+        },
+        Cmd::Replay { model, seed } => match load(&model) {
+            Ok(sc) => {
+                let (text, violated) = cli::run_report(&sc, seed, true);
+                print!("{text}");
+                exit_for(violated)
+            }
+            Err(code) => code,
+        },
+        Cmd::Sweep {
+            model,
+            seeds,
+            jobs,
+            shard,
+            json,
+        } => match load(&model) {
+            Ok(sc) => {
+                if jobs == 0 || jobs > 1024 {
+                    return bad_input("--jobs must be between 1 and 1024");
+                }
+                let shard = shard.map_or(Shard::WHOLE, |s| s.0);
+                let total = (seeds.0.start..seeds.0.end)
+                    .filter(|s| shard.contains(*s))
+                    .count() as u64;
+                let bar = (std::io::stderr().is_terminal() && !json).then(|| {
+                    let b = indicatif::ProgressBar::new(total);
+                    b.set_style(
+                        indicatif::ProgressStyle::with_template(
+                            "{bar:40} {pos}/{len} seeds {per_sec} eta {eta}",
+                        )
+                        .expect("template"),
+                    );
+                    b
+                });
+                let tick = || {
+                    if let Some(b) = &bar {
+                        b.inc(1);
+                    }
+                };
+                // Wall time of the sweep, for the seeds/s figure: outside any simulated run.
+                #[allow(clippy::disallowed_methods)]
+                let wall = std::time::Instant::now();
+                let summary = explore::sweep(&sc, seeds.0.clone(), shard, jobs, &tick);
+                let wall_s = wall.elapsed().as_secs_f64();
+                if let Some(b) = bar {
+                    b.finish_and_clear();
+                }
+                let text = if json {
+                    cli::sweep_json(&sc, &summary, &seeds, shard, jobs, wall_s)
+                } else {
+                    cli::sweep_text(&sc, &summary, &seeds, shard, jobs, wall_s)
+                };
+                print!("{text}");
+                exit_for(!summary.violating.is_empty())
+            }
+            Err(code) => code,
+        },
+    }
+}
+
+fn load(model: &str) -> Result<scenario::Scenario, ExitCode> {
+    let path = cli::resolve_model(model);
+    scenario::load(Path::new(&path)).map_err(|e| bad_input(&e.to_string()))
+}
+
+fn bad_input(msg: &str) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+fn exit_for(violated: bool) -> ExitCode {
+    if violated {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::conformance::corpus::{self, Case, ParseError, StepKind, Topology, resolve_arg};
-use crate::proto::{Command, Reply};
+use crate::proto::Command;
 use crate::redis::node::{Caller, RedisConfig, RedisNode};
 use crate::time::NS_PER_MS;
 
@@ -298,14 +298,9 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_command_is_an_error_reply_not_a_panic() {
-        let text = "# case: x\n# topology: single\n@0 FOO a -> (error) ERR unknown command 'FOO', with args beginning with: 'a' \n";
-        let r = run_text(Path::new("t.txt"), text).unwrap();
-        assert_eq!(r.cases[0].2, CaseResult::Passed);
+    fn a_malformed_line_is_a_located_error() {
+        let text = "# case: x\n# topology: single\n@0 SET k \"v -> OK\n";
+        let e = run_text(Path::new("t.txt"), text).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
     }
-}
-
-/// Reply helper so that callers need not import the proto module.
-pub fn reply_text(r: &Reply) -> String {
-    r.to_string()
 }

@@ -1,6 +1,7 @@
 //! The built-in kinds of process, as one enum so that the loop dispatches them with a match
 //! (cheap, exhaustive), plus `Custom` for algorithms users plug in from Rust.
 
+use crate::client::{LockClient, Resource};
 use crate::process::{Cx, Process};
 use crate::proto::Msg;
 use crate::redis::RedisProcess;
@@ -8,6 +9,8 @@ use crate::time::ProcId;
 
 pub enum Actor {
     Redis(Box<RedisProcess>),
+    Client(Box<LockClient>),
+    Resource(Resource),
     Custom(Box<dyn Process>),
 }
 
@@ -24,6 +27,8 @@ macro_rules! each_actor {
     ($self:ident, $p:ident => $e:expr) => {
         match $self {
             Actor::Redis($p) => $e,
+            Actor::Client($p) => $e,
+            Actor::Resource($p) => $e,
             Actor::Custom($p) => $e,
         }
     };

@@ -1,0 +1,364 @@
+//! Properties evaluated over a run's history, in true time. Checkers see only the history
+//! (observations and the fault log), never the processes: a checker judges what happened,
+//! not what the code meant.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::history::{History, Observation, Removal};
+use crate::proto::Bytes;
+use crate::time::{ProcId, SimTime, fmt_duration_ns};
+
+/// The properties a model can check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Property {
+    /// Two clients believe they hold the same lock at the same true instant.
+    MutualExclusion,
+    /// The resource accepted interleaved critical sections (a lost update).
+    ResourceSafety,
+    /// A client removed a lock key that held another client's token.
+    ForeignUnlock,
+    /// The resource accepted a token lower than one it had seen.
+    FencingMonotonic,
+    /// The lock stayed unobtainable longer than the bound while no live client held it.
+    Liveness,
+}
+
+impl Property {
+    pub const ALL: [Property; 5] = [
+        Property::MutualExclusion,
+        Property::ResourceSafety,
+        Property::ForeignUnlock,
+        Property::FencingMonotonic,
+        Property::Liveness,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Property::MutualExclusion => "mutual_exclusion",
+            Property::ResourceSafety => "resource_safety",
+            Property::ForeignUnlock => "foreign_unlock",
+            Property::FencingMonotonic => "fencing_monotonic",
+            Property::Liveness => "liveness",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Property> {
+        Property::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+impl fmt::Display for Property {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One violation: when (true time), who, and why in words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub property: Property,
+    pub at: SimTime,
+    pub actors: Vec<ProcId>,
+    pub message: String,
+}
+
+/// Checker parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckConfig {
+    /// `liveness`: longest acceptable time the lock may stay unobtainable while wanted.
+    pub liveness_bound_ns: u64,
+    /// End of the run (open intervals are closed here).
+    pub end: SimTime,
+}
+
+/// Runs the named checkers; returns every violation found (at most one per property: the
+/// first, which is the one worth explaining).
+pub fn check_all(
+    history: &History,
+    props: &[Property],
+    cfg: &CheckConfig,
+    name: &dyn Fn(ProcId) -> String,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for &p in props {
+        let v = match p {
+            Property::MutualExclusion => mutual_exclusion(history, name),
+            Property::ResourceSafety => resource_safety(history, name),
+            Property::ForeignUnlock => foreign_unlock(history, name),
+            Property::FencingMonotonic => fencing_monotonic(history, name),
+            Property::Liveness => liveness(history, cfg, name),
+        };
+        out.extend(v);
+    }
+    out.sort_by_key(|v| (v.at, v.property));
+    out
+}
+
+/// Hold intervals per lock: a client holds from `Acquired` until it releases, learns it
+/// lost the lock, or crashes.
+fn for_each_hold_change(
+    history: &History,
+    mut f: impl FnMut(SimTime, ProcId, u32, bool, &Observation),
+) {
+    let mut holding: BTreeMap<ProcId, Vec<u32>> = BTreeMap::new();
+    for r in &history.records {
+        match &r.obs {
+            Observation::Acquired { lock, .. } => {
+                holding.entry(r.proc).or_default().push(*lock);
+                f(r.at, r.proc, *lock, true, &r.obs);
+            }
+            Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
+                if let Some(v) = holding.get_mut(&r.proc)
+                    && let Some(i) = v.iter().position(|l| l == lock)
+                {
+                    v.swap_remove(i);
+                    f(r.at, r.proc, *lock, false, &r.obs);
+                }
+            }
+            Observation::Crashed => {
+                for lock in holding.remove(&r.proc).unwrap_or_default() {
+                    f(r.at, r.proc, lock, false, &r.obs);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+pub fn mutual_exclusion(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
+    // lock -> (holder, since)
+    let mut holders: BTreeMap<u32, Vec<(ProcId, SimTime)>> = BTreeMap::new();
+    let mut found = None;
+    for_each_hold_change(history, |at, p, lock, acquired, _| {
+        let hs = holders.entry(lock).or_default();
+        if acquired {
+            if found.is_none()
+                && let Some(&(other, since)) = hs.iter().find(|(q, _)| *q != p)
+            {
+                found = Some(Violation {
+                    property: Property::MutualExclusion,
+                    at,
+                    actors: vec![other, p],
+                    message: format!(
+                        "{} acquired lock {lock} while {} still believed it held it (since {since})",
+                        name(p),
+                        name(other)
+                    ),
+                });
+            }
+            hs.push((p, at));
+        } else if let Some(i) = hs.iter().position(|(q, _)| *q == p) {
+            hs.remove(i);
+        }
+    });
+    found
+}
+
+pub fn resource_safety(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
+    // version -> writer that produced it
+    let mut writer_of: BTreeMap<u64, ProcId> = BTreeMap::new();
+    for r in &history.records {
+        if let Observation::ResourceWrite {
+            client,
+            base_version,
+            accepted: true,
+            version_after,
+            ..
+        } = &r.obs
+        {
+            let expected_base = version_after - 1;
+            if *base_version != expected_base {
+                let other = writer_of.get(&expected_base).copied();
+                let mut actors = vec![*client];
+                actors.extend(other);
+                return Some(Violation {
+                    property: Property::ResourceSafety,
+                    at: r.at,
+                    actors,
+                    message: format!(
+                        "lost update: {} wrote on top of v{base_version} but the resource was at v{expected_base}{}",
+                        name(*client),
+                        other.map_or(String::new(), |o| format!(" (written by {})", name(o)))
+                    ),
+                });
+            }
+            writer_of.insert(*version_after, *client);
+        }
+    }
+    None
+}
+
+pub fn foreign_unlock(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
+    let mut owner: BTreeMap<&Bytes, ProcId> = BTreeMap::new();
+    for r in &history.records {
+        match &r.obs {
+            Observation::Attempt { token, .. } => {
+                owner.insert(token, r.proc);
+            }
+            Observation::KeyRemoved {
+                key,
+                value,
+                how: Removal::Del,
+                by: Some(by),
+            } => {
+                if let Some(&o) = owner.get(value)
+                    && o != *by
+                {
+                    return Some(Violation {
+                        property: Property::ForeignUnlock,
+                        at: r.at,
+                        actors: vec![*by, o],
+                        message: format!(
+                            "{} deleted key {} on {} holding {}'s token {}",
+                            name(*by),
+                            String::from_utf8_lossy(key),
+                            name(r.proc),
+                            name(o),
+                            String::from_utf8_lossy(value)
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+pub fn fencing_monotonic(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
+    let mut max: Option<(u64, ProcId)> = None;
+    for r in &history.records {
+        let (client, token) = match &r.obs {
+            Observation::ResourceRead {
+                client,
+                token: Some(t),
+                accepted: true,
+                ..
+            }
+            | Observation::ResourceWrite {
+                client,
+                token: Some(t),
+                accepted: true,
+                ..
+            } => (*client, *t),
+            _ => continue,
+        };
+        if let Some((m, by)) = max
+            && token < m
+        {
+            return Some(Violation {
+                property: Property::FencingMonotonic,
+                at: r.at,
+                actors: vec![client, by],
+                message: format!(
+                    "resource accepted token {token} from {} after token {m} from {}",
+                    name(client),
+                    name(by)
+                ),
+            });
+        }
+        if max.is_none_or(|(m, _)| token > m) {
+            max = Some((token, client));
+        }
+    }
+    None
+}
+
+/// The lock is wanted (some live client has an attempt open) but nobody gets it for longer
+/// than the bound, while no live client holds it.
+pub fn liveness(
+    history: &History,
+    cfg: &CheckConfig,
+    name: &dyn Fn(ProcId) -> String,
+) -> Option<Violation> {
+    // Per lock: holders, and the earliest time since which it has been wanted and free.
+    let mut holders: BTreeMap<u32, Vec<ProcId>> = BTreeMap::new();
+    let mut wanting: BTreeMap<u32, BTreeMap<ProcId, SimTime>> = BTreeMap::new();
+    let mut free_since: BTreeMap<u32, SimTime> = BTreeMap::new();
+    let bound = cfg.liveness_bound_ns;
+    let mut verdict: Option<Violation> = None;
+    let mut check = |lock: u32,
+                     now: SimTime,
+                     holders: &BTreeMap<u32, Vec<ProcId>>,
+                     wanting: &BTreeMap<u32, BTreeMap<ProcId, SimTime>>,
+                     free_since: &BTreeMap<u32, SimTime>| {
+        if verdict.is_some() || holders.get(&lock).is_some_and(|h| !h.is_empty()) {
+            return;
+        }
+        let (Some(w), Some(&free)) = (wanting.get(&lock), free_since.get(&lock)) else {
+            return;
+        };
+        let Some((&who, &since)) = w.iter().min_by_key(|(_, t)| **t) else {
+            return;
+        };
+        let start = since.max(free);
+        if now.saturating_sub(start) > bound {
+            verdict = Some(Violation {
+                property: Property::Liveness,
+                at: start.plus_ns(bound),
+                actors: vec![who],
+                message: format!(
+                    "lock {lock} unobtainable for more than {} while no live client held it ({} waiting since {start})",
+                    fmt_duration_ns(bound),
+                    name(who)
+                ),
+            });
+        }
+    };
+    let mut crashed: Vec<ProcId> = Vec::new();
+    for r in &history.records {
+        for (&lock, _) in wanting.iter() {
+            check(lock, r.at, &holders, &wanting, &free_since);
+        }
+        match &r.obs {
+            Observation::Attempt { lock, .. } => {
+                wanting
+                    .entry(*lock)
+                    .or_default()
+                    .entry(r.proc)
+                    .or_insert(r.at);
+                free_since.entry(*lock).or_insert(SimTime::ZERO);
+            }
+            Observation::Acquired { lock, .. } => {
+                holders.entry(*lock).or_default().push(r.proc);
+                if let Some(w) = wanting.get_mut(lock) {
+                    w.clear();
+                }
+            }
+            Observation::GaveUp { lock } => {
+                if let Some(w) = wanting.get_mut(lock) {
+                    w.remove(&r.proc);
+                }
+            }
+            Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
+                if let Some(h) = holders.get_mut(lock) {
+                    h.retain(|p| *p != r.proc);
+                    if h.is_empty() {
+                        free_since.insert(*lock, r.at);
+                    }
+                }
+            }
+            Observation::Crashed => {
+                crashed.push(r.proc);
+                for (lock, h) in holders.iter_mut() {
+                    if h.contains(&r.proc) {
+                        h.retain(|p| *p != r.proc);
+                        if h.is_empty() {
+                            free_since.insert(*lock, r.at);
+                        }
+                    }
+                }
+                for w in wanting.values_mut() {
+                    w.remove(&r.proc);
+                }
+            }
+            _ => {}
+        }
+    }
+    for (&lock, _) in wanting.iter() {
+        check(lock, cfg.end, &holders, &wanting, &free_since);
+    }
+    verdict
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,451 @@
+//! What the command line prints: reports for run/replay/sweep/list, and argument types.
+//! Kept in the library so that tests can check the exact text users see.
+
+use std::fmt::Write as _;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::check::Property;
+use crate::explore::timeline::{self, TimelineOptions};
+use crate::explore::{self, Shard, SweepSummary};
+use crate::scenario::{Expect, Scenario};
+use crate::sim::{RunEnd, TraceMode};
+use crate::time::fmt_duration_ns;
+
+/// Largest seed count one sweep accepts.
+pub const MAX_SWEEP_SEEDS: u64 = 1_000_000_000;
+
+/// `A..B` on the command line.
+#[derive(Clone, Debug)]
+pub struct SeedRange(pub Range<u64>);
+
+impl FromStr for SeedRange {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (a, b) = s
+            .split_once("..")
+            .ok_or_else(|| format!("seed range {s:?} is not A..B (e.g. 0..1000)"))?;
+        let a: u64 = a
+            .trim()
+            .parse()
+            .map_err(|_| format!("seed range start {a:?} is not a number"))?;
+        let b: u64 = b
+            .trim()
+            .parse()
+            .map_err(|_| format!("seed range end {b:?} is not a number"))?;
+        if b <= a {
+            return Err(format!("seed range {s:?} is empty (the end is excluded)"));
+        }
+        if b - a > MAX_SWEEP_SEEDS {
+            return Err(format!(
+                "seed range {s:?} has more than {MAX_SWEEP_SEEDS} seeds"
+            ));
+        }
+        Ok(SeedRange(a..b))
+    }
+}
+
+/// `I/N` on the command line.
+#[derive(Clone, Copy, Debug)]
+pub struct ShardArg(pub Shard);
+
+impl FromStr for ShardArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("shard {s:?} is not I/N (e.g. 0/4)"))?;
+        let index: u64 = i
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard index {i:?} is not a number"))?;
+        let count: u64 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard count {n:?} is not a number"))?;
+        if count == 0 || index >= count {
+            return Err(format!("shard {s:?}: need 0 <= I < N"));
+        }
+        Ok(ShardArg(Shard { index, count }))
+    }
+}
+
+/// The bundled models directory: `./models` if present, else the one in the source tree.
+pub fn models_dir() -> PathBuf {
+    let local = PathBuf::from("models");
+    if local.is_dir() {
+        local
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models")
+    }
+}
+
+/// A model argument: a path, or the name of a bundled model.
+pub fn resolve_model(arg: &str) -> String {
+    if Path::new(arg).exists() || arg.ends_with(".ron") || arg.contains('/') {
+        return arg.to_string();
+    }
+    let p = models_dir().join(format!("{arg}.ron"));
+    if p.exists() {
+        p.display().to_string()
+    } else {
+        arg.to_string()
+    }
+}
+
+pub fn expect_text(e: Option<&Expect>) -> String {
+    match e {
+        None => "nothing declared".into(),
+        Some(Expect::Holds) => "holds".into(),
+        Some(Expect::Violates(v)) => format!(
+            "violates({})",
+            v.iter().map(|p| p.0.name()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// `list`: one line per bundled model.
+pub fn list_models(dir: &Path) -> Result<String, String> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
+        .collect();
+    paths.sort();
+    let mut s = String::new();
+    for p in paths {
+        match crate::scenario::load(&p) {
+            Ok(sc) => {
+                let _ = writeln!(
+                    s,
+                    "{:<34} {:<28} {}",
+                    sc.name,
+                    expect_text(sc.model.expect.as_ref()),
+                    sc.model.description
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    s,
+                    "{:<34} INVALID: {e}",
+                    p.file_stem().unwrap_or_default().to_string_lossy()
+                );
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// The command that replays a seed.
+pub fn replay_command(sc: &Scenario, seed: u64) -> String {
+    format!("distlock-sim replay {} --seed {seed}", sc.path)
+}
+
+fn end_text(end: RunEnd) -> &'static str {
+    match end {
+        RunEnd::TimeLimit => "ran to its duration",
+        RunEnd::EventLimit => {
+            "STOPPED at the event limit (inconclusive: raise max_events or look for a livelock)"
+        }
+        RunEnd::Quiescent => "stopped: nothing left to do",
+    }
+}
+
+/// `run` and `replay`: verdict, realised faults, and the timeline. Returns the text and
+/// whether a checked property was violated.
+pub fn run_report(sc: &Scenario, seed: u64, messages: bool) -> (String, bool) {
+    let (outcome, world) = explore::run_world(sc, seed, TraceMode::Full);
+    let mut s = String::new();
+    let _ = writeln!(s, "model {} ({}), seed {seed}", sc.name, sc.path);
+    let _ = writeln!(
+        s,
+        "{} simulated, {} events, {} acquisitions: {}",
+        world.now(),
+        outcome.events,
+        outcome.acquisitions,
+        end_text(outcome.end)
+    );
+    if outcome.faults.is_empty() {
+        let _ = writeln!(s, "faults: none");
+    } else {
+        let _ = writeln!(s, "faults realised ({}):", outcome.faults.len());
+        for (at, f) in outcome.faults.iter().take(40) {
+            let _ = writeln!(s, "  {at}  {}", crate::cli::fault_text(&world, f));
+        }
+        if outcome.faults.len() > 40 {
+            let _ = writeln!(s, "  ... {} more", outcome.faults.len() - 40);
+        }
+    }
+    let lock_keys: Vec<Vec<u8>> = {
+        let mut k: Vec<Vec<u8>> = sc
+            .model
+            .clients
+            .iter()
+            .map(|g| g.key.clone().unwrap_or_else(|| "lock".into()).into_bytes())
+            .collect();
+        k.dedup();
+        k
+    };
+    let _ = writeln!(s);
+    s.push_str(&timeline::render(
+        &world,
+        &outcome.violations,
+        &lock_keys,
+        sc.epoch_unix_ms,
+        TimelineOptions { messages },
+    ));
+    let _ = writeln!(s);
+    s.push_str(&verdict_text(sc, seed, &outcome.violations));
+    (s, !outcome.violations.is_empty())
+}
+
+/// Per-property verdict lines, with the replay command for violations.
+pub fn verdict_text(sc: &Scenario, seed: u64, violations: &[crate::check::Violation]) -> String {
+    let mut s = String::new();
+    for p in &sc.properties {
+        match violations.iter().find(|v| v.property == *p) {
+            Some(v) => {
+                let _ = writeln!(s, "VIOLATED {p} at {} (seed {seed}): {}", v.at, v.message);
+            }
+            None => {
+                let _ = writeln!(s, "held     {p}");
+            }
+        }
+    }
+    if !violations.is_empty() {
+        let _ = writeln!(s, "replay: {}", replay_command(sc, seed));
+    }
+    s
+}
+
+pub fn fault_text(world: &crate::sim::World, f: &crate::sim::FaultAction) -> String {
+    use crate::sim::FaultAction as F;
+    let n = |p: &crate::time::ProcId| world.name(*p).to_string();
+    let l = |v: &[crate::time::ProcId]| v.iter().map(n).collect::<Vec<_>>().join(",");
+    match f {
+        F::Pause(p) => format!("pause {}", n(p)),
+        F::Resume(p) => format!("resume {}", n(p)),
+        F::Crash(p) => format!("crash {}", n(p)),
+        F::Restart { proc, keep_data } => format!(
+            "restart {} ({})",
+            n(proc),
+            if *keep_data { "data kept" } else { "empty" }
+        ),
+        F::ClockStep { proc, delta_ms } => format!("step {}'s wall clock {delta_ms:+}ms", n(proc)),
+        F::Drift { proc, drift_ppm } => format!("set {}'s drift to {drift_ppm:+}ppm", n(proc)),
+        F::Partition { from, to, blocked } => {
+            format!(
+                "{} [{}] -> [{}]",
+                if *blocked { "cut" } else { "heal" },
+                l(from),
+                l(to)
+            )
+        }
+        F::LatencySpike { from, to, extra_ns } => format!(
+            "latency +{} [{}] -> [{}]",
+            fmt_duration_ns(*extra_ns),
+            l(from),
+            l(to)
+        ),
+        F::Loss { from, to, loss } => format!(
+            "loss {}/{} [{}] -> [{}]",
+            loss.num(),
+            loss.den(),
+            l(from),
+            l(to)
+        ),
+    }
+}
+
+fn expectation_line(sc: &Scenario, summary: &SweepSummary) -> String {
+    let observed = summary.violated_properties();
+    match &sc.model.expect {
+        None => "expected: nothing declared".into(),
+        Some(Expect::Holds) if observed.is_empty() => {
+            "expected: holds — observed: holds (as declared)".into()
+        }
+        Some(Expect::Holds) => format!(
+            "expected: holds — observed: VIOLATED {} (NOT as declared)",
+            names(&observed)
+        ),
+        Some(Expect::Violates(v)) => {
+            let want: Vec<Property> = v.iter().map(|p| p.0).collect();
+            let all = want.iter().all(|p| observed.contains(p));
+            format!(
+                "expected: violates({}) — observed: {} ({})",
+                names(&want),
+                if observed.is_empty() {
+                    "holds".into()
+                } else {
+                    format!("violates({})", names(&observed))
+                },
+                if all {
+                    "as declared"
+                } else {
+                    "NOT as declared"
+                }
+            )
+        }
+    }
+}
+
+fn names(ps: &[Property]) -> String {
+    ps.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+}
+
+fn shard_text(shard: Shard) -> String {
+    if shard == Shard::WHOLE {
+        String::new()
+    } else {
+        format!(", shard {}/{}", shard.index, shard.count)
+    }
+}
+
+/// The sweep summary people read.
+pub fn sweep_text(
+    sc: &Scenario,
+    summary: &SweepSummary,
+    seeds: &SeedRange,
+    shard: Shard,
+    jobs: usize,
+    wall_s: f64,
+) -> String {
+    let mut s = String::new();
+    let rate = summary.seeds_run as f64 / wall_s.max(1e-9);
+    let _ = writeln!(
+        s,
+        "model {}: {} seeds ({}..{}{}) in {wall_s:.2}s wall, {rate:.0} seeds/s, jobs {jobs}",
+        sc.name,
+        summary.seeds_run,
+        seeds.0.start,
+        seeds.0.end,
+        shard_text(shard)
+    );
+    let _ = writeln!(
+        s,
+        "simulated {} per seed, {} events, {} acquisitions in all",
+        fmt_duration_ns(sc.limits.max_time.0),
+        summary.events,
+        summary.acquisitions
+    );
+    for p in &sc.properties {
+        let n = summary.violations_per_property.get(p).copied().unwrap_or(0);
+        let first = summary
+            .violating
+            .iter()
+            .find(|(_, vs)| vs.iter().any(|v| v.property == *p))
+            .map(|(s, _)| *s);
+        match first {
+            Some(f) => {
+                let _ = writeln!(
+                    s,
+                    "  {:<18} VIOLATED in {n} of {} seeds (first: seed {f})",
+                    p.name(),
+                    summary.seeds_run
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "  {:<18} held in all {} seeds",
+                    p.name(),
+                    summary.seeds_run
+                );
+            }
+        }
+    }
+    if summary.event_limit_seeds > 0 {
+        let _ = writeln!(
+            s,
+            "  {} seeds stopped at the event limit (inconclusive)",
+            summary.event_limit_seeds
+        );
+    }
+    match summary.first_violating_seed {
+        Some(seed) => {
+            let _ = writeln!(s, "first violating seed: {seed}");
+            if let Some((_, vs)) = summary.violating.first() {
+                for v in vs {
+                    let _ = writeln!(s, "  {} at {}: {}", v.property, v.at, v.message);
+                }
+            }
+            let _ = writeln!(s, "  replay: {}", replay_command(sc, seed));
+        }
+        None => {
+            let _ = writeln!(s, "no violation");
+        }
+    }
+    let _ = writeln!(s, "{}", expectation_line(sc, summary));
+    s
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("string serialises")
+}
+
+/// `--json`: one line per violating seed, then a summary line.
+pub fn sweep_json(
+    sc: &Scenario,
+    summary: &SweepSummary,
+    seeds: &SeedRange,
+    shard: Shard,
+    jobs: usize,
+    wall_s: f64,
+) -> String {
+    let mut s = String::new();
+    for (seed, vs) in &summary.violating {
+        let viols: Vec<String> = vs
+            .iter()
+            .map(|v| {
+                format!(
+                    "{{\"property\":{},\"at_ns\":{},\"actors\":[{}],\"message\":{}}}",
+                    json_str(v.property.name()),
+                    v.at.0,
+                    v.actors
+                        .iter()
+                        .map(|a| json_str(&sc.procs[a.index()].0))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    json_str(&v.message)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "{{\"model\":{},\"seed\":{seed},\"violations\":[{}],\"replay\":{}}}",
+            json_str(&sc.name),
+            viols.join(","),
+            json_str(&replay_command(sc, *seed))
+        );
+    }
+    let per: Vec<String> = sc
+        .properties
+        .iter()
+        .map(|p| {
+            format!(
+                "{}:{}",
+                json_str(p.name()),
+                summary.violations_per_property.get(p).copied().unwrap_or(0)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "{{\"summary\":{{\"model\":{},\"seeds\":[{},{}],\"shard\":[{},{}],\"seeds_run\":{},\"violating_seeds\":{},\"violations_per_property\":{{{}}},\"first_violating_seed\":{},\"event_limit_seeds\":{},\"jobs\":{jobs},\"wall_s\":{wall_s:.3},\"seeds_per_s\":{:.1}}}}}",
+        json_str(&sc.name),
+        seeds.0.start,
+        seeds.0.end,
+        shard.index,
+        shard.count,
+        summary.seeds_run,
+        summary.violating.len(),
+        per.join(","),
+        summary
+            .first_violating_seed
+            .map_or("null".into(), |s| s.to_string()),
+        summary.event_limit_seeds,
+        summary.seeds_run as f64 / wall_s.max(1e-9)
+    );
+    s
+}

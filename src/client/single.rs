@@ -1,0 +1,419 @@
+//! Single-instance lock clients: the algorithms people run against one Redis node.
+//!
+//! Each client is a work loop: acquire → critical section (read the resource, hold, write
+//! it) → release → think → repeat. Algorithms differ only in how they acquire and release:
+//!
+//! | algorithm | acquire | release |
+//! |---|---|---|
+//! | `setnx-no-ttl` | `SETNX key token` | `DEL key` |
+//! | `set-px-del` | `SET key token NX PX ttl` | `DEL key` |
+//! | `set-px-get-del` | `SET key token NX PX ttl` | `GET key`, compare in the client, `DEL key` |
+//! | `set-px-cad` | `SET key token NX PX ttl` | compare-and-delete script |
+//! | `set-px-cad-fencing` | as `set-px-cad`, then `INCR fence-key` for a fencing token | script |
+
+use crate::history::Observation;
+use crate::process::{Cx, Process};
+use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
+use crate::proto::{Bytes, Command, Msg, Reply, Script};
+use crate::redis::node::NOSCRIPT;
+use crate::redis::scripts::UNLOCK_SRC;
+use crate::time::{NS_PER_MS, ProcId};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    SetnxNoTtl,
+    SetPxDel,
+    SetPxGetDel,
+    SetPxCad,
+    SetPxCadFencing,
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::SetnxNoTtl,
+        Algorithm::SetPxDel,
+        Algorithm::SetPxGetDel,
+        Algorithm::SetPxCad,
+        Algorithm::SetPxCadFencing,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::SetnxNoTtl => "setnx-no-ttl",
+            Algorithm::SetPxDel => "set-px-del",
+            Algorithm::SetPxGetDel => "set-px-get-del",
+            Algorithm::SetPxCad => "set-px-cad",
+            Algorithm::SetPxCadFencing => "set-px-cad-fencing",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|a| a.name() == s)
+    }
+    fn has_ttl(self) -> bool {
+        self != Algorithm::SetnxNoTtl
+    }
+}
+
+/// A closed-open range `[min, max]` of ns from which a duration is drawn per use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NsRange {
+    pub min: u64,
+    // Invariant: min <= max.
+    pub max: u64,
+}
+
+impl NsRange {
+    pub fn fixed(ns: u64) -> NsRange {
+        NsRange { min: ns, max: ns }
+    }
+    pub fn new(min: u64, max: u64) -> NsRange {
+        assert!(min <= max);
+        NsRange { min, max }
+    }
+    fn draw(self, cx: &mut Cx<'_>) -> u64 {
+        cx.rng.range_inclusive(self.min, self.max)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    pub algorithm: Algorithm,
+    /// Index of the lock in the model's lock table (history names locks by index).
+    pub lock: u32,
+    pub key: Bytes,
+    pub redis: ProcId,
+    pub resource: Option<ProcId>,
+    pub ttl_ms: u64,
+    /// Time spent in the critical section between reading and writing the resource.
+    pub hold: NsRange,
+    /// Time between a release and the next attempt.
+    pub think: NsRange,
+    /// Delay before retrying a failed attempt.
+    pub retry: NsRange,
+    /// A request with no reply after this long counts as failed.
+    pub request_timeout_ns: u64,
+    /// Attempts per acquisition before giving up (then think and start over); None = forever.
+    pub max_attempts: Option<u32>,
+    /// Stop after this many completed critical sections (None = run until the end).
+    pub rounds: Option<u64>,
+    pub fence_key: Bytes,
+    /// Prefix of this client's tokens (unique per client); the attempt number follows.
+    pub token_prefix: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    /// Waiting for the reply to SET/SETNX.
+    Acquiring,
+    /// Waiting for INCR (fencing token).
+    Fencing,
+    /// Waiting for the resource's answer to the read that opens the critical section.
+    Reading,
+    /// In the critical section (hold timer armed).
+    Holding,
+    /// Waiting for the resource's answer to the write that closes the critical section.
+    Writing,
+    /// GET-then-DEL: waiting for the GET.
+    ReleaseGet,
+    /// Waiting for the reply to DEL / the unlock script.
+    Releasing,
+    /// Think or retry timer armed.
+    Waiting,
+    Done,
+}
+
+/// One lock client.
+pub struct LockClient {
+    pub config: ClientConfig,
+    phase: Phase,
+    // Invariant: a timer whose tag differs from `timer_gen` is stale and ignored.
+    timer_gen: u64,
+    /// Id of the request whose reply the current phase waits for.
+    pending_id: u64,
+    next_id: u64,
+    attempt: u64,
+    attempts_this_round: u32,
+    rounds_done: u64,
+    token: Bytes,
+    fence: Option<u64>,
+    base_version: u64,
+    unlock: Script,
+    /// EVALSHA failed with NOSCRIPT: send the full script from now on (until restart).
+    use_eval: bool,
+}
+
+impl LockClient {
+    pub fn new(config: ClientConfig) -> LockClient {
+        LockClient {
+            config,
+            phase: Phase::Idle,
+            timer_gen: 0,
+            pending_id: 0,
+            next_id: 1,
+            attempt: 0,
+            attempts_this_round: 0,
+            rounds_done: 0,
+            token: Vec::new(),
+            fence: None,
+            base_version: 0,
+            unlock: Script::new(UNLOCK_SRC.as_bytes()),
+            use_eval: false,
+        }
+    }
+
+    fn arm(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
+        self.timer_gen += 1;
+        cx.set_timer(after_ns, self.timer_gen);
+    }
+
+    fn request(&mut self, cx: &mut Cx<'_>, phase: Phase, cmd: Command) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pending_id = id;
+        self.phase = phase;
+        cx.send(self.config.redis, Msg::Request { id, cmd });
+        self.arm(cx, self.config.request_timeout_ns);
+    }
+
+    fn resource_op(&mut self, cx: &mut Cx<'_>, phase: Phase, msg_of: impl FnOnce(u64) -> Msg) {
+        let Some(resource) = self.config.resource else {
+            return;
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pending_id = id;
+        self.phase = phase;
+        cx.send(resource, msg_of(id));
+        self.arm(cx, self.config.request_timeout_ns);
+    }
+
+    fn start_attempt(&mut self, cx: &mut Cx<'_>) {
+        if self.config.rounds.is_some_and(|r| self.rounds_done >= r) {
+            self.phase = Phase::Done;
+            return;
+        }
+        self.attempt += 1;
+        self.attempts_this_round += 1;
+        self.token = format!("{}-{}", self.config.token_prefix, self.attempt).into_bytes();
+        self.fence = None;
+        cx.observe(Observation::Attempt {
+            lock: self.config.lock,
+            token: self.token.clone(),
+        });
+        let key = self.config.key.clone();
+        let cmd = if self.config.algorithm.has_ttl() {
+            Command::Set {
+                key,
+                value: self.token.clone(),
+                cond: Some(SetCond::Nx),
+                get: false,
+                expiry: Some(SetExpiry::Px(self.config.ttl_ms as i64)),
+            }
+        } else {
+            Command::SetNx(key, self.token.clone())
+        };
+        self.request(cx, Phase::Acquiring, cmd);
+    }
+
+    fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
+        if self
+            .config
+            .max_attempts
+            .is_some_and(|m| self.attempts_this_round >= m)
+        {
+            cx.observe(Observation::GaveUp {
+                lock: self.config.lock,
+            });
+            self.attempts_this_round = 0;
+            self.phase = Phase::Waiting;
+            let d = self.config.think.draw(cx);
+            self.arm(cx, d);
+        } else {
+            self.phase = Phase::Waiting;
+            let d = self.config.retry.draw(cx);
+            self.arm(cx, d);
+        }
+    }
+
+    fn acquired(&mut self, cx: &mut Cx<'_>) {
+        self.attempts_this_round = 0;
+        let validity_ns = self
+            .config
+            .algorithm
+            .has_ttl()
+            .then(|| self.config.ttl_ms * NS_PER_MS);
+        cx.observe(Observation::Acquired {
+            lock: self.config.lock,
+            token: self.token.clone(),
+            fence: self.fence,
+            validity_ns,
+            believed_until: None,
+        });
+        let fence = self.fence;
+        if self.config.resource.is_some() {
+            self.resource_op(cx, Phase::Reading, |id| Msg::ResourceRead {
+                id,
+                token: fence,
+            });
+        } else {
+            self.hold(cx);
+        }
+    }
+
+    fn hold(&mut self, cx: &mut Cx<'_>) {
+        self.phase = Phase::Holding;
+        let d = self.config.hold.draw(cx);
+        self.arm(cx, d);
+    }
+
+    fn end_critical_section(&mut self, cx: &mut Cx<'_>) {
+        let (fence, base) = (self.fence, self.base_version);
+        if self.config.resource.is_some() {
+            self.resource_op(cx, Phase::Writing, |id| Msg::ResourceWrite {
+                id,
+                token: fence,
+                base_version: base,
+            });
+        } else {
+            self.release(cx);
+        }
+    }
+
+    fn release(&mut self, cx: &mut Cx<'_>) {
+        self.rounds_done += 1;
+        cx.observe(Observation::Released {
+            lock: self.config.lock,
+            token: self.token.clone(),
+        });
+        let key = self.config.key.clone();
+        match self.config.algorithm {
+            Algorithm::SetnxNoTtl | Algorithm::SetPxDel => {
+                self.request(cx, Phase::Releasing, Command::Del(vec![key]))
+            }
+            Algorithm::SetPxGetDel => self.request(cx, Phase::ReleaseGet, Command::Get(key)),
+            Algorithm::SetPxCad | Algorithm::SetPxCadFencing => self.send_unlock_script(cx),
+        }
+    }
+
+    fn send_unlock_script(&mut self, cx: &mut Cx<'_>) {
+        let script = if self.use_eval {
+            ScriptRef::Source(self.unlock.clone())
+        } else {
+            ScriptRef::Sha(Some(self.unlock.sha))
+        };
+        let cmd = Command::Eval {
+            script,
+            keys: vec![self.config.key.clone()],
+            args: vec![self.token.clone()],
+            read_only: false,
+        };
+        self.request(cx, Phase::Releasing, cmd);
+    }
+
+    fn think(&mut self, cx: &mut Cx<'_>) {
+        if self.config.think.max == 0 {
+            // No think time: start over at once, without a timer event.
+            self.start_attempt(cx);
+            return;
+        }
+        self.phase = Phase::Waiting;
+        let d = self.config.think.draw(cx);
+        self.arm(cx, d);
+    }
+
+    fn on_reply(&mut self, cx: &mut Cx<'_>, reply: Reply) {
+        match self.phase {
+            Phase::Acquiring => match reply {
+                Reply::Ok | Reply::Int(1) => {
+                    if self.config.algorithm == Algorithm::SetPxCadFencing {
+                        let cmd = Command::IncrBy(self.config.fence_key.clone(), 1);
+                        self.request(cx, Phase::Fencing, cmd);
+                    } else {
+                        self.acquired(cx);
+                    }
+                }
+                _ => self.acquire_failed(cx),
+            },
+            Phase::Fencing => match reply {
+                Reply::Int(n) if n > 0 => {
+                    self.fence = Some(n as u64);
+                    self.acquired(cx);
+                }
+                // No token, no safe write: give the lock back and retry.
+                _ => {
+                    self.rounds_done = self.rounds_done.saturating_sub(1);
+                    self.release(cx);
+                }
+            },
+            Phase::ReleaseGet => {
+                if reply == Reply::Bulk(self.token.clone()) {
+                    self.request(
+                        cx,
+                        Phase::Releasing,
+                        Command::Del(vec![self.config.key.clone()]),
+                    );
+                } else {
+                    self.think(cx);
+                }
+            }
+            Phase::Releasing => {
+                if matches!(&reply, Reply::Error(e) if e == NOSCRIPT) {
+                    // redis-py's Script and most libraries: EVALSHA, and EVAL on NOSCRIPT.
+                    self.use_eval = true;
+                    self.send_unlock_script(cx);
+                } else {
+                    self.think(cx);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Process for LockClient {
+    fn on_start(&mut self, cx: &mut Cx<'_>) {
+        self.start_attempt(cx);
+    }
+
+    fn on_message(&mut self, cx: &mut Cx<'_>, _from: ProcId, msg: Msg) {
+        match msg {
+            Msg::Reply { id, reply } if id == self.pending_id => self.on_reply(cx, reply),
+            Msg::ResourceAck { id, version, .. } if id == self.pending_id => match self.phase {
+                Phase::Reading => {
+                    self.base_version = version;
+                    self.hold(cx);
+                }
+                Phase::Writing => self.release(cx),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
+        if tag != self.timer_gen {
+            return;
+        }
+        self.pending_id = 0;
+        match self.phase {
+            Phase::Idle | Phase::Done => {}
+            Phase::Acquiring | Phase::Fencing => {
+                // Timed out: the SET may have succeeded on the server, but the client cannot
+                // know. It retries with a new token (the old key expires with its TTL).
+                self.acquire_failed(cx);
+            }
+            Phase::Reading => self.hold(cx),
+            Phase::Holding => self.end_critical_section(cx),
+            Phase::Writing => self.release(cx),
+            Phase::ReleaseGet | Phase::Releasing => self.think(cx),
+            Phase::Waiting => self.start_attempt(cx),
+        }
+    }
+
+    fn on_restart(&mut self, _keep_data: bool) {
+        self.phase = Phase::Idle;
+        self.pending_id = 0;
+        self.attempts_this_round = 0;
+        self.use_eval = false;
+    }
+}

@@ -1,0 +1,161 @@
+//! Running models: one seed, sweeps over many seeds in parallel, replays with timelines.
+
+pub mod timeline;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::check::{CheckConfig, Property, Violation, check_all};
+use crate::history::Observation;
+use crate::scenario::Scenario;
+use crate::sim::{FaultAction, RunEnd, TraceMode, World};
+use crate::time::SimTime;
+
+/// The result of one seed.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    pub seed: u64,
+    pub end: RunEnd,
+    pub violations: Vec<Violation>,
+    pub events: u64,
+    pub acquisitions: u64,
+    /// The fault schedule realised by this seed (scripted and drawn).
+    pub faults: Vec<(SimTime, FaultAction)>,
+    /// Digest of the trace (0 when tracing was off).
+    pub trace_digest: u64,
+}
+
+impl RunOutcome {
+    pub fn violated(&self) -> bool {
+        !self.violations.is_empty()
+    }
+}
+
+/// Runs one seed and checks it. The world is returned for rendering.
+pub fn run_world(sc: &Scenario, seed: u64, trace: TraceMode) -> (RunOutcome, World) {
+    let (mut world, faults) = sc.build(seed, trace);
+    let end = world.run();
+    let names = world.names();
+    let name = |p: crate::time::ProcId| names[p.index()].clone();
+    let cfg = CheckConfig {
+        liveness_bound_ns: sc.liveness_bound_ns,
+        end: world.now(),
+    };
+    let violations = check_all(&world.history, &sc.properties, &cfg, &name);
+    let acquisitions = world
+        .history
+        .records
+        .iter()
+        .filter(|r| matches!(r.obs, Observation::Acquired { .. }))
+        .count() as u64;
+    let outcome = RunOutcome {
+        seed,
+        end,
+        violations,
+        events: world.events_handled(),
+        acquisitions,
+        faults,
+        trace_digest: world.trace.digest(),
+    };
+    (outcome, world)
+}
+
+/// Runs one seed without a trace (what sweeps do).
+pub fn run_seed(sc: &Scenario, seed: u64) -> RunOutcome {
+    run_world(sc, seed, TraceMode::Off).0
+}
+
+/// Which seeds of a range this shard runs: `index` of `count`, by seed modulo `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+    pub fn contains(self, seed: u64) -> bool {
+        seed % self.count == self.index
+    }
+}
+
+/// What a sweep found. Identical for any number of jobs (results are gathered in seed order).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SweepSummary {
+    pub seeds_run: u64,
+    /// Seeds that violated each property.
+    pub violations_per_property: BTreeMap<Property, u64>,
+    pub first_violating_seed: Option<u64>,
+    /// Violating seeds in order, with their violations (first per property).
+    pub violating: Vec<(u64, Vec<Violation>)>,
+    /// Seeds that hit the event limit before their duration (inconclusive).
+    pub event_limit_seeds: u64,
+    pub events: u64,
+    pub acquisitions: u64,
+}
+
+impl SweepSummary {
+    fn add(&mut self, o: RunOutcome) {
+        self.seeds_run += 1;
+        self.events += o.events;
+        self.acquisitions += o.acquisitions;
+        if o.end == RunEnd::EventLimit {
+            self.event_limit_seeds += 1;
+        }
+        if o.violated() {
+            for v in &o.violations {
+                *self.violations_per_property.entry(v.property).or_default() += 1;
+            }
+            if self.first_violating_seed.is_none() {
+                self.first_violating_seed = Some(o.seed);
+            }
+            self.violating.push((o.seed, o.violations));
+        }
+    }
+
+    /// Properties violated by at least one seed.
+    pub fn violated_properties(&self) -> Vec<Property> {
+        self.violations_per_property.keys().copied().collect()
+    }
+}
+
+/// Sweeps `seeds` (restricted to `shard`) on `jobs` threads. `on_done` is called once per
+/// finished seed (progress bars); results do not depend on `jobs`.
+pub fn sweep(
+    sc: &Scenario,
+    seeds: Range<u64>,
+    shard: Shard,
+    jobs: usize,
+    on_done: &(dyn Fn() + Sync),
+) -> SweepSummary {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .expect("thread pool");
+    let mut summary = SweepSummary::default();
+    // Chunks keep memory flat in the number of seeds: only violating seeds are kept.
+    const CHUNK: u64 = 4096;
+    let mut start = seeds.start;
+    while start < seeds.end {
+        let end = seeds.end.min(start.saturating_add(CHUNK));
+        let outcomes: Vec<RunOutcome> = pool.install(|| {
+            (start..end)
+                .into_par_iter()
+                .filter(|s| shard.contains(*s))
+                .map(|s| {
+                    let mut o = run_seed(sc, s);
+                    o.faults.clear();
+                    on_done();
+                    o
+                })
+                .collect()
+        });
+        for o in outcomes {
+            summary.add(o);
+        }
+        start = end;
+    }
+    summary
+}

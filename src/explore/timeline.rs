@@ -1,0 +1,359 @@
+//! The text timeline of a run: true time down the side, one narrow lane per actor (lock
+//! holds as bars, pauses, crashes, the lock key's presence on each node), the acting node's
+//! wall clock, and what happened. Fits a 100-column terminal.
+
+use std::fmt::Write as _;
+
+use crate::check::Violation;
+use crate::history::{Observation, Removal};
+use crate::proto::{Bytes, Msg};
+use crate::sim::World;
+use crate::sim::trace::{TraceKind, describe_msg};
+use crate::time::{ProcId, SimTime, fmt_duration_ns};
+
+pub const WIDTH: usize = 100;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    Idle,
+    Trying,
+    Holding,
+    KeyPresent,
+}
+
+struct LaneState {
+    base: Lane,
+    paused: bool,
+    down: bool,
+}
+
+impl LaneState {
+    fn glyph(&self) -> char {
+        if self.down {
+            'x'
+        } else if self.paused {
+            '‖'
+        } else {
+            match self.base {
+                Lane::Idle => '·',
+                Lane::Trying => '?',
+                Lane::Holding => '█',
+                Lane::KeyPresent => '▓',
+            }
+        }
+    }
+}
+
+/// What to include.
+#[derive(Clone, Copy, Debug)]
+pub struct TimelineOptions {
+    /// Also show every message delivered or dropped (replay); otherwise observations only.
+    pub messages: bool,
+}
+
+enum Row<'a> {
+    Obs(SimTime, ProcId, &'a Observation),
+    Trace(SimTime, ProcId, &'a TraceKind),
+    Violation(&'a Violation),
+}
+
+/// Renders the timeline of a finished world. `lock_keys` are the keys whose presence the
+/// Redis lanes show; `epoch_ms` is the world's Unix time at true time 0.
+pub fn render(
+    world: &World,
+    violations: &[Violation],
+    lock_keys: &[Bytes],
+    epoch_ms: i64,
+    opts: TimelineOptions,
+) -> String {
+    let names = world.names();
+    let n = names.len();
+    let mut lanes: Vec<LaneState> = (0..n)
+        .map(|_| LaneState {
+            base: Lane::Idle,
+            paused: false,
+            down: false,
+        })
+        .collect();
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "lanes: {}",
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("{}={n}", lane_label(i)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let _ = writeln!(
+        s,
+        "glyphs: █ holds the lock  ? trying  ▓ lock key stored  ‖ paused  x down  · idle"
+    );
+    let _ = writeln!(
+        s,
+        "wall: the acting node's wall clock, seconds since the epoch of the run (steps show as jumps)"
+    );
+    let _ = writeln!(
+        s,
+        "{:>11} {:<w$} {:>10}  event",
+        "true time",
+        lane_header(n),
+        "wall",
+        w = n
+    );
+    let _ = writeln!(s, "{}", "-".repeat(WIDTH.min(11 + 1 + n + 1 + 10 + 9)));
+
+    // Merge history, trace and violations by time (trace first at equal times: the loop
+    // records the delivery before the observations it causes).
+    let mut rows: Vec<(SimTime, u8, usize, Row<'_>)> = Vec::new();
+    if opts.messages {
+        for (i, e) in world.trace.entries.iter().enumerate() {
+            if matches!(e.kind, TraceKind::Recv { .. } | TraceKind::Dropped { .. }) {
+                rows.push((e.at, 0, i, Row::Trace(e.at, e.proc, &e.kind)));
+            }
+        }
+    }
+    for (i, r) in world.history.records.iter().enumerate() {
+        rows.push((r.at, 1, i, Row::Obs(r.at, r.proc, &r.obs)));
+    }
+    for (i, v) in violations.iter().enumerate() {
+        rows.push((v.at, 2, i, Row::Violation(v)));
+    }
+    rows.sort_by_key(|(t, k, i, _)| (*t, *k, *i));
+
+    for (_, _, _, row) in rows {
+        let (at, proc, text) = match row {
+            Row::Violation(v) => {
+                let _ = writeln!(
+                    s,
+                    "{:>11} {}",
+                    v.at.to_string(),
+                    fit(
+                        &format!("!!! VIOLATION {}: {}", v.property, v.message),
+                        WIDTH - 12
+                    )
+                );
+                continue;
+            }
+            Row::Trace(at, p, kind) => {
+                let text = match kind {
+                    TraceKind::Recv { from, msg } => match msg {
+                        Msg::Request { .. }
+                        | Msg::ResourceRead { .. }
+                        | Msg::ResourceWrite { .. } => {
+                            format!(
+                                "{} <- {} {}",
+                                names[p.index()],
+                                names[from.index()],
+                                describe_msg(msg)
+                            )
+                        }
+                        Msg::Reply { .. } | Msg::ResourceAck { .. } => {
+                            format!(
+                                "{} <- {} {}",
+                                names[p.index()],
+                                names[from.index()],
+                                describe_msg(msg)
+                            )
+                        }
+                    },
+                    TraceKind::Dropped { from, msg, reason } => {
+                        format!(
+                            "DROPPED {} -> {} ({}): {}",
+                            names[from.index()],
+                            names[p.index()],
+                            reason.as_str(),
+                            describe_msg(msg)
+                        )
+                    }
+                    _ => continue,
+                };
+                (at, p, text)
+            }
+            Row::Obs(at, p, obs) => {
+                apply(&mut lanes[p.index()], obs, lock_keys);
+                let who = &names[p.index()];
+                let text = match obs {
+                    Observation::Attempt { token, .. } => {
+                        format!("{who} tries the lock with token {}", show(token))
+                    }
+                    Observation::Acquired {
+                        token,
+                        fence,
+                        validity_ns,
+                        believed_until,
+                        ..
+                    } => {
+                        let mut t = format!("{who} ACQUIRED the lock (token {}", show(token));
+                        if let Some(f) = fence {
+                            let _ = write!(t, ", fence {f}");
+                        }
+                        match (validity_ns, believed_until) {
+                            (Some(v), Some(u)) => {
+                                let _ = write!(
+                                    t,
+                                    ", believes it valid {} → until {u})",
+                                    fmt_duration_ns(*v)
+                                );
+                            }
+                            _ => t.push_str(", no expiry)"),
+                        }
+                        t
+                    }
+                    Observation::Extended {
+                        token, validity_ns, ..
+                    } => {
+                        format!(
+                            "{who} extended (token {}, +{})",
+                            show(token),
+                            validity_ns.map_or("?".into(), fmt_duration_ns)
+                        )
+                    }
+                    Observation::Released { token, .. } => {
+                        format!("{who} releases the lock (token {})", show(token))
+                    }
+                    Observation::Lost { reason, .. } => {
+                        format!("{who} learns it lost the lock: {reason}")
+                    }
+                    Observation::GaveUp { .. } => format!("{who} gives up"),
+                    Observation::ResourceRead {
+                        client,
+                        token,
+                        version,
+                        accepted,
+                    } => format!(
+                        "{who}: {} reads v{version} with token {} → {}",
+                        names[client.index()],
+                        token.map_or("-".into(), |t| t.to_string()),
+                        if *accepted {
+                            "ok"
+                        } else {
+                            "REJECTED (stale token)"
+                        }
+                    ),
+                    Observation::ResourceWrite {
+                        client,
+                        token,
+                        base_version,
+                        accepted,
+                        version_after,
+                    } => format!(
+                        "{who}: {} writes v{base_version}+1 with token {} → {}",
+                        names[client.index()],
+                        token.map_or("-".into(), |t| t.to_string()),
+                        if *accepted {
+                            format!("accepted, now v{version_after}")
+                        } else {
+                            "REJECTED (stale token)".into()
+                        }
+                    ),
+                    Observation::KeyWritten {
+                        key,
+                        value,
+                        expire_at_ms,
+                        by,
+                    } => {
+                        if !lock_keys.contains(key) && !opts.messages {
+                            continue;
+                        }
+                        format!(
+                            "{who}: {} = {}{}{}",
+                            show(key),
+                            show(value),
+                            expire_at_ms.map_or(String::new(), |t| format!(
+                                ", expires at wall {}",
+                                wall(t, epoch_ms)
+                            )),
+                            by.map_or(String::new(), |b| format!(" (by {})", names[b.index()]))
+                        )
+                    }
+                    Observation::KeyRemoved {
+                        key,
+                        value,
+                        how,
+                        by,
+                    } => {
+                        let how = match how {
+                            Removal::Del => format!(
+                                "deleted by {}",
+                                by.map_or("?".into(), |b| names[b.index()].clone())
+                            ),
+                            Removal::Expired => "expired".into(),
+                            Removal::Overwritten => "overwritten".into(),
+                            Removal::Flushed => "flushed".into(),
+                        };
+                        format!("{who}: {} ({}) {how}", show(key), show(value))
+                    }
+                    Observation::Fault { what } => format!("FAULT {what}"),
+                    Observation::Note(t) => format!("{who}: {t}"),
+                    Observation::Crashed
+                    | Observation::Restarted { .. }
+                    | Observation::Paused
+                    | Observation::Resumed => continue,
+                };
+                (at, p, text)
+            }
+        };
+        let lanes_str: String = lanes.iter().map(LaneState::glyph).collect();
+        let w = wall(world.clock(proc).wall_ms(at), epoch_ms);
+        let head = format!("{:>11} {lanes_str} {w:>10}  ", at.to_string());
+        let room = WIDTH.saturating_sub(head.chars().count()).max(20);
+        let _ = writeln!(s, "{head}{}", fit(&text, room));
+    }
+    s
+}
+
+fn apply(l: &mut LaneState, obs: &Observation, lock_keys: &[Bytes]) {
+    match obs {
+        Observation::Attempt { .. } if l.base != Lane::Holding => l.base = Lane::Trying,
+        Observation::Acquired { .. } => l.base = Lane::Holding,
+        Observation::Released { .. } | Observation::Lost { .. } | Observation::GaveUp { .. } => {
+            l.base = Lane::Idle
+        }
+        Observation::KeyWritten { key, .. } if lock_keys.contains(key) => l.base = Lane::KeyPresent,
+        Observation::KeyRemoved { key, .. } if lock_keys.contains(key) => l.base = Lane::Idle,
+        Observation::Crashed => {
+            l.down = true;
+            l.paused = false;
+            if l.base != Lane::KeyPresent {
+                l.base = Lane::Idle;
+            }
+        }
+        Observation::Restarted { .. } => l.down = false,
+        Observation::Paused => l.paused = true,
+        Observation::Resumed => l.paused = false,
+        _ => {}
+    }
+}
+
+fn lane_label(i: usize) -> char {
+    const L: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    L.get(i).map_or('+', |&b| b as char)
+}
+
+fn lane_header(n: usize) -> String {
+    (0..n).map(lane_label).collect()
+}
+
+/// Wall clock as seconds since the run's epoch, e.g. `+12.345`.
+fn wall(ms: i64, epoch_ms: i64) -> String {
+    let d = ms - epoch_ms;
+    let sign = if d < 0 { '-' } else { '+' };
+    let a = d.unsigned_abs();
+    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+}
+
+fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn fit(s: &str, room: usize) -> String {
+    if s.chars().count() <= room {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(room.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}

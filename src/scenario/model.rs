@@ -1,0 +1,821 @@
+//! The RON model format (docs/model-format.md) and its lowering into a `World`.
+
+use serde::Deserialize;
+
+use crate::check::Property;
+use crate::client::{Algorithm, ClientConfig, LockClient, NsRange, Resource};
+use crate::clock::NodeClock;
+use crate::net::LinkSpec;
+use crate::redis::{RedisConfig, RedisProcess};
+use crate::rng::{Ratio, Seed};
+use crate::scenario::units::{Bounded, Dur, DurRange, Name, SignedDur, SignedDurRange};
+use crate::sim::{Actor, FaultAction, Limits, ProcSpec, TraceMode, World};
+use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime};
+
+/// Limits on model sizes: a model beyond them is refused, not run out of memory.
+pub const MAX_CLIENTS: usize = 256;
+pub const MAX_NODES: usize = 64;
+pub const MAX_FAULTS: usize = 10_000;
+pub const MAX_EVENTS_LIMIT: u64 = 1_000_000_000;
+pub const MAX_RANDOM_FAULTS_PER_TARGET: u64 = 100_000;
+pub const DEFAULT_MAX_EVENTS: u64 = 50_000_000;
+pub const DEFAULT_EPOCH_UNIX_MS: i64 = 1_700_000_000_000;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// One line for `distlock-sim list`.
+    pub description: String,
+    /// Simulated time of one run.
+    pub duration: Dur,
+    #[serde(default)]
+    pub max_events: Option<Bounded<1, 1_000_000_000>>,
+    /// Unix time (ms) at true time 0.
+    #[serde(default)]
+    pub epoch_unix_ms: Option<Bounded<0, 4_102_444_800_000>>,
+    pub nodes: Vec<NodeSpec>,
+    #[serde(default)]
+    pub resource: Option<ResourceSpec>,
+    pub clients: Vec<ClientGroup>,
+    #[serde(default)]
+    pub network: NetworkSpec,
+    #[serde(default)]
+    pub faults: Vec<FaultSpec>,
+    #[serde(default)]
+    pub random_faults: Vec<RandomFaultSpec>,
+    /// Properties to check.
+    pub check: Vec<PropName>,
+    /// `liveness`: how long the lock may stay unobtainable while wanted (default 3 × TTL).
+    #[serde(default)]
+    pub liveness_bound: Option<Dur>,
+    #[serde(default)]
+    pub expect: Option<Expect>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockSpec {
+    #[serde(default)]
+    pub offset: Option<SignedDur>,
+    #[serde(default)]
+    pub drift_ppm: Option<Bounded<-500_000, 500_000>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: Name,
+    #[serde(default)]
+    pub clock: ClockSpec,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceSpec {
+    pub name: Name,
+    #[serde(default)]
+    pub fencing: bool,
+}
+
+/// An algorithm name, checked where it is read.
+#[derive(Clone, Copy, Debug)]
+pub struct AlgName(pub Algorithm);
+
+impl<'de> Deserialize<'de> for AlgName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Algorithm::from_name(&s).map(AlgName).ok_or_else(|| {
+            let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+            serde::de::Error::custom(format!(
+                "unknown algorithm {s:?}; known: {}",
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+/// A property name, checked where it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PropName(pub Property);
+
+impl<'de> Deserialize<'de> for PropName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Property::from_name(&s).map(PropName).ok_or_else(|| {
+            let names: Vec<_> = Property::ALL.iter().map(|p| p.name()).collect();
+            serde::de::Error::custom(format!(
+                "unknown property {s:?}; known: {}",
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientGroup {
+    /// The client's name, or with `count > 1` the prefix of `name1`, `name2`, ...
+    pub name: Name,
+    #[serde(default)]
+    pub count: Option<Bounded<1, 256>>,
+    pub algorithm: AlgName,
+    /// The Redis node it locks on.
+    pub node: Name,
+    /// The lock key.
+    #[serde(default)]
+    pub key: Option<String>,
+    pub ttl: Dur,
+    /// Critical section length (between the resource read and write).
+    pub hold: DurRange,
+    /// Pause between a release and the next acquisition.
+    #[serde(default)]
+    pub think: Option<DurRange>,
+    /// Delay before retrying a failed attempt.
+    pub retry: DurRange,
+    #[serde(default)]
+    pub request_timeout: Option<Dur>,
+    #[serde(default)]
+    pub max_attempts: Option<Bounded<1, 1_000_000>>,
+    #[serde(default)]
+    pub rounds: Option<Bounded<1, 1_000_000_000>>,
+    #[serde(default)]
+    pub clock: ClockSpec,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// One-way delay per message, drawn uniformly.
+    pub latency: DurRange,
+    #[serde(default)]
+    pub loss_ppm: Option<Bounded<0, 1_000_000>>,
+}
+
+impl Default for NetworkSpec {
+    fn default() -> Self {
+        NetworkSpec {
+            latency: DurRange {
+                min: Dur(100_000),
+                max: Dur(1_000_000),
+            },
+            loss_ppm: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultSpec {
+    Pause {
+        target: Name,
+        at: Dur,
+        duration: Dur,
+    },
+    Crash {
+        target: Name,
+        at: Dur,
+        #[serde(default)]
+        restart_after: Option<Dur>,
+        #[serde(default)]
+        keep_data: bool,
+    },
+    ClockStep {
+        target: Name,
+        at: Dur,
+        delta: SignedDur,
+    },
+    Drift {
+        target: Name,
+        at: Dur,
+        ppm: Bounded<-500_000, 500_000>,
+    },
+    Partition {
+        from: Vec<Name>,
+        to: Vec<Name>,
+        at: Dur,
+        #[serde(default)]
+        duration: Option<Dur>,
+        #[serde(default)]
+        one_way: bool,
+    },
+    LatencySpike {
+        from: Vec<Name>,
+        to: Vec<Name>,
+        at: Dur,
+        duration: Dur,
+        extra: Dur,
+    },
+    Loss {
+        from: Vec<Name>,
+        to: Vec<Name>,
+        at: Dur,
+        duration: Dur,
+        loss_ppm: Bounded<0, 1_000_000>,
+    },
+}
+
+/// Faults drawn per seed: each target independently suffers the fault at intervals drawn
+/// from `every`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RandomFaultSpec {
+    Pause {
+        targets: Vec<Name>,
+        every: DurRange,
+        duration: DurRange,
+    },
+    Crash {
+        targets: Vec<Name>,
+        every: DurRange,
+        down: DurRange,
+        #[serde(default)]
+        keep_data: bool,
+    },
+    ClockStep {
+        targets: Vec<Name>,
+        every: DurRange,
+        delta: SignedDurRange,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    Holds,
+    Violates(Vec<PropName>),
+}
+
+/// What kind of process a name stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcKind {
+    Redis,
+    Resource,
+    Client,
+}
+
+/// A validated model, ready to be built into a world for any seed.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// File stem, e.g. `single-px-del-pause`.
+    pub name: String,
+    /// Path as given (for replay commands).
+    pub path: String,
+    pub model: Model,
+    pub procs: Vec<(String, ProcKind)>,
+    pub properties: Vec<Property>,
+    pub liveness_bound_ns: u64,
+    pub limits: Limits,
+    pub epoch_unix_ms: i64,
+}
+
+/// A validation error before positions are attached: the message, and a snippet of the
+/// source to locate it by (the offending value, quoted as in the file).
+#[derive(Clone, Debug)]
+pub struct Invalid {
+    pub message: String,
+    pub near: Option<String>,
+}
+
+fn invalid(message: impl Into<String>, near: Option<String>) -> Invalid {
+    Invalid {
+        message: message.into(),
+        near,
+    }
+}
+
+fn quoted(n: &Name) -> Option<String> {
+    Some(format!("\"{}\"", n.0))
+}
+
+impl Scenario {
+    /// Checks cross-references and sizes, and computes the process table.
+    pub fn new(name: String, path: String, model: Model) -> Result<Scenario, Invalid> {
+        let mut procs: Vec<(String, ProcKind)> = Vec::new();
+        let add = |n: &Name,
+                   kind: ProcKind,
+                   procs: &mut Vec<(String, ProcKind)>|
+         -> Result<(), Invalid> {
+            if procs.iter().any(|(p, _)| *p == n.0) {
+                return Err(invalid(
+                    format!("duplicate process name \"{}\"", n.0),
+                    quoted(n),
+                ));
+            }
+            procs.push((n.0.clone(), kind));
+            Ok(())
+        };
+        if model.nodes.is_empty() {
+            return Err(invalid(
+                "a model needs at least one Redis node in `nodes`",
+                Some("nodes".into()),
+            ));
+        }
+        if model.nodes.len() > MAX_NODES {
+            return Err(invalid(
+                format!("{} nodes: at most {MAX_NODES} allowed", model.nodes.len()),
+                Some("nodes".into()),
+            ));
+        }
+        for n in &model.nodes {
+            add(&n.name, ProcKind::Redis, &mut procs)?;
+        }
+        if let Some(r) = &model.resource {
+            add(&r.name, ProcKind::Resource, &mut procs)?;
+        }
+        if model.clients.is_empty() {
+            return Err(invalid(
+                "a model needs at least one client group in `clients`",
+                Some("clients".into()),
+            ));
+        }
+        let total: i64 = model
+            .clients
+            .iter()
+            .map(|g| g.count.map_or(1, |c| c.0))
+            .sum();
+        if total as usize > MAX_CLIENTS {
+            return Err(invalid(
+                format!("{total} clients: at most {MAX_CLIENTS} allowed"),
+                Some("count".into()),
+            ));
+        }
+        for g in &model.clients {
+            let count = g.count.map_or(1, |c| c.0);
+            for i in 1..=count {
+                let n = if count == 1 {
+                    g.name.clone()
+                } else {
+                    Name(format!("{}{i}", g.name.0))
+                };
+                add(&n, ProcKind::Client, &mut procs)?;
+            }
+            if !model.nodes.iter().any(|n| n.name == g.node) {
+                return Err(invalid(
+                    format!(
+                        "client group \"{}\" locks on unknown node \"{}\"",
+                        g.name.0, g.node.0
+                    ),
+                    quoted(&g.node),
+                ));
+            }
+            if g.ttl.ns() < NS_PER_MS {
+                return Err(invalid(
+                    format!("ttl {} is below 1ms: Redis refuses PX 0", g.ttl),
+                    Some("ttl".into()),
+                ));
+            }
+            if g.ttl.ns() % NS_PER_MS != 0 {
+                return Err(invalid(
+                    format!("ttl {} is not a whole number of ms (PX takes ms)", g.ttl),
+                    Some("ttl".into()),
+                ));
+            }
+            if g.request_timeout.is_some_and(|t| t.ns() == 0) {
+                return Err(invalid(
+                    "request_timeout must be above 0",
+                    Some("request_timeout".into()),
+                ));
+            }
+            if g.retry.max.ns() == 0 && g.max_attempts.is_none() {
+                return Err(invalid(
+                    "retry (\"0ms\", \"0ms\") with unbounded attempts would spin without time passing; give retry a positive delay",
+                    Some("retry".into()),
+                ));
+            }
+            if let Some(k) = &g.key
+                && (k.is_empty() || k.len() > 512)
+            {
+                return Err(invalid("key must be 1-512 bytes", Some("key".into())));
+            }
+            let think_zero = g.think.is_none_or(|t| t.max.ns() == 0);
+            if think_zero && g.hold.max.ns() == 0 {
+                return Err(invalid(
+                    "hold and think both zero: a client would loop without time passing",
+                    Some("hold".into()),
+                ));
+            }
+            if g.algorithm.0 == Algorithm::SetPxCadFencing
+                && model.resource.as_ref().is_none_or(|r| !r.fencing)
+            {
+                return Err(invalid(
+                    "algorithm \"set-px-cad-fencing\" needs a `resource` with `fencing: true` to present its tokens to",
+                    Some("set-px-cad-fencing".into()),
+                ));
+            }
+        }
+        let lookup = |n: &Name| -> Result<(), Invalid> {
+            if procs.iter().any(|(p, _)| *p == n.0) {
+                Ok(())
+            } else {
+                Err(invalid(format!("unknown process \"{}\"", n.0), quoted(n)))
+            }
+        };
+        let n_faults = model.faults.len() + model.random_faults.len();
+        if n_faults > MAX_FAULTS {
+            return Err(invalid(
+                format!("{n_faults} faults: at most {MAX_FAULTS} allowed"),
+                Some("faults".into()),
+            ));
+        }
+        for f in &model.faults {
+            match f {
+                FaultSpec::Pause { target, .. }
+                | FaultSpec::Crash { target, .. }
+                | FaultSpec::ClockStep { target, .. }
+                | FaultSpec::Drift { target, .. } => lookup(target)?,
+                FaultSpec::Partition { from, to, .. }
+                | FaultSpec::LatencySpike { from, to, .. }
+                | FaultSpec::Loss { from, to, .. } => {
+                    for n in from.iter().chain(to) {
+                        lookup(n)?;
+                    }
+                }
+            }
+        }
+        for f in &model.random_faults {
+            let (RandomFaultSpec::Pause { targets, every, .. }
+            | RandomFaultSpec::Crash { targets, every, .. }
+            | RandomFaultSpec::ClockStep { targets, every, .. }) = f;
+            for n in targets {
+                lookup(n)?;
+            }
+            if every.min.ns() < NS_PER_MS {
+                return Err(invalid(
+                    "`every` must be at least 1ms (faults need time between them)",
+                    Some("every".into()),
+                ));
+            }
+            if model.duration.ns() / every.min.ns() > MAX_RANDOM_FAULTS_PER_TARGET {
+                return Err(invalid(
+                    format!(
+                        "`every` minimum {} over a {} run could draw more than {MAX_RANDOM_FAULTS_PER_TARGET} faults per target",
+                        every.min, model.duration
+                    ),
+                    Some("every".into()),
+                ));
+            }
+        }
+        if model.check.is_empty() {
+            return Err(invalid("`check` names no property", Some("check".into())));
+        }
+        let mut properties: Vec<Property> = model.check.iter().map(|p| p.0).collect();
+        properties.sort();
+        properties.dedup();
+        if let Some(Expect::Violates(v)) = &model.expect {
+            if v.is_empty() {
+                return Err(invalid(
+                    "expect: violates([]) names no property; write `expect: holds`",
+                    Some("violates".into()),
+                ));
+            }
+            for p in v {
+                if !properties.contains(&p.0) {
+                    return Err(invalid(
+                        format!("expect names {} but `check` does not", p.0),
+                        Some(format!("\"{}\"", p.0)),
+                    ));
+                }
+            }
+        }
+        let max_ttl = model.clients.iter().map(|g| g.ttl.ns()).max().unwrap_or(0);
+        let liveness_bound_ns = model
+            .liveness_bound
+            .map_or(3 * max_ttl.max(NS_PER_S), |d| d.ns());
+        let limits = Limits {
+            max_time: SimTime(model.duration.ns()),
+            max_events: model.max_events.map_or(DEFAULT_MAX_EVENTS, |b| b.0 as u64),
+        };
+        if model.duration.ns() == 0 {
+            return Err(invalid("duration must be above 0", Some("duration".into())));
+        }
+        let epoch_unix_ms = model.epoch_unix_ms.map_or(DEFAULT_EPOCH_UNIX_MS, |b| b.0);
+        Ok(Scenario {
+            name,
+            path,
+            model,
+            procs,
+            properties,
+            liveness_bound_ns,
+            limits,
+            epoch_unix_ms,
+        })
+    }
+
+    pub fn proc_id(&self, name: &str) -> ProcId {
+        ProcId(
+            self.procs
+                .iter()
+                .position(|(n, _)| n == name)
+                .expect("validated name") as u32,
+        )
+    }
+
+    fn clock(&self, spec: &ClockSpec) -> NodeClock {
+        let offset_ms = spec.offset.map_or(0, |o| o.ms());
+        NodeClock::new(
+            self.epoch_unix_ms,
+            offset_ms,
+            spec.drift_ppm.map_or(0, |d| d.0),
+        )
+    }
+
+    /// Builds the world for `seed`: processes, network, scripted faults and the random
+    /// faults this seed draws (returned as the realised schedule).
+    pub fn build(&self, seed: u64, trace: TraceMode) -> (World, Vec<(SimTime, FaultAction)>) {
+        let m = &self.model;
+        let mut specs = Vec::with_capacity(self.procs.len());
+        for n in &m.nodes {
+            specs.push(ProcSpec {
+                name: n.name.0.clone(),
+                actor: Actor::Redis(Box::new(RedisProcess::new(RedisConfig::default()))),
+                clock: self.clock(&n.clock),
+            });
+        }
+        let resource_id = m.resource.as_ref().map(|r| {
+            specs.push(ProcSpec {
+                name: r.name.0.clone(),
+                actor: Actor::Resource(Resource::new(r.fencing)),
+                clock: NodeClock::perfect(self.epoch_unix_ms),
+            });
+            ProcId((specs.len() - 1) as u32)
+        });
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for g in &m.clients {
+            let count = g.count.map_or(1, |c| c.0);
+            let key = g.key.clone().unwrap_or_else(|| "lock".into()).into_bytes();
+            let lock = match keys.iter().position(|k| *k == key) {
+                Some(i) => i,
+                None => {
+                    keys.push(key.clone());
+                    keys.len() - 1
+                }
+            } as u32;
+            for i in 1..=count {
+                let name = if count == 1 {
+                    g.name.0.clone()
+                } else {
+                    format!("{}{i}", g.name.0)
+                };
+                let cfg = ClientConfig {
+                    algorithm: g.algorithm.0,
+                    lock,
+                    key: key.clone(),
+                    redis: self.proc_id(&g.node.0),
+                    resource: resource_id,
+                    ttl_ms: g.ttl.ns() / NS_PER_MS,
+                    hold: NsRange::new(g.hold.min.ns(), g.hold.max.ns()),
+                    think: g
+                        .think
+                        .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns())),
+                    retry: NsRange::new(g.retry.min.ns(), g.retry.max.ns()),
+                    request_timeout_ns: g.request_timeout.map_or(NS_PER_S, |d| d.ns()),
+                    max_attempts: g.max_attempts.map(|b| b.0 as u32),
+                    rounds: g.rounds.map(|b| b.0 as u64),
+                    fence_key: b"fence".to_vec(),
+                    token_prefix: name.clone(),
+                };
+                specs.push(ProcSpec {
+                    name,
+                    actor: Actor::Client(Box::new(LockClient::new(cfg))),
+                    clock: self.clock(&g.clock),
+                });
+            }
+        }
+        let link = LinkSpec::new(
+            m.network.latency.min.ns(),
+            m.network.latency.max.ns(),
+            Ratio::per_million(m.network.loss_ppm.map_or(0, |b| b.0 as u32)).expect("bounded"),
+        );
+        let mut world = World::new(Seed(seed), self.limits, link, specs, trace);
+        let schedule = self.fault_schedule(seed);
+        for (at, f) in &schedule {
+            world.schedule_fault(*at, f.clone());
+        }
+        (world, schedule)
+    }
+
+    fn ids(&self, names: &[Name]) -> Vec<ProcId> {
+        names.iter().map(|n| self.proc_id(&n.0)).collect()
+    }
+
+    /// Scripted faults plus the random ones this seed draws, in time order.
+    pub fn fault_schedule(&self, seed: u64) -> Vec<(SimTime, FaultAction)> {
+        let mut out: Vec<(SimTime, FaultAction)> = Vec::new();
+        for f in &self.model.faults {
+            match f {
+                FaultSpec::Pause {
+                    target,
+                    at,
+                    duration,
+                } => {
+                    let p = self.proc_id(&target.0);
+                    out.push((SimTime(at.ns()), FaultAction::Pause(p)));
+                    out.push((
+                        SimTime(at.ns()).plus_ns(duration.ns()),
+                        FaultAction::Resume(p),
+                    ));
+                }
+                FaultSpec::Crash {
+                    target,
+                    at,
+                    restart_after,
+                    keep_data,
+                } => {
+                    let p = self.proc_id(&target.0);
+                    out.push((SimTime(at.ns()), FaultAction::Crash(p)));
+                    if let Some(d) = restart_after {
+                        out.push((
+                            SimTime(at.ns()).plus_ns(d.ns()),
+                            FaultAction::Restart {
+                                proc: p,
+                                keep_data: *keep_data,
+                            },
+                        ));
+                    }
+                }
+                FaultSpec::ClockStep { target, at, delta } => {
+                    out.push((
+                        SimTime(at.ns()),
+                        FaultAction::ClockStep {
+                            proc: self.proc_id(&target.0),
+                            delta_ms: delta.ms(),
+                        },
+                    ));
+                }
+                FaultSpec::Drift { target, at, ppm } => {
+                    out.push((
+                        SimTime(at.ns()),
+                        FaultAction::Drift {
+                            proc: self.proc_id(&target.0),
+                            drift_ppm: ppm.0,
+                        },
+                    ));
+                }
+                FaultSpec::Partition {
+                    from,
+                    to,
+                    at,
+                    duration,
+                    one_way,
+                } => {
+                    let (a, b) = (self.ids(from), self.ids(to));
+                    let t = SimTime(at.ns());
+                    out.push((
+                        t,
+                        FaultAction::Partition {
+                            from: a.clone(),
+                            to: b.clone(),
+                            blocked: true,
+                        },
+                    ));
+                    if !one_way {
+                        out.push((
+                            t,
+                            FaultAction::Partition {
+                                from: b.clone(),
+                                to: a.clone(),
+                                blocked: true,
+                            },
+                        ));
+                    }
+                    if let Some(d) = duration {
+                        let h = t.plus_ns(d.ns());
+                        out.push((
+                            h,
+                            FaultAction::Partition {
+                                from: a.clone(),
+                                to: b.clone(),
+                                blocked: false,
+                            },
+                        ));
+                        if !one_way {
+                            out.push((
+                                h,
+                                FaultAction::Partition {
+                                    from: b,
+                                    to: a,
+                                    blocked: false,
+                                },
+                            ));
+                        }
+                    }
+                }
+                FaultSpec::LatencySpike {
+                    from,
+                    to,
+                    at,
+                    duration,
+                    extra,
+                } => {
+                    let (a, b) = (self.ids(from), self.ids(to));
+                    let t = SimTime(at.ns());
+                    out.push((
+                        t,
+                        FaultAction::LatencySpike {
+                            from: a.clone(),
+                            to: b.clone(),
+                            extra_ns: extra.ns(),
+                        },
+                    ));
+                    out.push((
+                        t.plus_ns(duration.ns()),
+                        FaultAction::LatencySpike {
+                            from: a,
+                            to: b,
+                            extra_ns: 0,
+                        },
+                    ));
+                }
+                FaultSpec::Loss {
+                    from,
+                    to,
+                    at,
+                    duration,
+                    loss_ppm,
+                } => {
+                    let (a, b) = (self.ids(from), self.ids(to));
+                    let t = SimTime(at.ns());
+                    let loss = Ratio::per_million(loss_ppm.0 as u32).expect("bounded");
+                    out.push((
+                        t,
+                        FaultAction::Loss {
+                            from: a.clone(),
+                            to: b.clone(),
+                            loss,
+                        },
+                    ));
+                    let base =
+                        Ratio::per_million(self.model.network.loss_ppm.map_or(0, |b| b.0 as u32))
+                            .expect("bounded");
+                    out.push((
+                        t.plus_ns(duration.ns()),
+                        FaultAction::Loss {
+                            from: a,
+                            to: b,
+                            loss: base,
+                        },
+                    ));
+                }
+            }
+        }
+        let end = self.limits.max_time;
+        let seed = Seed(seed);
+        for (i, f) in self.model.random_faults.iter().enumerate() {
+            // One stream per (random fault entry, target): removing one entry or target does
+            // not change what the others draw.
+            let (kind, targets, every) = match f {
+                RandomFaultSpec::Pause { targets, every, .. } => ("fault-pause", targets, every),
+                RandomFaultSpec::Crash { targets, every, .. } => ("fault-crash", targets, every),
+                RandomFaultSpec::ClockStep { targets, every, .. } => {
+                    ("fault-clock-step", targets, every)
+                }
+            };
+            for (j, target) in targets.iter().enumerate() {
+                let p = self.proc_id(&target.0);
+                let mut rng = seed.stream(kind, ((i as u64) << 32) | j as u64);
+                let mut t = SimTime::ZERO;
+                loop {
+                    t = t.plus_ns(rng.range_inclusive(every.min.ns(), every.max.ns()));
+                    if t >= end {
+                        break;
+                    }
+                    match f {
+                        RandomFaultSpec::Pause { duration, .. } => {
+                            let d = rng.range_inclusive(duration.min.ns(), duration.max.ns());
+                            out.push((t, FaultAction::Pause(p)));
+                            t = t.plus_ns(d);
+                            out.push((t, FaultAction::Resume(p)));
+                        }
+                        RandomFaultSpec::Crash {
+                            down, keep_data, ..
+                        } => {
+                            let d = rng.range_inclusive(down.min.ns(), down.max.ns());
+                            out.push((t, FaultAction::Crash(p)));
+                            t = t.plus_ns(d);
+                            out.push((
+                                t,
+                                FaultAction::Restart {
+                                    proc: p,
+                                    keep_data: *keep_data,
+                                },
+                            ));
+                        }
+                        RandomFaultSpec::ClockStep { delta, .. } => {
+                            let d = rng.range_i64(delta.min.0, delta.max.0) / NS_PER_MS as i64;
+                            out.push((
+                                t,
+                                FaultAction::ClockStep {
+                                    proc: p,
+                                    delta_ms: d,
+                                },
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        // Stable sort: faults at the same instant keep their declaration order.
+        out.sort_by_key(|(t, _)| *t);
+        out
+    }
+}
