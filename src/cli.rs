@@ -177,12 +177,12 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: bool) -> (String, bool) {
             let _ = writeln!(s, "  ... {} more", outcome.faults.len() - 40);
         }
     }
-    let lock_keys: Vec<Vec<u8>> = {
-        let mut k: Vec<Vec<u8>> = sc
+    let lock_keys: Vec<crate::proto::Bytes> = {
+        let mut k: Vec<crate::proto::Bytes> = sc
             .model
             .clients
             .iter()
-            .map(|g| g.key.clone().unwrap_or_else(|| "lock".into()).into_bytes())
+            .map(|g| crate::proto::Bytes::from_slice(g.key.as_deref().unwrap_or("lock").as_bytes()))
             .collect();
         k.dedup();
         k

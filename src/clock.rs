@@ -78,6 +78,13 @@ impl NodeClock {
             .unwrap_or(&self.segments[0])
     }
 
+    /// True when the clock never drifted and never stepped: readings are plain additions
+    /// (the common case, and the hot path of the loop).
+    #[inline]
+    fn is_simple(&self) -> bool {
+        self.segments.len() == 1 && self.segments[0].drift_ppm == 0 && self.steps.is_empty()
+    }
+
     fn mono_ns_i128(&self, t: SimTime) -> i128 {
         let s = self.segment_at(t);
         let dt = i128::from(t.0 - s.from.0);
@@ -85,7 +92,11 @@ impl NodeClock {
     }
 
     /// Monotonic reading in ns. Never decreases as `t` grows.
+    #[inline]
     pub fn mono_ns(&self, t: SimTime) -> u64 {
+        if self.is_simple() {
+            return t.0;
+        }
         self.mono_ns_i128(t).max(0) as u64
     }
 
@@ -108,7 +119,14 @@ impl NodeClock {
     }
 
     /// Wall reading in Unix ms (floor), what Redis's `mstime()` returns.
+    #[inline]
     pub fn wall_ms(&self, t: SimTime) -> i64 {
+        if self.is_simple()
+            && let Ok(origin) = i64::try_from(self.wall_origin_ns)
+            && let Some(ns) = origin.checked_add_unsigned(t.0)
+        {
+            return ns.div_euclid(NS_PER_MS as i64);
+        }
         let ms = self.wall_ns(t).div_euclid(i128::from(NS_PER_MS));
         ms.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
     }

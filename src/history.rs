@@ -21,7 +21,8 @@ pub enum Removal {
 /// values clients store in the lock key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Observation {
-    /// A client starts trying to take `lock` with `token`.
+    /// A client starts trying to take `lock` (first try of a round, with its token; retries
+    /// use fresh tokens and are not reported again).
     Attempt {
         lock: u32,
         token: Bytes,

@@ -188,11 +188,16 @@ pub fn resource_safety(history: &History, name: &dyn Fn(ProcId) -> String) -> Op
 }
 
 pub fn foreign_unlock(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
-    let mut owner: BTreeMap<&Bytes, ProcId> = BTreeMap::new();
+    // Fixed hasher: deterministic, and faster than a BTreeMap over thousands of tokens.
+    let mut owner: indexmap::IndexMap<&Bytes, ProcId, rustc_hash::FxBuildHasher> = Default::default();
     for r in &history.records {
         match &r.obs {
+            // A token's owner is the client that stored it (tokens are unique per attempt).
+            Observation::KeyWritten { value, by: Some(by), .. } => {
+                owner.entry(value).or_insert(*by);
+            }
             Observation::Attempt { token, .. } => {
-                owner.insert(token, r.proc);
+                owner.entry(token).or_insert(r.proc);
             }
             Observation::KeyRemoved {
                 key,
@@ -265,99 +270,110 @@ pub fn fencing_monotonic(history: &History, name: &dyn Fn(ProcId) -> String) -> 
 
 /// The lock is wanted (some live client has an attempt open) but nobody gets it for longer
 /// than the bound, while no live client holds it.
-pub fn liveness(
-    history: &History,
-    cfg: &CheckConfig,
-    name: &dyn Fn(ProcId) -> String,
-) -> Option<Violation> {
-    // Per lock: holders, and the earliest time since which it has been wanted and free.
-    let mut holders: BTreeMap<u32, Vec<ProcId>> = BTreeMap::new();
-    let mut wanting: BTreeMap<u32, BTreeMap<ProcId, SimTime>> = BTreeMap::new();
-    let mut free_since: BTreeMap<u32, SimTime> = BTreeMap::new();
+///
+/// Per lock, the state changes only at that lock's own records (and at crashes), so the gap
+/// is measured there: when a gap is found longer than the bound, the violation is dated at
+/// gap start + bound, the first instant the promise was broken.
+pub fn liveness(history: &History, cfg: &CheckConfig, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
+    #[derive(Default)]
+    struct LockState {
+        holders: Vec<ProcId>,
+        /// Live clients with an attempt open, and since when they have wanted the lock.
+        wanting: Vec<(ProcId, SimTime)>,
+        /// When the last holder left (or the start of the run).
+        free_since: SimTime,
+    }
+    impl LockState {
+        /// The instant since which the lock has been both free and wanted, if it is.
+        fn blocked_since(&self) -> Option<(SimTime, ProcId)> {
+            if !self.holders.is_empty() {
+                return None;
+            }
+            let &(who, since) = self.wanting.iter().min_by_key(|(_, t)| *t)?;
+            Some((since.max(self.free_since), who))
+        }
+    }
     let bound = cfg.liveness_bound_ns;
-    let mut verdict: Option<Violation> = None;
-    let mut check = |lock: u32,
-                     now: SimTime,
-                     holders: &BTreeMap<u32, Vec<ProcId>>,
-                     wanting: &BTreeMap<u32, BTreeMap<ProcId, SimTime>>,
-                     free_since: &BTreeMap<u32, SimTime>| {
-        if verdict.is_some() || holders.get(&lock).is_some_and(|h| !h.is_empty()) {
-            return;
-        }
-        let (Some(w), Some(&free)) = (wanting.get(&lock), free_since.get(&lock)) else {
-            return;
-        };
-        let Some((&who, &since)) = w.iter().min_by_key(|(_, t)| **t) else {
-            return;
-        };
-        let start = since.max(free);
-        if now.saturating_sub(start) > bound {
-            verdict = Some(Violation {
-                property: Property::Liveness,
-                at: start.plus_ns(bound),
-                actors: vec![who],
-                message: format!(
-                    "lock {lock} unobtainable for more than {} while no live client held it ({} waiting since {start})",
-                    fmt_duration_ns(bound),
-                    name(who)
-                ),
-            });
-        }
+    let mut locks: BTreeMap<u32, LockState> = BTreeMap::new();
+    let overdue = |st: &LockState, lock: u32, now: SimTime| -> Option<Violation> {
+        let (start, who) = st.blocked_since()?;
+        (now.saturating_sub(start) > bound).then(|| Violation {
+            property: Property::Liveness,
+            at: start.plus_ns(bound),
+            actors: vec![who],
+            message: format!(
+                "lock {lock} unobtainable for more than {} while no live client held it ({} waiting since {start})",
+                fmt_duration_ns(bound),
+                name(who)
+            ),
+        })
     };
-    let mut crashed: Vec<ProcId> = Vec::new();
     for r in &history.records {
-        for (&lock, _) in wanting.iter() {
-            check(lock, r.at, &holders, &wanting, &free_since);
-        }
-        match &r.obs {
-            Observation::Attempt { lock, .. } => {
-                wanting
-                    .entry(*lock)
-                    .or_default()
-                    .entry(r.proc)
-                    .or_insert(r.at);
-                free_since.entry(*lock).or_insert(SimTime::ZERO);
-            }
-            Observation::Acquired { lock, .. } => {
-                holders.entry(*lock).or_default().push(r.proc);
-                if let Some(w) = wanting.get_mut(lock) {
-                    w.clear();
+        let lock = match &r.obs {
+            Observation::Attempt { lock, .. }
+            | Observation::Acquired { lock, .. }
+            | Observation::GaveUp { lock }
+            | Observation::Released { lock, .. }
+            | Observation::Lost { lock, .. } => Some(*lock),
+            Observation::Crashed => None,
+            _ => continue,
+        };
+        // Judge the gap up to this instant before the record changes it.
+        match lock {
+            Some(l) => {
+                if let Some(v) = locks.get(&l).and_then(|st| overdue(st, l, r.at)) {
+                    return Some(v);
                 }
             }
-            Observation::GaveUp { lock } => {
-                if let Some(w) = wanting.get_mut(lock) {
-                    w.remove(&r.proc);
-                }
-            }
-            Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
-                if let Some(h) = holders.get_mut(lock) {
-                    h.retain(|p| *p != r.proc);
-                    if h.is_empty() {
-                        free_since.insert(*lock, r.at);
+            None => {
+                for (&l, st) in &locks {
+                    if let Some(v) = overdue(st, l, r.at) {
+                        return Some(v);
                     }
                 }
             }
-            Observation::Crashed => {
-                crashed.push(r.proc);
-                for (lock, h) in holders.iter_mut() {
-                    if h.contains(&r.proc) {
-                        h.retain(|p| *p != r.proc);
-                        if h.is_empty() {
-                            free_since.insert(*lock, r.at);
+        }
+        let p = r.proc;
+        match (&r.obs, lock) {
+            (Observation::Attempt { .. }, Some(l)) => {
+                let st = locks.entry(l).or_default();
+                if !st.wanting.iter().any(|(q, _)| *q == p) {
+                    st.wanting.push((p, r.at));
+                }
+            }
+            (Observation::Acquired { .. }, Some(l)) => {
+                let st = locks.entry(l).or_default();
+                st.holders.push(p);
+                // The lock was obtainable: every waiter's clock restarts at its next attempt.
+                st.wanting.clear();
+            }
+            (Observation::GaveUp { .. }, Some(l)) => {
+                locks.entry(l).or_default().wanting.retain(|(q, _)| *q != p);
+            }
+            (Observation::Released { .. } | Observation::Lost { .. }, Some(l)) => {
+                let st = locks.entry(l).or_default();
+                if let Some(i) = st.holders.iter().position(|q| *q == p) {
+                    st.holders.swap_remove(i);
+                    if st.holders.is_empty() {
+                        st.free_since = r.at;
+                    }
+                }
+            }
+            _ => {
+                // A crashed client neither holds nor wants anything.
+                for st in locks.values_mut() {
+                    if let Some(i) = st.holders.iter().position(|q| *q == p) {
+                        st.holders.swap_remove(i);
+                        if st.holders.is_empty() {
+                            st.free_since = r.at;
                         }
                     }
-                }
-                for w in wanting.values_mut() {
-                    w.remove(&r.proc);
+                    st.wanting.retain(|(q, _)| *q != p);
                 }
             }
-            _ => {}
         }
     }
-    for (&lock, _) in wanting.iter() {
-        check(lock, cfg.end, &holders, &wanting, &free_since);
-    }
-    verdict
+    locks.iter().find_map(|(&l, st)| overdue(st, l, cfg.end))
 }
 
 #[cfg(test)]

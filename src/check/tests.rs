@@ -10,7 +10,7 @@ fn ms(m: u64) -> SimTime {
     SimTime::from_ms(m)
 }
 fn tok(s: &str) -> Bytes {
-    s.as_bytes().to_vec()
+    Bytes::from_slice(s.as_bytes())
 }
 fn name(p: ProcId) -> String {
     format!("c{}", p.0)

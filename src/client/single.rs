@@ -140,7 +140,35 @@ pub struct LockClient {
     unlock: Script,
     /// EVALSHA failed with NOSCRIPT: send the full script from now on (until restart).
     use_eval: bool,
+    /// Monotonic deadline of the request in flight, if any.
+    deadline_mono_ns: Option<u64>,
+    /// A timeout timer is pending. At most one is ever pending: a new request reuses it and
+    /// it re-arms itself for the remainder, so replies that beat their timeout (nearly all)
+    /// leave no dead timer events behind.
+    timeout_armed: bool,
 }
+
+/// `prefix-n` as bytes, without the formatting machinery (this runs once per attempt).
+pub fn token_bytes(prefix: &str, n: u64) -> Bytes {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut v = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let mut t = Bytes::from_slice(prefix.as_bytes());
+    t.push(b'-');
+    t.extend_from_slice(&digits[i..]);
+    t
+}
+
+/// Tag of the request-timeout timer; state timers use generation numbers below it.
+const TIMER_TIMEOUT: u64 = u64::MAX;
 
 impl LockClient {
     pub fn new(config: ClientConfig) -> LockClient {
@@ -153,15 +181,18 @@ impl LockClient {
             attempt: 0,
             attempts_this_round: 0,
             rounds_done: 0,
-            token: Vec::new(),
+            token: Bytes::new(),
             fence: None,
             base_version: 0,
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
             use_eval: false,
+            deadline_mono_ns: None,
+            timeout_armed: false,
         }
     }
 
     fn arm(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
+        self.clear_timeout();
         self.timer_gen += 1;
         cx.set_timer(after_ns, self.timer_gen);
     }
@@ -172,7 +203,20 @@ impl LockClient {
         self.pending_id = id;
         self.phase = phase;
         cx.send(self.config.redis, Msg::Request { id, cmd });
-        self.arm(cx, self.config.request_timeout_ns);
+        self.arm_timeout(cx);
+    }
+
+    fn arm_timeout(&mut self, cx: &mut Cx<'_>) {
+        self.deadline_mono_ns = Some(cx.mono_ns + self.config.request_timeout_ns);
+        if !self.timeout_armed {
+            self.timeout_armed = true;
+            cx.set_timer(self.config.request_timeout_ns, TIMER_TIMEOUT);
+        }
+    }
+
+    /// Any state timer supersedes the wait for a reply.
+    fn clear_timeout(&mut self) {
+        self.deadline_mono_ns = None;
     }
 
     fn resource_op(&mut self, cx: &mut Cx<'_>, phase: Phase, msg_of: impl FnOnce(u64) -> Msg) {
@@ -184,7 +228,7 @@ impl LockClient {
         self.pending_id = id;
         self.phase = phase;
         cx.send(resource, msg_of(id));
-        self.arm(cx, self.config.request_timeout_ns);
+        self.arm_timeout(cx);
     }
 
     fn start_attempt(&mut self, cx: &mut Cx<'_>) {
@@ -194,12 +238,13 @@ impl LockClient {
         }
         self.attempt += 1;
         self.attempts_this_round += 1;
-        self.token = format!("{}-{}", self.config.token_prefix, self.attempt).into_bytes();
+        self.token = token_bytes(&self.config.token_prefix, self.attempt);
         self.fence = None;
-        cx.observe(Observation::Attempt {
-            lock: self.config.lock,
-            token: self.token.clone(),
-        });
+        if self.attempts_this_round == 1 {
+            // One observation per acquisition round, not per retry: checkers need to know
+            // since when the lock has been wanted; retries are in the trace.
+            cx.observe(Observation::Attempt { lock: self.config.lock, token: self.token.clone() });
+        }
         let key = self.config.key.clone();
         let cmd = if self.config.algorithm.has_ttl() {
             Command::Set {
@@ -346,7 +391,7 @@ impl LockClient {
                 }
             },
             Phase::ReleaseGet => {
-                if reply == Reply::Bulk(self.token.clone()) {
+                if matches!(&reply, Reply::Bulk(v) if v[..] == self.token[..]) {
                     self.request(
                         cx,
                         Phase::Releasing,
@@ -377,7 +422,10 @@ impl Process for LockClient {
 
     fn on_message(&mut self, cx: &mut Cx<'_>, _from: ProcId, msg: Msg) {
         match msg {
-            Msg::Reply { id, reply } if id == self.pending_id => self.on_reply(cx, reply),
+            Msg::Reply { id, reply } if id == self.pending_id => {
+                self.clear_timeout();
+                self.on_reply(cx, reply);
+            }
             Msg::ResourceAck { id, version, .. } if id == self.pending_id => match self.phase {
                 Phase::Reading => {
                     self.base_version = version;
@@ -391,7 +439,18 @@ impl Process for LockClient {
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        if tag != self.timer_gen {
+        if tag == TIMER_TIMEOUT {
+            self.timeout_armed = false;
+            match self.deadline_mono_ns {
+                None => return,
+                Some(d) if cx.mono_ns < d => {
+                    self.timeout_armed = true;
+                    cx.set_timer(d - cx.mono_ns, TIMER_TIMEOUT);
+                    return;
+                }
+                Some(_) => self.deadline_mono_ns = None,
+            }
+        } else if tag != self.timer_gen {
             return;
         }
         self.pending_id = 0;
@@ -413,7 +472,21 @@ impl Process for LockClient {
     fn on_restart(&mut self, _keep_data: bool) {
         self.phase = Phase::Idle;
         self.pending_id = 0;
+        // The loop voids timers of the previous incarnation.
+        self.timeout_armed = false;
+        self.deadline_mono_ns = None;
         self.attempts_this_round = 0;
         self.use_eval = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_prefix_dash_number() {
+        assert_eq!(&token_bytes("c1", 0)[..], b"c1-0");
+        assert_eq!(&token_bytes("c12", u64::MAX)[..], b"c12-18446744073709551615");
     }
 }

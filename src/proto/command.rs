@@ -12,7 +12,10 @@ use sha1::{Digest, Sha1};
 
 use crate::proto::reply::Reply;
 
-pub type Bytes = Vec<u8>;
+/// Byte strings: keys, values, tokens. Lock keys and tokens are short, so they live inline
+/// (up to 24 bytes) and a token travels from the client to the command, the keyspace and the
+/// history without a single heap allocation; longer values spill to the heap.
+pub type Bytes = smallvec::SmallVec<[u8; 24]>;
 
 /// `NX` / `XX` on SET.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -371,7 +374,9 @@ impl Command {
     }
 
     /// Parses an argument vector (argv[0] is the command name, any case).
-    pub fn parse(argv: &[Bytes]) -> Result<Command, ParseError> {
+    pub fn parse<A: AsRef<[u8]>>(argv: &[A]) -> Result<Command, ParseError> {
+        let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::from_slice(a.as_ref())).collect();
+        let argv = argv.as_slice();
         let Some(first) = argv.first() else {
             return Err(ParseError::Reply("ERR empty command".into()));
         };
@@ -539,8 +544,8 @@ impl Command {
 
     /// The argument vector this command would be sent as (for traces and Lua round trips).
     pub fn to_argv(&self) -> Vec<Bytes> {
-        let b = |s: &str| s.as_bytes().to_vec();
-        let n = |i: i64| i.to_string().into_bytes();
+        let b = |s: &str| Bytes::from_slice(s.as_bytes());
+        let n = |i: i64| Bytes::from_slice(i.to_string().as_bytes());
         match self {
             Command::Ping(m) => {
                 let mut v = vec![b("PING")];
@@ -588,7 +593,7 @@ impl Command {
                 cond,
             } => {
                 let mut v = vec![
-                    kind.name().to_ascii_uppercase().into_bytes(),
+                    Bytes::from_slice(kind.name().to_ascii_uppercase().as_bytes()),
                     key.clone(),
                     n(*when),
                 ];
@@ -622,8 +627,8 @@ impl Command {
                 read_only,
             } => {
                 let (name, body) = match script {
-                    ScriptRef::Source(s) => ("EVAL", s.source.to_vec()),
-                    ScriptRef::Sha(Some(sha)) => ("EVALSHA", hex(sha).into_bytes()),
+                    ScriptRef::Source(s) => ("EVAL", Bytes::from_slice(&s.source)),
+                    ScriptRef::Sha(Some(sha)) => ("EVALSHA", Bytes::from_slice(hex(sha).as_bytes())),
                     ScriptRef::Sha(None) => ("EVALSHA", b("?")),
                 };
                 let name = if *read_only {
@@ -631,7 +636,7 @@ impl Command {
                 } else {
                     name.to_string()
                 };
-                let mut v = vec![name.into_bytes(), body, n(keys.len() as i64)];
+                let mut v = vec![Bytes::from_slice(name.as_bytes()), body, n(keys.len() as i64)];
                 v.extend(keys.iter().cloned());
                 v.extend(args.iter().cloned());
                 v
@@ -770,7 +775,7 @@ fn parse_expire_cond(opts: &[Bytes]) -> Result<ExpireCond, ParseError> {
 mod tests {
     use super::*;
 
-    fn argv(s: &str) -> Vec<Bytes> {
+    fn argv(s: &str) -> Vec<Vec<u8>> {
         s.split_whitespace()
             .map(|w| w.as_bytes().to_vec())
             .collect()

@@ -19,11 +19,11 @@ impl Value {
             Value::List(_) => "list",
         }
     }
-    /// The bytes a lock checker cares about (a list has none).
-    pub fn as_bytes(&self) -> &[u8] {
+    /// The bytes a lock checker cares about (a list has none). A cheap shared clone.
+    pub fn shared_bytes(&self) -> Bytes {
         match self {
-            Value::Str(b) => b,
-            Value::List(_) => b"",
+            Value::Str(b) => b.clone(),
+            Value::List(_) => Bytes::new(),
         }
     }
 }
@@ -69,8 +69,9 @@ impl Keyspace {
     pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
         self.map.insert(key, entry)
     }
-    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        self.map.swap_remove(key)
+    /// Removes a key; returns the stored key (shared) and its entry.
+    pub fn remove(&mut self, key: &[u8]) -> Option<(Bytes, Entry)> {
+        self.map.swap_remove_entry(key)
     }
     pub fn clear(&mut self) {
         self.map.clear();
@@ -184,15 +185,15 @@ mod tests {
     #[test]
     fn expiry_rules_differ_by_one_ms() {
         let e = Entry {
-            value: Value::Str(b"v".to_vec()),
+            value: Value::Str(Bytes::from_slice(b"v")),
             expire_at_ms: Some(100),
         };
         assert!(!e.is_expired(100), "lazy: now > t");
         let mut ks = Keyspace::new();
-        ks.insert(b"k".to_vec(), e);
+        ks.insert(Bytes::from_slice(b"k"), e);
         assert_eq!(
             ks.due_keys(100, 10),
-            vec![b"k".to_vec()],
+            vec![Bytes::from_slice(b"k")],
             "active: now >= t"
         );
     }

@@ -102,24 +102,24 @@ impl RedisNode {
         self.pending.drain(..)
     }
 
-    fn note_removed(&mut self, key: &[u8], entry: &Entry, how: Removal, by: Option<ProcId>) {
+    fn note_removed(&mut self, key: &Bytes, entry: &Entry, how: Removal, by: Option<ProcId>) {
         if self.config.observe_keys {
             self.pending.push(Observation::KeyRemoved {
-                key: key.to_vec(),
-                value: entry.value.as_bytes().to_vec(),
+                key: key.clone(),
+                value: entry.value.shared_bytes(),
                 how,
                 by,
             });
         }
     }
 
-    fn note_written(&mut self, key: &[u8], by: Option<ProcId>) {
+    fn note_written(&mut self, key: &Bytes, by: Option<ProcId>) {
         if self.config.observe_keys
             && let Some(e) = self.keyspace.raw(key)
         {
             self.pending.push(Observation::KeyWritten {
-                key: key.to_vec(),
-                value: e.value.as_bytes().to_vec(),
+                key: key.clone(),
+                value: e.value.shared_bytes(),
                 expire_at_ms: e.expire_at_ms,
                 by,
             });
@@ -135,9 +135,9 @@ impl RedisNode {
         };
         if expired {
             if !self.read_only_replica
-                && let Some(e) = self.keyspace.remove(key)
+                && let Some((k, e)) = self.keyspace.remove(key)
             {
-                self.note_removed(key, &e, Removal::Expired, None);
+                self.note_removed(&k, &e, Removal::Expired, None);
             }
             return None;
         }
@@ -146,8 +146,8 @@ impl RedisNode {
 
     fn remove_key(&mut self, key: &[u8], how: Removal, by: Option<ProcId>) -> bool {
         match self.keyspace.remove(key) {
-            Some(e) => {
-                self.note_removed(key, &e, how, by);
+            Some((k, e)) => {
+                self.note_removed(&k, &e, how, by);
                 true
             }
             None => false,
@@ -183,13 +183,13 @@ impl RedisNode {
         let by = caller.proc;
         match cmd {
             Command::Ping(None) => Reply::Status("PONG".into()),
-            Command::Ping(Some(m)) => Reply::Bulk(m.clone()),
+            Command::Ping(Some(m)) => Reply::Bulk(m.to_vec()),
             Command::Get(k) => match self.lookup(k, now) {
                 None => Reply::Nil,
                 Some(Entry {
                     value: Value::Str(v),
                     ..
-                }) => Reply::Bulk(v.clone()),
+                }) => Reply::Bulk(v.to_vec()),
                 Some(_) => Reply::err(WRONGTYPE),
             },
             Command::Set {
@@ -320,7 +320,7 @@ impl RedisNode {
                 self.keyspace
                     .iter()
                     .filter(|(k, e)| !e.is_expired(now) && glob_match(pattern, k))
-                    .map(|(k, _)| Reply::Bulk(k.clone()))
+                    .map(|(k, _)| Reply::Bulk(k.to_vec()))
                     .collect(),
             ),
             Command::Type(k) => match self.lookup(k, now) {
@@ -419,7 +419,7 @@ impl RedisNode {
         };
         let found = old.is_some();
         let old_reply = || match &old {
-            Some((Some(v), _)) => Reply::Bulk(v.clone()),
+            Some((Some(v), _)) => Reply::Bulk(v.to_vec()),
             _ => Reply::Nil,
         };
         if (cond == Some(SetCond::Nx) && found) || (cond == Some(SetCond::Xx) && !found) {
@@ -436,7 +436,7 @@ impl RedisNode {
         };
         let replaced = self.keyspace.insert(key.clone(), entry);
         if let Some(prev) = replaced
-            && prev.value.as_bytes() != value.as_slice()
+            && !matches!(&prev.value, Value::Str(v) if v == value)
         {
             self.note_removed(key, &prev, Removal::Overwritten, by);
         }
@@ -512,7 +512,7 @@ impl RedisNode {
         self.keyspace.insert(
             key.clone(),
             Entry {
-                value: Value::Str(next.to_string().into_bytes()),
+                value: Value::Str(Bytes::from_slice(next.to_string().as_bytes())),
                 expire_at_ms: ttl,
             },
         );
@@ -538,10 +538,13 @@ impl RedisNode {
             },
         };
         let native = native_script(&sha);
+        let cached = matches!(script, ScriptRef::Sha(_));
         if let Some(n) = native
             && n.fits(keys, args)
         {
-            self.scripts.entry(sha).or_insert(source);
+            if !cached {
+                self.scripts.entry(sha).or_insert(source);
+            }
             return self.run_native(now, n, &sha, keys, args, read_only, by);
         }
         let lua = self.lua.take().unwrap_or_else(LuaEngine::new);
@@ -554,7 +557,10 @@ impl RedisNode {
         self.scripts.entry(sha).or_insert_with(|| source.clone());
         let sha_hex = hex(&sha);
         let ctx = InScript { read_only };
-        let reply = lua.run(&source, &sha_hex, keys, args, &mut |argv, _raise| {
+        // The Lua bridge speaks plain byte vectors (a rare path: lock scripts run natively).
+        let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        let reply = lua.run(&source, &sha_hex, &keys, &args, &mut |argv, _raise| {
             self.script_call(now, argv, by, ctx)
         });
         self.lua = Some(lua);
@@ -565,7 +571,7 @@ impl RedisNode {
     fn script_call(
         &mut self,
         now: i64,
-        argv: &[Bytes],
+        argv: &[Vec<u8>],
         by: Option<ProcId>,
         ctx: InScript,
     ) -> Reply {

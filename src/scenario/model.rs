@@ -539,10 +539,10 @@ impl Scenario {
             });
             ProcId((specs.len() - 1) as u32)
         });
-        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut keys: Vec<crate::proto::Bytes> = Vec::new();
         for g in &m.clients {
             let count = g.count.map_or(1, |c| c.0);
-            let key = g.key.clone().unwrap_or_else(|| "lock".into()).into_bytes();
+            let key = crate::proto::Bytes::from_slice(g.key.as_deref().unwrap_or("lock").as_bytes());
             let lock = match keys.iter().position(|k| *k == key) {
                 Some(i) => i,
                 None => {
@@ -571,7 +571,7 @@ impl Scenario {
                     request_timeout_ns: g.request_timeout.map_or(NS_PER_S, |d| d.ns()),
                     max_attempts: g.max_attempts.map(|b| b.0 as u32),
                     rounds: g.rounds.map(|b| b.0 as u64),
-                    fence_key: b"fence".to_vec(),
+                    fence_key: crate::proto::Bytes::from_slice(b"fence"),
                     token_prefix: name.clone(),
                 };
                 specs.push(ProcSpec {
