@@ -12,10 +12,7 @@ use sha1::{Digest, Sha1};
 
 use crate::proto::reply::Reply;
 
-/// Byte strings: keys, values, tokens. Lock keys and tokens are short, so they live inline
-/// (up to 24 bytes) and a token travels from the client to the command, the keyspace and the
-/// history without a single heap allocation; longer values spill to the heap.
-pub type Bytes = smallvec::SmallVec<[u8; 24]>;
+pub use crate::proto::bytes::Bytes;
 
 /// `NX` / `XX` on SET.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,22 +1,2269 @@
-//! Placeholder until the Lua bridge lands.
+//! EVAL scripting: runs Redis scripts in a real Lua 5.1 (through `mlua`) and reproduces
+//! Redis 7.0.15's scripting rules and error texts.
+//!
+//! The Redis side of a script (its keyspace, its commands) belongs to the host, which hands
+//! [`LuaEngine::run`] a closure executing one command. Everything else that is visible to a
+//! script is reproduced here: the sandboxed globals (read-only, as Redis 7.0 makes them), the
+//! `redis` library, the `pcall` Redis overrides, the deterministic `math.random`, the
+//! conversions between Redis replies and Lua values, and the error handler that decorates
+//! errors with ` script: <sha>, on @user_script:<line>.`.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::rc::Rc;
+
+use mlua::{
+    ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, String as LuaString, Table, Value,
+};
+use sha1::{Digest, Sha1};
+
 use crate::proto::reply::Reply;
+
+/// Redis loads every EVAL body under this chunk name, hence `user_script:1: ...` messages.
+const CHUNK_NAME: &str = "@user_script";
+/// Name of the few lines of Lua glue, so that they never pass for the user's script.
+const GLUE_CHUNK_NAME: &str = "=redis";
+const REDIS_VERSION: &str = "7.0.15";
+const REDIS_VERSION_NUM: i64 = 0x0007_000f;
+/// Stack level of the function that raised an error, seen from the error handler: mlua's
+/// panic-safe `xpcall` calls the handler through a C trampoline, which is level 1.
+const RAISER_LEVEL: usize = 2;
+/// `REDIS_LRAND48_MAX` (INT32_MAX) in Redis's math.random.
+const LRAND48_MAX: i64 = 0x7fff_ffff;
+/// The static state of Redis's rand.c before any `redisSrand48` (X2 X1 X0).
+const LRAND48_INITIAL: u64 = 0x1234_abcd_330e;
+/// Flags accepted in a `#!lua flags=...` shebang (Redis 7.0's `scripts_flags_def`).
+const SHEBANG_FLAGS: [&str; 5] = [
+    "no-writes",
+    "allow-oom",
+    "allow-stale",
+    "no-cluster",
+    "allow-cross-slot-keys",
+];
+/// The base-library globals Redis 7.0 lets scripts see as they are (its allow list minus
+/// the libraries and the functions replaced below); `print`, `dofile` and `loadfile` are
+/// denied.
+const KEPT_BUILTINS: [&str; 18] = [
+    "tostring",
+    "getfenv",
+    "assert",
+    "tonumber",
+    "rawequal",
+    "collectgarbage",
+    "getmetatable",
+    "type",
+    "select",
+    "unpack",
+    "gcinfo",
+    "loadstring",
+    "ipairs",
+    "_VERSION",
+    "setfenv",
+    "load",
+    "error",
+    "newproxy",
+];
+
+/// Lua-side helpers: Redis's `pcall` override and the `xpcall` / `coroutine.resume`
+/// wrappers, which hand Lua code the value Redis would raise instead of mlua's error
+/// userdata (they must pass on however many values the protected call returned), and the
+/// walk of a script's result for [`flat_to_reply`].
+const GLUE: &str = r#"
+local rawpcall, rawxpcall, rawresume, unwrap, select, type, error, getmetatable, string_proxy,
+  rawget, next = ...
+getmetatable('').__index = string_proxy
+
+local function pcall_done(ok, ...)
+  if ok then return true, ... end
+  local e = unwrap((...))
+  if type(e) == 'table' then
+    local m = e.err
+    if type(m) == 'string' or type(m) == 'number' then e = m end
+  end
+  return false, e
+end
+local function pcall(...)
+  -- Redis's pcall, given nothing, calls the `true` it pushed as its result placeholder.
+  if select('#', ...) == 0 then return false, 'attempt to call a boolean value' end
+  return pcall_done(rawpcall(...))
+end
+
+local function xpcall(...)
+  if select('#', ...) < 2 then error("bad argument #2 to 'xpcall' (value expected)", 2) end
+  local f, handler = ...
+  return rawxpcall(f, function(e) return handler(unwrap(e)) end)
+end
+
+local function resume_done(ok, ...)
+  if ok then return true, ... end
+  return false, unwrap((...))
+end
+local function resume(...)
+  if type((...)) ~= 'thread' then error("bad argument #1 to 'resume' (coroutine expected)", 2) end
+  return resume_done(rawresume(...))
+end
+
+-- luaReplyToRedisReply's walk, written out as a flat list of (tag, value) pairs so that
+-- Rust never holds more than one Lua value of a deeply nested result at a time (mlua
+-- keeps each live handle in a stack of at most ~8000 slots). `height` is what lua_gettop
+-- would be in Redis while converting `v` (the error handler and the result at the top):
+-- once lua_checkstack(4) would pass LUAI_MAXCSTACK (8000), Redis replies "reached lua
+-- stack limit" for that element, which ends the walk of self-referencing tables.
+local function flatten(v, height, out, n)
+  if height + 4 > 8000 then
+    out[n + 1] = 'L'
+    return n + 1
+  end
+  local t = type(v)
+  if t == 'string' then
+    out[n + 1], out[n + 2] = 'b', v
+    return n + 2
+  elseif t == 'number' then
+    out[n + 1], out[n + 2] = 'n', v
+    return n + 2
+  elseif t == 'boolean' then
+    out[n + 1] = v and 't' or 'f'
+    return n + 1
+  elseif t ~= 'table' then
+    out[n + 1] = 'f'
+    return n + 1
+  end
+  local x = rawget(v, 'err')
+  if type(x) == 'string' then
+    out[n + 1], out[n + 2] = 'E', x
+    return n + 2
+  end
+  x = rawget(v, 'ok')
+  if type(x) == 'string' then
+    out[n + 1], out[n + 2] = 'S', x
+    return n + 2
+  end
+  x = rawget(v, 'double')
+  if type(x) == 'number' then
+    out[n + 1], out[n + 2] = 'D', x
+    return n + 2
+  end
+  x = rawget(v, 'big_number')
+  if type(x) == 'string' then
+    out[n + 1], out[n + 2] = 'B', x
+    return n + 2
+  end
+  x = rawget(v, 'verbatim_string')
+  if type(x) == 'table' then
+    local format, s = rawget(x, 'format'), rawget(x, 'string')
+    if type(format) == 'string' and type(s) == 'string' then
+      out[n + 1], out[n + 2] = 'b', s
+      return n + 2
+    end
+  end
+  n = n + 1
+  out[n] = '['
+  x = rawget(v, 'map')
+  if type(x) == 'table' then
+    for key, value in next, x do
+      n = flatten(key, height + 3, out, n)
+      n = flatten(value, height + 3, out, n)
+    end
+  else
+    local set = rawget(v, 'set')
+    if type(set) == 'table' then
+      for key in next, set do
+        n = flatten(key, height + 3, out, n)
+      end
+    else
+      local j = 1
+      x = rawget(v, 1)
+      while x ~= nil do
+        n = flatten(x, height + 1, out, n)
+        j = j + 1
+        x = rawget(v, j)
+      end
+    end
+  end
+  out[n + 1] = ']'
+  return n + 1
+end
+local function flatten_result(v)
+  local out = {}
+  return out, flatten(v, 2, out, 0)
+end
+
+return pcall, xpcall, resume, flatten_result
+"#;
+
+/// The host's command closure, shared by redis.call and redis.pcall.
+type Host<'a> = RefCell<&'a mut dyn FnMut(&[Vec<u8>], bool) -> Reply>;
+
+/// A panic of the host's command closure, carried across Lua to be resumed by `run`.
+type HostPanic = RefCell<Option<Box<dyn Any + Send>>>;
+
+/// How a Rust-implemented library function raises a Lua error. mlua cannot raise an
+/// arbitrary Lua value from Rust, so the value Redis would raise travels inside the error
+/// and is rebuilt by the error handler (and by the `pcall` glue for scripts that catch it).
+#[derive(Debug)]
+enum Raise {
+    /// Redis raises the table `{err = msg}` (luaPushError + luaError).
+    Table { msg: Vec<u8>, ignore_stats: bool },
+    /// Lua raises this string (luaL_error, luaG_runerror).
+    Msg(Vec<u8>),
+}
+
+impl fmt::Display for Raise {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Raise::Table { msg, .. } | Raise::Msg(msg) => {
+                f.write_str(&String::from_utf8_lossy(msg))
+            }
+        }
+    }
+}
+
+impl std::error::Error for Raise {}
+
+fn raise_table(msg: impl Into<Vec<u8>>) -> mlua::Error {
+    mlua::Error::external(Raise::Table {
+        msg: msg.into(),
+        ignore_stats: false,
+    })
+}
+
+fn raise_msg(msg: impl Into<Vec<u8>>) -> mlua::Error {
+    mlua::Error::external(Raise::Msg(msg.into()))
+}
+
+/// The [`Raise`] inside an error coming back from Lua, through mlua's callback wrapping.
+fn find_raise(err: &mlua::Error) -> Option<&Raise> {
+    match err {
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+            find_raise(cause)
+        }
+        mlua::Error::ExternalError(inner) => inner.downcast_ref::<Raise>(),
+        _ => None,
+    }
+}
+
+/// Read-only proxies and the tables behind them. Redis 7.0 marks every table reachable
+/// from the globals read-only inside its patched Lua; stock Lua 5.1 can only get there
+/// with empty proxy tables whose metatable forwards reads and refuses writes.
 #[derive(Default)]
-pub struct LuaEngine;
+struct Frozen {
+    pairs: RefCell<Vec<(Table, Table)>>,
+}
+
+impl Frozen {
+    fn real_of(&self, proxy: &Table) -> Option<Table> {
+        let ptr = proxy.to_pointer();
+        self.pairs
+            .borrow()
+            .iter()
+            .find(|(p, _)| p.to_pointer() == ptr)
+            .map(|(_, real)| real.clone())
+    }
+
+    fn contains(&self, t: &Table) -> bool {
+        self.real_of(t).is_some()
+    }
+}
+
+/// A Redis 7.0 scripting engine: one Lua state, its sandbox, and the compiled scripts.
+pub struct LuaEngine {
+    lua: Lua,
+    /// Compiled scripts by lower-case hex SHA1, as Redis keeps them until SCRIPT FLUSH.
+    scripts: RefCell<BTreeMap<String, Function>>,
+    /// The table behind the read-only `_G`: KEYS and ARGV are stored here for each run.
+    globals: Table,
+    /// The table behind the read-only `redis`: call and pcall are bound here for each run.
+    redis: Table,
+    xpcall: Function,
+    handler: Function,
+    /// Lua side of the result conversion, see [`flat_to_reply`].
+    flatten: Function,
+}
+
+impl fmt::Debug for LuaEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LuaEngine")
+            .field("scripts", &self.scripts.borrow().keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for LuaEngine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl LuaEngine {
     pub fn new() -> LuaEngine {
-        LuaEngine
+        // Only an allocation failure while building a fresh state can get here.
+        Self::build().expect("cannot create the Lua scripting state")
     }
-    pub fn compile(&self, _source: &[u8]) -> Result<(), String> {
-        Ok(())
+
+    /// Compiles without running (used by SCRIPT LOAD and by EVAL before running).
+    /// Err is the full Redis error message, e.g.
+    /// "ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'"
+    pub fn compile(&self, source: &[u8]) -> Result<(), String> {
+        let sha = hex(&Sha1::digest(source));
+        self.function(source, &sha).map(|_| ())
     }
+
+    /// Runs `source` (whose lower-case hex SHA1 is `sha1_hex`) with KEYS and ARGV.
+    /// `call(argv, raise)` executes one Redis command for redis.call/redis.pcall: argv[0] is the
+    /// command name as the script gave it; it returns the command's Reply (errors as Reply::Error
+    /// with full text). `raise` is true for redis.call, false for pcall (informational; the
+    /// host does not need it to decide the text).
     pub fn run(
         &self,
-        _source: &[u8],
-        _sha1_hex: &str,
-        _keys: &[Vec<u8>],
-        _argv: &[Vec<u8>],
-        _call: &mut dyn FnMut(&[Vec<u8>], bool) -> Reply,
+        source: &[u8],
+        sha1_hex: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+        call: &mut dyn FnMut(&[Vec<u8>], bool) -> Reply,
     ) -> Reply {
-        Reply::err("ERR Lua not available")
+        let func = match self.function(source, sha1_hex) {
+            Ok(func) => func,
+            Err(err) => return Reply::Error(err),
+        };
+        let host_panic = RefCell::new(None);
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            self.invoke(&func, sha1_hex, keys, argv, call, &host_panic)
+        }));
+        // A panic of the host is its own bug: hand it back instead of hiding it in a reply.
+        if let Some(payload) = host_panic.into_inner() {
+            panic::resume_unwind(payload);
+        }
+        match outcome {
+            Ok(Ok(reply)) => reply,
+            // Only failures outside the script's protected call (out of memory) land here.
+            Ok(Err(err)) => Reply::Error(running_error(sha1_hex, err.to_string().as_bytes())),
+            // mlua panics when a call passes more values than its ~8000 handle slots
+            // (e.g. redis.call(unpack(t)) with #t near 8000). mlua carries the panic
+            // through Lua as an error, so the state is unwound and stays usable.
+            Err(payload) => {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Reply::Error(running_error(
+                    sha1_hex,
+                    format!("script engine limit: {what}").as_bytes(),
+                ))
+            }
+        }
+    }
+
+    fn function(&self, source: &[u8], sha: &str) -> Result<Function, String> {
+        if let Some(func) = self.scripts.borrow().get(sha) {
+            return Ok(func.clone());
+        }
+        let func = self.load(source)?;
+        self.scripts
+            .borrow_mut()
+            .insert(sha.to_string(), func.clone());
+        Ok(func)
+    }
+
+    fn load(&self, source: &[u8]) -> Result<Function, String> {
+        let body = strip_shebang(source)?;
+        // Redis's Lua never loads bytecode: its parser reads the signature byte as text.
+        if body.first() == Some(&0x1b) {
+            return Err(compile_error(
+                b"user_script:1: unexpected symbol near 'char(27)'",
+            ));
+        }
+        self.lua
+            .load(body)
+            .set_name(CHUNK_NAME)
+            .set_mode(ChunkMode::Text)
+            .into_function()
+            .map_err(|err| match err {
+                mlua::Error::SyntaxError { message, .. } => compile_error(message.as_bytes()),
+                other => compile_error(other.to_string().as_bytes()),
+            })
+    }
+
+    fn invoke(
+        &self,
+        func: &Function,
+        sha: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+        call: &mut dyn FnMut(&[Vec<u8>], bool) -> Reply,
+        host_panic: &HostPanic,
+    ) -> mlua::Result<Reply> {
+        let lua = &self.lua;
+        self.globals.raw_set("KEYS", string_array(lua, keys)?)?;
+        self.globals.raw_set("ARGV", string_array(lua, argv)?)?;
+        let host = RefCell::new(call);
+        lua.scope(|scope| {
+            // Bound afresh for every run because the host closure only lives for this call.
+            let redis_call = scope.create_function(|lua, args: MultiValue| {
+                redis_command(lua, args, true, &host, host_panic)
+            })?;
+            let redis_pcall = scope.create_function(|lua, args: MultiValue| {
+                redis_command(lua, args, false, &host, host_panic)
+            })?;
+            self.redis.raw_set("call", redis_call)?;
+            self.redis.raw_set("pcall", redis_pcall)?;
+            let results: MultiValue = self.xpcall.call((func.clone(), self.handler.clone()))?;
+            let mut results = results.into_iter();
+            let ok = matches!(results.next(), Some(Value::Boolean(true)));
+            let value = results.next().unwrap_or(Value::Nil);
+            if !ok {
+                return Ok(script_error(lua, value, sha));
+            }
+            if !matches!(value, Value::Table(_)) {
+                return Ok(scalar_to_reply(value));
+            }
+            let (out, len): (Table, usize) = self.flatten.call(value)?;
+            flat_to_reply(&out, len)
+        })
+    }
+
+    fn build() -> mlua::Result<LuaEngine> {
+        // With Rust panics passing through Lua's pcall/xpcall (and the error handler),
+        // an mlua limit hit inside a script unwinds straight to the net in `run`.
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::new().catch_rust_panics(false),
+        )?;
+        // The state's own globals table becomes the read-only `_G` proxy: C functions
+        // created so far have it as their environment, so getfenv() never reveals a
+        // writable table.
+        let g = lua.globals();
+        let globals = lua.create_table()?;
+        for name in KEPT_BUILTINS {
+            globals.raw_set(name, g.raw_get::<Value>(name)?)?;
+        }
+        let raw_pcall: Function = g.raw_get("pcall")?;
+        let raw_xpcall: Function = g.raw_get("xpcall")?;
+        let raw_next: Function = g.raw_get("next")?;
+        let raw_rawget: Function = g.raw_get("rawget")?;
+        let tostring: Function = g.raw_get("tostring")?;
+        let getmetatable: Function = g.raw_get("getmetatable")?;
+        let coroutine: Table = g.raw_get("coroutine")?;
+        let string: Table = g.raw_get("string")?;
+        let math: Table = g.raw_get("math")?;
+        let table: Table = g.raw_get("table")?;
+        g.clear()?;
+
+        let frozen = Rc::new(Frozen::default());
+        let readonly = lua.create_function(|lua, _: MultiValue| -> mlua::Result<()> {
+            Err(raise_msg(
+                [
+                    lua_where(lua, 1),
+                    b"Attempt to modify a readonly table".to_vec(),
+                ]
+                .concat(),
+            ))
+        })?;
+        let guard = lua.create_table()?;
+        let freeze = |proxy: Table, real: Table| -> mlua::Result<Table> {
+            let mt = lua.create_table()?;
+            mt.raw_set("__index", real.clone())?;
+            mt.raw_set("__newindex", readonly.clone())?;
+            mt.raw_set("__metatable", guard.clone())?;
+            proxy.set_metatable(Some(mt))?;
+            frozen.pairs.borrow_mut().push((proxy.clone(), real));
+            Ok(proxy)
+        };
+        freeze(guard.clone(), lua.create_table()?)?;
+
+        let unwrap = lua.create_function(|lua, err: Value| unwrap_error(lua, err))?;
+        let string_proxy = freeze(lua.create_table()?, string)?;
+        let (pcall, xpcall, resume, flatten): (Function, Function, Function, Function) =
+            lua.load(GLUE).set_name(GLUE_CHUNK_NAME).call((
+                raw_pcall,
+                raw_xpcall.clone(),
+                coroutine.raw_get::<Function>("resume")?,
+                unwrap,
+                globals.raw_get::<Value>("select")?,
+                globals.raw_get::<Value>("type")?,
+                globals.raw_get::<Value>("error")?,
+                getmetatable,
+                string_proxy.clone(),
+                raw_rawget,
+                raw_next.clone(),
+            ))?;
+        globals.raw_set("pcall", pcall)?;
+        globals.raw_set("xpcall", xpcall)?;
+        coroutine.raw_set("resume", resume)?;
+        globals.raw_set("string", string_proxy)?;
+        globals.raw_set("coroutine", freeze(lua.create_table()?, coroutine)?)?;
+        globals.raw_set("table", freeze(lua.create_table()?, table)?)?;
+
+        let rng = Rc::new(Cell::new(LRAND48_INITIAL));
+        install_random(&lua, &math, &rng)?;
+        globals.raw_set("math", freeze(lua.create_table()?, math)?)?;
+
+        install_raw_access(&lua, &globals, &frozen, raw_next)?;
+
+        let redis = lua.create_table()?;
+        install_redis_lib(&lua, &redis)?;
+        globals.raw_set("redis", freeze(lua.create_table()?, redis.clone())?)?;
+
+        let missing = lua.create_function(missing_global)?;
+        let globals_mt = lua.create_table()?;
+        globals_mt.raw_set("__index", missing)?;
+        globals.set_metatable(Some(globals_mt))?;
+        globals.raw_set("_G", g.clone())?;
+        freeze(g, globals.clone())?;
+
+        let handler =
+            lua.create_function(move |lua, err: Value| error_handler(lua, err, &tostring))?;
+        Ok(LuaEngine {
+            lua,
+            scripts: RefCell::new(BTreeMap::new()),
+            globals,
+            redis,
+            xpcall: raw_xpcall,
+            handler,
+            flatten,
+        })
+    }
+}
+
+/// Redis 7.0's `__redis__err__handler`: turns whatever was raised into the
+/// `{err=..., source=..., line=...}` table that EVAL turns into its error reply.
+fn error_handler(lua: &Lua, err: Value, tostring: &Function) -> mlua::Result<Value> {
+    let table = match err {
+        Value::Table(t) => t,
+        Value::Error(e) => match find_raise(&e) {
+            Some(Raise::Table { msg, ignore_stats }) => error_table(lua, msg, *ignore_stats)?,
+            Some(Raise::Msg(msg)) => error_table(lua, &[b"ERR ", msg.as_slice()].concat(), false)?,
+            None => error_table(lua, format!("ERR {e}").as_bytes(), false)?,
+        },
+        other => {
+            let text: LuaString = tostring.call(other)?;
+            error_table(lua, &[b"ERR ", &text.as_bytes()[..]].concat(), false)?
+        }
+    };
+    // The raiser of the error is at RAISER_LEVEL; when that is a C function the script
+    // line is its caller's. The Lua glue stands in for C functions of Redis, so its frames
+    // are passed over too.
+    let mut level = RAISER_LEVEL;
+    let mut site = frame_info(lua, level);
+    if site.as_ref().is_some_and(|(what, _, _)| what == "C") {
+        level += 1;
+        site = frame_info(lua, level);
+    }
+    while site
+        .as_ref()
+        .is_some_and(|(_, source, _)| source == GLUE_CHUNK_NAME)
+    {
+        level += 1;
+        site = frame_info(lua, level);
+    }
+    if let Some((_, source, line)) = site {
+        // Redis's handler assigns with metamethods; a failing one must not lose the error.
+        let _ = table.set("source", source);
+        let _ = table.set("line", line);
+    }
+    Ok(Value::Table(table))
+}
+
+/// `what`, `source` and `currentline` of the function running at `level`.
+fn frame_info(lua: &Lua, level: usize) -> Option<(String, String, i64)> {
+    lua.inspect_stack(level, |d| {
+        let source = d.source();
+        let line = d.current_line().map_or(-1, |n| n as i64);
+        (
+            source.what.to_string(),
+            source.source.map(|s| s.into_owned()).unwrap_or_default(),
+            line,
+        )
+    })
+}
+
+/// `luaL_where`: the `chunk:line: ` prefix of the function at `level`, or nothing.
+fn lua_where(lua: &Lua, level: usize) -> Vec<u8> {
+    lua.inspect_stack(level, |d| match d.current_line() {
+        Some(line) if line > 0 => {
+            let short_src = d
+                .source()
+                .short_src
+                .map(|s| s.into_owned())
+                .unwrap_or_default();
+            format!("{short_src}:{line}: ")
+        }
+        _ => String::new(),
+    })
+    .unwrap_or_default()
+    .into_bytes()
+}
+
+/// `luaL_error` from inside a Rust library function.
+fn lua_error(lua: &Lua, msg: &str) -> mlua::Error {
+    raise_msg([lua_where(lua, 1), msg.as_bytes().to_vec()].concat())
+}
+
+/// `luaL_argerror`, naming the function the way the calling instruction did.
+fn arg_error(lua: &Lua, narg: usize, extramsg: &str) -> mlua::Error {
+    let names = lua.inspect_stack(0, |d| {
+        let names = d.names();
+        (
+            names.name.map(|n| n.into_owned()),
+            names.name_what.map(str::to_string),
+        )
+    });
+    let (name, what) = names.unwrap_or((None, None));
+    let mut narg = narg;
+    if what.as_deref() == Some("method") {
+        narg -= 1;
+        if narg == 0 {
+            let name = name.unwrap_or_default();
+            return lua_error(lua, &format!("calling '{name}' on bad self ({extramsg})"));
+        }
+    }
+    let name = name.unwrap_or_else(|| "?".to_string());
+    lua_error(
+        lua,
+        &format!("bad argument #{narg} to '{name}' ({extramsg})"),
+    )
+}
+
+/// `luaL_checktype(L, narg, LUA_TTABLE)`.
+fn check_table(lua: &Lua, args: &MultiValue, narg: usize) -> mlua::Result<Table> {
+    match args.get(narg - 1) {
+        Some(Value::Table(t)) => Ok(t.clone()),
+        other => Err(arg_error(
+            lua,
+            narg,
+            &format!("table expected, got {}", type_name(other)),
+        )),
+    }
+}
+
+/// `luaL_checkany`.
+fn check_any(lua: &Lua, args: &MultiValue, narg: usize) -> mlua::Result<Value> {
+    match args.get(narg - 1) {
+        Some(v) => Ok(v.clone()),
+        None => Err(arg_error(lua, narg, "value expected")),
+    }
+}
+
+/// `luaL_checkint`: a number or numeric string, truncated like C's casts on x86-64.
+fn check_int(lua: &Lua, args: &MultiValue, narg: usize) -> mlua::Result<i32> {
+    let value = args.get(narg - 1);
+    match value.and_then(|v| lua.coerce_number(v.clone()).ok().flatten()) {
+        Some(n) => Ok(number_to_i64(n) as i32),
+        None => Err(arg_error(
+            lua,
+            narg,
+            &format!("number expected, got {}", type_name(value)),
+        )),
+    }
+}
+
+/// Lua's type names, with "no value" for a missing argument.
+fn type_name(value: Option<&Value>) -> &'static str {
+    match value {
+        None => "no value",
+        Some(Value::Nil) => "nil",
+        Some(Value::Boolean(_)) => "boolean",
+        Some(Value::Integer(_) | Value::Number(_)) => "number",
+        Some(Value::String(_)) => "string",
+        Some(Value::Table(_)) => "table",
+        Some(Value::Function(_)) => "function",
+        Some(Value::Thread(_)) => "thread",
+        Some(_) => "userdata",
+    }
+}
+
+/// `(long long)` of a double as x86-64 computes it: out of range and NaN give i64::MIN.
+fn number_to_i64(n: f64) -> i64 {
+    if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
+/// `(int)` of a double as x86-64 computes it.
+fn number_to_i32(n: f64) -> i32 {
+    if !(-2_147_483_648.0..2_147_483_648.0).contains(&n) {
+        i32::MIN
+    } else {
+        n as i32
+    }
+}
+
+/// Redis 7.0's `luaProtectedTableError`, the `__index` of the globals.
+fn missing_global(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
+    if args.len() != 2 {
+        return Err(lua_error(
+            lua,
+            "Wrong number of arguments to luaProtectedTableError",
+        ));
+    }
+    let name = args
+        .get(1)
+        .and_then(|v| lua.coerce_string(v.clone()).ok().flatten());
+    let Some(name) = name else {
+        return Err(lua_error(
+            lua,
+            "Second argument to luaProtectedTableError must be a string or number",
+        ));
+    };
+    let name = String::from_utf8_lossy(c_str(&name.as_bytes())).into_owned();
+    Err(lua_error(
+        lua,
+        &format!("Script attempted to access nonexistent global variable '{name}'"),
+    ))
+}
+
+/// rawget, rawset, setmetatable, next and pairs see through the read-only proxies the way
+/// Redis's patched Lua sees its read-only tables.
+fn install_raw_access(
+    lua: &Lua,
+    globals: &Table,
+    frozen: &Rc<Frozen>,
+    raw_next: Function,
+) -> mlua::Result<()> {
+    let f = frozen.clone();
+    let rawget = lua.create_function(move |lua, args: MultiValue| {
+        let t = check_table(lua, &args, 1)?;
+        let key = check_any(lua, &args, 2)?;
+        let t = f.real_of(&t).unwrap_or(t);
+        t.raw_get::<Value>(key)
+    })?;
+    globals.raw_set("rawget", rawget)?;
+
+    let f = frozen.clone();
+    let rawset = lua.create_function(move |lua, args: MultiValue| {
+        let t = check_table(lua, &args, 1)?;
+        let key = check_any(lua, &args, 2)?;
+        let value = check_any(lua, &args, 3)?;
+        if f.contains(&t) {
+            return Err(raise_msg("Attempt to modify a readonly table"));
+        }
+        match key {
+            Value::Nil => return Err(raise_msg("table index is nil")),
+            Value::Number(n) if n.is_nan() => return Err(raise_msg("table index is NaN")),
+            _ => {}
+        }
+        t.raw_set(key, value)?;
+        Ok(t)
+    })?;
+    globals.raw_set("rawset", rawset)?;
+
+    let f = frozen.clone();
+    let setmetatable = lua.create_function(move |lua, args: MultiValue| {
+        let t = check_table(lua, &args, 1)?;
+        let mt = match args.get(1) {
+            Some(Value::Nil) => None,
+            Some(Value::Table(mt)) => Some(mt.clone()),
+            _ => return Err(arg_error(lua, 2, "nil or table expected")),
+        };
+        if f.contains(&t) {
+            return Err(raise_msg("Attempt to modify a readonly table"));
+        }
+        if let Some(current) = t.metatable()
+            && !current.raw_get::<Value>("__metatable")?.is_nil()
+        {
+            return Err(lua_error(lua, "cannot change a protected metatable"));
+        }
+        t.set_metatable(mt)?;
+        Ok(t)
+    })?;
+    globals.raw_set("setmetatable", setmetatable)?;
+
+    let f = frozen.clone();
+    let stock_next = raw_next.clone();
+    let next = lua.create_function(move |lua, args: MultiValue| {
+        let t = check_table(lua, &args, 1)?;
+        let key = args.get(1).cloned().unwrap_or(Value::Nil);
+        let t = f.real_of(&t).unwrap_or(t);
+        stock_next
+            .call::<MultiValue>((t, key))
+            .map_err(|err| match err {
+                mlua::Error::RuntimeError(msg) => {
+                    let msg = msg.split("\nstack traceback:").next().unwrap_or_default();
+                    raise_msg(msg)
+                }
+                other => other,
+            })
+    })?;
+    globals.raw_set("next", next.clone())?;
+
+    let f = frozen.clone();
+    let pairs = lua.create_function(move |lua, args: MultiValue| {
+        let t = check_table(lua, &args, 1)?;
+        // The stock `next` stays the iterator for ordinary tables: it is much faster.
+        let iter = if f.contains(&t) { &next } else { &raw_next };
+        Ok((iter.clone(), t, Value::Nil))
+    })?;
+    globals.raw_set("pairs", pairs)?;
+    Ok(())
+}
+
+/// Redis's math.random / math.randomseed over its own lrand48, so that sequences do not
+/// depend on the C library (nor on other Lua states in the same process).
+fn install_random(lua: &Lua, math: &Table, rng: &Rc<Cell<u64>>) -> mlua::Result<()> {
+    let state = rng.clone();
+    let random = lua.create_function(move |lua, args: MultiValue| {
+        // Redis draws before checking the arguments, so a failing call still advances it.
+        let r = (lrand48(&state) % LRAND48_MAX) as f64 / LRAND48_MAX as f64;
+        match args.len() {
+            0 => Ok(r),
+            1 => {
+                let u = check_int(lua, &args, 1)?;
+                if u < 1 {
+                    return Err(arg_error(lua, 1, "interval is empty"));
+                }
+                Ok((r * f64::from(u)).floor() + 1.0)
+            }
+            2 => {
+                let l = check_int(lua, &args, 1)?;
+                let u = check_int(lua, &args, 2)?;
+                if l > u {
+                    return Err(arg_error(lua, 2, "interval is empty"));
+                }
+                let span = u.wrapping_sub(l).wrapping_add(1);
+                Ok((r * f64::from(span)).floor() + f64::from(l))
+            }
+            _ => Err(lua_error(lua, "wrong number of arguments")),
+        }
+    })?;
+    math.raw_set("random", random)?;
+
+    let state = rng.clone();
+    let randomseed = lua.create_function(move |lua, args: MultiValue| {
+        let seed = check_int(lua, &args, 1)?;
+        state.set((u64::from(seed as u32) << 16) | 0x330e);
+        Ok(())
+    })?;
+    math.raw_set("randomseed", randomseed)?;
+    Ok(())
+}
+
+/// One step of rand.c's 48-bit linear congruential generator (`redisLrand48`).
+fn lrand48(state: &Cell<u64>) -> i64 {
+    let next = state.get().wrapping_mul(0x5_deec_e66d).wrapping_add(0xb) & 0xffff_ffff_ffff;
+    state.set(next);
+    (next >> 17) as i64
+}
+
+/// The `redis` table, except `call` and `pcall`, which are bound per run.
+fn install_redis_lib(lua: &Lua, redis: &Table) -> mlua::Result<()> {
+    redis.raw_set(
+        "log",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() < 2 {
+                return Err(raise_table(
+                    "ERR redis.log() requires two arguments or more.",
+                ));
+            }
+            let Some(level) = args
+                .front()
+                .and_then(|v| lua.coerce_number(v.clone()).ok().flatten())
+            else {
+                return Err(raise_table(
+                    "ERR First argument must be a number (log level).",
+                ));
+            };
+            if !(0..=3).contains(&number_to_i32(level)) {
+                return Err(raise_table("ERR Invalid debug level."));
+            }
+            Ok(())
+        })?,
+    )?;
+    for (name, level) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+    ] {
+        redis.raw_set(name, level)?;
+    }
+    redis.raw_set("REDIS_VERSION_NUM", REDIS_VERSION_NUM)?;
+    redis.raw_set("REDIS_VERSION", REDIS_VERSION)?;
+
+    redis.raw_set(
+        "setresp",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(raise_table("ERR redis.setresp() requires one argument."));
+            }
+            let resp = args
+                .front()
+                .and_then(|v| lua.coerce_number(v.clone()).ok().flatten())
+                .map_or(0, number_to_i32);
+            match resp {
+                2 => Ok(()),
+                // Replies reach scripts as RESP2 types only; RESP3 ones cannot be built.
+                3 => Err(raise_table(
+                    "ERR RESP3 is not supported by this script engine",
+                )),
+                _ => Err(raise_table("ERR RESP version must be 2 or 3.")),
+            }
+        })?,
+    )?;
+
+    redis.raw_set(
+        "sha1hex",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(raise_table("ERR wrong number of arguments"));
+            }
+            // Redis hashes whatever lua_tolstring gives; for other types it reads an
+            // uninitialised length, so hashing the empty string is as good as anything.
+            let text = args
+                .front()
+                .and_then(|v| lua.coerce_string(v.clone()).ok().flatten());
+            let bytes = text.map(|s| s.as_bytes().to_vec()).unwrap_or_default();
+            Ok(hex(&Sha1::digest(&bytes)))
+        })?,
+    )?;
+
+    redis.raw_set(
+        "error_reply",
+        lua.create_function(|lua, args: MultiValue| {
+            let text = match (args.len(), args.back()) {
+                (1, Some(Value::String(s))) => c_str(&s.as_bytes()).to_vec(),
+                _ => return error_table(lua, b"ERR wrong number or type of arguments", false),
+            };
+            let buffer = if text.first() == Some(&b'-') {
+                text
+            } else {
+                [b"-".as_slice(), &text].concat()
+            };
+            error_table(lua, &push_error_buff(&buffer), false)
+        })?,
+    )?;
+    redis.raw_set(
+        "status_reply",
+        lua.create_function(|lua, args: MultiValue| {
+            let value = match (args.len(), args.back()) {
+                (1, Some(Value::String(s))) => s.clone(),
+                _ => return error_table(lua, b"ERR wrong number or type of arguments", false),
+            };
+            let t = lua.create_table()?;
+            t.raw_set("ok", value)?;
+            Ok(t)
+        })?,
+    )?;
+
+    redis.raw_set(
+        "set_repl",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(raise_table("ERR redis.set_repl() requires two arguments."));
+            }
+            let flags = args
+                .back()
+                .and_then(|v| lua.coerce_number(v.clone()).ok().flatten())
+                .map_or(0, number_to_i32);
+            if flags & !3 != 0 {
+                return Err(raise_table(
+                    "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                ));
+            }
+            // Propagation is the host's business; scripts only get the argument checks.
+            Ok(())
+        })?,
+    )?;
+    for (name, flags) in [
+        ("REPL_NONE", 0),
+        ("REPL_AOF", 1),
+        ("REPL_SLAVE", 2),
+        ("REPL_REPLICA", 2),
+        ("REPL_ALL", 3),
+    ] {
+        redis.raw_set(name, flags)?;
+    }
+
+    // The debugger is never active, which is all these three report.
+    redis.raw_set("breakpoint", lua.create_function(|_, ()| Ok(false))?)?;
+    redis.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    redis.raw_set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
+    Ok(())
+}
+
+/// redis.call (`raise`) and redis.pcall: Redis's `luaRedisGenericCommand`.
+fn redis_command(
+    lua: &Lua,
+    args: MultiValue,
+    raise: bool,
+    host: &Host<'_>,
+    host_panic: &HostPanic,
+) -> mlua::Result<Value> {
+    let fail = |msg: &[u8], ignore_stats: bool| -> mlua::Result<Value> {
+        if raise {
+            Err(mlua::Error::external(Raise::Table {
+                msg: msg.to_vec(),
+                ignore_stats,
+            }))
+        } else {
+            Ok(Value::Table(error_table(lua, msg, ignore_stats)?))
+        }
+    };
+    if args.is_empty() {
+        return fail(
+            b"ERR Please specify at least one argument for this redis lib call",
+            false,
+        );
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for arg in args.iter() {
+        match arg {
+            Value::String(s) => argv.push(s.as_bytes().to_vec()),
+            // Redis formats numbers with %.17g, not with Lua's lossy %.14g.
+            Value::Integer(i) => argv.push(fmt_g17(*i as f64).into_bytes()),
+            Value::Number(n) => argv.push(fmt_g17(*n).into_bytes()),
+            _ => {
+                return fail(
+                    b"ERR Lua redis lib command arguments must be strings or integers",
+                    false,
+                );
+            }
+        }
+    }
+    if host_panic.borrow().is_some() {
+        return Err(raise_msg("the host panicked in an earlier command"));
+    }
+    let reply = match host.try_borrow_mut() {
+        Ok(mut run_command) => {
+            match panic::catch_unwind(AssertUnwindSafe(|| (*run_command)(&argv, raise))) {
+                Ok(reply) => reply,
+                Err(payload) => {
+                    // Kept for `run` to resume once Lua is unwound; Lua only sees an error.
+                    *host_panic.borrow_mut() = Some(payload);
+                    return Err(raise_msg("the host panicked"));
+                }
+            }
+        }
+        Err(_) => {
+            // Redis answers a re-entrant call with this table, even for redis.call.
+            return Ok(Value::Table(error_table(
+                lua,
+                b"ERR luaRedisGenericCommand() recursive call detected. \
+                  Are you doing funny stuff with Lua debug hooks?",
+                false,
+            )?));
+        }
+    };
+    match reply {
+        Reply::Error(e) => fail(&push_error_buff(&[b"-", e.as_bytes()].concat()), true),
+        other => reply_to_lua(lua, &other),
+    }
+}
+
+/// A reply as the Lua value Redis hands to the script (`redisProtocolToLuaType`).
+fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
+    Ok(match reply {
+        Reply::Ok => Value::Table(status_table(lua, b"OK")?),
+        Reply::Status(s) => Value::Table(status_table(lua, s.as_bytes())?),
+        Reply::Error(e) => Value::Table(error_table(
+            lua,
+            &push_error_buff(&[b"-", e.as_bytes()].concat()),
+            true,
+        )?),
+        Reply::Int(i) => Value::Number(*i as f64),
+        Reply::Bulk(b) => Value::String(lua.create_string(b)?),
+        Reply::Nil => Value::Boolean(false),
+        Reply::Array(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, reply_to_lua(lua, item)?)?;
+            }
+            Value::Table(t)
+        }
+    })
+}
+
+fn status_table(lua: &Lua, status: &[u8]) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.raw_set("ok", lua.create_string(status)?)?;
+    Ok(t)
+}
+
+/// The `{err = msg}` table of luaPushError, flagged the way Redis flags command errors.
+fn error_table(lua: &Lua, msg: &[u8], ignore_stats: bool) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.raw_set("err", lua.create_string(msg)?)?;
+    if ignore_stats {
+        t.raw_set("ignore_error_stats_update", true)?;
+    }
+    Ok(t)
+}
+
+/// Turns the error userdata of a Rust library function back into what Redis would have
+/// raised, for Lua code that catches it.
+fn unwrap_error(lua: &Lua, err: Value) -> mlua::Result<Value> {
+    let Value::Error(e) = err else {
+        return Ok(err);
+    };
+    Ok(match find_raise(&e) {
+        Some(Raise::Table { msg, ignore_stats }) => {
+            Value::Table(error_table(lua, msg, *ignore_stats)?)
+        }
+        Some(Raise::Msg(msg)) => Value::String(lua.create_string(msg)?),
+        None => Value::String(lua.create_string(e.to_string())?),
+    })
+}
+
+/// `luaPushErrorBuff`: "-CODE msg" keeps its code, anything else gets "ERR".
+fn push_error_buff(buffer: &[u8]) -> Vec<u8> {
+    let buffer = c_str(buffer);
+    let (code, msg): (&[u8], &[u8]) = match buffer.split_first() {
+        Some((b'-', rest)) => match rest.iter().position(|&b| b == b' ') {
+            Some(space) => (&rest[..space], &rest[space + 1..]),
+            None => (b"ERR", rest),
+        },
+        _ => (b"ERR", buffer),
+    };
+    [code, b" ", trim_crlf(msg)].concat()
+}
+
+/// The error reply of a script whose protected call failed (`luaCallFunction`).
+fn script_error(lua: &Lua, err: Value, sha: &str) -> Reply {
+    let Value::Table(t) = err else {
+        let msg = lua.coerce_string(err).ok().flatten();
+        let msg = msg.map(|s| c_str(&s.as_bytes()).to_vec());
+        let msg = msg.unwrap_or_else(|| b"execution failure".to_vec());
+        return Reply::Error(running_error(sha, &msg));
+    };
+    let field = |name: &str| -> Option<Vec<u8>> {
+        let value = t.get::<Value>(name).ok()?;
+        let text = lua.coerce_string(value).ok()??;
+        Some(c_str(&text.as_bytes()).to_vec())
+    };
+    // Redis formats a NULL message here and crashes; say something instead.
+    let mut out = field("err").unwrap_or_else(|| b"ERR unknown error".to_vec());
+    if let (Some(source), Some(line)) = (field("source"), field("line")) {
+        out.extend_from_slice(format!(" script: {sha}, on ").as_bytes());
+        out.extend_from_slice(&source);
+        out.push(b':');
+        out.extend_from_slice(&line);
+        out.push(b'.');
+    }
+    Reply::Error(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// "Error running script" for an error that is not a table (the handler itself failed).
+fn running_error(sha: &str, msg: &[u8]) -> String {
+    let msg = &msg[..msg.len().min(100)];
+    let text = [
+        format!("Error running script {sha}, ").as_bytes(),
+        msg,
+        b"\n",
+    ]
+    .concat();
+    format_error(&text)
+}
+
+/// `addReplyErrorFormat`: trims and flattens line breaks, adds "ERR " when no code is given.
+fn format_error(text: &[u8]) -> String {
+    let text = map_crlf(trim_crlf(text));
+    match text.strip_prefix(b"-") {
+        Some(rest) => String::from_utf8_lossy(rest).into_owned(),
+        None => format!("ERR {}", String::from_utf8_lossy(&text)),
+    }
+}
+
+fn compile_error(lua_message: &[u8]) -> String {
+    format_error(
+        &[
+            b"Error compiling script (new function): ".as_slice(),
+            c_str(lua_message),
+        ]
+        .concat(),
+    )
+}
+
+/// Validates and removes a `#!lua ...` first line, keeping its line feed so that line
+/// numbers stay those of the script as written.
+fn strip_shebang(source: &[u8]) -> Result<&[u8], String> {
+    if !source.starts_with(b"#!") {
+        return Ok(source);
+    }
+    let Some(end) = source.iter().position(|&b| b == b'\n') else {
+        return Err("ERR Invalid script shebang".to_string());
+    };
+    let line = String::from_utf8_lossy(&source[..end]);
+    let mut parts = line.split_ascii_whitespace();
+    let Some(engine) = parts.next() else {
+        return Err("ERR Invalid engine in script shebang".to_string());
+    };
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    }
+    for part in parts {
+        let Some(flags) = part.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {part}"));
+        };
+        for flag in flags.split(',').filter(|f| !f.is_empty()) {
+            if !SHEBANG_FLAGS.contains(&flag) {
+                return Err(format!("ERR Unexpected flag in script shebang: {flag}"));
+            }
+        }
+    }
+    Ok(&source[end..])
+}
+
+/// Rebuilds the reply from the flat `(tag, value)` list the Lua side of
+/// `luaReplyToRedisReply` wrote (see `flatten` in [`GLUE`]).
+fn flat_to_reply(out: &Table, len: usize) -> mlua::Result<Reply> {
+    let mut open: Vec<Vec<Reply>> = Vec::new();
+    let mut finished = Reply::Nil;
+    let mut i = 1;
+    while i <= len {
+        let tag = match out.raw_get::<Value>(i)? {
+            Value::String(s) => s.as_bytes().first().copied().unwrap_or(b'f'),
+            _ => b'f',
+        };
+        i += 1;
+        let reply = match tag {
+            b'[' => {
+                open.push(Vec::new());
+                continue;
+            }
+            b']' => Reply::Array(open.pop().unwrap_or_default()),
+            b'L' => Reply::err("ERR reached lua stack limit"),
+            b't' => Reply::Int(1),
+            b'b' | b'n' | b'E' | b'S' | b'D' | b'B' => {
+                let value = out.raw_get::<Value>(i)?;
+                i += 1;
+                tagged_reply(tag, value)
+            }
+            _ => Reply::Nil,
+        };
+        match open.last_mut() {
+            Some(parent) => parent.push(reply),
+            None => finished = reply,
+        }
+    }
+    Ok(finished)
+}
+
+fn scalar_to_reply(value: Value) -> Reply {
+    match value {
+        Value::String(s) => Reply::Bulk(s.as_bytes().to_vec()),
+        Value::Boolean(true) => Reply::Int(1),
+        Value::Integer(i) => Reply::Int(i),
+        Value::Number(n) => Reply::Int(number_to_i64(n)),
+        _ => Reply::Nil,
+    }
+}
+
+fn tagged_reply(tag: u8, value: Value) -> Reply {
+    let bytes = |v: &Value| match v {
+        Value::String(s) => s.as_bytes().to_vec(),
+        _ => Vec::new(),
+    };
+    let number = |v: &Value| match v {
+        Value::Integer(i) => *i as f64,
+        Value::Number(n) => *n,
+        _ => 0.0,
+    };
+    match tag {
+        b'b' => Reply::Bulk(bytes(&value)),
+        b'n' => match value {
+            Value::Integer(i) => Reply::Int(i),
+            other => Reply::Int(number_to_i64(number(&other))),
+        },
+        // addReplyErrorFormat("-%s"): trailing line breaks trimmed, inner ones flattened.
+        b'E' => {
+            let raw = bytes(&value);
+            let text = map_crlf(trim_end_crlf(c_str(&raw)));
+            Reply::Error(String::from_utf8_lossy(&text).into_owned())
+        }
+        b'S' => {
+            let raw = bytes(&value);
+            let text = map_crlf(c_str(&raw));
+            if text == b"OK" {
+                Reply::Ok
+            } else {
+                Reply::Status(String::from_utf8_lossy(&text).into_owned())
+            }
+        }
+        b'D' => Reply::Bulk(fmt_double(number(&value)).into_bytes()),
+        b'B' => Reply::Bulk(map_crlf(&bytes(&value))),
+        _ => Reply::Nil,
+    }
+}
+
+/// `addReplyDouble` for a RESP2 client.
+fn fmt_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    fmt_g17(d)
+}
+
+/// C's `printf("%.17g", x)` as glibc prints it.
+fn fmt_g17(x: f64) -> String {
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let scientific = format!("{x:.16e}");
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .unwrap_or((scientific.as_str(), "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..17).contains(&exponent) {
+        let fixed = format!("{:.*}", (16 - exponent) as usize, x);
+        strip_fraction_zeros(&fixed).to_string()
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!(
+            "{}e{sign}{:02}",
+            strip_fraction_zeros(mantissa),
+            exponent.unsigned_abs()
+        )
+    }
+}
+
+fn strip_fraction_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+fn string_array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(t)
+}
+
+/// The part of `bytes` a C string function sees.
+fn c_str(bytes: &[u8]) -> &[u8] {
+    match bytes.iter().position(|&b| b == 0) {
+        Some(nul) => &bytes[..nul],
+        None => bytes,
+    }
+}
+
+fn is_crlf(b: &u8) -> bool {
+    *b == b'\r' || *b == b'\n'
+}
+
+/// `sdstrim(s, "\r\n")`.
+fn trim_crlf(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !is_crlf(b))
+        .unwrap_or(bytes.len());
+    trim_end_crlf(&bytes[start..])
+}
+
+fn trim_end_crlf(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().rposition(|b| !is_crlf(b)).map_or(0, |i| i + 1);
+    &bytes[..end]
+}
+
+/// `sdsmapchars(s, "\r\n", "  ", 2)`.
+fn map_crlf(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .iter()
+        .map(|&b| if is_crlf(&b) { b' ' } else { b })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny Redis: the few commands the scripts below use, with Redis's error texts
+    /// for commands run from a script.
+    #[derive(Default)]
+    struct FakeRedis {
+        data: BTreeMap<Vec<u8>, Vec<u8>>,
+        calls: Vec<(Vec<Vec<u8>>, bool)>,
+    }
+
+    impl FakeRedis {
+        fn exec(&mut self, argv: &[Vec<u8>], raise: bool) -> Reply {
+            self.calls.push((argv.to_vec(), raise));
+            let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+            let arity_error =
+                || Reply::err("ERR Wrong number of args calling Redis command from script");
+            match name.as_str() {
+                "get" if argv.len() == 2 => match self.data.get(&argv[1]) {
+                    Some(v) => Reply::Bulk(v.clone()),
+                    None => Reply::Nil,
+                },
+                "set" if argv.len() == 3 => {
+                    self.data.insert(argv[1].clone(), argv[2].clone());
+                    Reply::Ok
+                }
+                "incr" if argv.len() == 2 => {
+                    let current = self.data.get(&argv[1]).cloned().unwrap_or(b"0".to_vec());
+                    match String::from_utf8_lossy(&current).parse::<i64>() {
+                        Ok(n) => {
+                            self.data
+                                .insert(argv[1].clone(), (n + 1).to_string().into_bytes());
+                            Reply::Int(n + 1)
+                        }
+                        Err(_) => Reply::err("ERR value is not an integer or out of range"),
+                    }
+                }
+                "pexpire" if argv.len() == 3 => {
+                    Reply::Int(i64::from(self.data.contains_key(&argv[1])))
+                }
+                "mget" if argv.len() >= 2 => Reply::Array(
+                    argv[1..]
+                        .iter()
+                        .map(|k| {
+                            self.data
+                                .get(k)
+                                .map_or(Reply::Nil, |v| Reply::Bulk(v.clone()))
+                        })
+                        .collect(),
+                ),
+                "echo" if argv.len() == 2 => Reply::Bulk(argv[1].clone()),
+                "ping" => Reply::Status("PONG".to_string()),
+                "wrongtype" => {
+                    Reply::err("WRONGTYPE Operation against a key holding the wrong kind of value")
+                }
+                "get" | "set" | "incr" | "pexpire" | "mget" | "echo" => arity_error(),
+                _ => Reply::err("ERR Unknown Redis command called from script"),
+            }
+        }
+    }
+
+    fn sha(script: &str) -> String {
+        hex(&Sha1::digest(script.as_bytes()))
+    }
+
+    fn eval_with(
+        engine: &LuaEngine,
+        redis: &mut FakeRedis,
+        script: &str,
+        keys: &[&str],
+        args: &[&str],
+    ) -> Reply {
+        let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        engine.run(
+            script.as_bytes(),
+            &sha(script),
+            &keys,
+            &args,
+            &mut |argv, raise| redis.exec(argv, raise),
+        )
+    }
+
+    fn eval(script: &str, keys: &[&str], args: &[&str]) -> String {
+        eval_with(
+            &LuaEngine::new(),
+            &mut FakeRedis::default(),
+            script,
+            keys,
+            args,
+        )
+        .to_string()
+    }
+
+    #[test]
+    fn corpus_script_shas_match_the_recorded_ones() {
+        for (script, recorded) in [
+            (
+                "return redis.call('nosuchcmd')",
+                "4f5958446b28593dea988ad0a5603cbd6962dd95",
+            ),
+            (
+                "return redis.call('incr',KEYS[1])",
+                "6f5ade10a69975e903c6d07b10ea44c6382381a5",
+            ),
+            (
+                "return redis.call('get')",
+                "f187dee77f607f7cff00bbabc9df38507582c78d",
+            ),
+            ("error('boom')", "82903a0434f1503e152f89c03c9acd881a0e8150"),
+            (
+                "return redis.call()",
+                "0a907e1429221a4d85516cab7fd219a82a9439d8",
+            ),
+            (
+                "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('pexpire',KEYS[1],ARGV[2]) else return 0 end",
+                "0be193f9697b4b30826e1bc553c0064e0e04668c",
+            ),
+        ] {
+            assert_eq!(sha(script), recorded, "{script}");
+        }
+    }
+
+    #[test]
+    fn corpus_return_values() {
+        assert_eq!(eval("return nil", &[], &[]), "(nil)");
+        assert_eq!(eval("return 42", &[], &[]), "(integer) 42");
+        assert_eq!(eval("return -7", &[], &[]), "(integer) -7");
+        assert_eq!(eval("return 3.99", &[], &[]), "(integer) 3");
+        assert_eq!(eval("return 'hello'", &[], &[]), "\"hello\"");
+        assert_eq!(eval("return true", &[], &[]), "(integer) 1");
+        assert_eq!(eval("return false", &[], &[]), "(nil)");
+        assert_eq!(
+            eval("return {1,'two',{3,'four'}}", &[], &[]),
+            "[(integer) 1, \"two\", [(integer) 3, \"four\"]]"
+        );
+        assert_eq!(eval("return {1,nil,3}", &[], &[]), "[(integer) 1]");
+        assert_eq!(eval("return {}", &[], &[]), "[]");
+        assert_eq!(
+            eval("return {err='custom failure'}", &[], &[]),
+            "(error) custom failure"
+        );
+        assert_eq!(
+            eval("return redis.error_reply('MYERR custom')", &[], &[]),
+            "(error) MYERR custom"
+        );
+        assert_eq!(eval("return redis.status_reply('FINE')", &[], &[]), "FINE");
+        assert_eq!(eval("return {ok='DONE'}", &[], &[]), "DONE");
+        assert_eq!(
+            eval(
+                "return KEYS[1]..'/'..ARGV[1]..'/'..#KEYS..'/'..#ARGV",
+                &["k"],
+                &["a", "b"]
+            ),
+            "\"k/a/1/2\""
+        );
+    }
+
+    #[test]
+    fn corpus_redis_call() {
+        let engine = LuaEngine::new();
+        let mut redis = FakeRedis::default();
+        let mut run = |script: &str, keys: &[&str], args: &[&str]| {
+            eval_with(&engine, &mut redis, script, keys, args).to_string()
+        };
+        assert_eq!(
+            run("return redis.call('get',KEYS[1])", &["missing"], &[]),
+            "(nil)"
+        );
+        assert_eq!(
+            run("return redis.call('set',KEYS[1],'w')", &["k"], &[]),
+            "OK"
+        );
+        assert_eq!(
+            run("return redis.call('nosuchcmd')", &[], &[]),
+            "(error) ERR Unknown Redis command called from script script: \
+             4f5958446b28593dea988ad0a5603cbd6962dd95, on @user_script:1."
+        );
+        assert_eq!(
+            run("return redis.pcall('nosuchcmd')", &[], &[]),
+            "(error) ERR Unknown Redis command called from script"
+        );
+        assert_eq!(
+            run(
+                "local ok = redis.pcall('nosuchcmd') return 'after'",
+                &[],
+                &[]
+            ),
+            "\"after\""
+        );
+        assert_eq!(
+            run("return redis.call('set',KEYS[1],'abc')", &["s"], &[]),
+            "OK"
+        );
+        assert_eq!(
+            run("return redis.call('incr',KEYS[1])", &["s"], &[]),
+            "(error) ERR value is not an integer or out of range script: \
+             6f5ade10a69975e903c6d07b10ea44c6382381a5, on @user_script:1."
+        );
+        assert_eq!(
+            run("return redis.pcall('incr',KEYS[1])", &["s"], &[]),
+            "(error) ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            run("return redis.call('get')", &[], &[]),
+            "(error) ERR Wrong number of args calling Redis command from script script: \
+             f187dee77f607f7cff00bbabc9df38507582c78d, on @user_script:1."
+        );
+        assert_eq!(
+            run("return redis.call()", &[], &[]),
+            "(error) ERR Please specify at least one argument for this redis lib call script: \
+             0a907e1429221a4d85516cab7fd219a82a9439d8, on @user_script:1."
+        );
+        assert_eq!(
+            run("return redis.call('set',KEYS[1],'a')", &["lock"], &[]),
+            "OK"
+        );
+        assert_eq!(
+            run(
+                "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('pexpire',KEYS[1],ARGV[2]) else return 0 end",
+                &["lock"],
+                &["a"],
+            ),
+            "(error) ERR Lua redis lib command arguments must be strings or integers script: \
+             0be193f9697b4b30826e1bc553c0064e0e04668c, on @user_script:1."
+        );
+    }
+
+    #[test]
+    fn corpus_compile_and_runtime_errors() {
+        assert_eq!(
+            eval("return (", &[], &[]),
+            "(error) ERR Error compiling script (new function): user_script:1: \
+             unexpected symbol near '<eof>'"
+        );
+        assert_eq!(
+            eval("error('boom')", &[], &[]),
+            "(error) ERR user_script:1: boom script: \
+             82903a0434f1503e152f89c03c9acd881a0e8150, on @user_script:1."
+        );
+        let engine = LuaEngine::new();
+        assert_eq!(
+            engine.compile(b"return ("),
+            Err("ERR Error compiling script (new function): user_script:1: \
+                 unexpected symbol near '<eof>'"
+                .to_string())
+        );
+        assert_eq!(engine.compile(b"return 1"), Ok(()));
+    }
+
+    #[test]
+    fn host_sees_arguments_as_redis_formats_them() {
+        let engine = LuaEngine::new();
+        let mut redis = FakeRedis::default();
+        eval_with(
+            &engine,
+            &mut redis,
+            "redis.call('SET', 'k', 10) redis.call('set', 'k', 0.1) \
+             redis.call('set', 'k', 1e20) redis.call('set', 'k', -2.5) \
+             redis.call('set', 'k', 123456789012345678) redis.pcall('set', 'k', 1/0) \
+             redis.call('set', 'k', 'a\\0b') return redis.pcall('echo', 7)",
+            &[],
+            &[],
+        );
+        let sent: Vec<(String, bool)> = redis
+            .calls
+            .iter()
+            .map(|(argv, raise)| {
+                let args: Vec<String> = argv
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect();
+                (args.join(" "), *raise)
+            })
+            .collect();
+        let expected = [
+            ("SET k 10", true),
+            ("set k 0.10000000000000001", true),
+            ("set k 1e+20", true),
+            ("set k -2.5", true),
+            ("set k 1.2345678901234568e+17", true),
+            ("set k inf", false),
+            ("set k a\0b", true),
+            ("echo 7", false),
+        ];
+        let expected: Vec<(String, bool)> =
+            expected.iter().map(|(s, r)| (s.to_string(), *r)).collect();
+        assert_eq!(sent, expected);
+    }
+
+    #[test]
+    fn argument_errors_of_pcall_are_returned_not_raised() {
+        assert_eq!(
+            eval("return redis.pcall()", &[], &[]),
+            "(error) ERR Please specify at least one argument for this redis lib call"
+        );
+        assert_eq!(
+            eval("return redis.pcall('get', {})", &[], &[]),
+            "(error) ERR Lua redis lib command arguments must be strings or integers"
+        );
+        assert_eq!(
+            eval("local e = redis.pcall('get', true) return e.err", &[], &[]),
+            "\"ERR Lua redis lib command arguments must be strings or integers\""
+        );
+    }
+
+    #[test]
+    fn replies_reach_lua_as_redis_converts_them() {
+        let engine = LuaEngine::new();
+        let mut redis = FakeRedis::default();
+        let mut run = |script: &str| eval_with(&engine, &mut redis, script, &[], &[]).to_string();
+        assert_eq!(
+            run("redis.call('set','a','1') return type(redis.call('incr','a'))"),
+            "\"number\""
+        );
+        assert_eq!(
+            run("return redis.call('get','nope') == false"),
+            "(integer) 1"
+        );
+        assert_eq!(run("return redis.call('set','b','x').ok"), "\"OK\"");
+        assert_eq!(run("return redis.call('ping')"), "PONG");
+        assert_eq!(run("return redis.call('ping').ok"), "\"PONG\"");
+        assert_eq!(
+            run(
+                "local r = redis.call('mget','a','nope','b') return {#r, r[1], tostring(r[2]), r[3]}"
+            ),
+            "[(integer) 3, \"2\", \"false\", \"x\"]"
+        );
+        assert_eq!(
+            run(
+                "local e = redis.pcall('wrongtype') return {e.err, tostring(e.ignore_error_stats_update)}"
+            ),
+            "[\"WRONGTYPE Operation against a key holding the wrong kind of value\", \"true\"]"
+        );
+        assert_eq!(
+            run("return redis.call('wrongtype')"),
+            format!(
+                "(error) WRONGTYPE Operation against a key holding the wrong kind of value \
+                 script: {}, on @user_script:1.",
+                sha("return redis.call('wrongtype')")
+            )
+        );
+    }
+
+    #[test]
+    fn script_error_reports_the_line_of_the_failing_call() {
+        let script =
+            "local x = 1\n\nlocal function f()\n  return redis.call('nosuchcmd')\nend\nreturn f()";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR Unknown Redis command called from script script: {}, on @user_script:4.",
+                sha(script)
+            )
+        );
+        let script = "local t = nil\nreturn t.x";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR user_script:2: attempt to index local 't' (a nil value) script: {}, on @user_script:2.",
+                sha(script)
+            )
+        );
+        let script = "\nerror({err='MINE raised'})";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) MINE raised script: {}, on @user_script:2.",
+                sha(script)
+            )
+        );
+        let script = "error('no position', 0)";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR no position script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        let script = "error()";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR nil script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+    }
+
+    #[test]
+    fn scripts_catch_redis_errors_with_pcall_as_strings() {
+        assert_eq!(
+            eval(
+                "local ok, e = pcall(redis.call, 'nosuchcmd') return {tostring(ok), e}",
+                &[],
+                &[]
+            ),
+            "[\"false\", \"ERR Unknown Redis command called from script\"]"
+        );
+        assert_eq!(
+            eval("local ok, e = pcall(error, {err='X y'}) return e", &[], &[]),
+            "\"X y\""
+        );
+        assert_eq!(
+            eval("local ok, e = pcall(error, 'plain') return e", &[], &[]),
+            "\"plain\""
+        );
+        assert_eq!(
+            eval("return {pcall(function() return 1, 2 end)}", &[], &[]),
+            "[(integer) 1, (integer) 1, (integer) 2]"
+        );
+        assert_eq!(
+            eval("local ok, e = pcall(math.random, 0) return e", &[], &[]),
+            "\"bad argument #1 to '?' (interval is empty)\""
+        );
+        assert_eq!(
+            eval(
+                "return {xpcall(function() redis.call('x') end, function(e) return e.err end)}",
+                &[],
+                &[]
+            ),
+            "[(nil), \"ERR Unknown Redis command called from script\"]"
+        );
+    }
+
+    #[test]
+    fn globals_are_read_only_as_in_redis_7() {
+        let script = "x = 1";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR user_script:1: Attempt to modify a readonly table script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        let script = "local a = 1\nfunction f() end";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR user_script:2: Attempt to modify a readonly table script: {}, on @user_script:2.",
+                sha(script)
+            )
+        );
+        let script = "table.extend = function() end";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR user_script:1: Attempt to modify a readonly table script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        let script = "return print('x')";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR user_script:1: Script attempted to access nonexistent global variable 'print' script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        let script = "rawset(_G, 'x', 1)";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR Attempt to modify a readonly table script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        let script = "setmetatable(_G, nil)";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR Attempt to modify a readonly table script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        assert_eq!(
+            eval("return type(rawget(_G, 'redis'))", &[], &[]),
+            "\"table\""
+        );
+        assert_eq!(
+            eval("return rawget(_G, 'nothing') == nil", &[], &[]),
+            "(integer) 1"
+        );
+        assert_eq!(
+            eval(
+                "local n = 0 for k in pairs(math) do n = n + 1 end return n > 20",
+                &[],
+                &[]
+            ),
+            "(integer) 1"
+        );
+        assert_eq!(
+            eval("return _G == getfenv(1) and _G._G == _G", &[], &[]),
+            "(integer) 1"
+        );
+        assert_eq!(
+            eval("return ('abc'):upper() .. string.rep('x', 2)", &[], &[]),
+            "\"ABCxx\""
+        );
+        assert_eq!(
+            eval(
+                "local t = setmetatable({}, {__index = {a = 5}}) return t.a",
+                &[],
+                &[]
+            ),
+            "(integer) 5"
+        );
+        assert_eq!(
+            eval("KEYS[1] = 'changed' return KEYS[1]", &["k"], &[]),
+            "\"changed\""
+        );
+        assert_eq!(
+            eval("return {type(print), type(dofile), type(loadfile), type(os), type(io), type(debug)}", &[], &[])
+                .matches("Script attempted to access nonexistent global variable 'print'")
+                .count(),
+            1
+        );
+        assert_eq!(
+            eval(
+                "return rawget(_G, 'debug') == nil and rawget(_G, 'os') == nil",
+                &[],
+                &[]
+            ),
+            "(integer) 1"
+        );
+    }
+
+    #[test]
+    fn each_run_gets_fresh_keys_and_argv() {
+        let engine = LuaEngine::new();
+        let mut redis = FakeRedis::default();
+        let script = "return {#KEYS, #ARGV, KEYS[1] or 'none'}";
+        assert_eq!(
+            eval_with(&engine, &mut redis, script, &["a", "b"], &["c"]).to_string(),
+            "[(integer) 2, (integer) 1, \"a\"]"
+        );
+        assert_eq!(
+            eval_with(&engine, &mut redis, script, &[], &[]).to_string(),
+            "[(integer) 0, (integer) 0, \"none\"]"
+        );
+    }
+
+    #[test]
+    fn return_conversions_follow_redis_for_the_less_common_shapes() {
+        assert_eq!(
+            eval("return {1, true, false, 2}", &[], &[]),
+            "[(integer) 1, (integer) 1, (nil), (integer) 2]"
+        );
+        assert_eq!(
+            eval("return {1, {err='inner'}, {ok='OK'}}", &[], &[]),
+            "[(integer) 1, (error) inner, OK]"
+        );
+        assert_eq!(
+            eval("return {err='two\\nlines\\r\\n'}", &[], &[]),
+            "(error) two lines"
+        );
+        assert_eq!(eval("return {ok='a\\nb'}", &[], &[]), "a b");
+        assert_eq!(eval("return {err=5}", &[], &[]), "[]");
+        assert_eq!(eval("return {double=3.5}", &[], &[]), "\"3.5\"");
+        assert_eq!(eval("return {double=1/0}", &[], &[]), "\"inf\"");
+        assert_eq!(eval("return {map={a=1}}", &[], &[]), "[\"a\", (integer) 1]");
+        assert_eq!(eval("return {set={x=true}}", &[], &[]), "[\"x\"]");
+        assert_eq!(eval("return {big_number='123'}", &[], &[]), "\"123\"");
+        assert_eq!(
+            eval(
+                "return {verbatim_string={format='txt', string='v'}}",
+                &[],
+                &[]
+            ),
+            "\"v\""
+        );
+        assert_eq!(
+            eval("return 1e300", &[], &[]),
+            format!("(integer) {}", i64::MIN)
+        );
+        assert_eq!(eval("return -3.99", &[], &[]), "(integer) -3");
+        assert_eq!(eval("return 'a\\0b'", &[], &[]), "\"a\\x00b\"");
+        assert_eq!(eval("return function() end", &[], &[]), "(nil)");
+        assert_eq!(eval("return 1, 2", &[], &[]), "(integer) 1");
+        assert_eq!(eval("return _G", &[], &[]), "[]");
+    }
+
+    #[test]
+    fn self_referencing_table_stops_at_the_lua_stack_limit() {
+        let reply = eval_with(
+            &LuaEngine::new(),
+            &mut FakeRedis::default(),
+            "local t = {} t[1] = t return t",
+            &[],
+            &[],
+        );
+        let mut depth = 0;
+        let mut node = &reply;
+        while let Reply::Array(items) = node {
+            assert_eq!(items.len(), 1);
+            depth += 1;
+            node = &items[0];
+        }
+        assert_eq!(depth, 7995);
+        assert_eq!(node, &Reply::err("ERR reached lua stack limit"));
+    }
+
+    #[test]
+    fn redis_library_helpers() {
+        assert_eq!(
+            eval("return redis.error_reply('boom')", &[], &[]),
+            "(error) ERR boom"
+        );
+        assert_eq!(
+            eval("return redis.error_reply('-CODE text')", &[], &[]),
+            "(error) CODE text"
+        );
+        assert_eq!(
+            eval("return redis.error_reply(5)", &[], &[]),
+            "(error) ERR wrong number or type of arguments"
+        );
+        assert_eq!(
+            eval("return redis.error_reply('X y').err", &[], &[]),
+            "\"X y\""
+        );
+        assert_eq!(eval("return redis.status_reply('OK')", &[], &[]), "OK");
+        assert_eq!(
+            eval("return redis.sha1hex('')", &[], &[]),
+            "\"da39a3ee5e6b4b0d3255bfef95601890afd80709\""
+        );
+        assert_eq!(
+            eval("return redis.sha1hex('abc')", &[], &[]),
+            "\"a9993e364706816aba3e25717850c26c9cd0d89d\""
+        );
+        let script = "redis.sha1hex()";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR wrong number of arguments script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        assert_eq!(
+            eval(
+                "redis.log(redis.LOG_WARNING, 'hi') return redis.LOG_NOTICE",
+                &[],
+                &[]
+            ),
+            "(integer) 2"
+        );
+        let script = "redis.log(9, 'x')";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR Invalid debug level. script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        assert_eq!(eval("return redis.REDIS_VERSION", &[], &[]), "\"7.0.15\"");
+        assert_eq!(
+            eval("return redis.REDIS_VERSION_NUM", &[], &[]),
+            "(integer) 458767"
+        );
+        assert_eq!(
+            eval("return redis.replicate_commands()", &[], &[]),
+            "(integer) 1"
+        );
+        assert_eq!(
+            eval("redis.set_repl(redis.REPL_ALL) return 1", &[], &[]),
+            "(integer) 1"
+        );
+        assert_eq!(eval("redis.setresp(2) return 1", &[], &[]), "(integer) 1");
+    }
+
+    #[test]
+    fn math_random_is_redis_lrand48() {
+        // Known Redis output for math.random(1000000) after seeding with 0.
+        assert_eq!(
+            eval(
+                "math.randomseed(0) return {math.random(1000000), math.random(1000000), math.random(1000000)}",
+                &[],
+                &[]
+            ),
+            "[(integer) 170829, (integer) 749902, (integer) 96372]"
+        );
+        assert_eq!(
+            eval(
+                "math.randomseed(0) return tostring(math.random())",
+                &[],
+                &[]
+            ),
+            "\"0.17082803611217\""
+        );
+        // The generator keeps its state across runs, as it does in Redis 7.
+        let engine = LuaEngine::new();
+        let mut redis = FakeRedis::default();
+        let first = eval_with(
+            &engine,
+            &mut redis,
+            "return tostring(math.random())",
+            &[],
+            &[],
+        );
+        let second = eval_with(
+            &engine,
+            &mut redis,
+            "return tostring(math.random())",
+            &[],
+            &[],
+        );
+        assert_ne!(first, second);
+        assert_eq!(
+            first,
+            eval_with(
+                &LuaEngine::new(),
+                &mut redis,
+                "return tostring(math.random())",
+                &[],
+                &[]
+            )
+        );
+        let script = "return math.random(0)";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR user_script:1: bad argument #1 to 'random' (interval is empty) script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        let script = "return math.random(3, 1)";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR user_script:1: bad argument #2 to 'random' (interval is empty) script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        let script = "return math.random('x')";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR user_script:1: bad argument #1 to 'random' (number expected, got string) script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        assert_eq!(
+            eval(
+                "local r = math.random(5, 7) return r >= 5 and r <= 7",
+                &[],
+                &[]
+            ),
+            "(integer) 1"
+        );
+    }
+
+    #[test]
+    fn compile_rules() {
+        let engine = LuaEngine::new();
+        assert_eq!(engine.compile(b"#!lua flags=no-writes\nreturn 1"), Ok(()));
+        assert_eq!(
+            eval(
+                "#!lua flags=no-writes,allow-stale\nreturn redis.call('nosuchcmd')",
+                &[],
+                &[]
+            ),
+            format!(
+                "(error) ERR Unknown Redis command called from script script: {}, on @user_script:2.",
+                sha("#!lua flags=no-writes,allow-stale\nreturn redis.call('nosuchcmd')")
+            )
+        );
+        assert_eq!(
+            engine.compile(b"#!lua"),
+            Err("ERR Invalid script shebang".to_string())
+        );
+        assert_eq!(
+            engine.compile(b"#!python\nreturn 1"),
+            Err("ERR Unexpected engine in script shebang: #!python".to_string())
+        );
+        assert_eq!(
+            engine.compile(b"#!lua flags=bogus\nreturn 1"),
+            Err("ERR Unexpected flag in script shebang: bogus".to_string())
+        );
+        assert_eq!(
+            engine.compile(b"#!lua name=x\nreturn 1"),
+            Err("ERR Unknown lua shebang option: name=x".to_string())
+        );
+        assert_eq!(
+            engine.compile(b"\x1bLua\x51\x00"),
+            Err("ERR Error compiling script (new function): user_script:1: unexpected symbol near 'char(27)'".to_string())
+        );
+        assert_eq!(
+            engine.compile(b"return 1 +\n\n"),
+            Err("ERR Error compiling script (new function): user_script:3: unexpected symbol near '<eof>'".to_string())
+        );
+        // A compiled script is found again by its sha, as EVALSHA needs.
+        let body = b"return 'cached'";
+        engine.compile(body).unwrap();
+        let reply = engine.run(b"", &hex(&Sha1::digest(body)), &[], &[], &mut |_, _| {
+            Reply::Nil
+        });
+        assert_eq!(reply, Reply::Bulk(b"cached".to_vec()));
+    }
+
+    #[test]
+    fn too_many_call_arguments_end_the_script_with_an_error() {
+        // mlua reports this limit by panicking (its message shows on stderr); the panic
+        // is contained and the engine keeps working.
+        let engine = LuaEngine::new();
+        let mut redis = FakeRedis::default();
+        let script = "local t = {} for i = 1, 7990 do t[i] = 'x' end return redis.call(unpack(t))";
+        let reply = eval_with(&engine, &mut redis, script, &[], &[]);
+        assert!(
+            reply.to_string().starts_with(&format!(
+                "(error) ERR Error running script {}, script engine limit",
+                sha(script)
+            )),
+            "{reply}"
+        );
+        assert_eq!(
+            eval_with(
+                &engine,
+                &mut redis,
+                "return redis.call('echo', 'fine')",
+                &[],
+                &[]
+            ),
+            Reply::Bulk(b"fine".to_vec())
+        );
+        // Well below the limit, large calls go through.
+        let script = "local t = {'mget'} for i = 1, 5000 do t[i + 1] = 'k' .. i end return #redis.call(unpack(t))";
+        assert_eq!(
+            eval_with(&engine, &mut redis, script, &[], &[]),
+            Reply::Int(5000)
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "host bug")]
+    fn a_panicking_host_is_not_turned_into_a_reply() {
+        let engine = LuaEngine::new();
+        let script = "local ok = pcall(redis.call, 'x') return redis.call('y')";
+        engine.run(script.as_bytes(), &sha(script), &[], &[], &mut |_, _| {
+            panic!("host bug")
+        });
+    }
+
+    #[test]
+    fn nothing_panics_on_odd_scripts() {
+        for script in [
+            "local function f() return f() + 1 end return f()",
+            "local s = string.rep('x', 10) return coroutine.wrap(function() redis.call('nosuchcmd') end)()",
+            "return coroutine.resume(coroutine.create(function() redis.call('nosuchcmd') end))",
+            "return select(2, coroutine.resume(coroutine.create(function() redis.call('nosuchcmd') end))).err",
+            "return pcall()",
+            "return xpcall(error)",
+            "return next(_G) ~= nil",
+            "return rawset({}, nil, 1)",
+            "return setmetatable(1, {})",
+            "return tostring(getmetatable(_G))",
+            "getmetatable(_G).x = 1",
+            "return loadstring('return 1 +')",
+            "return loadstring('return redis.call(\"ping\")')()",
+            "error(setmetatable({}, {__index = function() error('inner') end}))",
+            "error({})",
+            "while false do end return string.format('%d', 'x')",
+            "return redis.call(redis)",
+            "return #redis.call('mget', 'a')",
+        ] {
+            let reply = eval(script, &[], &[]);
+            assert!(!reply.is_empty(), "{script}");
+        }
+        assert_eq!(
+            eval(
+                "return loadstring('return redis.call(\"ping\")')()",
+                &[],
+                &[]
+            ),
+            "PONG"
+        );
+        let script = "return setmetatable(1, {})";
+        assert_eq!(
+            eval(script, &[], &[]),
+            format!(
+                "(error) ERR user_script:1: bad argument #1 to 'setmetatable' (table expected, got number) script: {}, on @user_script:1.",
+                sha(script)
+            )
+        );
+        let script = "local function f() return f() + 1 end return f()";
+        assert!(eval(script, &[], &[]).contains("stack overflow"));
     }
 }

@@ -1,7 +1,6 @@
 //! The event loop: one queue ordered by (true time, sequence number), processes as sans-IO
 //! state machines, the network, per-node clocks, faults, history and trace.
 
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::clock::NodeClock;
@@ -69,12 +68,40 @@ enum Event {
     Fault(FaultAction),
 }
 
+/// Queue entry: `key = time << 64 | seq`, so ordering by key is ordering by (time, seq), the
+/// loop's total order; `seq` is unique, so no two keys are equal.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct QueueEntry {
+    key: u128,
+    idx: u32,
+}
+
+impl QueueEntry {
+    fn time(self) -> SimTime {
+        SimTime((self.key >> 64) as u64)
+    }
+}
+
+impl Ord for QueueEntry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // BinaryHeap is a max-heap: reversed, the earliest (time, seq) comes out first.
+        other.key.cmp(&self.key)
+    }
+}
+
+impl PartialOrd for QueueEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// A world ready to run: processes, clocks, network, queue.
 pub struct World {
     seed: Seed,
     slots: Vec<Slot>,
-    // Heap entries point into `events` (a slab) so that sifting moves 24 bytes, not a message.
-    queue: BinaryHeap<Reverse<(SimTime, u64, u32)>>,
+    // Heap entries point into `events` (a slab) so that sifting moves a key and an index, not
+    // a message. The key packs (time, seq) into one u128: one comparison per sift step.
+    queue: BinaryHeap<QueueEntry>,
     events: Vec<Option<Event>>,
     free: Vec<u32>,
     seq: u64,
@@ -177,7 +204,7 @@ impl World {
                 (self.events.len() - 1) as u32
             }
         };
-        self.queue.push(Reverse((at, self.seq, idx)));
+        self.queue.push(QueueEntry { key: (u128::from(at.0) << 64) | u128::from(self.seq), idx });
         self.seq += 1;
     }
 
@@ -226,7 +253,7 @@ impl World {
         self.start();
         loop {
             match self.queue.peek() {
-                Some(Reverse((t, _, _))) if *t <= until => {}
+                Some(e) if e.time() <= until => {}
                 _ => {
                     self.now = self.now.max(until.min(self.limits.max_time));
                     return None;
@@ -240,9 +267,10 @@ impl World {
 
     /// Handles one event; `Some` when the run is over.
     pub fn step(&mut self) -> Option<RunEnd> {
-        let Some(&Reverse((at, _, idx))) = self.queue.peek() else {
+        let Some(&entry) = self.queue.peek() else {
             return Some(RunEnd::Quiescent);
         };
+        let (at, idx) = (entry.time(), entry.idx);
         if at > self.limits.max_time {
             self.now = self.limits.max_time;
             return Some(RunEnd::TimeLimit);
