@@ -269,6 +269,16 @@ impl Frozen {
 }
 
 /// A Redis 7.0 scripting engine: one Lua state, its sandbox, and the compiled scripts.
+/// Lua instructions one script may run before the simulator aborts it. Redis itself would
+/// run it to the end (answering BUSY to others after `lua-time-limit`); a simulator that
+/// waited would hang, so this is a documented bound of the model.
+pub const SCRIPT_INSTRUCTION_BUDGET: u64 = 50_000_000;
+const SCRIPT_HOOK_EVERY: u32 = 10_000;
+
+fn over_budget() -> String {
+    format!("script exceeded the simulator's budget of {SCRIPT_INSTRUCTION_BUDGET} Lua instructions")
+}
+
 pub struct LuaEngine {
     lua: Lua,
     /// Compiled scripts by lower-case hex SHA1, as Redis keeps them until SCRIPT FLUSH.
@@ -410,7 +420,30 @@ impl LuaEngine {
             })?;
             self.redis.raw_set("call", redis_call)?;
             self.redis.raw_set("pcall", redis_pcall)?;
-            let results: MultiValue = self.xpcall.call((func.clone(), self.handler.clone()))?;
+            // A simulated server must never hang: bound the work of one script. Once over
+            // the budget every hook tick raises again, so a script that catches the error
+            // with pcall still cannot loop forever. (Threads created by the script inherit
+            // the hook in Lua 5.1.)
+            let ticks = std::rc::Rc::new(std::cell::Cell::new(0u64));
+            let t = ticks.clone();
+            lua.set_hook(
+                mlua::HookTriggers::new().every_nth_instruction(SCRIPT_HOOK_EVERY),
+                move |lua, _| {
+                    t.set(t.get() + 1);
+                    if t.get() * u64::from(SCRIPT_HOOK_EVERY) > SCRIPT_INSTRUCTION_BUDGET {
+                        // From now on raise at every instruction, so that the error also
+                        // fires in frames outside any pcall and the script ends.
+                        lua.set_hook(mlua::HookTriggers::new().every_nth_instruction(1), |_, _| {
+                            Err(mlua::Error::RuntimeError(over_budget()))
+                        })?;
+                        return Err(mlua::Error::RuntimeError(over_budget()));
+                    }
+                    Ok(mlua::VmState::Continue)
+                },
+            )?;
+            let results = self.xpcall.call::<MultiValue>((func.clone(), self.handler.clone()));
+            lua.remove_hook();
+            let results = results?;
             let mut results = results.into_iter();
             let ok = matches!(results.next(), Some(Value::Boolean(true)));
             let value = results.next().unwrap_or(Value::Nil);
@@ -2265,5 +2298,25 @@ mod tests {
         );
         let script = "local function f() return f() + 1 end return f()";
         assert!(eval(script, &[], &[]).contains("stack overflow"));
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_script_is_stopped_not_hung() {
+        let lua = LuaEngine::new();
+        let mut host = |_: &[Vec<u8>], _: bool| Reply::Nil;
+        for src in ["while true do end", "while true do pcall(function() while true do end end) end"] {
+            let sha = hex(&Sha1::digest(src.as_bytes()));
+            let r = lua.run(src.as_bytes(), &sha, &[], &[], &mut host);
+            assert!(matches!(&r, Reply::Error(e) if e.contains("budget")), "{src}: {r:?}");
+        }
+        // The engine still works afterwards.
+        let src = "return 1";
+        let sha = hex(&Sha1::digest(src.as_bytes()));
+        assert_eq!(lua.run(src.as_bytes(), &sha, &[], &[], &mut host), Reply::Int(1));
     }
 }
