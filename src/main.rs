@@ -86,7 +86,7 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Conformance { dir } => match distlock_sim::conformance::run_dir(&dir) {
             Ok(report) => {
-                print!("{}", report.render());
+                out(&report.render());
                 if report.failed() > 0 {
                     ExitCode::from(1)
                 } else {
@@ -96,10 +96,10 @@ fn main() -> ExitCode {
             Err(e) => bad_input(&e.to_string()),
         },
         Cmd::List { dir } => {
-            let dir = dir.unwrap_or_else(|| cli::models_dir());
+            let dir = dir.unwrap_or_else(cli::models_dir);
             match cli::list_models(&dir) {
                 Ok(text) => {
-                    print!("{text}");
+                    out(&text);
                     ExitCode::SUCCESS
                 }
                 Err(e) => bad_input(&e),
@@ -107,8 +107,8 @@ fn main() -> ExitCode {
         }
         Cmd::Check { model } => match load(&model) {
             Ok(sc) => {
-                println!(
-                    "{}: ok ({} processes, checks {}, expect {})",
+                out(&format!(
+                    "{}: ok ({} processes, checks {}, expect {})\n",
                     sc.path,
                     sc.procs.len(),
                     sc.properties
@@ -117,7 +117,7 @@ fn main() -> ExitCode {
                         .collect::<Vec<_>>()
                         .join(", "),
                     cli::expect_text(sc.model.expect.as_ref())
-                );
+                ));
                 ExitCode::SUCCESS
             }
             Err(code) => code,
@@ -125,7 +125,7 @@ fn main() -> ExitCode {
         Cmd::Run { model, seed } => match load(&model) {
             Ok(sc) => {
                 let (text, violated) = cli::run_report(&sc, seed, false);
-                print!("{text}");
+                out(&text);
                 exit_for(violated)
             }
             Err(code) => code,
@@ -133,7 +133,7 @@ fn main() -> ExitCode {
         Cmd::Replay { model, seed } => match load(&model) {
             Ok(sc) => {
                 let (text, violated) = cli::run_report(&sc, seed, true);
-                print!("{text}");
+                out(&text);
                 exit_for(violated)
             }
             Err(code) => code,
@@ -181,7 +181,7 @@ fn main() -> ExitCode {
                 } else {
                     cli::sweep_text(&sc, &summary, &seeds, shard, jobs, wall_s)
                 };
-                print!("{text}");
+                out(&text);
                 exit_for(!summary.violating.is_empty())
             }
             Err(code) => code,
@@ -192,6 +192,12 @@ fn main() -> ExitCode {
 fn load(model: &str) -> Result<scenario::Scenario, ExitCode> {
     let path = cli::resolve_model(model);
     scenario::load(Path::new(&path)).map_err(|e| bad_input(&e.to_string()))
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
+fn out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 fn bad_input(msg: &str) -> ExitCode {

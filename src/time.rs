@@ -53,14 +53,14 @@ pub fn fmt_duration_ns(ns: u64) -> String {
         format!("{}us", ns / NS_PER_US)
     } else if ns < NS_PER_S {
         let tenths = ns / (NS_PER_MS / 10);
-        if tenths % 10 == 0 {
+        if tenths.is_multiple_of(10) {
             format!("{}ms", tenths / 10)
         } else {
             format!("{}.{}ms", tenths / 10, tenths % 10)
         }
     } else {
         let ms = ns / NS_PER_MS;
-        if ms % 1000 == 0 {
+        if ms.is_multiple_of(1000) {
             format!("{}s", ms / 1000)
         } else {
             format!("{}.{:03}s", ms / 1000, ms % 1000)

@@ -189,11 +189,16 @@ pub fn resource_safety(history: &History, name: &dyn Fn(ProcId) -> String) -> Op
 
 pub fn foreign_unlock(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
     // Fixed hasher: deterministic, and faster than a BTreeMap over thousands of tokens.
-    let mut owner: indexmap::IndexMap<&Bytes, ProcId, rustc_hash::FxBuildHasher> = Default::default();
+    let mut owner: indexmap::IndexMap<&Bytes, ProcId, rustc_hash::FxBuildHasher> =
+        Default::default();
     for r in &history.records {
         match &r.obs {
             // A token's owner is the client that stored it (tokens are unique per attempt).
-            Observation::KeyWritten { value, by: Some(by), .. } => {
+            Observation::KeyWritten {
+                value,
+                by: Some(by),
+                ..
+            } => {
                 owner.entry(value).or_insert(*by);
             }
             Observation::Attempt { token, .. } => {
@@ -274,7 +279,11 @@ pub fn fencing_monotonic(history: &History, name: &dyn Fn(ProcId) -> String) -> 
 /// Per lock, the state changes only at that lock's own records (and at crashes), so the gap
 /// is measured there: when a gap is found longer than the bound, the violation is dated at
 /// gap start + bound, the first instant the promise was broken.
-pub fn liveness(history: &History, cfg: &CheckConfig, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
+pub fn liveness(
+    history: &History,
+    cfg: &CheckConfig,
+    name: &dyn Fn(ProcId) -> String,
+) -> Option<Violation> {
     #[derive(Default)]
     struct LockState {
         holders: Vec<ProcId>,

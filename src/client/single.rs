@@ -243,7 +243,10 @@ impl LockClient {
         if self.attempts_this_round == 1 {
             // One observation per acquisition round, not per retry: checkers need to know
             // since when the lock has been wanted; retries are in the trace.
-            cx.observe(Observation::Attempt { lock: self.config.lock, token: self.token.clone() });
+            cx.observe(Observation::Attempt {
+                lock: self.config.lock,
+                token: self.token.clone(),
+            });
         }
         let key = self.config.key.clone();
         let cmd = if self.config.algorithm.has_ttl() {
@@ -487,6 +490,9 @@ mod tests {
     #[test]
     fn tokens_are_prefix_dash_number() {
         assert_eq!(&token_bytes("c1", 0)[..], b"c1-0");
-        assert_eq!(&token_bytes("c12", u64::MAX)[..], b"c12-18446744073709551615");
+        assert_eq!(
+            &token_bytes("c12", u64::MAX)[..],
+            b"c12-18446744073709551615"
+        );
     }
 }

@@ -625,7 +625,9 @@ impl Command {
             } => {
                 let (name, body) = match script {
                     ScriptRef::Source(s) => ("EVAL", Bytes::from_slice(&s.source)),
-                    ScriptRef::Sha(Some(sha)) => ("EVALSHA", Bytes::from_slice(hex(sha).as_bytes())),
+                    ScriptRef::Sha(Some(sha)) => {
+                        ("EVALSHA", Bytes::from_slice(hex(sha).as_bytes()))
+                    }
                     ScriptRef::Sha(None) => ("EVALSHA", b("?")),
                 };
                 let name = if *read_only {
@@ -633,7 +635,11 @@ impl Command {
                 } else {
                     name.to_string()
                 };
-                let mut v = vec![Bytes::from_slice(name.as_bytes()), body, n(keys.len() as i64)];
+                let mut v = vec![
+                    Bytes::from_slice(name.as_bytes()),
+                    body,
+                    n(keys.len() as i64),
+                ];
                 v.extend(keys.iter().cloned());
                 v.extend(args.iter().cloned());
                 v

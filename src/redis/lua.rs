@@ -276,7 +276,9 @@ pub const SCRIPT_INSTRUCTION_BUDGET: u64 = 50_000_000;
 const SCRIPT_HOOK_EVERY: u32 = 10_000;
 
 fn over_budget() -> String {
-    format!("script exceeded the simulator's budget of {SCRIPT_INSTRUCTION_BUDGET} Lua instructions")
+    format!(
+        "script exceeded the simulator's budget of {SCRIPT_INSTRUCTION_BUDGET} Lua instructions"
+    )
 }
 
 pub struct LuaEngine {
@@ -433,15 +435,18 @@ impl LuaEngine {
                     if t.get() * u64::from(SCRIPT_HOOK_EVERY) > SCRIPT_INSTRUCTION_BUDGET {
                         // From now on raise at every instruction, so that the error also
                         // fires in frames outside any pcall and the script ends.
-                        lua.set_hook(mlua::HookTriggers::new().every_nth_instruction(1), |_, _| {
-                            Err(mlua::Error::RuntimeError(over_budget()))
-                        })?;
+                        lua.set_hook(
+                            mlua::HookTriggers::new().every_nth_instruction(1),
+                            |_, _| Err(mlua::Error::RuntimeError(over_budget())),
+                        )?;
                         return Err(mlua::Error::RuntimeError(over_budget()));
                     }
                     Ok(mlua::VmState::Continue)
                 },
             )?;
-            let results = self.xpcall.call::<MultiValue>((func.clone(), self.handler.clone()));
+            let results = self
+                .xpcall
+                .call::<MultiValue>((func.clone(), self.handler.clone()));
             lua.remove_hook();
             let results = results?;
             let mut results = results.into_iter();
@@ -2309,14 +2314,23 @@ mod budget_tests {
     fn an_endless_script_is_stopped_not_hung() {
         let lua = LuaEngine::new();
         let mut host = |_: &[Vec<u8>], _: bool| Reply::Nil;
-        for src in ["while true do end", "while true do pcall(function() while true do end end) end"] {
+        for src in [
+            "while true do end",
+            "while true do pcall(function() while true do end end) end",
+        ] {
             let sha = hex(&Sha1::digest(src.as_bytes()));
             let r = lua.run(src.as_bytes(), &sha, &[], &[], &mut host);
-            assert!(matches!(&r, Reply::Error(e) if e.contains("budget")), "{src}: {r:?}");
+            assert!(
+                matches!(&r, Reply::Error(e) if e.contains("budget")),
+                "{src}: {r:?}"
+            );
         }
         // The engine still works afterwards.
         let src = "return 1";
         let sha = hex(&Sha1::digest(src.as_bytes()));
-        assert_eq!(lua.run(src.as_bytes(), &sha, &[], &[], &mut host), Reply::Int(1));
+        assert_eq!(
+            lua.run(src.as_bytes(), &sha, &[], &[], &mut host),
+            Reply::Int(1)
+        );
     }
 }

@@ -461,7 +461,7 @@ impl RedisNode {
         };
         let mut when = when;
         if kind.in_seconds() {
-            if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+            if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
                 return invalid();
             }
             when *= 1000;
@@ -547,7 +547,7 @@ impl RedisNode {
             }
             return self.run_native(now, n, &sha, keys, args, read_only, by);
         }
-        let lua = self.lua.take().unwrap_or_else(LuaEngine::new);
+        let lua = self.lua.take().unwrap_or_default();
         if native.is_none()
             && let Err(e) = lua.compile(&source)
         {

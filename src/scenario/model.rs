@@ -542,7 +542,8 @@ impl Scenario {
         let mut keys: Vec<crate::proto::Bytes> = Vec::new();
         for g in &m.clients {
             let count = g.count.map_or(1, |c| c.0);
-            let key = crate::proto::Bytes::from_slice(g.key.as_deref().unwrap_or("lock").as_bytes());
+            let key =
+                crate::proto::Bytes::from_slice(g.key.as_deref().unwrap_or("lock").as_bytes());
             let lock = match keys.iter().position(|k| *k == key) {
                 Some(i) => i,
                 None => {

@@ -63,7 +63,7 @@ pub fn parse_duration_ns(s: &str) -> Result<i64, String> {
     // Fraction: exact decimal arithmetic, refusing digits finer than 1 ns.
     let mut scale = unit_ns;
     for c in frac_part.chars() {
-        if scale % 10 != 0 {
+        if !scale.is_multiple_of(10) {
             return Err(format!("duration {s:?} is more precise than 1ns"));
         }
         scale /= 10;

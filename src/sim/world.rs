@@ -204,7 +204,10 @@ impl World {
                 (self.events.len() - 1) as u32
             }
         };
-        self.queue.push(QueueEntry { key: (u128::from(at.0) << 64) | u128::from(self.seq), idx });
+        self.queue.push(QueueEntry {
+            key: (u128::from(at.0) << 64) | u128::from(self.seq),
+            idx,
+        });
         self.seq += 1;
     }
 

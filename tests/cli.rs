@@ -1,0 +1,261 @@
+//! The command line as users meet it: exit codes, located errors for bad input, replay lines,
+//! and sweeps whose results do not depend on threads or sharding.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_distlock-sim"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn scratch(name: &str, contents: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, contents).unwrap();
+    p
+}
+
+const GOOD: &str = r#"// t
+(
+    description: "t",
+    duration: "5s",
+    nodes: [(name: "redis")],
+    clients: [(name: "c", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "1s",
+               hold: ("10ms", "20ms"), retry: ("5ms", "10ms"))],
+    check: ["mutual_exclusion"],
+)
+"#;
+
+/// Runs `check` on a model with `from` replaced by `to`; returns (exit code, stderr).
+fn bad_model(name: &str, from: &str, to: &str) -> (i32, String) {
+    assert!(GOOD.contains(from));
+    let p = scratch(name, &GOOD.replace(from, to));
+    let o = run(&["check", p.to_str().unwrap()]);
+    (o.status.code().unwrap(), text(&o).1)
+}
+
+#[test]
+fn malformed_models_exit_2_with_file_line_and_column() {
+    let cases = [
+        // The column points into the offending value.
+        (
+            "bad-duration.ron",
+            "ttl: \"1s\"",
+            "ttl: \"1 sec\"",
+            ":6:83: ",
+            "unknown unit",
+        ),
+        (
+            "unknown-node.ron",
+            "node: \"redis\"",
+            "node: \"redis2\"",
+            ":6:68: ",
+            "unknown node \"redis2\"",
+        ),
+        (
+            "huge.ron",
+            "count: 2",
+            "count: 1000000000",
+            ":6:34: ",
+            "out of range",
+        ),
+        (
+            "zero-ttl.ron",
+            "ttl: \"1s\"",
+            "ttl: \"0ms\"",
+            ":6:",
+            "below 1ms",
+        ),
+        (
+            "syntax.ron",
+            "check: [",
+            "check: [[",
+            ":8:13: ",
+            "Expected string",
+        ),
+    ];
+    for (file, from, to, at, what) in cases {
+        let (code, err) = bad_model(file, from, to);
+        assert_eq!(code, 2, "{file}: {err}");
+        assert!(
+            err.contains(&format!("{file}{at}")),
+            "{file}: location missing in {err:?}"
+        );
+        assert!(
+            err.contains(what),
+            "{file}: {err:?} should mention {what:?}"
+        );
+        assert!(!err.contains("panicked"), "{file}: {err}");
+    }
+}
+
+#[test]
+fn a_missing_model_file_is_bad_input_not_a_panic() {
+    let o = run(&["run", "no/such/model.ron"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("no/such/model.ron"));
+}
+
+#[test]
+fn a_malformed_corpus_line_names_file_and_line() {
+    let p = scratch(
+        "bad-corpus.txt",
+        "# case: x\n# topology: single\n@0 SET k v -> OK\n@5 GET \"k -> \"v\"\n",
+    );
+    let o = run(&["conformance", p.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad-corpus.txt:4:"), "{err}");
+}
+
+#[test]
+fn a_wrong_reply_makes_conformance_fail_with_expected_and_got() {
+    let p = scratch(
+        "wrong.txt",
+        "# case: x\n# topology: single\n@0 SET k v -> OK\n@0 GET k -> \"w\"\n",
+    );
+    let o = run(&["conformance", p.to_str().unwrap()]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        out.contains("expected: \"w\"") && out.contains("got:      \"v\""),
+        "{out}"
+    );
+    assert!(out.ends_with("0 passed, 1 failed, 0 skipped\n"), "{out}");
+}
+
+#[test]
+fn a_violation_exits_1_and_prints_the_replay_command() {
+    let o = run(&[
+        "sweep",
+        "models/single-px-del-pause.ron",
+        "--seeds",
+        "0..50",
+    ]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("replay: "))
+        .expect("replay line");
+    let cmd = line.split("replay: ").nth(1).unwrap();
+    assert!(
+        cmd.starts_with("distlock-sim replay models/single-px-del-pause.ron --seed "),
+        "{cmd}"
+    );
+    // The printed command reproduces the violation.
+    let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+    let o = run(&args);
+    let (replay, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(replay.contains("VIOLATED mutual_exclusion"), "{replay}");
+    assert!(
+        replay.contains("!!! VIOLATION"),
+        "the timeline marks the violation"
+    );
+}
+
+#[test]
+fn a_model_that_holds_exits_0() {
+    let o = run(&["sweep", "single-px-cad-fencing", "--seeds", "0..20"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).0);
+}
+
+/// The JSON lines of a sweep without the fields that measure the machine.
+fn sweep_json(args: &[&str]) -> Vec<String> {
+    let o = run(args);
+    let (out, err) = text(&o);
+    assert!(
+        o.status.code() == Some(1) || o.status.code() == Some(0),
+        "{err}"
+    );
+    out.lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).expect("each line is JSON");
+            if let Some(s) = v.get_mut("summary").and_then(|s| s.as_object_mut()) {
+                for k in [
+                    "wall_s",
+                    "seeds_per_s",
+                    "jobs",
+                    "shard",
+                    "seeds_run",
+                    "violating_seeds",
+                    "first_violating_seed",
+                    "violations_per_property",
+                ] {
+                    s.remove(k);
+                }
+            }
+            v.to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn sweep_results_do_not_depend_on_jobs_and_shards_union_to_the_whole() {
+    let m = "models/single-px-get-del-race.ron";
+    let one = sweep_json(&["sweep", m, "--seeds", "0..300", "--jobs", "1", "--json"]);
+    let two = sweep_json(&["sweep", m, "--seeds", "0..300", "--jobs", "2", "--json"]);
+    assert_eq!(one, two);
+    assert!(one.len() > 1, "the model should violate in some seeds");
+    let mut union: Vec<String> = Vec::new();
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        let lines = sweep_json(&["sweep", m, "--seeds", "0..300", "--shard", &shard, "--json"]);
+        union.extend(lines[..lines.len() - 1].iter().cloned());
+    }
+    let seed_of = |l: &String| {
+        serde_json::from_str::<serde_json::Value>(l).unwrap()["seed"]
+            .as_u64()
+            .unwrap()
+    };
+    union.sort_by_key(seed_of);
+    assert_eq!(union, one[..one.len() - 1].to_vec());
+}
+
+#[test]
+fn list_shows_every_bundled_model_with_its_description() {
+    let o = run(&["list"]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0));
+    for m in [
+        "single-setnx-no-ttl",
+        "single-px-del-pause",
+        "single-px-get-del-race",
+        "single-px-cad-pause",
+        "single-px-cad-fencing",
+        "bench-w1",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(m) && !l.contains("INVALID")),
+            "{m} missing in:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    for args in [
+        &["sweep", "bench-w1", "--seeds", "5..5"][..],
+        &["sweep", "bench-w1", "--shard", "3/3"],
+        &["frobnicate"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+    }
+}

@@ -1,0 +1,50 @@
+//! The model answers like Redis 7.0.15: every recorded single-node case passes, and the
+//! project's copy of the corpus is the recorded data, byte for byte.
+
+use std::path::{Path, PathBuf};
+
+use distlock_sim::conformance::{CaseResult, run_dir};
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/redis7")
+}
+
+#[test]
+fn every_single_node_case_of_the_redis7_corpus_passes() {
+    let report = run_dir(&corpus_dir()).expect("corpus parses");
+    let failures = report.render();
+    assert_eq!(report.failed(), 0, "{failures}");
+    assert!(report.passed() >= 135, "{failures}");
+    // Until replication lands, exactly the master-replica cases are skipped, by name.
+    for f in &report.files {
+        for (name, _, r) in &f.cases {
+            if let CaseResult::Skipped { .. } = r {
+                assert!(name.starts_with("repl-"), "unexpected skip: {name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_corpus_copy_is_byte_identical_to_the_shared_recording() {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/redis7");
+    if !shared.is_dir() {
+        // A fresh clone without ../shared: the copy in tests/ is all there is.
+        return;
+    }
+    let mut names: Vec<_> = std::fs::read_dir(&shared)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    for name in names {
+        let theirs = std::fs::read(shared.join(&name)).unwrap();
+        let ours = std::fs::read(corpus_dir().join(&name)).unwrap_or_else(|_| {
+            panic!("{name:?} is in ../shared/conformance/redis7 but not in tests/: copy it")
+        });
+        assert!(
+            theirs == ours,
+            "{name:?} differs from ../shared/conformance/redis7: copy it again"
+        );
+    }
+}
