@@ -98,10 +98,12 @@ pub fn expect_text(e: Option<&Expect>) -> String {
     match e {
         None => "nothing declared".into(),
         Some(Expect::Holds) => "holds".into(),
-        Some(Expect::Violates(v)) => format!(
-            "violates({})",
-            v.iter().map(|p| p.0.name()).collect::<Vec<_>>().join(", ")
-        ),
+        Some(Expect::Violates(v)) => {
+            format!(
+                "violates({})",
+                v.iter().map(|p| p.0.name()).collect::<Vec<_>>().join(", ")
+            )
+        }
     }
 }
 
@@ -117,12 +119,12 @@ pub fn list_models(dir: &Path) -> Result<String, String> {
     for p in paths {
         match crate::scenario::load(&p) {
             Ok(sc) => {
+                let _ = writeln!(s, "{:<28} {}", sc.name, sc.model.description);
                 let _ = writeln!(
                     s,
-                    "{:<34} {:<28} {}",
-                    sc.name,
-                    expect_text(sc.model.expect.as_ref()),
-                    sc.model.description
+                    "{:<28} expect: {}",
+                    "",
+                    expect_text(sc.model.expect.as_ref())
                 );
             }
             Err(e) => {
@@ -206,7 +208,11 @@ pub fn verdict_text(sc: &Scenario, seed: u64, violations: &[crate::check::Violat
     for p in &sc.properties {
         match violations.iter().find(|v| v.property == *p) {
             Some(v) => {
-                let _ = writeln!(s, "VIOLATED {p} at {} (seed {seed}): {}", v.at, v.message);
+                let _ = writeln!(
+                    s,
+                    "VIOLATED {p} at {} (seed {seed}):\n         {}",
+                    v.at, v.message
+                );
             }
             None => {
                 let _ = writeln!(s, "held     {p}");
@@ -227,11 +233,13 @@ pub fn fault_text(world: &crate::sim::World, f: &crate::sim::FaultAction) -> Str
         F::Pause(p) => format!("pause {}", n(p)),
         F::Resume(p) => format!("resume {}", n(p)),
         F::Crash(p) => format!("crash {}", n(p)),
-        F::Restart { proc, keep_data } => format!(
-            "restart {} ({})",
-            n(proc),
-            if *keep_data { "data kept" } else { "empty" }
-        ),
+        F::Restart { proc, keep_data } => {
+            format!(
+                "restart {} ({})",
+                n(proc),
+                if *keep_data { "data kept" } else { "empty" }
+            )
+        }
         F::ClockStep { proc, delta_ms } => format!("step {}'s wall clock {delta_ms:+}ms", n(proc)),
         F::Drift { proc, drift_ppm } => format!("set {}'s drift to {drift_ppm:+}ppm", n(proc)),
         F::Partition { from, to, blocked } => {
@@ -242,19 +250,23 @@ pub fn fault_text(world: &crate::sim::World, f: &crate::sim::FaultAction) -> Str
                 l(to)
             )
         }
-        F::LatencySpike { from, to, extra_ns } => format!(
-            "latency +{} [{}] -> [{}]",
-            fmt_duration_ns(*extra_ns),
-            l(from),
-            l(to)
-        ),
-        F::Loss { from, to, loss } => format!(
-            "loss {}/{} [{}] -> [{}]",
-            loss.num(),
-            loss.den(),
-            l(from),
-            l(to)
-        ),
+        F::LatencySpike { from, to, extra_ns } => {
+            format!(
+                "latency +{} [{}] -> [{}]",
+                fmt_duration_ns(*extra_ns),
+                l(from),
+                l(to)
+            )
+        }
+        F::Loss { from, to, loss } => {
+            format!(
+                "loss {}/{} [{}] -> [{}]",
+                loss.num(),
+                loss.den(),
+                l(from),
+                l(to)
+            )
+        }
     }
 }
 
@@ -265,10 +277,12 @@ fn expectation_line(sc: &Scenario, summary: &SweepSummary) -> String {
         Some(Expect::Holds) if observed.is_empty() => {
             "expected: holds — observed: holds (as declared)".into()
         }
-        Some(Expect::Holds) => format!(
-            "expected: holds — observed: VIOLATED {} (NOT as declared)",
-            names(&observed)
-        ),
+        Some(Expect::Holds) => {
+            format!(
+                "expected: holds — observed: VIOLATED {} (NOT as declared)",
+                names(&observed)
+            )
+        }
         Some(Expect::Violates(v)) => {
             let want: Vec<Property> = v.iter().map(|p| p.0).collect();
             let all = want.iter().all(|p| observed.contains(p));

@@ -20,3 +20,9 @@ pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod time;
+
+/// Guides whose code examples are compiled and run as tests.
+pub mod guide {
+    #[doc = include_str!("../docs/custom-algorithm.md")]
+    pub mod custom_algorithm {}
+}

@@ -35,7 +35,17 @@ impl RunOutcome {
 
 /// Runs one seed and checks it. The world is returned for rendering.
 pub fn run_world(sc: &Scenario, seed: u64, trace: TraceMode) -> (RunOutcome, World) {
-    let (mut world, faults) = sc.build(seed, trace);
+    run_world_with(sc, seed, trace, None)
+}
+
+/// Runs one seed with the model's clients replaced by the user's (`Scenario::build_with`).
+pub fn run_world_with(
+    sc: &Scenario,
+    seed: u64,
+    trace: TraceMode,
+    custom: Option<&crate::scenario::model::ClientFactory>,
+) -> (RunOutcome, World) {
+    let (mut world, faults) = sc.build_with(seed, trace, custom);
     let end = world.run();
     let names = world.names();
     let name = |p: crate::time::ProcId| names[p.index()].clone();

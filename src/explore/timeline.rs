@@ -176,7 +176,7 @@ pub fn render(
                 let who = &names[p.index()];
                 let text = match obs {
                     Observation::Attempt { token, .. } => {
-                        format!("{who} tries the lock with token {}", show(token))
+                        format!("{who} tries to lock (token {})", show(token))
                     }
                     Observation::Acquired {
                         token,
@@ -185,7 +185,7 @@ pub fn render(
                         believed_until,
                         ..
                     } => {
-                        let mut t = format!("{who} ACQUIRED the lock (token {}", show(token));
+                        let mut t = format!("{who} ACQUIRED (token {}", show(token));
                         if let Some(f) = fence {
                             let _ = write!(t, ", fence {f}");
                         }
@@ -211,7 +211,7 @@ pub fn render(
                         )
                     }
                     Observation::Released { token, .. } => {
-                        format!("{who} releases the lock (token {})", show(token))
+                        format!("{who} releases (token {})", show(token))
                     }
                     Observation::Lost { reason, .. } => {
                         format!("{who} learns it lost the lock: {reason}")
@@ -238,16 +238,18 @@ pub fn render(
                         base_version,
                         accepted,
                         version_after,
-                    } => format!(
-                        "{who}: {} writes v{base_version}+1 with token {} → {}",
-                        names[client.index()],
-                        token.map_or("-".into(), |t| t.to_string()),
-                        if *accepted {
-                            format!("accepted, now v{version_after}")
-                        } else {
-                            "REJECTED (stale token)".into()
-                        }
-                    ),
+                    } => {
+                        format!(
+                            "{who}: {} writes v{base_version}+1 with token {} → {}",
+                            names[client.index()],
+                            token.map_or("-".into(), |t| t.to_string()),
+                            if *accepted {
+                                format!("accepted, now v{version_after}")
+                            } else {
+                                "REJECTED (stale token)".into()
+                            }
+                        )
+                    }
                     Observation::KeyWritten {
                         key,
                         value,
@@ -275,10 +277,12 @@ pub fn render(
                         by,
                     } => {
                         let how = match how {
-                            Removal::Del => format!(
-                                "deleted by {}",
-                                by.map_or("?".into(), |b| names[b.index()].clone())
-                            ),
+                            Removal::Del => {
+                                format!(
+                                    "deleted by {}",
+                                    by.map_or("?".into(), |b| names[b.index()].clone())
+                                )
+                            }
                             Removal::Expired => "expired".into(),
                             Removal::Overwritten => "overwritten".into(),
                             Removal::Flushed => "flushed".into(),

@@ -1931,9 +1931,13 @@ mod tests {
             "\"changed\""
         );
         assert_eq!(
-            eval("return {type(print), type(dofile), type(loadfile), type(os), type(io), type(debug)}", &[], &[])
-                .matches("Script attempted to access nonexistent global variable 'print'")
-                .count(),
+            eval(
+                "return {type(print), type(dofile), type(loadfile), type(os), type(io), type(debug)}",
+                &[],
+                &[]
+            )
+            .matches("Script attempted to access nonexistent global variable 'print'")
+            .count(),
             1
         );
         assert_eq!(
@@ -2202,11 +2206,15 @@ mod tests {
         );
         assert_eq!(
             engine.compile(b"\x1bLua\x51\x00"),
-            Err("ERR Error compiling script (new function): user_script:1: unexpected symbol near 'char(27)'".to_string())
+            Err(
+                "ERR Error compiling script (new function): user_script:1: unexpected symbol near 'char(27)'"
+                    .to_string()
+            )
         );
         assert_eq!(
             engine.compile(b"return 1 +\n\n"),
-            Err("ERR Error compiling script (new function): user_script:3: unexpected symbol near '<eof>'".to_string())
+            Err("ERR Error compiling script (new function): user_script:3: unexpected symbol near '<eof>'"
+                .to_string())
         );
         // A compiled script is found again by its sha, as EVALSHA needs.
         let body = b"return 'cached'";

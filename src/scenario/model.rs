@@ -245,6 +245,9 @@ pub enum Expect {
     Violates(Vec<PropName>),
 }
 
+/// Makes a user's client process from the configuration a model gives a client.
+pub type ClientFactory = dyn Fn(&ClientConfig) -> Box<dyn crate::process::Process>;
+
 /// What kind of process a name stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcKind {
@@ -522,6 +525,18 @@ impl Scenario {
     /// Builds the world for `seed`: processes, network, scripted faults and the random
     /// faults this seed draws (returned as the realised schedule).
     pub fn build(&self, seed: u64, trace: TraceMode) -> (World, Vec<(SimTime, FaultAction)>) {
+        self.build_with(seed, trace, None)
+    }
+
+    /// Like `build`, but every client is made by `custom` from the configuration the model
+    /// gives it: run your own lock algorithm in the model's world (nodes, resource, network,
+    /// faults) on the same engine. See docs/custom-algorithm.md.
+    pub fn build_with(
+        &self,
+        seed: u64,
+        trace: TraceMode,
+        custom: Option<&ClientFactory>,
+    ) -> (World, Vec<(SimTime, FaultAction)>) {
         let m = &self.model;
         let mut specs = Vec::with_capacity(self.procs.len());
         for n in &m.nodes {
@@ -575,9 +590,13 @@ impl Scenario {
                     fence_key: crate::proto::Bytes::from_slice(b"fence"),
                     token_prefix: name.clone(),
                 };
+                let actor = match custom {
+                    Some(make) => Actor::Custom(make(&cfg)),
+                    None => Actor::Client(Box::new(LockClient::new(cfg))),
+                };
                 specs.push(ProcSpec {
                     name,
-                    actor: Actor::Client(Box::new(LockClient::new(cfg))),
+                    actor,
                     clock: self.clock(&g.clock),
                 });
             }

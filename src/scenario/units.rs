@@ -155,11 +155,15 @@ impl<'de> Deserialize<'de> for DurRange {
             Two(Dur, Dur),
         }
         match Raw::deserialize(d).map_err(|_| {
-            de::Error::custom("expected a duration \"d\" or a range (\"min\", \"max\") such as (\"100us\", \"1ms\")")
+            de::Error::custom(
+                "expected a duration \"d\" or a range (\"min\", \"max\") such as (\"100us\", \"1ms\")",
+            )
         })? {
             Raw::One(x) => Ok(DurRange { min: x, max: x }),
             Raw::Two(a, b) if a <= b => Ok(DurRange { min: a, max: b }),
-            Raw::Two(a, b) => Err(de::Error::custom(format!("range ({a}, {b}) has its minimum above its maximum"))),
+            Raw::Two(a, b) => {
+                Err(de::Error::custom(format!("range ({a}, {b}) has its minimum above its maximum")))
+            }
         }
     }
 }

@@ -543,12 +543,16 @@ impl World {
                 from,
                 to,
                 blocked: true,
-            } => format!("partition [{}] -x-> [{}]", list(from), list(to)),
+            } => {
+                format!("partition [{}] -x-> [{}]", list(from), list(to))
+            }
             FaultAction::Partition {
                 from,
                 to,
                 blocked: false,
-            } => format!("heal [{}] --> [{}]", list(from), list(to)),
+            } => {
+                format!("heal [{}] --> [{}]", list(from), list(to))
+            }
             FaultAction::LatencySpike { from, to, extra_ns } => {
                 format!(
                     "latency +{} [{}] -> [{}]",
