@@ -75,10 +75,13 @@ fn every_catalogue_model_explains_its_pitfall_in_a_header() {
 
 #[test]
 fn the_full_example_in_the_model_format_doc_is_a_valid_model() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/model-format.md")).unwrap();
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/model-format.md"))
+            .unwrap();
     let start = doc.find("```ron\n").expect("a ron block") + "```ron\n".len();
     let end = start + doc[start..].find("```").unwrap();
-    let sc = scenario::load_str("example", "docs/model-format.md", &doc[start..end]).unwrap_or_else(|e| panic!("{e}"));
+    let sc = scenario::load_str("example", "docs/model-format.md", &doc[start..end])
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(sc.procs.len(), 5);
     // And it runs.
     let o = distlock_sim::explore::run_seed(&sc, 1);
