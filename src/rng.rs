@@ -91,15 +91,20 @@ impl Prng {
         if n == 0 {
             return 0;
         }
-        // Lemire: multiply-shift, rejecting the biased low zone.
-        let threshold = n.wrapping_neg() % n;
-        loop {
-            let x = self.next_u64();
-            let m = u128::from(x) * u128::from(n);
-            if (m as u64) >= threshold {
-                return (m >> 64) as u64;
-            }
+        // Lemire's multiply-shift, rejecting the biased low zone. The threshold needs a
+        // division, computed only when the low half could fall in that zone (`l < n`);
+        // accepting iff `l >= threshold` either way, so the draws are the same.
+        let x = self.next_u64();
+        let m = u128::from(x) * u128::from(n);
+        if (m as u64) >= n {
+            return (m >> 64) as u64;
         }
+        let threshold = n.wrapping_neg() % n;
+        let mut m = m;
+        while (m as u64) < threshold {
+            m = u128::from(self.next_u64()) * u128::from(n);
+        }
+        (m >> 64) as u64
     }
 
     /// Uniform in the closed range `[lo, hi]`; `hi < lo` gives `lo`.

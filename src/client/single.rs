@@ -150,6 +150,11 @@ pub struct LockClient {
 
 /// `prefix-n` as bytes, without the formatting machinery (this runs once per attempt).
 pub fn token_bytes(prefix: &str, n: u64) -> Bytes {
+    // Built in a stack buffer and copied once (prefixes are short names).
+    let mut buf = [0u8; 64];
+    let p = prefix.len().min(buf.len() - 21);
+    buf[..p].copy_from_slice(&prefix.as_bytes()[..p]);
+    buf[p] = b'-';
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     let mut v = n;
@@ -161,10 +166,9 @@ pub fn token_bytes(prefix: &str, n: u64) -> Bytes {
             break;
         }
     }
-    let mut t = Bytes::from_slice(prefix.as_bytes());
-    t.push(b'-');
-    t.extend_from_slice(&digits[i..]);
-    t
+    let d = digits.len() - i;
+    buf[p + 1..p + 1 + d].copy_from_slice(&digits[i..]);
+    Bytes::from_slice(&buf[..p + 1 + d])
 }
 
 /// Tag of the request-timeout timer; state timers use generation numbers below it.

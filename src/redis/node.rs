@@ -401,35 +401,23 @@ impl RedisNode {
             Some(SetExpiry::ExAt(v)) => Some(v * 1000),
             Some(SetExpiry::PxAt(v)) => Some(v),
         };
-        let old = match self.lookup(key, now) {
-            None => None,
-            Some(Entry {
-                value: Value::Str(v),
-                expire_at_ms,
-            }) => Some((Some(v.clone()), *expire_at_ms)),
-            Some(Entry {
-                value: Value::List(_),
-                expire_at_ms,
-            }) => {
+        // (found, old TTL, GET's reply): the old value is copied only when GET asks for it.
+        let (found, old_ttl, old_reply) = match self.lookup(key, now) {
+            None => (false, None, Reply::Nil),
+            Some(Entry { value: Value::Str(v), expire_at_ms }) => {
+                (true, *expire_at_ms, if get { Reply::Bulk(v.to_vec()) } else { Reply::Nil })
+            }
+            Some(Entry { value: Value::List(_), expire_at_ms }) => {
                 if get {
                     return Reply::err(WRONGTYPE);
                 }
-                Some((None, *expire_at_ms))
+                (true, *expire_at_ms, Reply::Nil)
             }
         };
-        let found = old.is_some();
-        let old_reply = || match &old {
-            Some((Some(v), _)) => Reply::Bulk(v.to_vec()),
-            _ => Reply::Nil,
-        };
         if (cond == Some(SetCond::Nx) && found) || (cond == Some(SetCond::Xx) && !found) {
-            return if get { old_reply() } else { Reply::Nil };
+            return old_reply;
         }
-        let keep = if expiry == Some(SetExpiry::KeepTtl) {
-            old.as_ref().and_then(|(_, t)| *t)
-        } else {
-            None
-        };
+        let keep = if expiry == Some(SetExpiry::KeepTtl) { old_ttl } else { None };
         let entry = Entry {
             value: Value::Str(value.clone()),
             expire_at_ms: expire_at.or(keep),
@@ -441,7 +429,7 @@ impl RedisNode {
             self.note_removed(key, &prev, Removal::Overwritten, by);
         }
         self.note_written(key, by);
-        if get { old_reply() } else { Reply::Ok }
+        if get { old_reply } else { Reply::Ok }
     }
 
     fn expire(
