@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::check::Property;
-use crate::explore::timeline::{self, TimelineOptions};
+use crate::explore::timeline::{self, Messages, TimelineOptions};
 use crate::explore::{self, Shard, SweepSummary};
 use crate::scenario::{Expect, Scenario};
 use crate::sim::{RunEnd, TraceMode};
@@ -156,7 +156,7 @@ fn end_text(end: RunEnd) -> &'static str {
 
 /// `run` and `replay`: verdict, realised faults, and the timeline. Returns the text and
 /// whether a checked property was violated.
-pub fn run_report(sc: &Scenario, seed: u64, messages: bool) -> (String, bool) {
+pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool) {
     let (outcome, world) = explore::run_world(sc, seed, TraceMode::Full);
     let mut s = String::new();
     let _ = writeln!(s, "model {} ({}), seed {seed}", sc.name, sc.path);
@@ -190,6 +190,17 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: bool) -> (String, bool) {
         k
     };
     let _ = writeln!(s);
+    match messages {
+        Messages::AroundViolations if !outcome.violations.is_empty() => {
+            let _ = writeln!(
+                s,
+                "messages: shown from {} before to {} after each violation (--messages all: every one)",
+                crate::time::fmt_duration_ns(timeline::WINDOW_BEFORE_NS),
+                crate::time::fmt_duration_ns(timeline::WINDOW_AFTER_NS)
+            );
+        }
+        _ => {}
+    }
     s.push_str(&timeline::render(
         &world,
         &outcome.violations,

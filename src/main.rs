@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use distlock_sim::cli::{self, SeedRange};
+use distlock_sim::explore::timeline::Messages;
 use distlock_sim::explore::{self, Shard};
 use distlock_sim::scenario;
 
@@ -46,11 +47,14 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Re-run one seed and print the full timeline, messages included.
+    /// Re-run one seed and print the full timeline, with the messages around each violation.
     Replay {
         model: String,
         #[arg(long)]
         seed: u64,
+        /// Which messages to show: around (each violation), all, none.
+        #[arg(long, value_enum, default_value = "around")]
+        messages: MessagesArg,
     },
     /// Validate a model without running it.
     Check { model: String },
@@ -65,6 +69,13 @@ enum Cmd {
         /// Directory (or single file) in the corpus format.
         dir: PathBuf,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum MessagesArg {
+    Around,
+    All,
+    None,
 }
 
 fn default_jobs() -> usize {
@@ -124,15 +135,24 @@ fn main() -> ExitCode {
         },
         Cmd::Run { model, seed } => match load(&model) {
             Ok(sc) => {
-                let (text, violated) = cli::run_report(&sc, seed, false);
+                let (text, violated) = cli::run_report(&sc, seed, Messages::None);
                 out(&text);
                 exit_for(violated)
             }
             Err(code) => code,
         },
-        Cmd::Replay { model, seed } => match load(&model) {
+        Cmd::Replay {
+            model,
+            seed,
+            messages,
+        } => match load(&model) {
             Ok(sc) => {
-                let (text, violated) = cli::run_report(&sc, seed, true);
+                let messages = match messages {
+                    MessagesArg::Around => Messages::AroundViolations,
+                    MessagesArg::All => Messages::All,
+                    MessagesArg::None => Messages::None,
+                };
+                let (text, violated) = cli::run_report(&sc, seed, messages);
                 out(&text);
                 exit_for(violated)
             }

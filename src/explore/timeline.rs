@@ -44,12 +44,26 @@ impl LaneState {
     }
 }
 
+/// Which messages a timeline shows besides the observations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Messages {
+    None,
+    /// Messages within a window around each violation (the default of `replay`): the lines
+    /// that explain it, without thousands of retries before it.
+    AroundViolations,
+    All,
+}
+
 /// What to include.
 #[derive(Clone, Copy, Debug)]
 pub struct TimelineOptions {
-    /// Also show every message delivered or dropped (replay); otherwise observations only.
-    pub messages: bool,
+    pub messages: Messages,
 }
+
+/// Window of messages shown around a violation: from this long before it...
+pub const WINDOW_BEFORE_NS: u64 = 2 * crate::time::NS_PER_S;
+/// ...to this long after.
+pub const WINDOW_AFTER_NS: u64 = crate::time::NS_PER_S / 2;
 
 enum Row<'a> {
     Obs(SimTime, ProcId, &'a Observation),
@@ -107,9 +121,18 @@ pub fn render(
     // Merge history, trace and violations by time (trace first at equal times: the loop
     // records the delivery before the observations it causes).
     let mut rows: Vec<(SimTime, u8, usize, Row<'_>)> = Vec::new();
-    if opts.messages {
+    let in_window = |t: SimTime| match opts.messages {
+        Messages::None => false,
+        Messages::All => true,
+        Messages::AroundViolations => violations.iter().any(|v| {
+            t.0 + WINDOW_BEFORE_NS >= v.at.0 && t.0 <= v.at.0.saturating_add(WINDOW_AFTER_NS)
+        }),
+    };
+    if opts.messages != Messages::None {
         for (i, e) in world.trace.entries.iter().enumerate() {
-            if matches!(e.kind, TraceKind::Recv { .. } | TraceKind::Dropped { .. }) {
+            if matches!(e.kind, TraceKind::Recv { .. } | TraceKind::Dropped { .. })
+                && in_window(e.at)
+            {
                 rows.push((e.at, 0, i, Row::Trace(e.at, e.proc, &e.kind)));
             }
         }
@@ -256,7 +279,7 @@ pub fn render(
                         expire_at_ms,
                         by,
                     } => {
-                        if !lock_keys.contains(key) && !opts.messages {
+                        if !lock_keys.contains(key) && opts.messages != Messages::All {
                             continue;
                         }
                         format!(

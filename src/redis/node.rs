@@ -404,10 +404,22 @@ impl RedisNode {
         // (found, old TTL, GET's reply): the old value is copied only when GET asks for it.
         let (found, old_ttl, old_reply) = match self.lookup(key, now) {
             None => (false, None, Reply::Nil),
-            Some(Entry { value: Value::Str(v), expire_at_ms }) => {
-                (true, *expire_at_ms, if get { Reply::Bulk(v.to_vec()) } else { Reply::Nil })
-            }
-            Some(Entry { value: Value::List(_), expire_at_ms }) => {
+            Some(Entry {
+                value: Value::Str(v),
+                expire_at_ms,
+            }) => (
+                true,
+                *expire_at_ms,
+                if get {
+                    Reply::Bulk(v.to_vec())
+                } else {
+                    Reply::Nil
+                },
+            ),
+            Some(Entry {
+                value: Value::List(_),
+                expire_at_ms,
+            }) => {
                 if get {
                     return Reply::err(WRONGTYPE);
                 }
@@ -417,7 +429,11 @@ impl RedisNode {
         if (cond == Some(SetCond::Nx) && found) || (cond == Some(SetCond::Xx) && !found) {
             return old_reply;
         }
-        let keep = if expiry == Some(SetExpiry::KeepTtl) { old_ttl } else { None };
+        let keep = if expiry == Some(SetExpiry::KeepTtl) {
+            old_ttl
+        } else {
+            None
+        };
         let entry = Entry {
             value: Value::Str(value.clone()),
             expire_at_ms: expire_at.or(keep),
