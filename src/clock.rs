@@ -42,6 +42,10 @@ pub struct NodeClock {
     steps: Vec<(SimTime, i64)>,
     /// Sum of all steps in `steps` (cached for the common query at the latest time).
     steps_total_ns: i128,
+    /// `Some(wall origin in ns)` while the clock has never drifted nor stepped: readings are
+    /// then one addition (the common case, on the loop's hot path).
+    // Invariant: Some iff segments == [rate 0 from 0] and steps is empty and the origin fits.
+    simple_origin_ns: Option<i64>,
 }
 
 impl NodeClock {
@@ -51,9 +55,10 @@ impl NodeClock {
             drift_ppm.abs() <= DRIFT_PPM_LIMIT,
             "drift out of range: {drift_ppm} ppm"
         );
+        let wall_origin_ns = (i128::from(epoch_unix_ms) + i128::from(offset_ms)) * i128::from(NS_PER_MS);
         NodeClock {
-            wall_origin_ns: (i128::from(epoch_unix_ms) + i128::from(offset_ms))
-                * i128::from(NS_PER_MS),
+            simple_origin_ns: if drift_ppm == 0 { i64::try_from(wall_origin_ns).ok() } else { None },
+            wall_origin_ns,
             segments: vec![RateSegment {
                 from: SimTime::ZERO,
                 drift_ppm,
@@ -78,12 +83,6 @@ impl NodeClock {
             .unwrap_or(&self.segments[0])
     }
 
-    /// True when the clock never drifted and never stepped: readings are plain additions
-    /// (the common case, and the hot path of the loop).
-    #[inline]
-    fn is_simple(&self) -> bool {
-        self.segments.len() == 1 && self.segments[0].drift_ppm == 0 && self.steps.is_empty()
-    }
 
     fn mono_ns_i128(&self, t: SimTime) -> i128 {
         let s = self.segment_at(t);
@@ -94,7 +93,7 @@ impl NodeClock {
     /// Monotonic reading in ns. Never decreases as `t` grows.
     #[inline]
     pub fn mono_ns(&self, t: SimTime) -> u64 {
-        if self.is_simple() {
+        if self.simple_origin_ns.is_some() {
             return t.0;
         }
         self.mono_ns_i128(t).max(0) as u64
@@ -121,8 +120,7 @@ impl NodeClock {
     /// Wall reading in Unix ms (floor), what Redis's `mstime()` returns.
     #[inline]
     pub fn wall_ms(&self, t: SimTime) -> i64 {
-        if self.is_simple()
-            && let Ok(origin) = i64::try_from(self.wall_origin_ns)
+        if let Some(origin) = self.simple_origin_ns
             && let Some(ns) = origin.checked_add_unsigned(t.0)
         {
             return ns.div_euclid(NS_PER_MS as i64);
@@ -134,6 +132,7 @@ impl NodeClock {
     /// Steps the wall clock by `delta_ms` (positive = forward) at true time `at`.
     /// Invariant kept: steps stay sorted (an earlier `at` than the last step is refused).
     pub fn add_step(&mut self, at: SimTime, delta_ms: i64) {
+        self.simple_origin_ns = None;
         if let Some(&(last, _)) = self.steps.last() {
             assert!(at >= last, "clock steps must be added in time order");
         }
@@ -143,6 +142,7 @@ impl NodeClock {
 
     /// Changes the drift rate from true time `at` on.
     pub fn set_drift(&mut self, at: SimTime, drift_ppm: i64) {
+        self.simple_origin_ns = None;
         assert!(
             drift_ppm.abs() <= DRIFT_PPM_LIMIT,
             "drift out of range: {drift_ppm} ppm"

@@ -140,6 +140,9 @@ pub struct LockClient {
     unlock: Script,
     /// EVALSHA failed with NOSCRIPT: send the full script from now on (until restart).
     use_eval: bool,
+    /// The last token made, and the attempt it belongs to.
+    token_buf: Bytes,
+    token_buf_attempt: u64,
     /// Monotonic deadline of the request in flight, if any.
     deadline_mono_ns: Option<u64>,
     /// A timeout timer is pending. At most one is ever pending: a new request reuses it and
@@ -192,7 +195,38 @@ impl LockClient {
             use_eval: false,
             deadline_mono_ns: None,
             timeout_armed: false,
+            token_buf: Bytes::new(),
+            token_buf_attempt: 0,
         }
+    }
+
+    /// `prefix-attempt`, kept rendered in `token_buf` and incremented in place: tokens are
+    /// made once per attempt, the hot path of a contended lock.
+    fn next_token(&mut self) -> Bytes {
+        let digits_start = self.config.token_prefix.len() + 1;
+        if self.token_buf.len() < digits_start || self.token_buf_attempt + 1 != self.attempt {
+            self.token_buf = token_bytes(&self.config.token_prefix, self.attempt);
+        } else {
+            // Decimal increment with carry; a carry out of the first digit adds one.
+            let mut i = self.token_buf.len();
+            loop {
+                i -= 1;
+                if self.token_buf[i] == b'9' {
+                    self.token_buf.set(i, b'0');
+                    if i == digits_start {
+                        self.token_buf.insert(digits_start, b'1');
+                        break;
+                    }
+                } else {
+                    let d = self.token_buf[i];
+                    self.token_buf.set(i, d + 1);
+                    break;
+                }
+            }
+        }
+        self.token_buf_attempt = self.attempt;
+        debug_assert_eq!(self.token_buf, token_bytes(&self.config.token_prefix, self.attempt));
+        self.token_buf.clone()
     }
 
     fn arm(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
@@ -242,7 +276,7 @@ impl LockClient {
         }
         self.attempt += 1;
         self.attempts_this_round += 1;
-        self.token = token_bytes(&self.config.token_prefix, self.attempt);
+        self.token = self.next_token();
         self.fence = None;
         if self.attempts_this_round == 1 {
             // One observation per acquisition round, not per retry: checkers need to know
@@ -498,5 +532,36 @@ mod tests {
             &token_bytes("c12", u64::MAX)[..],
             b"c12-18446744073709551615"
         );
+    }
+}
+
+#[cfg(test)]
+mod token_tests {
+    use super::*;
+    use crate::time::ProcId;
+
+    #[test]
+    fn incremented_tokens_match_freshly_rendered_ones() {
+        let cfg = ClientConfig {
+            algorithm: Algorithm::SetPxCad,
+            lock: 0,
+            key: Bytes::from("lock"),
+            redis: ProcId(0),
+            resource: None,
+            ttl_ms: 10,
+            hold: NsRange::fixed(1),
+            think: NsRange::fixed(0),
+            retry: NsRange::fixed(1),
+            request_timeout_ns: 1,
+            max_attempts: None,
+            rounds: None,
+            fence_key: Bytes::from("fence"),
+            token_prefix: "c7".into(),
+        };
+        let mut c = LockClient::new(cfg);
+        for n in 1..=10_500u64 {
+            c.attempt = n;
+            assert_eq!(c.next_token(), token_bytes("c7", n), "attempt {n}");
+        }
     }
 }

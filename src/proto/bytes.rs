@@ -27,6 +27,12 @@ impl Bytes {
     pub fn extend_from_slice(&mut self, s: &[u8]) {
         self.0.extend_from_slice(s);
     }
+    pub fn set(&mut self, i: usize, b: u8) {
+        self.0[i] = b;
+    }
+    pub fn insert(&mut self, i: usize, b: u8) {
+        self.0.insert(i, b);
+    }
 }
 
 impl Clone for Bytes {

@@ -63,6 +63,20 @@ impl Keyspace {
     pub fn raw(&self, key: &[u8]) -> Option<&Entry> {
         self.map.get(key)
     }
+    /// Position of a key (one hash and probe), for a lookup followed by an access.
+    pub fn index_of(&self, key: &[u8]) -> Option<usize> {
+        self.map.get_index_of(key)
+    }
+    pub fn at(&self, i: usize) -> &Entry {
+        &self.map[i]
+    }
+    pub fn at_mut(&mut self, i: usize) -> &mut Entry {
+        &mut self.map[i]
+    }
+    /// Removes the entry at a position (swap-removal, as `remove`).
+    pub fn remove_at(&mut self, i: usize) -> Option<(Bytes, Entry)> {
+        self.map.swap_remove_index(i)
+    }
     pub fn raw_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         self.map.get_mut(key)
     }

@@ -129,19 +129,16 @@ impl RedisNode {
     /// Looks a key up applying lazy expiry: an expired key is deleted (a master) or hidden
     /// (a replica, which never deletes by itself).
     fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        let expired = match self.keyspace.raw(key) {
-            None => return None,
-            Some(e) => e.is_expired(now_ms),
-        };
-        if expired {
+        let i = self.keyspace.index_of(key)?;
+        if self.keyspace.at(i).is_expired(now_ms) {
             if !self.read_only_replica
-                && let Some((k, e)) = self.keyspace.remove(key)
+                && let Some((k, e)) = self.keyspace.remove_at(i)
             {
                 self.note_removed(&k, &e, Removal::Expired, None);
             }
             return None;
         }
-        self.keyspace.raw_mut(key)
+        Some(self.keyspace.at_mut(i))
     }
 
     fn remove_key(&mut self, key: &[u8], how: Removal, by: Option<ProcId>) -> bool {
