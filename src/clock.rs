@@ -55,9 +55,14 @@ impl NodeClock {
             drift_ppm.abs() <= DRIFT_PPM_LIMIT,
             "drift out of range: {drift_ppm} ppm"
         );
-        let wall_origin_ns = (i128::from(epoch_unix_ms) + i128::from(offset_ms)) * i128::from(NS_PER_MS);
+        let wall_origin_ns =
+            (i128::from(epoch_unix_ms) + i128::from(offset_ms)) * i128::from(NS_PER_MS);
         NodeClock {
-            simple_origin_ns: if drift_ppm == 0 { i64::try_from(wall_origin_ns).ok() } else { None },
+            simple_origin_ns: if drift_ppm == 0 {
+                i64::try_from(wall_origin_ns).ok()
+            } else {
+                None
+            },
             wall_origin_ns,
             segments: vec![RateSegment {
                 from: SimTime::ZERO,
@@ -82,7 +87,6 @@ impl NodeClock {
             .find(|s| s.from <= t)
             .unwrap_or(&self.segments[0])
     }
-
 
     fn mono_ns_i128(&self, t: SimTime) -> i128 {
         let s = self.segment_at(t);

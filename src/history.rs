@@ -98,6 +98,15 @@ pub enum Observation {
     },
     Paused,
     Resumed,
+    /// A sentinel's decision (SDOWN, ODOWN, vote, election, promotion, reconfiguration),
+    /// in words for timelines.
+    Sentinel {
+        what: String,
+    },
+    /// A replication event on a node (link up, full sync, promotion, demotion).
+    Replication {
+        what: String,
+    },
     /// Free text from a process (user algorithms may use it; shown in timelines).
     Note(String),
 }

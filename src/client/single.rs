@@ -225,7 +225,10 @@ impl LockClient {
             }
         }
         self.token_buf_attempt = self.attempt;
-        debug_assert_eq!(self.token_buf, token_bytes(&self.config.token_prefix, self.attempt));
+        debug_assert_eq!(
+            self.token_buf,
+            token_bytes(&self.config.token_prefix, self.attempt)
+        );
         self.token_buf.clone()
     }
 

@@ -172,7 +172,11 @@ pub fn render(
                                 describe_msg(msg)
                             )
                         }
-                        Msg::Reply { .. } | Msg::ResourceAck { .. } => {
+                        Msg::Reply { .. }
+                        | Msg::ResourceAck { .. }
+                        | Msg::SentinelReq { .. }
+                        | Msg::SentinelResp { .. }
+                        | Msg::Repl(_) => {
                             format!(
                                 "{} <- {} {}",
                                 names[p.index()],
@@ -314,6 +318,8 @@ pub fn render(
                     }
                     Observation::Fault { what } => format!("FAULT {what}"),
                     Observation::Note(t) => format!("{who}: {t}"),
+                    Observation::Sentinel { what } => format!("{who}: {what}"),
+                    Observation::Replication { what } => format!("{who}: {what}"),
                     Observation::Crashed
                     | Observation::Restarted { .. }
                     | Observation::Paused

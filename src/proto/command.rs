@@ -326,6 +326,7 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("slaveof", 3, false),
     ("wait", 3, false),
     ("select", 2, false),
+    ("role", 1, false),
 ];
 
 /// Redis command flags the model needs: is `name` (lower-case) a write command?
@@ -529,6 +530,7 @@ impl Command {
                     timeout_ms,
                 }
             }
+            "role" => Command::Role,
             "select" => {
                 let db = parse_i64_strict(&a[0])
                     .ok_or_else(|| ParseError::Reply("ERR invalid DB index".into()))?;
@@ -672,6 +674,7 @@ impl Command {
                 timeout_ms,
             } => vec![b("WAIT"), n(*replicas), n(*timeout_ms)],
             Command::Select(db) => vec![b("SELECT"), n(*db)],
+            Command::Role => vec![b("ROLE")],
         }
     }
 }

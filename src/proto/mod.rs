@@ -5,6 +5,7 @@ pub mod bytes;
 pub mod command;
 pub mod msg;
 pub mod reply;
+pub mod sentinel;
 
 pub use command::{Bytes, Command, Script, ScriptRef};
 pub use msg::Msg;

@@ -1,5 +1,6 @@
 //! Messages the event loop carries between processes.
 
+use crate::proto::sentinel::{ReplMsg, SentinelRequest, SentinelResponse};
 use crate::proto::{Command, Reply};
 
 /// A message on the simulated network. Closed on purpose: every kind of traffic the model
@@ -26,6 +27,12 @@ pub enum Msg {
         accepted: bool,
         version: u64,
     },
+    /// To a sentinel, from a sentinel or a client.
+    SentinelReq { id: u64, req: SentinelRequest },
+    /// A sentinel's answer to request `id`.
+    SentinelResp { id: u64, resp: SentinelResponse },
+    /// Replication between a master and a replica.
+    Repl(ReplMsg),
 }
 
 impl Msg {
@@ -37,6 +44,9 @@ impl Msg {
             Msg::ResourceRead { .. } => "resource-read",
             Msg::ResourceWrite { .. } => "resource-write",
             Msg::ResourceAck { .. } => "resource-ack",
+            Msg::SentinelReq { .. } => "sentinel-request",
+            Msg::SentinelResp { .. } => "sentinel-response",
+            Msg::Repl(_) => "replication",
         }
     }
 }

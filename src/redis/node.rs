@@ -362,6 +362,11 @@ impl RedisNode {
                 // answered by `handle` (the process wrapper), which knows the clock.
                 Reply::Int(0)
             }
+            Command::Role => Reply::Array(vec![
+                Reply::Bulk(b"master".to_vec()),
+                Reply::Int(0),
+                Reply::Array(vec![]),
+            ]),
             Command::Select(0) => Reply::Ok,
             Command::Select(_) => Reply::err("ERR DB index is out of range"),
         }

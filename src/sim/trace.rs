@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use crate::net::DropReason;
 use crate::proto::Msg;
+use crate::proto::sentinel::ReplMsg;
 use crate::time::{ProcId, SimTime};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,26 +148,38 @@ fn msg_id(m: &Msg) -> u64 {
         | Msg::Reply { id, .. }
         | Msg::ResourceRead { id, .. }
         | Msg::ResourceWrite { id, .. }
-        | Msg::ResourceAck { id, .. } => *id,
+        | Msg::ResourceAck { id, .. }
+        | Msg::SentinelReq { id, .. }
+        | Msg::SentinelResp { id, .. } => *id,
+        Msg::Repl(r) => match r {
+            ReplMsg::Stream { offset, .. }
+            | ReplMsg::FullSync { offset, .. }
+            | ReplMsg::Ack { offset } => *offset,
+            ReplMsg::Sync | ReplMsg::GetAck => 0,
+        },
     }
+}
+
+fn argv_text(cmd: &crate::proto::Command) -> String {
+    let mut s = String::new();
+    for (i, a) in cmd.to_argv().into_iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        if a.len() > 40 {
+            s.push_str(&String::from_utf8_lossy(&a[..37]));
+            s.push_str("...");
+        } else {
+            s.push_str(&String::from_utf8_lossy(&a));
+        }
+    }
+    s
 }
 
 /// A message as people read it: `#7 SET lock c1-3 NX PX 30`, `#7 -> OK`.
 pub fn describe_msg(m: &Msg) -> String {
     match m {
-        Msg::Request { id, cmd } => {
-            let mut s = format!("#{id}");
-            for a in cmd.to_argv() {
-                s.push(' ');
-                if a.len() > 40 {
-                    s.push_str(&String::from_utf8_lossy(&a[..37]));
-                    s.push_str("...");
-                } else {
-                    s.push_str(&String::from_utf8_lossy(&a));
-                }
-            }
-            s
-        }
+        Msg::Request { id, cmd } => format!("#{id} {}", argv_text(cmd)),
         Msg::Reply { id, reply } => format!("#{id} -> {reply}"),
         Msg::ResourceRead { id, token } => format!("#{id} read token={}", fmt_token(*token)),
         Msg::ResourceWrite {
@@ -189,6 +202,20 @@ pub fn describe_msg(m: &Msg) -> String {
                 if *accepted { "accepted" } else { "REJECTED" }
             )
         }
+        Msg::SentinelReq { id, req } => format!("#{id} {req:?}"),
+        Msg::SentinelResp { id, resp } => format!("#{id} -> {resp:?}"),
+        Msg::Repl(r) => match r {
+            ReplMsg::Sync => "PSYNC (full sync requested)".into(),
+            ReplMsg::FullSync { offset, cmds } => {
+                format!("FULLSYNC {} keys at offset {offset}", cmds.len())
+            }
+            ReplMsg::Stream { offset, cmds } => {
+                let c: Vec<String> = cmds.iter().map(argv_text).collect();
+                format!("stream @{offset}: {}", c.join("; "))
+            }
+            ReplMsg::Ack { offset } => format!("REPLCONF ACK {offset}"),
+            ReplMsg::GetAck => "REPLCONF GETACK".into(),
+        },
     }
 }
 
