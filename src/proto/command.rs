@@ -177,6 +177,9 @@ pub enum Command {
         timeout_ms: i64,
     },
     Select(i64),
+    /// ROLE: `["master", offset, [[host, port, offset], ...]]` or
+    /// `["slave", host, port, state, offset]` (hosts are process names in the model).
+    Role,
 }
 
 /// Why parsing failed. Scripts word the first two differently from clients.
