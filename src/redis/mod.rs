@@ -5,5 +5,6 @@ pub mod keyspace;
 pub mod lua;
 pub mod node;
 pub mod scripts;
+pub mod sentinel;
 
 pub use node::{RedisConfig, RedisNode, RedisProcess};

@@ -1,0 +1,1 @@
+//! Sentinel: failure detection and failover (being written).
