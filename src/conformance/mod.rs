@@ -1,6 +1,7 @@
 //! Replays a recorded Redis conformance corpus against the model, in virtual time.
 
 pub mod corpus;
+pub mod replicated;
 pub mod runner;
 
 pub use runner::{CaseResult, DirReport, FileReport, run_dir, run_text};

@@ -58,13 +58,12 @@ impl FileReport {
 /// Replays one case.
 pub fn run_case(case: &Case) -> CaseResult {
     if case.topology == Topology::MasterReplica {
-        return CaseResult::Skipped {
-            reason: "needs a replica: replication is not modelled yet",
-        };
+        return crate::conformance::replicated::run_case(case);
     }
     let start = CASE_START_UNIX_MS;
     let mut node = RedisNode::new(RedisConfig {
         observe_keys: false,
+        ..RedisConfig::default()
     });
     let mut next_cron_ms = CRON_MS;
     for step in &case.steps {
@@ -95,7 +94,7 @@ pub fn run_case(case: &Case) -> CaseResult {
     CaseResult::Passed
 }
 
-fn render_argv(argv: &[Vec<u8>]) -> String {
+pub(crate) fn render_argv(argv: &[Vec<u8>]) -> String {
     let mut s = String::new();
     for (i, a) in argv.iter().enumerate() {
         if i > 0 {

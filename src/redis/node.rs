@@ -14,12 +14,14 @@ use crate::proto::command::{
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
 use crate::redis::keyspace::{Entry, Keyspace, Value, glob_match};
 use crate::redis::lua::LuaEngine;
+use crate::redis::replication::{Disk, ReplState, Role};
 use crate::redis::scripts::{NativeScript, native_script};
 use crate::time::{NS_PER_MS, ProcId};
 
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
 pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
 
 /// Period of the server cron (hz 10) on the node's monotonic clock.
@@ -35,12 +37,56 @@ const TIMER_CRON: u64 = 1;
 pub struct RedisConfig {
     /// Report KeyRemoved/KeyWritten observations (checkers need them; the corpus does not).
     pub observe_keys: bool,
+    /// This node's name (the host other nodes use in REPLICAOF, and ROLE shows).
+    pub name: Bytes,
+    /// Names of the other nodes, to resolve `REPLICAOF host port`.
+    pub peers: Vec<(Bytes, ProcId)>,
+    /// Start as a replica of this node (a full sync follows at start).
+    pub replica_of: Option<ProcId>,
+    /// `min-replicas-to-write` (0: off).
+    pub min_replicas_to_write: u32,
+    /// `min-replicas-max-lag`, seconds.
+    pub min_replicas_max_lag_s: u64,
+    /// Propagate TTLs in the pre-7.0 relative form (`PX ttl`, `PEXPIRE`) instead of absolute
+    /// times: a replica's deadline is then its apply time plus the TTL.
+    pub relative_ttl_propagation: bool,
+    pub persistence: Persistence,
 }
 
 impl Default for RedisConfig {
     fn default() -> Self {
-        RedisConfig { observe_keys: true }
+        RedisConfig {
+            observe_keys: true,
+            name: Bytes::from("redis"),
+            peers: Vec::new(),
+            replica_of: None,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag_s: 10,
+            relative_ttl_propagation: false,
+            persistence: Persistence::None,
+        }
     }
+}
+
+/// What survives a crash (redis.conf `save`, `appendonly`, `appendfsync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Persistence {
+    /// No RDB, no AOF: a restarted node comes back empty.
+    None,
+    /// RDB snapshots every `every_ns` of node time.
+    Rdb { every_ns: u64 },
+    /// Append-only file with its fsync policy.
+    Aof(Fsync),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fsync {
+    /// `appendfsync always`: durable before the reply.
+    Always,
+    /// `appendfsync everysec`: fsync once a second.
+    EverySec,
+    /// `appendfsync no`: the OS flushes, about every 30 s.
+    No,
 }
 
 /// A client blocked in WAIT.
@@ -50,6 +96,9 @@ struct Waiter {
     id: u64,
     /// Node monotonic ns at which the timeout passes; `None` = wait forever.
     deadline_mono_ns: Option<u64>,
+    /// Replicas it waits for, and the offset they must have acked (its last write).
+    replicas: usize,
+    woff: u64,
 }
 
 /// The server's state.
@@ -60,11 +109,12 @@ pub struct RedisNode {
     scripts: BTreeMap<[u8; 20], Arc<[u8]>>,
     lua: Option<LuaEngine>,
     active_expire: bool,
-    /// A replica (REPLICAOF host port) refuses writes. Replication itself is not modelled yet.
-    read_only_replica: bool,
+    pub(crate) role: Role,
+    pub(crate) repl: ReplState,
+    pub(crate) disk: Disk,
     waiters: Vec<Waiter>,
     /// Observations produced while executing; drained into the loop by the process wrapper.
-    pending: Vec<Observation>,
+    pub(crate) pending: Vec<Observation>,
 }
 
 /// Who runs a command: a client over the network, or the corpus runner.
@@ -86,15 +136,22 @@ fn suffixed(msg: &str, sha_hex: &str) -> Reply {
 impl RedisNode {
     pub fn new(config: RedisConfig) -> RedisNode {
         RedisNode {
-            config,
             keyspace: Keyspace::new(),
             scripts: BTreeMap::new(),
             lua: None,
             active_expire: true,
-            read_only_replica: false,
+            role: Role::Master,
+            repl: ReplState::default(),
+            disk: Disk::default(),
             waiters: Vec::new(),
             pending: Vec::new(),
+            config,
         }
+    }
+
+    /// A replica: refuses client writes, never expires keys by itself.
+    pub fn is_replica(&self) -> bool {
+        matches!(self.role, Role::Replica { .. })
     }
 
     /// Observations produced since the last call.
@@ -126,25 +183,46 @@ impl RedisNode {
         }
     }
 
-    /// Looks a key up applying lazy expiry: an expired key is deleted (a master) or hidden
-    /// (a replica, which never deletes by itself).
+    /// Looks a key up applying lazy expiry: an expired key is deleted and the DEL propagated
+    /// (a master) or hidden (a replica, which never deletes by itself). Commands from the
+    /// master's stream see keys as they are (Redis's `expireIfNeeded` for the master client).
     fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
         let i = self.keyspace.index_of(key)?;
-        if self.keyspace.at(i).is_expired(now_ms) {
-            if !self.read_only_replica
+        if !self.repl.applying_master_stream && self.keyspace.at(i).is_expired(now_ms) {
+            if !self.is_replica()
                 && let Some((k, e)) = self.keyspace.remove_at(i)
             {
                 self.note_removed(&k, &e, Removal::Expired, None);
+                self.propagate(Command::Del(vec![k]));
             }
             return None;
         }
         Some(self.keyspace.at_mut(i))
     }
 
+    /// Removal ordered by the master's stream.
+    pub(crate) fn remove_replicated(&mut self, key: &[u8]) {
+        if let Some((k, e)) = self.keyspace.remove(key) {
+            self.note_removed(&k, &e, Removal::Del, None);
+        }
+    }
+
+    pub(crate) fn exec_for_replication(
+        &mut self,
+        now_ms: i64,
+        cmd: &Command,
+        caller: Caller,
+    ) -> Reply {
+        self.exec(now_ms, cmd, caller, None)
+    }
+
     fn remove_key(&mut self, key: &[u8], how: Removal, by: Option<ProcId>) -> bool {
         match self.keyspace.remove(key) {
             Some((k, e)) => {
                 self.note_removed(&k, &e, how, by);
+                if how != Removal::Flushed {
+                    self.propagate(Command::Del(vec![k]));
+                }
                 true
             }
             None => false,
@@ -153,7 +231,7 @@ impl RedisNode {
 
     /// One active expire cycle (`now >= t`), as the cron runs it every 100 ms.
     pub fn active_expire_cycle(&mut self, now_ms: i64) {
-        if !self.active_expire || self.read_only_replica {
+        if !self.active_expire || self.is_replica() {
             return;
         }
         for key in self.keyspace.due_keys(now_ms, ACTIVE_EXPIRE_KEYS_PER_CYCLE) {
@@ -164,10 +242,17 @@ impl RedisNode {
     /// Executes one command at wall time `now_ms`. `None` means the client is blocked (WAIT)
     /// and will be answered later by the cron.
     pub fn execute(&mut self, now_ms: i64, cmd: &Command, caller: Caller) -> Reply {
-        if self.read_only_replica && cmd.is_write() {
-            return Reply::err(READONLY);
+        if cmd.is_write() {
+            if self.is_replica() {
+                return Reply::err(READONLY);
+            }
+            if !self.enough_good_replicas() {
+                return Reply::err(NOREPLICAS);
+            }
         }
-        self.exec(now_ms, cmd, caller, None)
+        let reply = self.exec(now_ms, cmd, caller, None);
+        self.flush_propagation(caller.proc);
+        reply
     }
 
     fn exec(
@@ -258,6 +343,7 @@ impl RedisNode {
             Command::Persist(k) => match self.lookup(k, now) {
                 Some(e) if e.expire_at_ms.is_some() => {
                     e.expire_at_ms = None;
+                    self.propagate(Command::Persist(k.clone()));
                     Reply::Int(1)
                 }
                 _ => Reply::Int(0),
@@ -310,6 +396,7 @@ impl RedisNode {
                 for k in keys {
                     self.remove_key(&k, Removal::Flushed, by);
                 }
+                self.propagate(Command::FlushAll);
                 Reply::Ok
             }
             Command::DbSize => Reply::Int(self.keyspace.len() as i64),
@@ -324,49 +411,43 @@ impl RedisNode {
                 None => Reply::Status("none".into()),
                 Some(e) => Reply::Status(e.value.type_name().into()),
             },
-            Command::RPush(k, vals) => match self.lookup(k, now) {
-                Some(Entry {
-                    value: Value::List(l),
-                    ..
-                }) => {
-                    l.extend(vals.iter().cloned());
-                    Reply::Int(l.len() as i64)
-                }
-                Some(_) => Reply::err(WRONGTYPE),
-                None => {
-                    self.keyspace.insert(
-                        k.clone(),
-                        Entry {
+            Command::RPush(k, vals) => {
+                let reply = match self.lookup(k, now) {
+                    Some(Entry {
+                        value: Value::List(l),
+                        ..
+                    }) => {
+                        l.extend(vals.iter().cloned());
+                        Reply::Int(l.len() as i64)
+                    }
+                    Some(_) => return Reply::err(WRONGTYPE),
+                    None => {
+                        let entry = Entry {
                             value: Value::List(vals.clone()),
                             expire_at_ms: None,
-                        },
-                    );
-                    Reply::Int(vals.len() as i64)
-                }
-            },
+                        };
+                        self.keyspace.insert(k.clone(), entry);
+                        Reply::Int(vals.len() as i64)
+                    }
+                };
+                self.propagate(cmd.clone());
+                reply
+            }
             Command::DebugSetActiveExpire(on) => {
                 self.active_expire = *on;
                 Reply::Ok
             }
-            Command::ReplicaOf(target) => {
-                self.read_only_replica = target.is_some();
-                Reply::Ok
-            }
+            Command::ReplicaOf(target) => self.replica_of(target.as_ref()),
             Command::Wait { .. } => {
-                if self.read_only_replica {
+                if self.is_replica() {
                     return Reply::err(
                         "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
                     );
                 }
-                // No replicas are modelled yet: the count reached is 0. Blocking WAITs are
-                // answered by `handle` (the process wrapper), which knows the clock.
-                Reply::Int(0)
+                // Blocking WAITs are parked by `handle`; here the count reached now.
+                Reply::Int(self.acked_replicas(caller.proc) as i64)
             }
-            Command::Role => Reply::Array(vec![
-                Reply::Bulk(b"master".to_vec()),
-                Reply::Int(0),
-                Reply::Array(vec![]),
-            ]),
+            Command::Role => self.role_reply(),
             Command::Select(0) => Reply::Ok,
             Command::Select(_) => Reply::err("ERR DB index is out of range"),
         }
@@ -447,6 +528,23 @@ impl RedisNode {
             self.note_removed(key, &prev, Removal::Overwritten, by);
         }
         self.note_written(key, by);
+        // Redis 7.0 propagates the effect with an absolute deadline (`PXAT`), NX/XX/GET
+        // dropped; before 7.0 the relative form was sent.
+        let expiry = match (expire_at, expiry) {
+            (Some(t), _) if self.config.relative_ttl_propagation => {
+                Some(SetExpiry::Px((t - now).max(1)))
+            }
+            (Some(t), _) => Some(SetExpiry::PxAt(t)),
+            (None, Some(SetExpiry::KeepTtl)) => Some(SetExpiry::KeepTtl),
+            _ => None,
+        };
+        self.propagate(Command::Set {
+            key: key.clone(),
+            value: value.clone(),
+            cond: None,
+            get: false,
+            expiry,
+        });
         if get { old_reply } else { Reply::Ok }
     }
 
@@ -477,7 +575,8 @@ impl RedisNode {
             return invalid();
         }
         when += base;
-        let is_replica = self.read_only_replica;
+        let is_replica = self.is_replica();
+        let relative = self.config.relative_ttl_propagation;
         let Some(entry) = self.lookup(key, now) else {
             return Reply::Int(0);
         };
@@ -496,6 +595,22 @@ impl RedisNode {
         } else {
             entry.expire_at_ms = Some(when);
             self.note_written(key, by);
+            let effect = if relative {
+                Command::Expire {
+                    kind: ExpireKind::PExpire,
+                    key: key.clone(),
+                    when: when - now,
+                    cond: ExpireCond::default(),
+                }
+            } else {
+                Command::Expire {
+                    kind: ExpireKind::PExpireAt,
+                    key: key.clone(),
+                    when,
+                    cond: ExpireCond::default(),
+                }
+            };
+            self.propagate(effect);
         }
         Reply::Int(1)
     }
@@ -523,6 +638,7 @@ impl RedisNode {
             },
         );
         self.note_written(key, by);
+        self.propagate(Command::IncrBy(key.clone(), delta));
         Reply::Int(next)
     }
 
@@ -593,8 +709,11 @@ impl RedisNode {
             if ctx.read_only {
                 return Reply::err("ERR Write commands are not allowed from read-only scripts.");
             }
-            if self.read_only_replica {
+            if self.is_replica() {
                 return Reply::err(READONLY);
+            }
+            if !self.enough_good_replicas() {
+                return Reply::err(NOREPLICAS);
             }
         }
         self.exec(now, &cmd, Caller { proc: by }, Some(ctx))
@@ -626,8 +745,10 @@ impl RedisNode {
         }
         let write_refused = if read_only {
             Some("ERR Write commands are not allowed from read-only scripts.")
-        } else if self.read_only_replica {
+        } else if self.is_replica() {
             Some(READONLY)
+        } else if !self.enough_good_replicas() {
+            Some(NOREPLICAS)
         } else {
             None
         };
@@ -663,50 +784,124 @@ impl RedisNode {
         id: u64,
         cmd: &Command,
     ) -> Option<Reply> {
+        self.repl.mono_ns = now_mono_ns;
         if let Command::Wait {
             replicas,
             timeout_ms,
         } = cmd
-            && *replicas > 0
-            && !self.read_only_replica
+            && !self.is_replica()
+            && (*replicas).max(0) as usize > self.acked_replicas(Some(from))
         {
-            // No replica can ever ack (replication is not modelled yet): block until timeout.
+            // Not enough acks yet: ask every replica for its offset and park the client until
+            // enough ack or the timeout passes (checked on the cron tick, as Redis does).
             let deadline =
                 (*timeout_ms > 0).then(|| now_mono_ns + (*timeout_ms as u64) * NS_PER_MS);
+            let woff = self.repl.client_woff(from);
             self.waiters.push(Waiter {
                 client: from,
                 id,
                 deadline_mono_ns: deadline,
+                replicas: *replicas as usize,
+                woff,
             });
+            self.request_acks();
             return None;
         }
         Some(self.execute(now_ms, cmd, Caller { proc: Some(from) }))
     }
 
-    /// The cron tick: active expiry, WAIT timeouts. Returns replies for unblocked waiters.
+    /// The cron tick (every 100 ms): active expiry, persistence, replication acks, WAIT
+    /// timeouts. Returns replies for unblocked waiters.
     pub fn cron(&mut self, now_ms: i64, now_mono_ns: u64) -> Vec<(ProcId, u64, Reply)> {
+        self.repl.mono_ns = now_mono_ns;
         self.active_expire_cycle(now_ms);
+        self.flush_propagation(None);
+        self.persistence_cron(now_mono_ns);
+        self.replication_cron(now_mono_ns);
         let mut done = Vec::new();
+        let counts: Vec<usize> = self.waiters.iter().map(|w| self.acked_at(w.woff)).collect();
+        let mut k = 0;
         self.waiters.retain(|w| {
-            let expired = w.deadline_mono_ns.is_some_and(|d| now_mono_ns >= d);
-            if expired {
-                done.push((w.client, w.id, Reply::Int(0)));
+            let n = counts[k];
+            k += 1;
+            let over = w.deadline_mono_ns.is_some_and(|d| now_mono_ns >= d);
+            if over || n >= w.replicas {
+                done.push((w.client, w.id, Reply::Int(n as i64)));
+                return false;
             }
-            !expired
+            true
         });
         done
     }
 
-    /// Restart: the keyspace survives only with `keep_data` (persistence is modelled later);
-    /// the script cache never does.
-    pub fn restart(&mut self, keep_data: bool) {
-        if !keep_data {
-            self.keyspace.clear();
+    /// WAIT clients whose replicas have now acked enough (called on every ack).
+    pub(crate) fn wake_waiters(&mut self) {
+        let mut i = 0;
+        while i < self.waiters.len() {
+            let w = &self.waiters[i];
+            let n = self.acked_at(w.woff);
+            if n >= w.replicas {
+                let w = self.waiters.remove(i);
+                self.repl.outbox.push((
+                    w.client,
+                    Msg::Reply {
+                        id: w.id,
+                        reply: Reply::Int(n as i64),
+                    },
+                ));
+            } else {
+                i += 1;
+            }
         }
+    }
+
+    /// Restart after a crash: the keyspace comes back as persistence allows (`keep_data`:
+    /// the process crashed but the machine did not, so what was written to the AOF is
+    /// there; otherwise a power loss: only what was fsynced or snapshotted). The script
+    /// cache, blocked clients and replication links never survive. Expired keys are dropped
+    /// when loading, in `on_start`, by the node's clock then.
+    pub fn restart(&mut self, keep_data: bool) {
+        let restored = match self.config.persistence {
+            Persistence::None => Keyspace::new(),
+            Persistence::Rdb { .. } => self.disk.snapshot.clone(),
+            Persistence::Aof(_) if keep_data => self.keyspace.clone(),
+            Persistence::Aof(_) => self.disk.snapshot.clone(),
+        };
+        self.keyspace = restored;
+        self.disk.loading = true;
         self.scripts.clear();
         self.lua = None;
         self.waiters.clear();
         self.active_expire = true;
+        self.repl.restart();
+    }
+
+    /// Finishes a restart at the node's wall time: drop keys already expired (a master does
+    /// when loading) and reconnect to the master if this is a replica.
+    pub fn finish_start(&mut self, now_ms: i64, now_mono_ns: u64) {
+        self.repl.mono_ns = now_mono_ns;
+        if std::mem::take(&mut self.disk.loading) && !self.is_replica() {
+            let expired: Vec<Bytes> = self
+                .keyspace
+                .iter()
+                .filter(|(_, e)| e.expire_at_ms.is_some_and(|t| t < now_ms))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in expired {
+                self.keyspace.remove(&k);
+            }
+        }
+        self.disk.snapshot_at_mono_ns = now_mono_ns;
+        if let Some(m) = self.config.replica_of.take() {
+            self.start_replication(m);
+        } else if let Role::Replica { master, .. } = self.role {
+            self.start_replication(master);
+        }
+    }
+
+    /// Messages the node wants sent (replication traffic, late WAIT replies).
+    pub fn drain_outbox(&mut self) -> std::vec::Drain<'_, (ProcId, Msg)> {
+        self.repl.outbox.drain(..)
     }
 
     /// SHA1 of a script source, lower-case hex (SCRIPT LOAD's reply).
@@ -726,7 +921,12 @@ impl RedisProcess {
             node: RedisNode::new(config),
         }
     }
-    fn flush_observations(&mut self, cx: &mut Cx<'_>) {
+    /// Hands what the node produced to the loop: replication messages first (they were
+    /// produced by the command whose reply follows), then observations.
+    fn flush(&mut self, cx: &mut Cx<'_>) {
+        for (to, m) in self.node.drain_outbox() {
+            cx.send(to, m);
+        }
         for o in self.node.drain_observations() {
             cx.observe(o);
         }
@@ -735,17 +935,23 @@ impl RedisProcess {
 
 impl Process for RedisProcess {
     fn on_start(&mut self, cx: &mut Cx<'_>) {
+        self.node.finish_start(cx.wall_ms, cx.mono_ns);
+        self.flush(cx);
         cx.set_timer(CRON_PERIOD_NS, TIMER_CRON);
     }
 
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
-        if let Msg::Request { id, cmd } = msg {
-            let reply = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, &cmd);
-            self.flush_observations(cx);
-            if let Some(reply) = reply {
-                cx.send(from, Msg::Reply { id, reply });
+        match msg {
+            Msg::Request { id, cmd } => {
+                let reply = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, &cmd);
+                if let Some(reply) = reply {
+                    cx.send(from, Msg::Reply { id, reply });
+                }
             }
+            Msg::Repl(m) => self.node.on_repl(cx.wall_ms, cx.mono_ns, from, m),
+            _ => {}
         }
+        self.flush(cx);
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
@@ -753,7 +959,7 @@ impl Process for RedisProcess {
             for (to, id, reply) in self.node.cron(cx.wall_ms, cx.mono_ns) {
                 cx.send(to, Msg::Reply { id, reply });
             }
-            self.flush_observations(cx);
+            self.flush(cx);
             cx.set_timer(CRON_PERIOD_NS, TIMER_CRON);
         }
     }
