@@ -14,6 +14,7 @@
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
+use crate::proto::sentinel::{SentinelRequest, SentinelResponse};
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
 use crate::redis::node::NOSCRIPT;
 use crate::redis::scripts::UNLOCK_SRC;
@@ -26,15 +27,19 @@ pub enum Algorithm {
     SetPxGetDel,
     SetPxCad,
     SetPxCadFencing,
+    /// `set-px-cad` that also waits for replicas (`WAIT n timeout`) before believing it holds
+    /// the lock, and gives it back if too few acked.
+    SetPxWaitCad,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 5] = [
+    pub const ALL: [Algorithm; 6] = [
         Algorithm::SetnxNoTtl,
         Algorithm::SetPxDel,
         Algorithm::SetPxGetDel,
         Algorithm::SetPxCad,
         Algorithm::SetPxCadFencing,
+        Algorithm::SetPxWaitCad,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -43,6 +48,7 @@ impl Algorithm {
             Algorithm::SetPxGetDel => "set-px-get-del",
             Algorithm::SetPxCad => "set-px-cad",
             Algorithm::SetPxCadFencing => "set-px-cad-fencing",
+            Algorithm::SetPxWaitCad => "set-px-wait-cad",
         }
     }
     pub fn from_name(s: &str) -> Option<Algorithm> {
@@ -98,11 +104,24 @@ pub struct ClientConfig {
     pub fence_key: Bytes,
     /// Prefix of this client's tokens (unique per client); the attempt number follows.
     pub token_prefix: String,
+    /// Sentinels to ask for the current master (empty: talk to `redis` only). The client
+    /// asks at start and after an error or a timeout — not otherwise, so a client cut off
+    /// with an old master keeps using it, as real clients do.
+    pub sentinels: Vec<ProcId>,
+    /// `set-px-wait-cad`: replicas to wait for, and WAIT's timeout.
+    pub wait_replicas: u32,
+    pub wait_timeout_ms: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Phase {
     Idle,
+    /// Waiting for a sentinel to name the master.
+    Discovering,
+    /// `set-px-wait-cad`: waiting for WAIT's answer.
+    AwaitingReplicas,
+    /// Giving back a lock taken without enough replica acks (unlock script in flight).
+    Abandoning,
     /// Waiting for the reply to SET/SETNX.
     Acquiring,
     /// Waiting for INCR (fencing token).
@@ -145,6 +164,12 @@ pub struct LockClient {
     token_buf_attempt: u64,
     /// Monotonic deadline of the request in flight, if any.
     deadline_mono_ns: Option<u64>,
+    /// The node this client sends commands to (the master as last learnt).
+    redis: ProcId,
+    /// Ask a sentinel for the master before the next attempt.
+    need_discovery: bool,
+    /// Which sentinel to ask next (round robin).
+    sentinel_next: usize,
     /// A timeout timer is pending. At most one is ever pending: a new request reuses it and
     /// it re-arms itself for the remainder, so replies that beat their timeout (nearly all)
     /// leave no dead timer events behind.
@@ -179,6 +204,7 @@ const TIMER_TIMEOUT: u64 = u64::MAX;
 
 impl LockClient {
     pub fn new(config: ClientConfig) -> LockClient {
+        let (redis, need_discovery) = (config.redis, !config.sentinels.is_empty());
         LockClient {
             config,
             phase: Phase::Idle,
@@ -197,6 +223,9 @@ impl LockClient {
             timeout_armed: false,
             token_buf: Bytes::new(),
             token_buf_attempt: 0,
+            redis,
+            need_discovery,
+            sentinel_next: 0,
         }
     }
 
@@ -243,7 +272,7 @@ impl LockClient {
         self.next_id += 1;
         self.pending_id = id;
         self.phase = phase;
-        cx.send(self.config.redis, Msg::Request { id, cmd });
+        cx.send(self.redis, Msg::Request { id, cmd });
         self.arm_timeout(cx);
     }
 
@@ -277,6 +306,23 @@ impl LockClient {
             self.phase = Phase::Done;
             return;
         }
+        if self.need_discovery {
+            let sentinel = self.config.sentinels[self.sentinel_next % self.config.sentinels.len()];
+            self.sentinel_next += 1;
+            let id = self.next_id;
+            self.next_id += 1;
+            self.pending_id = id;
+            self.phase = Phase::Discovering;
+            cx.send(
+                sentinel,
+                Msg::SentinelReq {
+                    id,
+                    req: SentinelRequest::GetMaster,
+                },
+            );
+            self.arm_timeout(cx);
+            return;
+        }
         self.attempt += 1;
         self.attempts_this_round += 1;
         self.token = self.next_token();
@@ -302,6 +348,13 @@ impl LockClient {
             Command::SetNx(key, self.token.clone())
         };
         self.request(cx, Phase::Acquiring, cmd);
+    }
+
+    /// After an error or a timeout the master may have changed: ask a sentinel next time.
+    fn suspect_master(&mut self) {
+        if !self.config.sentinels.is_empty() {
+            self.need_discovery = true;
+        }
     }
 
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
@@ -380,7 +433,9 @@ impl LockClient {
                 self.request(cx, Phase::Releasing, Command::Del(vec![key]))
             }
             Algorithm::SetPxGetDel => self.request(cx, Phase::ReleaseGet, Command::Get(key)),
-            Algorithm::SetPxCad | Algorithm::SetPxCadFencing => self.send_unlock_script(cx),
+            Algorithm::SetPxCad | Algorithm::SetPxCadFencing | Algorithm::SetPxWaitCad => {
+                self.send_unlock_script(cx)
+            }
         }
     }
 
@@ -413,16 +468,35 @@ impl LockClient {
     fn on_reply(&mut self, cx: &mut Cx<'_>, reply: Reply) {
         match self.phase {
             Phase::Acquiring => match reply {
-                Reply::Ok | Reply::Int(1) => {
-                    if self.config.algorithm == Algorithm::SetPxCadFencing {
+                Reply::Ok | Reply::Int(1) => match self.config.algorithm {
+                    Algorithm::SetPxCadFencing => {
                         let cmd = Command::IncrBy(self.config.fence_key.clone(), 1);
                         self.request(cx, Phase::Fencing, cmd);
-                    } else {
-                        self.acquired(cx);
                     }
+                    Algorithm::SetPxWaitCad => {
+                        let cmd = Command::Wait {
+                            replicas: i64::from(self.config.wait_replicas),
+                            timeout_ms: self.config.wait_timeout_ms as i64,
+                        };
+                        self.request(cx, Phase::AwaitingReplicas, cmd);
+                    }
+                    _ => self.acquired(cx),
+                },
+                Reply::Error(_) => {
+                    self.suspect_master();
+                    self.acquire_failed(cx);
                 }
                 _ => self.acquire_failed(cx),
             },
+            Phase::AwaitingReplicas => match reply {
+                Reply::Int(n) if n >= i64::from(self.config.wait_replicas) => self.acquired(cx),
+                // Too few replicas have the lock: a failover could lose it. Give it back.
+                _ => {
+                    self.send_unlock_script(cx);
+                    self.phase = Phase::Abandoning;
+                }
+            },
+            Phase::Abandoning => self.acquire_failed(cx),
             Phase::Fencing => match reply {
                 Reply::Int(n) if n > 0 => {
                     self.fence = Some(n as u64);
@@ -470,6 +544,24 @@ impl Process for LockClient {
                 self.clear_timeout();
                 self.on_reply(cx, reply);
             }
+            Msg::SentinelResp {
+                id,
+                resp: SentinelResponse::Master { master, .. },
+            } if id == self.pending_id => {
+                self.clear_timeout();
+                match master {
+                    Some(m) => {
+                        self.redis = m;
+                        self.need_discovery = false;
+                        self.start_attempt(cx);
+                    }
+                    None => {
+                        self.phase = Phase::Waiting;
+                        let d = self.config.retry.draw(cx);
+                        self.arm(cx, d);
+                    }
+                }
+            }
             Msg::ResourceAck { id, version, .. } if id == self.pending_id => match self.phase {
                 Phase::Reading => {
                     self.base_version = version;
@@ -500,15 +592,25 @@ impl Process for LockClient {
         self.pending_id = 0;
         match self.phase {
             Phase::Idle | Phase::Done => {}
-            Phase::Acquiring | Phase::Fencing => {
+            Phase::Acquiring | Phase::Fencing | Phase::AwaitingReplicas | Phase::Abandoning => {
                 // Timed out: the SET may have succeeded on the server, but the client cannot
                 // know. It retries with a new token (the old key expires with its TTL).
+                self.suspect_master();
                 self.acquire_failed(cx);
+            }
+            Phase::Discovering => {
+                // That sentinel did not answer: the next attempt asks the next one.
+                self.phase = Phase::Waiting;
+                let d = self.config.retry.draw(cx);
+                self.arm(cx, d);
             }
             Phase::Reading => self.hold(cx),
             Phase::Holding => self.end_critical_section(cx),
             Phase::Writing => self.release(cx),
-            Phase::ReleaseGet | Phase::Releasing => self.think(cx),
+            Phase::ReleaseGet | Phase::Releasing => {
+                self.suspect_master();
+                self.think(cx);
+            }
             Phase::Waiting => self.start_attempt(cx),
         }
     }
@@ -521,6 +623,7 @@ impl Process for LockClient {
         self.deadline_mono_ns = None;
         self.attempts_this_round = 0;
         self.use_eval = false;
+        self.need_discovery = !self.config.sentinels.is_empty();
     }
 }
 
@@ -560,6 +663,9 @@ mod token_tests {
             rounds: None,
             fence_key: Bytes::from("fence"),
             token_prefix: "c7".into(),
+            sentinels: vec![],
+            wait_replicas: 0,
+            wait_timeout_ms: 0,
         };
         let mut c = LockClient::new(cfg);
         for n in 1..=10_500u64 {

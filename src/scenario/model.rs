@@ -6,6 +6,7 @@ use crate::check::Property;
 use crate::client::{Algorithm, ClientConfig, LockClient, NsRange, Resource};
 use crate::clock::NodeClock;
 use crate::net::LinkSpec;
+use crate::redis::node::{Fsync, Persistence};
 use crate::redis::{RedisConfig, RedisProcess};
 use crate::rng::{Ratio, Seed};
 use crate::scenario::units::{Bounded, Dur, DurRange, Name, SignedDur, SignedDurRange};
@@ -38,6 +39,8 @@ pub struct Model {
     pub resource: Option<ResourceSpec>,
     pub clients: Vec<ClientGroup>,
     #[serde(default)]
+    pub sentinels: Option<SentinelSpec>,
+    #[serde(default)]
     pub network: NetworkSpec,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
@@ -67,6 +70,59 @@ pub struct NodeSpec {
     pub name: Name,
     #[serde(default)]
     pub clock: ClockSpec,
+    /// Start as a replica of this node.
+    #[serde(default)]
+    pub replica_of: Option<Name>,
+    /// `replica-priority` (lower is preferred by Sentinel; 0 = never promoted). Default 100.
+    #[serde(default)]
+    pub priority: Option<Bounded<0, 1_000_000>>,
+    #[serde(default)]
+    pub persistence: Option<PersistenceSpec>,
+    /// `min-replicas-to-write` (0: off).
+    #[serde(default)]
+    pub min_replicas_to_write: Option<Bounded<0, 64>>,
+    /// `min-replicas-max-lag` (whole seconds; default 10s).
+    #[serde(default)]
+    pub min_replicas_max_lag: Option<Dur>,
+    /// Propagate TTLs the pre-7.0 way (relative), instead of absolute times.
+    #[serde(default)]
+    pub relative_ttl_propagation: bool,
+}
+
+/// What survives a crash.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PersistenceSpec {
+    None,
+    Rdb { every: Dur },
+    Aof { fsync: FsyncSpec },
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsyncSpec {
+    Always,
+    Everysec,
+    No,
+}
+
+/// Sentinels monitoring the first node that is not a replica.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SentinelSpec {
+    /// Sentinels are named `<name>1`, `<name>2`, ... (default "s").
+    #[serde(default)]
+    pub name: Option<Name>,
+    pub count: Bounded<1, 16>,
+    pub quorum: Bounded<1, 16>,
+    /// The master they monitor.
+    pub monitor: Name,
+    /// `down-after-milliseconds` (default 30s).
+    #[serde(default)]
+    pub down_after: Option<Dur>,
+    /// `failover-timeout` (default 180s).
+    #[serde(default)]
+    pub failover_timeout: Option<Dur>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -140,6 +196,20 @@ pub struct ClientGroup {
     pub rounds: Option<Bounded<1, 1_000_000_000>>,
     #[serde(default)]
     pub clock: ClockSpec,
+    /// Find the master through the model's sentinels (at start, and after an error or a
+    /// timeout) instead of always using `node`.
+    #[serde(default)]
+    pub via_sentinels: bool,
+    /// `set-px-wait-cad`: `WAIT replicas timeout` after acquiring.
+    #[serde(default)]
+    pub wait: Option<WaitSpec>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitSpec {
+    pub replicas: Bounded<1, 64>,
+    pub timeout: Dur,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -254,6 +324,7 @@ pub enum ProcKind {
     Redis,
     Resource,
     Client,
+    Sentinel,
 }
 
 /// A validated model, ready to be built into a world for any seed.
@@ -405,6 +476,84 @@ impl Scenario {
                     Some("set-px-cad-fencing".into()),
                 ));
             }
+            if g.algorithm.0 == Algorithm::SetPxWaitCad && g.wait.is_none() {
+                return Err(invalid(
+                    "algorithm \"set-px-wait-cad\" needs `wait: (replicas: N, timeout: \"100ms\")`",
+                    Some("set-px-wait-cad".into()),
+                ));
+            }
+            if g.via_sentinels && model.sentinels.is_none() {
+                return Err(invalid(
+                    "via_sentinels: true needs a `sentinels` section",
+                    Some("via_sentinels".into()),
+                ));
+            }
+        }
+        for n in &model.nodes {
+            if let Some(m) = &n.replica_of {
+                if *m == n.name {
+                    return Err(invalid(
+                        format!("node \"{}\" cannot replicate itself", m.0),
+                        quoted(m),
+                    ));
+                }
+                if !model.nodes.iter().any(|x| x.name == *m) {
+                    return Err(invalid(
+                        format!("replica_of names unknown node \"{}\"", m.0),
+                        quoted(m),
+                    ));
+                }
+            }
+            if let Some(lag) = n.min_replicas_max_lag
+                && (lag.ns() == 0 || lag.ns() % NS_PER_S != 0)
+            {
+                return Err(invalid(
+                    "min_replicas_max_lag is in whole seconds (redis.conf takes seconds), at least 1s",
+                    Some("min_replicas_max_lag".into()),
+                ));
+            }
+            if let Some(PersistenceSpec::Rdb { every }) = n.persistence
+                && every.ns() < NS_PER_S
+            {
+                return Err(invalid(
+                    "rdb snapshots `every` must be at least 1s",
+                    Some("every".into()),
+                ));
+            }
+        }
+        if let Some(sp) = &model.sentinels {
+            if sp.quorum.0 > sp.count.0 {
+                return Err(invalid(
+                    format!(
+                        "quorum {} is larger than the {} sentinels",
+                        sp.quorum.0, sp.count.0
+                    ),
+                    Some("quorum".into()),
+                ));
+            }
+            match model.nodes.iter().find(|n| n.name == sp.monitor) {
+                None => {
+                    return Err(invalid(
+                        format!("sentinels monitor unknown node \"{}\"", sp.monitor.0),
+                        quoted(&sp.monitor),
+                    ));
+                }
+                Some(n) if n.replica_of.is_some() => {
+                    return Err(invalid(
+                        "sentinels must monitor the master, not a replica",
+                        quoted(&sp.monitor),
+                    ));
+                }
+                Some(_) => {}
+            }
+            let base = sp.name.clone().unwrap_or_else(|| Name("s".into()));
+            for i in 1..=sp.count.0 {
+                add(
+                    &Name(format!("{}{i}", base.0)),
+                    ProcKind::Sentinel,
+                    &mut procs,
+                )?;
+            }
         }
         let lookup = |n: &Name| -> Result<(), Invalid> {
             if procs.iter().any(|(p, _)| *p == n.0) {
@@ -539,13 +688,50 @@ impl Scenario {
     ) -> (World, Vec<(SimTime, FaultAction)>) {
         let m = &self.model;
         let mut specs = Vec::with_capacity(self.procs.len());
+        let peers: Vec<(crate::proto::Bytes, ProcId)> = m
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    crate::proto::Bytes::from(n.name.0.as_str()),
+                    self.proc_id(&n.name.0),
+                )
+            })
+            .collect();
         for n in &m.nodes {
+            let config = RedisConfig {
+                observe_keys: true,
+                name: crate::proto::Bytes::from(n.name.0.as_str()),
+                peers: peers.clone(),
+                replica_of: n.replica_of.as_ref().map(|r| self.proc_id(&r.0)),
+                min_replicas_to_write: n.min_replicas_to_write.map_or(0, |b| b.0 as u32),
+                min_replicas_max_lag_s: n.min_replicas_max_lag.map_or(10, |d| d.ns() / NS_PER_S),
+                relative_ttl_propagation: n.relative_ttl_propagation,
+                persistence: match n.persistence {
+                    None | Some(PersistenceSpec::None) => Persistence::None,
+                    Some(PersistenceSpec::Rdb { every }) => Persistence::Rdb {
+                        every_ns: every.ns(),
+                    },
+                    Some(PersistenceSpec::Aof { fsync }) => Persistence::Aof(match fsync {
+                        FsyncSpec::Always => Fsync::Always,
+                        FsyncSpec::Everysec => Fsync::EverySec,
+                        FsyncSpec::No => Fsync::No,
+                    }),
+                },
+            };
             specs.push(ProcSpec {
                 name: n.name.0.clone(),
-                actor: Actor::Redis(Box::new(RedisProcess::new(RedisConfig::default()))),
+                actor: Actor::Redis(Box::new(RedisProcess::new(config))),
                 clock: self.clock(&n.clock),
             });
         }
+        let sentinel_ids: Vec<ProcId> = self
+            .procs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, k))| *k == ProcKind::Sentinel)
+            .map(|(i, _)| ProcId(i as u32))
+            .collect();
         let resource_id = m.resource.as_ref().map(|r| {
             specs.push(ProcSpec {
                 name: r.name.0.clone(),
@@ -589,6 +775,13 @@ impl Scenario {
                     rounds: g.rounds.map(|b| b.0 as u64),
                     fence_key: crate::proto::Bytes::from_slice(b"fence"),
                     token_prefix: name.clone(),
+                    sentinels: if g.via_sentinels {
+                        sentinel_ids.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    wait_replicas: g.wait.map_or(0, |w| w.replicas.0 as u32),
+                    wait_timeout_ms: g.wait.map_or(0, |w| w.timeout.ns() / NS_PER_MS),
                 };
                 let actor = match custom {
                     Some(make) => Actor::Custom(make(&cfg)),
