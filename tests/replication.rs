@@ -1,0 +1,268 @@
+//! Replication and persistence as Redis 7.0 does them, shown on nodes driven by hand: the
+//! mechanisms behind the failover pitfalls.
+
+use distlock_sim::proto::command::{SetCond, SetExpiry};
+use distlock_sim::proto::sentinel::ReplMsg;
+use distlock_sim::proto::{Bytes, Command, Msg, Reply};
+use distlock_sim::redis::node::{Fsync, Persistence};
+use distlock_sim::redis::{RedisConfig, RedisNode};
+use distlock_sim::time::{NS_PER_MS, ProcId};
+
+const M: ProcId = ProcId(0);
+const R: ProcId = ProcId(1);
+const CLIENT: ProcId = ProcId(9);
+const T0: i64 = 1_700_000_000_000;
+
+fn node(name: &str, persistence: Persistence) -> RedisNode {
+    RedisNode::new(RedisConfig {
+        name: Bytes::from(name),
+        peers: vec![(Bytes::from("m"), M), (Bytes::from("r"), R)],
+        persistence,
+        ..RedisConfig::default()
+    })
+}
+
+fn set_nx_px(token: &str, ttl_ms: i64) -> Command {
+    Command::Set {
+        key: Bytes::from("lock"),
+        value: Bytes::from(token),
+        cond: Some(SetCond::Nx),
+        get: false,
+        expiry: Some(SetExpiry::Px(ttl_ms)),
+    }
+}
+
+/// Delivers every queued message between the two nodes (no latency), until quiet.
+fn pump(m: &mut RedisNode, r: &mut RedisNode, now: i64) {
+    for _ in 0..10 {
+        let from_m: Vec<(ProcId, Msg)> = m.drain_outbox().collect();
+        let from_r: Vec<(ProcId, Msg)> = r.drain_outbox().collect();
+        if from_m.is_empty() && from_r.is_empty() {
+            return;
+        }
+        for (to, msg) in from_m {
+            if let (R, Msg::Repl(x)) = (to, msg) {
+                r.on_repl(now, 0, M, x);
+            }
+        }
+        for (to, msg) in from_r {
+            if let (M, Msg::Repl(x)) = (to, msg) {
+                m.on_repl(now, 0, R, x);
+            }
+        }
+    }
+}
+
+fn linked() -> (RedisNode, RedisNode) {
+    let (mut m, mut r) = (node("m", Persistence::None), node("r", Persistence::None));
+    let reply = r.handle(
+        T0,
+        0,
+        CLIENT,
+        1,
+        &Command::ReplicaOf(Some((Bytes::from("m"), Bytes::from("6379")))),
+    );
+    assert_eq!(reply, Some(Reply::Ok));
+    pump(&mut m, &mut r, T0);
+    (m, r)
+}
+
+#[test]
+fn an_acknowledged_lock_is_lost_when_the_master_dies_before_replicating() {
+    let (mut m, mut r) = linked();
+    // The master grants the lock and replies before streaming it.
+    assert_eq!(
+        m.handle(T0, 0, CLIENT, 2, &set_nx_px("a", 10_000)),
+        Some(Reply::Ok)
+    );
+    let stream: Vec<_> = m.drain_outbox().collect();
+    assert!(
+        matches!(&stream[..], [(R, Msg::Repl(ReplMsg::Stream { .. }))]),
+        "{stream:?}"
+    );
+    // ... and dies with the stream unsent. The replica is promoted and grants it again.
+    drop(stream);
+    assert_eq!(
+        r.handle(T0 + 5, 0, CLIENT, 3, &Command::ReplicaOf(None)),
+        Some(Reply::Ok)
+    );
+    assert_eq!(
+        r.handle(T0 + 5, 0, ProcId(8), 4, &set_nx_px("b", 10_000)),
+        Some(Reply::Ok)
+    );
+}
+
+#[test]
+fn ttls_reach_the_replica_as_absolute_deadlines_of_the_masters_clock() {
+    let (mut m, mut r) = linked();
+    m.handle(T0, 0, CLIENT, 2, &set_nx_px("a", 1_000));
+    let out: Vec<_> = m.drain_outbox().collect();
+    let [(R, Msg::Repl(ReplMsg::Stream { cmds, .. }))] = &out[..] else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        cmds[0],
+        Command::Set {
+            key: Bytes::from("lock"),
+            value: Bytes::from("a"),
+            cond: None,
+            get: false,
+            expiry: Some(SetExpiry::PxAt(T0 + 1_000))
+        }
+    );
+    for (_, msg) in out {
+        if let Msg::Repl(x) = msg {
+            r.on_repl(T0, 0, M, x);
+        }
+    }
+    // A replica whose clock is 400 ms ahead sees 600 ms left: skew moves every lock's end.
+    let pttl = r.handle(
+        T0 + 400,
+        0,
+        CLIENT,
+        5,
+        &Command::Ttl {
+            key: Bytes::from("lock"),
+            ms: true,
+        },
+    );
+    assert_eq!(pttl, Some(Reply::Int(600)));
+    // Past the deadline by its own clock the replica answers nil, but still stores the key.
+    let get = r.handle(T0 + 1_001, 0, CLIENT, 6, &Command::Get(Bytes::from("lock")));
+    assert_eq!(get, Some(Reply::Nil));
+    assert_eq!(
+        r.handle(T0 + 1_001, 0, CLIENT, 7, &Command::DbSize),
+        Some(Reply::Int(1))
+    );
+}
+
+#[test]
+fn writes_to_a_replica_are_refused_and_min_replicas_refuses_writes_without_good_replicas() {
+    let (_m, mut r) = linked();
+    let e = r.handle(T0, 0, CLIENT, 2, &set_nx_px("a", 1_000)).unwrap();
+    assert_eq!(
+        e,
+        Reply::err("READONLY You can't write against a read only replica.")
+    );
+    let mut lonely = RedisNode::new(RedisConfig {
+        min_replicas_to_write: 1,
+        ..RedisConfig::default()
+    });
+    let e = lonely
+        .handle(T0, 0, CLIENT, 3, &set_nx_px("a", 1_000))
+        .unwrap();
+    assert_eq!(
+        e,
+        Reply::err("NOREPLICAS Not enough good replicas to write.")
+    );
+}
+
+/// `keep_data`: the process crashed but the machine did not (false: a power loss).
+fn restart_after(persistence: Persistence, keep_data: bool, write_at_ms: u64) -> Reply {
+    let mut n = node("m", persistence);
+    n.finish_start(T0, 0);
+    n.handle(
+        T0,
+        0,
+        CLIENT,
+        1,
+        &Command::Set {
+            key: Bytes::from("old"),
+            value: Bytes::from("1"),
+            cond: None,
+            get: false,
+            expiry: None,
+        },
+    );
+    // Crons run every 100 ms for 2.5 s (snapshots, fsyncs); one more write at `write_at_ms`.
+    for t in (100..=2_500u64).step_by(100) {
+        if t == write_at_ms {
+            n.handle(
+                T0 + t as i64,
+                t * NS_PER_MS,
+                CLIENT,
+                2,
+                &set_nx_px("a", 60_000),
+            );
+        }
+        n.cron(T0 + t as i64, t * NS_PER_MS);
+    }
+    n.restart(keep_data);
+    n.finish_start(T0 + 3_000, 3_000 * NS_PER_MS);
+    let lock = n
+        .handle(
+            T0 + 3_000,
+            3_000 * NS_PER_MS,
+            CLIENT,
+            3,
+            &Command::Get(Bytes::from("lock")),
+        )
+        .unwrap();
+    let old = n
+        .handle(
+            T0 + 3_000,
+            3_000 * NS_PER_MS,
+            CLIENT,
+            4,
+            &Command::Get(Bytes::from("old")),
+        )
+        .unwrap();
+    Reply::Array(vec![old, lock])
+}
+
+#[test]
+fn what_a_restart_finds_depends_on_persistence() {
+    let both = Reply::Array(vec![Reply::Bulk(b"1".to_vec()), Reply::Bulk(b"a".to_vec())]);
+    let only_old = Reply::Array(vec![Reply::Bulk(b"1".to_vec()), Reply::Nil]);
+    let nothing = Reply::Array(vec![Reply::Nil, Reply::Nil]);
+    assert_eq!(restart_after(Persistence::None, false, 2_400), nothing);
+    assert_eq!(
+        restart_after(Persistence::None, true, 2_400),
+        nothing,
+        "no persistence: empty even if the OS survived"
+    );
+    assert_eq!(
+        restart_after(Persistence::Aof(Fsync::Always), true, 2_400),
+        both
+    );
+    assert_eq!(
+        restart_after(Persistence::Aof(Fsync::Always), false, 2_400),
+        both,
+        "fsync always: nothing acknowledged is lost"
+    );
+    assert_eq!(
+        restart_after(Persistence::Aof(Fsync::EverySec), true, 2_400),
+        both,
+        "a process crash loses nothing written"
+    );
+    assert_eq!(
+        restart_after(Persistence::Aof(Fsync::EverySec), false, 2_400),
+        only_old,
+        "power loss: the last second is gone"
+    );
+    assert_eq!(
+        restart_after(Persistence::Aof(Fsync::No), false, 1_500),
+        nothing,
+        "appendfsync no: the OS had flushed nothing yet"
+    );
+    assert_eq!(
+        restart_after(
+            Persistence::Rdb {
+                every_ns: 1_000 * NS_PER_MS
+            },
+            false,
+            2_100
+        ),
+        only_old
+    );
+    assert_eq!(
+        restart_after(
+            Persistence::Rdb {
+                every_ns: 1_000 * NS_PER_MS
+            },
+            false,
+            1_500
+        ),
+        both
+    );
+}
