@@ -380,6 +380,15 @@ pub fn sweep_text(
             }
         }
     }
+    if let Some((ns, seed)) = summary.longest_overlap {
+        let mean = summary.total_overlap_ns / summary.seeds_run.max(1);
+        let _ = writeln!(
+            s,
+            "  two holders at once: longest {} (seed {seed}), {} per seed on average",
+            fmt_duration_ns(ns),
+            fmt_duration_ns(mean)
+        );
+    }
     if summary.event_limit_seeds > 0 {
         let _ = writeln!(
             s,

@@ -124,6 +124,46 @@ fn for_each_hold_change(
     }
 }
 
+/// The longest time two clients believed they held the same lock at once, in ns (0: never):
+/// how wide the unsafe window was, for comparing two configurations.
+pub fn longest_overlap_ns(history: &History) -> u64 {
+    overlaps_ns(history).0
+}
+
+/// (longest single overlap, total time with two or more holders), in ns.
+pub fn overlaps_ns(history: &History) -> (u64, u64) {
+    let mut holders: BTreeMap<u32, Vec<ProcId>> = BTreeMap::new();
+    let mut since: BTreeMap<u32, SimTime> = BTreeMap::new();
+    let mut longest = 0;
+    let mut total = 0;
+    let mut last = SimTime::ZERO;
+    for_each_hold_change(history, |at, p, lock, acquired, _| {
+        last = at;
+        let hs = holders.entry(lock).or_default();
+        let before = hs.len();
+        if acquired {
+            hs.push(p);
+        } else if let Some(i) = hs.iter().position(|q| *q == p) {
+            hs.remove(i);
+        }
+        if before < 2 && hs.len() >= 2 {
+            since.insert(lock, at);
+        } else if before >= 2
+            && hs.len() < 2
+            && let Some(t) = since.remove(&lock)
+        {
+            longest = longest.max(at.saturating_sub(t));
+            total += at.saturating_sub(t);
+        }
+    });
+    // An overlap still open at the end of the history lasted at least until its last record.
+    for t in since.values() {
+        longest = longest.max(last.saturating_sub(*t));
+        total += last.saturating_sub(*t);
+    }
+    (longest, total)
+}
+
 pub fn mutual_exclusion(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
     // lock -> (holder, since)
     let mut holders: BTreeMap<u32, Vec<(ProcId, SimTime)>> = BTreeMap::new();

@@ -212,3 +212,22 @@ fn liveness_passes_when_waiters_get_the_lock_in_time() {
     ];
     assert_eq!(liveness(&hist(recs), &live_cfg(40_000), &name), None);
 }
+
+#[test]
+fn longest_overlap_measures_the_widest_two_holder_window() {
+    let h = hist(vec![
+        (0, 1, acquired(0, "a")),
+        (5, 2, acquired(0, "b")),
+        (9, 1, released(0, "a")),
+        (20, 3, acquired(0, "c")),
+        (21, 2, released(0, "b")),
+    ]);
+    assert_eq!(longest_overlap_ns(&h), SimTime::from_ms(4).0);
+    assert_eq!(
+        longest_overlap_ns(&hist(vec![
+            (0, 1, acquired(0, "a")),
+            (5, 1, released(0, "a"))
+        ])),
+        0
+    );
+}

@@ -25,6 +25,10 @@ pub struct RunOutcome {
     pub faults: Vec<(SimTime, FaultAction)>,
     /// Digest of the trace (0 when tracing was off).
     pub trace_digest: u64,
+    /// Longest time two clients believed they held the same lock at once (ns).
+    pub longest_overlap_ns: u64,
+    /// Total time with two or more holders (ns).
+    pub total_overlap_ns: u64,
 }
 
 impl RunOutcome {
@@ -68,6 +72,14 @@ pub fn run_world_with(
         acquisitions,
         faults,
         trace_digest: world.trace.digest(),
+        longest_overlap_ns: 0,
+        total_overlap_ns: 0,
+    };
+    let (longest, total) = crate::check::overlaps_ns(&world.history);
+    let outcome = RunOutcome {
+        longest_overlap_ns: longest,
+        total_overlap_ns: total,
+        ..outcome
     };
     (outcome, world)
 }
@@ -104,11 +116,23 @@ pub struct SweepSummary {
     pub event_limit_seeds: u64,
     pub events: u64,
     pub acquisitions: u64,
+    /// The longest two-holder overlap of any seed, and that seed (the first, on ties).
+    pub longest_overlap: Option<(u64, u64)>,
+    /// Two-holder time summed over all seeds (ns), for the mean per seed.
+    pub total_overlap_ns: u64,
 }
 
 impl SweepSummary {
     fn add(&mut self, o: RunOutcome) {
         self.seeds_run += 1;
+        self.total_overlap_ns += o.total_overlap_ns;
+        if o.longest_overlap_ns > 0
+            && self
+                .longest_overlap
+                .is_none_or(|(ns, _)| o.longest_overlap_ns > ns)
+        {
+            self.longest_overlap = Some((o.longest_overlap_ns, o.seed));
+        }
         self.events += o.events;
         self.acquisitions += o.acquisitions;
         if o.end == RunEnd::EventLimit {

@@ -304,12 +304,10 @@ pub fn render(
                         by,
                     } => {
                         let how = match how {
-                            Removal::Del => {
-                                format!(
-                                    "deleted by {}",
-                                    by.map_or("?".into(), |b| names[b.index()].clone())
-                                )
-                            }
+                            Removal::Del => match by {
+                                Some(b) => format!("deleted by {}", names[b.index()]),
+                                None => "deleted (the master's DEL, replicated)".into(),
+                            },
                             Removal::Expired => "expired".into(),
                             Removal::Overwritten => "overwritten".into(),
                             Removal::Flushed => "flushed".into(),

@@ -22,6 +22,9 @@ use crate::time::{NS_PER_S, ProcId};
 pub const ACK_PERIOD_NS: u64 = NS_PER_S;
 /// A replica silent for longer than this is dropped by its master (`repl-timeout`).
 pub const REPL_TIMEOUT_NS: u64 = 60 * NS_PER_S;
+/// A replica waiting for its full sync asks again after this long (the request or the
+/// transfer was lost, e.g. in a partition).
+pub const SYNC_RETRY_NS: u64 = 5 * NS_PER_S;
 /// `appendfsync no`: the OS writes dirty pages back about this often.
 pub const OS_FLUSH_PERIOD_NS: u64 = 30 * NS_PER_S;
 
@@ -63,6 +66,8 @@ pub struct ReplState {
     /// The node's monotonic clock at the event being handled.
     pub mono_ns: u64,
     pub last_ack_sent_mono_ns: u64,
+    /// When this replica last asked for a full sync.
+    pub sync_requested_mono_ns: u64,
 }
 
 impl ReplState {
@@ -256,6 +261,7 @@ impl RedisNode {
         };
         self.repl.replicas.clear();
         self.repl.outbox.push((master, Msg::Repl(ReplMsg::Sync)));
+        self.repl.sync_requested_mono_ns = self.repl.mono_ns;
         let name = String::from_utf8_lossy(&self.peer_name(master)).into_owned();
         self.note(format!("replicating from {name}: full sync requested"));
     }

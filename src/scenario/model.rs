@@ -7,6 +7,7 @@ use crate::client::{Algorithm, ClientConfig, LockClient, NsRange, Resource};
 use crate::clock::NodeClock;
 use crate::net::LinkSpec;
 use crate::redis::node::{Fsync, Persistence};
+use crate::redis::sentinel::{Sentinel, SentinelConfig};
 use crate::redis::{RedisConfig, RedisProcess};
 use crate::rng::{Ratio, Seed};
 use crate::scenario::units::{Bounded, Dur, DurRange, Name, SignedDur, SignedDurRange};
@@ -794,6 +795,41 @@ impl Scenario {
                 });
             }
         }
+        if let Some(sp) = &m.sentinels {
+            let nodes: Vec<(ProcId, String, u32)> = m
+                .nodes
+                .iter()
+                .map(|n| {
+                    (
+                        self.proc_id(&n.name.0),
+                        n.name.0.clone(),
+                        n.priority.map_or(100, |p| p.0 as u32),
+                    )
+                })
+                .collect();
+            for &id in &sentinel_ids {
+                let config = SentinelConfig {
+                    sentinels: sentinel_ids.clone(),
+                    nodes: nodes.clone(),
+                    initial_master: self.proc_id(&sp.monitor.0),
+                    quorum: sp.quorum.0 as usize,
+                    down_after_ns: sp.down_after.map_or(30 * NS_PER_S, |d| d.ns()),
+                    failover_timeout_ns: sp.failover_timeout.map_or(180 * NS_PER_S, |d| d.ns()),
+                    ping_period_ns: NS_PER_S,
+                };
+                debug_assert_eq!(id.index(), specs.len());
+                specs.push(ProcSpec {
+                    name: self.procs[id.index()].0.clone(),
+                    actor: Actor::Sentinel(Box::new(Sentinel::new(config))),
+                    clock: NodeClock::perfect(self.epoch_unix_ms),
+                });
+            }
+        }
+        assert_eq!(
+            specs.len(),
+            self.procs.len(),
+            "every named process is built"
+        );
         let link = LinkSpec::new(
             m.network.latency.min.ns(),
             m.network.latency.max.ns(),

@@ -5,12 +5,14 @@ use crate::client::{LockClient, Resource};
 use crate::process::{Cx, Process};
 use crate::proto::Msg;
 use crate::redis::RedisProcess;
+use crate::redis::sentinel::Sentinel;
 use crate::time::ProcId;
 
 pub enum Actor {
     Redis(Box<RedisProcess>),
     Client(Box<LockClient>),
     Resource(Resource),
+    Sentinel(Box<Sentinel>),
     Custom(Box<dyn Process>),
 }
 
@@ -29,6 +31,7 @@ macro_rules! each_actor {
             Actor::Redis($p) => $e,
             Actor::Client($p) => $e,
             Actor::Resource($p) => $e,
+            Actor::Sentinel($p) => $e,
             Actor::Custom($p) => $e,
         }
     };
