@@ -176,7 +176,8 @@ pub fn render(
                         | Msg::ResourceAck { .. }
                         | Msg::SentinelReq { .. }
                         | Msg::SentinelResp { .. }
-                        | Msg::Repl(_) => {
+                        | Msg::Repl(_)
+                        | Msg::Consensus(_) => {
                             format!(
                                 "{} <- {} {}",
                                 names[p.index()],

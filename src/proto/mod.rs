@@ -3,6 +3,7 @@
 
 pub mod bytes;
 pub mod command;
+pub mod consensus;
 pub mod msg;
 pub mod reply;
 pub mod sentinel;

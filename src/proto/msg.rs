@@ -1,5 +1,6 @@
 //! Messages the event loop carries between processes.
 
+use crate::proto::consensus::ConsensusMsg;
 use crate::proto::sentinel::{ReplMsg, SentinelRequest, SentinelResponse};
 use crate::proto::{Command, Reply};
 
@@ -33,6 +34,8 @@ pub enum Msg {
     SentinelResp { id: u64, resp: SentinelResponse },
     /// Replication between a master and a replica.
     Repl(ReplMsg),
+    /// Consensus lock service traffic (ZooKeeper-style lock).
+    Consensus(ConsensusMsg),
 }
 
 impl Msg {
@@ -47,6 +50,7 @@ impl Msg {
             Msg::SentinelReq { .. } => "sentinel-request",
             Msg::SentinelResp { .. } => "sentinel-response",
             Msg::Repl(_) => "replication",
+            Msg::Consensus(_) => "consensus",
         }
     }
 }

@@ -157,6 +157,7 @@ fn msg_id(m: &Msg) -> u64 {
             | ReplMsg::Ack { offset } => *offset,
             ReplMsg::Sync | ReplMsg::GetAck => 0,
         },
+        Msg::Consensus(_) => 0,
     }
 }
 
@@ -216,6 +217,7 @@ pub fn describe_msg(m: &Msg) -> String {
             ReplMsg::Ack { offset } => format!("REPLCONF ACK {offset}"),
             ReplMsg::GetAck => "REPLCONF GETACK".into(),
         },
+        Msg::Consensus(c) => format!("{c:?}"),
     }
 }
 
