@@ -327,6 +327,15 @@ fn shard_text(shard: Shard) -> String {
     }
 }
 
+/// A signed duration for people: `-3.2s`, `+850ms`.
+pub fn fmt_signed_ns(ns: i64) -> String {
+    format!(
+        "{}{}",
+        if ns < 0 { '-' } else { '+' },
+        fmt_duration_ns(ns.unsigned_abs())
+    )
+}
+
 /// The sweep summary people read.
 pub fn sweep_text(
     sc: &Scenario,
@@ -387,6 +396,20 @@ pub fn sweep_text(
             "  two holders at once: longest {} (seed {seed}), {} per seed on average",
             fmt_duration_ns(ns),
             fmt_duration_ns(mean)
+        );
+    }
+    if let Some((ns, seed)) = summary.min_margin {
+        let hist: Vec<String> = crate::check::margin::MARGIN_BUCKETS
+            .iter()
+            .zip(summary.margin_histogram)
+            .filter(|(_, n)| *n > 0)
+            .map(|((_, label), n)| format!("{label}: {n}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  safety margin (key gone - believed end): min {} (seed {seed}); {}",
+            fmt_signed_ns(ns),
+            hist.join(", ")
         );
     }
     if summary.event_limit_seeds > 0 {

@@ -2,6 +2,8 @@
 //! (observations and the fault log), never the processes: a checker judges what happened,
 //! not what the code meant.
 
+pub mod margin;
+
 use std::collections::BTreeMap;
 use std::fmt;
 

@@ -29,6 +29,10 @@ pub struct RunOutcome {
     pub longest_overlap_ns: u64,
     /// Total time with two or more holders (ns).
     pub total_overlap_ns: u64,
+    /// Safety margins of acquisitions whose key was lost (see `check::margin`): the smallest,
+    /// and a histogram over `MARGIN_BUCKETS`.
+    pub min_margin_ns: Option<i64>,
+    pub margin_histogram: [u64; 6],
 }
 
 impl RunOutcome {
@@ -74,13 +78,23 @@ pub fn run_world_with(
         trace_digest: world.trace.digest(),
         longest_overlap_ns: 0,
         total_overlap_ns: 0,
+        min_margin_ns: None,
+        margin_histogram: [0; 6],
     };
     let (longest, total) = crate::check::overlaps_ns(&world.history);
-    let outcome = RunOutcome {
+    let mut outcome = RunOutcome {
         longest_overlap_ns: longest,
         total_overlap_ns: total,
         ..outcome
     };
+    for m in crate::check::margin::safety_margins(&world.history) {
+        outcome.margin_histogram[crate::check::margin::margin_bucket(m.margin_ns)] += 1;
+        outcome.min_margin_ns = Some(
+            outcome
+                .min_margin_ns
+                .map_or(m.margin_ns, |x| x.min(m.margin_ns)),
+        );
+    }
     (outcome, world)
 }
 
@@ -120,12 +134,23 @@ pub struct SweepSummary {
     pub longest_overlap: Option<(u64, u64)>,
     /// Two-holder time summed over all seeds (ns), for the mean per seed.
     pub total_overlap_ns: u64,
+    /// The smallest safety margin of any seed, and that seed.
+    pub min_margin: Option<(i64, u64)>,
+    pub margin_histogram: [u64; 6],
 }
 
 impl SweepSummary {
     fn add(&mut self, o: RunOutcome) {
         self.seeds_run += 1;
         self.total_overlap_ns += o.total_overlap_ns;
+        for (a, b) in self.margin_histogram.iter_mut().zip(o.margin_histogram) {
+            *a += b;
+        }
+        if let Some(m) = o.min_margin_ns
+            && self.min_margin.is_none_or(|(x, _)| m < x)
+        {
+            self.min_margin = Some((m, o.seed));
+        }
         if o.longest_overlap_ns > 0
             && self
                 .longest_overlap

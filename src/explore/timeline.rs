@@ -82,6 +82,9 @@ pub fn render(
 ) -> String {
     let names = world.names();
     let n = names.len();
+    // token -> (holder, believed end), from Acquired/Extended, for margins at key removals.
+    let mut believed: std::collections::BTreeMap<Bytes, (ProcId, SimTime)> =
+        std::collections::BTreeMap::new();
     let mut lanes: Vec<LaneState> = (0..n)
         .map(|_| LaneState {
             base: Lane::Idle,
@@ -201,6 +204,19 @@ pub fn render(
             }
             Row::Obs(at, p, obs) => {
                 apply(&mut lanes[p.index()], obs, lock_keys);
+                if let Observation::Acquired {
+                    token,
+                    believed_until: Some(u),
+                    ..
+                }
+                | Observation::Extended {
+                    token,
+                    believed_until: Some(u),
+                    ..
+                } = obs
+                {
+                    believed.insert(token.clone(), (p, *u));
+                }
                 let who = &names[p.index()];
                 let text = match obs {
                     Observation::Attempt { token, .. } => {
@@ -304,7 +320,7 @@ pub fn render(
                         how,
                         by,
                     } => {
-                        let how = match how {
+                        let how_text = match how {
                             Removal::Del => match by {
                                 Some(b) => format!("deleted by {}", names[b.index()]),
                                 None => "deleted (the master's DEL, replicated)".into(),
@@ -313,7 +329,26 @@ pub fn render(
                             Removal::Overwritten => "overwritten".into(),
                             Removal::Flushed => "flushed".into(),
                         };
-                        format!("{who}: {} ({}) {how}", show(key), show(value))
+                        // Belief against reality: the key is gone; when did its holder think it
+                        // would be?
+                        let margin = match (*how, believed.get(value)) {
+                            // The holder's own unlock, or a replica echoing its master's DEL: not
+                            // a loss of the lock.
+                            (Removal::Del, _)
+                                if by.is_none_or(|b| {
+                                    believed.get(value).is_some_and(|(c, _)| *c == b)
+                                }) =>
+                            {
+                                String::new()
+                            }
+                            (_, Some((c, until))) => format!(
+                                " [margin {} vs {}'s belief]",
+                                crate::cli::fmt_signed_ns(at.0 as i64 - until.0 as i64),
+                                names[c.index()]
+                            ),
+                            _ => String::new(),
+                        };
+                        format!("{who}: {} ({}) {how_text}{margin}", show(key), show(value))
                     }
                     Observation::Fault { what } => format!("FAULT {what}"),
                     Observation::Note(t) => format!("{who}: {t}"),

@@ -1,0 +1,177 @@
+//! Safety margins: for each acquisition, the distance between what the client believed (the
+//! end of its validity, measured on its own clock and mapped to true time by the loop) and
+//! reality (when its key actually left each node that had granted it). A negative margin is
+//! a window in which the client believed it held a lock that was already gone.
+
+use std::collections::BTreeMap;
+
+use crate::history::{History, Observation, Removal};
+use crate::proto::Bytes;
+use crate::time::{ProcId, SimTime};
+
+/// One acquisition's margin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Margin {
+    pub client: ProcId,
+    pub token: Bytes,
+    pub acquired_at: SimTime,
+    pub believed_until: SimTime,
+    /// Nodes where the key left for another reason than the holder's own unlock: (node,
+    /// when, how).
+    pub removals: Vec<(ProcId, SimTime, Removal)>,
+    /// Earliest removal minus believed end, in ns (negative: belief outlived the key).
+    pub margin_ns: i64,
+}
+
+/// Margins of every acquisition whose key was lost (expired, overwritten, flushed, or deleted
+/// by someone else) on at least one node, in history order.
+pub fn safety_margins(history: &History) -> Vec<Margin> {
+    // token -> (client, acquired_at, believed_until); extensions move the belief.
+    let mut belief: BTreeMap<&Bytes, (ProcId, SimTime, SimTime)> = BTreeMap::new();
+    let mut removals: BTreeMap<&Bytes, Vec<(ProcId, SimTime, Removal)>> = BTreeMap::new();
+    let mut order: Vec<&Bytes> = Vec::new();
+    for r in &history.records {
+        match &r.obs {
+            Observation::Acquired {
+                token,
+                believed_until: Some(b),
+                ..
+            } => {
+                if belief.insert(token, (r.proc, r.at, *b)).is_none() {
+                    order.push(token);
+                }
+            }
+            Observation::Extended {
+                token,
+                believed_until: Some(b),
+                ..
+            } => {
+                if let Some(e) = belief.get_mut(token) {
+                    e.2 = *b;
+                }
+            }
+            Observation::KeyRemoved { value, how, by, .. } => {
+                // The holder's own unlock is not a loss; nor is a replica applying its master's
+                // DEL (`by` unknown): the master's own removal is what counts.
+                let not_a_loss = *how == Removal::Del
+                    && by.is_none_or(|b| belief.get(value).is_some_and(|(c, _, _)| *c == b));
+                if !not_a_loss && belief.contains_key(value) {
+                    removals
+                        .entry(value)
+                        .or_default()
+                        .push((r.proc, r.at, *how));
+                }
+            }
+            _ => {}
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|t| {
+            let (client, acquired_at, believed_until) = belief[t];
+            let rs = removals.remove(t)?;
+            let first = rs.iter().map(|(_, at, _)| *at).min()?;
+            let margin_ns = first.0 as i64 - believed_until.0 as i64;
+            Some(Margin {
+                client,
+                token: t.clone(),
+                acquired_at,
+                believed_until,
+                removals: rs,
+                margin_ns,
+            })
+        })
+        .collect()
+}
+
+/// Buckets of a margin distribution (ns upper bounds, exclusive), for sweep summaries.
+pub const MARGIN_BUCKETS: [(i64, &str); 6] = [
+    (-1_000_000_000, "< -1s"),
+    (0, "-1s..0"),
+    (100_000_000, "0..100ms"),
+    (1_000_000_000, "100ms..1s"),
+    (10_000_000_000, "1s..10s"),
+    (i64::MAX, ">= 10s"),
+];
+
+/// Index of the bucket a margin falls in.
+pub fn margin_bucket(ns: i64) -> usize {
+    MARGIN_BUCKETS
+        .iter()
+        .position(|(hi, _)| ns < *hi)
+        .unwrap_or(MARGIN_BUCKETS.len() - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(records: Vec<(u64, u32, Observation)>) -> History {
+        let mut h = History::default();
+        for (ms, p, o) in records {
+            h.push(SimTime::from_ms(ms), ProcId(p), o);
+        }
+        h
+    }
+    fn tok(s: &str) -> Bytes {
+        Bytes::from(s)
+    }
+
+    #[test]
+    fn a_key_that_expires_before_the_belief_ends_gives_a_negative_margin() {
+        let hist = h(vec![
+            (
+                0,
+                1,
+                Observation::Acquired {
+                    lock: 0,
+                    token: tok("a"),
+                    fence: None,
+                    validity_ns: Some(10),
+                    believed_until: Some(SimTime::from_ms(10_000)),
+                },
+            ),
+            (
+                7_000,
+                0,
+                Observation::KeyRemoved {
+                    key: tok("lock"),
+                    value: tok("a"),
+                    how: Removal::Expired,
+                    by: None,
+                },
+            ),
+        ]);
+        let m = safety_margins(&hist);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].margin_ns, -3_000_000_000);
+    }
+
+    #[test]
+    fn the_holders_own_unlock_is_not_a_loss() {
+        let hist = h(vec![
+            (
+                0,
+                1,
+                Observation::Acquired {
+                    lock: 0,
+                    token: tok("a"),
+                    fence: None,
+                    validity_ns: Some(10),
+                    believed_until: Some(SimTime::from_ms(10_000)),
+                },
+            ),
+            (
+                2_000,
+                0,
+                Observation::KeyRemoved {
+                    key: tok("lock"),
+                    value: tok("a"),
+                    how: Removal::Del,
+                    by: Some(ProcId(1)),
+                },
+            ),
+        ]);
+        assert!(safety_margins(&hist).is_empty());
+    }
+}
