@@ -37,7 +37,8 @@ pub fn safety_margins(history: &History) -> Vec<Margin> {
                 believed_until: Some(b),
                 ..
             } => {
-                if belief.insert(token, (r.proc, r.at, *b)).is_none() {
+                let previous = belief.insert(token, (r.proc, r.at, *b));
+                if previous.is_none() {
                     order.push(token);
                 }
             }
