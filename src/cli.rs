@@ -437,10 +437,6 @@ pub fn sweep_text(
     s
 }
 
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).expect("string serialises")
-}
-
 /// `--json`: one line per violating seed, then a summary line.
 pub fn sweep_json(
     sc: &Scenario,
@@ -450,59 +446,63 @@ pub fn sweep_json(
     jobs: usize,
     wall_s: f64,
 ) -> String {
+    use serde_json::json;
     let mut s = String::new();
+    let name = |p: &crate::time::ProcId| sc.procs[p.index()].0.clone();
     for (seed, vs) in &summary.violating {
-        let viols: Vec<String> = vs
+        let viols: Vec<serde_json::Value> = vs
             .iter()
             .map(|v| {
-                format!(
-                    "{{\"property\":{},\"at_ns\":{},\"actors\":[{}],\"message\":{}}}",
-                    json_str(v.property.name()),
-                    v.at.0,
-                    v.actors
-                        .iter()
-                        .map(|a| json_str(&sc.procs[a.index()].0))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    json_str(&v.message)
-                )
+                json!({
+                    "property": v.property.name(),
+                    "at_ns": v.at.0,
+                    "actors": v.actors.iter().map(name).collect::<Vec<_>>(),
+                    "message": v.message,
+                })
             })
             .collect();
-        let _ = writeln!(
-            s,
-            "{{\"model\":{},\"seed\":{seed},\"violations\":[{}],\"replay\":{}}}",
-            json_str(&sc.name),
-            viols.join(","),
-            json_str(&replay_command(sc, *seed))
-        );
+        let line = json!({
+            "model": sc.name,
+            "seed": seed,
+            "violations": viols,
+            "replay": replay_command(sc, *seed),
+        });
+        let _ = writeln!(s, "{line}");
     }
-    let per: Vec<String> = sc
+    let per: serde_json::Map<String, serde_json::Value> = sc
         .properties
         .iter()
         .map(|p| {
-            format!(
-                "{}:{}",
-                json_str(p.name()),
-                summary.violations_per_property.get(p).copied().unwrap_or(0)
+            (
+                p.name().to_string(),
+                json!(summary.violations_per_property.get(p).copied().unwrap_or(0)),
             )
         })
         .collect();
-    let _ = writeln!(
-        s,
-        "{{\"summary\":{{\"model\":{},\"seeds\":[{},{}],\"shard\":[{},{}],\"seeds_run\":{},\"violating_seeds\":{},\"violations_per_property\":{{{}}},\"first_violating_seed\":{},\"event_limit_seeds\":{},\"jobs\":{jobs},\"wall_s\":{wall_s:.3},\"seeds_per_s\":{:.1}}}}}",
-        json_str(&sc.name),
-        seeds.0.start,
-        seeds.0.end,
-        shard.index,
-        shard.count,
-        summary.seeds_run,
-        summary.violating.len(),
-        per.join(","),
-        summary
-            .first_violating_seed
-            .map_or("null".into(), |s| s.to_string()),
-        summary.event_limit_seeds,
-        summary.seeds_run as f64 / wall_s.max(1e-9)
-    );
+    let margins: serde_json::Map<String, serde_json::Value> = crate::check::margin::MARGIN_BUCKETS
+        .iter()
+        .zip(summary.margin_histogram)
+        .map(|((_, label), n)| (label.to_string(), json!(n)))
+        .collect();
+    let line = json!({ "summary": {
+        "model": sc.name,
+        "seeds": [seeds.0.start, seeds.0.end],
+        "shard": [shard.index, shard.count],
+        "seeds_run": summary.seeds_run,
+        "violating_seeds": summary.violating.len(),
+        "violations_per_property": per,
+        "first_violating_seed": summary.first_violating_seed,
+        "event_limit_seeds": summary.event_limit_seeds,
+        "longest_overlap_ns": summary.longest_overlap.map(|(ns, _)| ns),
+        "longest_overlap_seed": summary.longest_overlap.map(|(_, seed)| seed),
+        "mean_overlap_ns_per_seed": summary.total_overlap_ns / summary.seeds_run.max(1),
+        "min_safety_margin_ns": summary.min_margin.map(|(ns, _)| ns),
+        "min_safety_margin_seed": summary.min_margin.map(|(_, seed)| seed),
+        "safety_margins": margins,
+        "jobs": jobs,
+        "wall_s": (wall_s * 1000.0).round() / 1000.0,
+        "seeds_per_s": (summary.seeds_run as f64 / wall_s.max(1e-9) * 10.0).round() / 10.0,
+    }});
+    let _ = writeln!(s, "{line}");
     s
 }

@@ -1,0 +1,1408 @@
+//! Redlock: one lock over N independent Redis masters, as the Redis docs state the algorithm
+//! ("Distributed Locks with Redis") and as the common client libraries run it.
+//!
+//! A client is a work loop like `LockClient`'s: acquire on a majority → critical section
+//! (read the resource, hold, write it; extend meanwhile if configured) → release on all
+//! nodes → think → repeat. One acquisition attempt:
+//!
+//! 1. read the chosen clock (t0); send `SET key token NX PX ttl` to all N nodes at once;
+//! 2. a node's reply counts only if it arrives within `per_node_timeout_ms` of t0 on the
+//!    client's monotonic clock (one timer for the deadline, not one per node);
+//! 3. once all replied or the deadline passed: `elapsed` = chosen clock now − t0,
+//!    `drift = ttl·factor (+ 2 ms)`, `validity = ttl − elapsed − drift` (signed);
+//! 4. success iff at least N/2+1 nodes said OK and `validity > 0` (unless the library skips
+//!    that check); on failure the unlock script goes to every node, unanswered, and the
+//!    client retries after a delay, up to `retry_count` attempts, then gives up for the round.
+//!
+//! What the libraries differ in, and what each difference costs, is in `RedlockOptions`
+//! and its presets. Deliberately kept, because people run them: elapsed time measured on a
+//! wall clock that steps (pitfall 13), no validity re-check before the write (pitfall 12),
+//! extends that resurrect an expired key (pitfall 14), fixed retry delays (pitfall 17).
+//!
+//! Simplifications: all nodes are asked in parallel (redlock-py and redlock-rb ask one after
+//! the other, which only lengthens `elapsed`); an attempt is decided when every node replied
+//! or the deadline passed (node-redlock decides as soon as a quorum is reached either way);
+//! elapsed time and drift are kept in ns where libraries round to ms; scripts are sent as
+//! EVAL with their source (no EVALSHA/NOSCRIPT round trip).
+
+use crate::client::single::{NsRange, token_bytes};
+use crate::history::Observation;
+use crate::process::{Cx, Process};
+use crate::proto::command::{SetCond, SetExpiry};
+use crate::proto::{Bytes, Command, Msg, Reply, Script, ScriptRef};
+use crate::redis::scripts::{EXTEND_SRC, UNLOCK_SRC};
+use crate::rng::Prng;
+use crate::time::{NS_PER_MS, ProcId};
+
+/// What a client measures the elapsed time of an attempt with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElapsedClock {
+    /// The host's monotonic clock: never goes back, immune to NTP steps.
+    Monotonic,
+    /// The host's wall clock (`Time.now`, `time.time()`, `Date.now()`): a step during the
+    /// attempt distorts `elapsed`, and with it the validity the client believes in.
+    Wall,
+}
+
+/// How a holder extends its lock on every node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExtendMode {
+    /// The compare-and-pexpire script: extends only where the key still holds our token.
+    Script,
+    /// `SET key token PX ttl` (no NX): resurrects an expired key and overwrites a key
+    /// another client took meanwhile.
+    ReSet,
+    /// The script, then `SET key token NX PX ttl` on the nodes where it found no key of ours
+    /// (redsync's `WithSetNXOnExtend`): resurrects an expired key.
+    SetIfMissing,
+}
+
+/// The knobs in which Redlock implementations differ.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedlockOptions {
+    pub ttl_ms: u64,
+    /// Clock drift allowance as parts per million of the TTL (10_000 = 1 %).
+    pub drift_factor_ppm: u64,
+    /// Add 2 ms to the drift, as the Redis docs do (1 ms Redis expiry precision + 1 ms for
+    /// small TTLs); redsync omits it.
+    pub drift_plus_2ms: bool,
+    pub clock: ElapsedClock,
+    /// A node's reply counts only if it arrives within this long of the attempt's start.
+    pub per_node_timeout_ms: u64,
+    /// Attempts per acquisition round before `GaveUp` (then think and start a new round).
+    pub retry_count: u32,
+    pub retry_delay_ms: u64,
+    /// The retry delay is drawn uniformly in `[delay − jitter, delay + jitter]` (clamped at
+    /// 0); 0 gives a fixed delay, which livelocks contending clients in lock step.
+    pub retry_jitter_ms: u64,
+    /// redlock-rb style: the delay is drawn in `[0, retry_delay_ms]` (jitter ignored).
+    pub random_delay: bool,
+    /// node-redlock v5: success on a majority alone, whatever the elapsed time.
+    pub skip_validity_check: bool,
+    /// Extend every this many ms after acquiring while holding, and how; None: never.
+    pub extend: Option<(u64, ExtendMode)>,
+}
+
+impl RedlockOptions {
+    /// Names accepted by `preset`.
+    pub const PRESETS: [&'static str; 5] = [
+        "redis-docs",
+        "redlock-rb",
+        "redlock-py",
+        "node-redlock",
+        "redsync",
+    ];
+
+    /// Library defaults for a lock of `ttl_ms`. Presets never extend: every library leaves
+    /// extending to the caller. Libraries that set no per-node timeout of their own
+    /// (redlock-py: redis-py has no socket timeout by default; node-redlock: ioredis has no
+    /// command timeout) get the docs' 50 ms: a real client learns of a dead node at once
+    /// from a refused connection, which a node that never answers can only stand in for.
+    pub fn preset(name: &str, ttl_ms: u64) -> Option<RedlockOptions> {
+        let base = RedlockOptions {
+            ttl_ms,
+            drift_factor_ppm: 10_000,
+            drift_plus_2ms: true,
+            clock: ElapsedClock::Monotonic,
+            per_node_timeout_ms: 50,
+            retry_count: 3,
+            retry_delay_ms: 200,
+            retry_jitter_ms: 0,
+            random_delay: false,
+            skip_validity_check: false,
+            extend: None,
+        };
+        let o = match name {
+            // The algorithm as the Redis docs state it: monotonic time, 1 % + 2 ms, a random
+            // delay, a per-node timeout at the top of the docs' 5–50 ms.
+            "redis-docs" => RedlockOptions {
+                random_delay: true,
+                ..base
+            },
+            // redlock-rb as §6 describes it (0.x: `Time.now`, `sleep(rand(retry_delay))`,
+            // 3 tries); 100 ms is its `DEFAULT_REDIS_TIMEOUT`.
+            "redlock-rb" => RedlockOptions {
+                clock: ElapsedClock::Wall,
+                per_node_timeout_ms: 100,
+                random_delay: true,
+                ..base
+            },
+            // redlock-py: `time.time()`, `int(ttl * 0.01) + 2`, 3 tries, `sleep(0.2)` fixed.
+            "redlock-py" => RedlockOptions {
+                clock: ElapsedClock::Wall,
+                ..base
+            },
+            // node-redlock v5: `Date.now()`, `Math.round(0.01 * ttl) + 2`, retryCount 10
+            // (11 attempts), delay 200 ± 100 ms, and no check of the elapsed time.
+            "node-redlock" => RedlockOptions {
+                clock: ElapsedClock::Wall,
+                retry_count: 11,
+                retry_jitter_ms: 100,
+                skip_validity_check: true,
+                ..base
+            },
+            // redsync v4: Go's `time.Now()` (monotonic reading), drift `expiry · 0.01` with
+            // no +2 ms, 32 tries, delay rand in [50, 250) ms, per-node timeout expiry · 0.05.
+            "redsync" => RedlockOptions {
+                drift_plus_2ms: false,
+                per_node_timeout_ms: (ttl_ms / 20).max(1),
+                retry_count: 32,
+                retry_delay_ms: 150,
+                retry_jitter_ms: 100,
+                ..base
+            },
+            _ => return None,
+        };
+        Some(o)
+    }
+
+    /// Why these options cannot run, if they cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.ttl_ms == 0 {
+            return Err("redlock: ttl_ms must be > 0".into());
+        }
+        if self.per_node_timeout_ms == 0 {
+            return Err("redlock: per_node_timeout_ms must be > 0 (no reply could count)".into());
+        }
+        if self.retry_count == 0 {
+            return Err("redlock: retry_count must be >= 1 (it counts attempts)".into());
+        }
+        if self.extend.is_some_and(|(every_ms, _)| every_ms == 0) {
+            return Err("redlock: extend interval must be > 0 ms".into());
+        }
+        Ok(())
+    }
+
+    /// `ttl·factor (+ 2 ms)`, in ns. `ttl_ms · ppm` is already ns: ms·10⁶ ns/ms · ppm/10⁶.
+    pub fn drift_ns(&self) -> u64 {
+        let plus = if self.drift_plus_2ms {
+            2 * NS_PER_MS
+        } else {
+            0
+        };
+        self.ttl_ms
+            .saturating_mul(self.drift_factor_ppm)
+            .saturating_add(plus)
+    }
+
+    /// `ttl − elapsed − drift`, in ns; negative when the attempt took too long (or a wall
+    /// clock stepped forward), larger than `ttl − drift` when a wall clock stepped back.
+    pub fn validity_ns(&self, elapsed_ns: i64) -> i64 {
+        let ttl_ns = i64::try_from(self.ttl_ms.saturating_mul(NS_PER_MS)).unwrap_or(i64::MAX);
+        let drift_ns = i64::try_from(self.drift_ns()).unwrap_or(i64::MAX);
+        ttl_ns.saturating_sub(elapsed_ns).saturating_sub(drift_ns)
+    }
+
+    /// Delay before the next attempt, in ns. A fixed delay draws nothing from the stream.
+    pub fn retry_delay_ns(&self, rng: &mut Prng) -> u64 {
+        let ms = |v: u64| v.saturating_mul(NS_PER_MS);
+        if self.random_delay {
+            rng.range_inclusive(0, ms(self.retry_delay_ms))
+        } else if self.retry_jitter_ms == 0 {
+            ms(self.retry_delay_ms)
+        } else {
+            let lo = self.retry_delay_ms.saturating_sub(self.retry_jitter_ms);
+            let hi = self.retry_delay_ms.saturating_add(self.retry_jitter_ms);
+            rng.range_inclusive(ms(lo), ms(hi))
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RedlockConfig {
+    /// Index of the lock in the model's lock table (history names locks by index).
+    pub lock: u32,
+    pub key: Bytes,
+    /// The independent masters; a majority is `nodes.len() / 2 + 1`.
+    pub nodes: Vec<ProcId>,
+    pub resource: Option<ProcId>,
+    /// Time spent in the critical section between reading and writing the resource.
+    pub hold: NsRange,
+    /// Time between a release (or giving up) and the next round.
+    pub think: NsRange,
+    /// Stop after this many completed critical sections (None = run until the end).
+    pub rounds: Option<u64>,
+    /// Prefix of this client's tokens (unique per client); the attempt number follows.
+    pub token_prefix: String,
+    pub options: RedlockOptions,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    /// SET NX PX sent to every node; waiting for replies or the deadline.
+    Acquiring,
+    /// Waiting for the resource's answer to the read that opens the critical section.
+    Reading,
+    /// In the critical section (hold timer armed).
+    Holding,
+    /// Waiting for the resource's answer to the write that closes the critical section.
+    Writing,
+    /// Unlock script sent to every node; waiting for replies or the deadline.
+    Releasing,
+    /// Retry or think timer armed.
+    Waiting,
+    Done,
+}
+
+/// Which request every node got in the fan-out in progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FanOutKind {
+    Acquire,
+    Extend,
+    Release,
+}
+
+/// A request to every node, answered by a deadline.
+#[derive(Clone, Copy, Debug)]
+struct FanOut {
+    kind: FanOutKind,
+    /// Both clocks at the start; `options.clock` says which one `elapsed` is measured on.
+    start_mono_ns: u64,
+    start_wall_ms: i64,
+    /// Replies handled after this (monotonic) instant do not count.
+    deadline_mono_ns: u64,
+}
+
+/// One node's answer in the current fan-out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Vote {
+    /// Request `id` in flight; `second_step`: SetIfMissing's `SET NX` after the script
+    /// found no key of ours.
+    Pending {
+        id: u64,
+        second_step: bool,
+    },
+    For,
+    Against,
+}
+
+/// Tag of the request-timeout timer; state and extend timers use counter values below it.
+const TIMER_TIMEOUT: u64 = u64::MAX;
+
+/// One Redlock client.
+pub struct RedlockClient {
+    pub config: RedlockConfig,
+    phase: Phase,
+    /// Last timer tag handed out (state and extend timers share the counter).
+    last_tag: u64,
+    // Invariant: a state timer (hold, retry, think) whose tag differs from `state_tag` is
+    // stale and ignored.
+    state_tag: u64,
+    // Invariant: an extend timer whose tag differs from `extend_tag` is stale; 0 = none.
+    extend_tag: u64,
+    next_id: u64,
+    attempt: u64,
+    attempts_this_round: u32,
+    rounds_done: u64,
+    token: Bytes,
+    fanout: Option<FanOut>,
+    // Invariant: while `fanout` is Some, `votes[i]` is node `config.nodes[i]`'s answer.
+    // Kept between fan-outs so that its allocation is reused.
+    votes: Vec<Vote>,
+    /// The resource request awaited: (id, monotonic deadline).
+    resource_wait: Option<(u64, u64)>,
+    base_version: u64,
+    /// An extend failed in this critical section: the client no longer believes it holds
+    /// the lock (`Lost` was reported, so the release reports no `Released`).
+    lost: bool,
+    // Invariant: while Some, the pending timeout timer fires at this monotonic instant, which
+    // is no later than any active deadline (fan-out or resource). Every deadline is set as
+    // "now + per-node timeout", so a new one is never earlier than a pending timer: one timer
+    // serves them all, re-arming itself for the remainder when it fires early.
+    timeout_due_mono_ns: Option<u64>,
+    unlock: Script,
+    extend_script: Script,
+}
+
+impl RedlockClient {
+    pub fn new(config: RedlockConfig) -> RedlockClient {
+        assert!(!config.nodes.is_empty(), "redlock needs at least one node");
+        if let Err(e) = config.options.validate() {
+            panic!("{e}");
+        }
+        let n = config.nodes.len();
+        RedlockClient {
+            config,
+            phase: Phase::Idle,
+            last_tag: 0,
+            state_tag: 0,
+            extend_tag: 0,
+            next_id: 1,
+            attempt: 0,
+            attempts_this_round: 0,
+            rounds_done: 0,
+            token: Bytes::new(),
+            fanout: None,
+            votes: Vec::with_capacity(n),
+            resource_wait: None,
+            base_version: 0,
+            lost: false,
+            timeout_due_mono_ns: None,
+            unlock: Script::new(UNLOCK_SRC.as_bytes()),
+            extend_script: Script::new(EXTEND_SRC.as_bytes()),
+        }
+    }
+
+    fn quorum(&self) -> usize {
+        self.config.nodes.len() / 2 + 1
+    }
+
+    fn per_node_timeout_ns(&self) -> u64 {
+        self.config.options.per_node_timeout_ms * NS_PER_MS
+    }
+
+    fn new_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    fn new_tag(&mut self) -> u64 {
+        self.last_tag += 1;
+        debug_assert!(self.last_tag < TIMER_TIMEOUT);
+        self.last_tag
+    }
+
+    /// Arms the state timer; any earlier state timer becomes stale.
+    fn arm_state(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
+        self.state_tag = self.new_tag();
+        cx.set_timer(after_ns, self.state_tag);
+    }
+
+    fn arm_extend(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
+        self.extend_tag = self.new_tag();
+        cx.set_timer(after_ns, self.extend_tag);
+    }
+
+    /// Makes sure the timeout timer will fire by the earliest active deadline.
+    fn ensure_timeout(&mut self, cx: &mut Cx<'_>) {
+        let earliest = [
+            self.fanout.map(|f| f.deadline_mono_ns),
+            self.resource_wait.map(|(_, d)| d),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(d) = earliest else { return };
+        match self.timeout_due_mono_ns {
+            Some(due) => debug_assert!(due <= d, "a deadline earlier than the pending timer"),
+            None => {
+                self.timeout_due_mono_ns = Some(d);
+                cx.set_timer(d.saturating_sub(cx.mono_ns), TIMER_TIMEOUT);
+            }
+        }
+    }
+
+    fn set_command(&self, nx: bool) -> Command {
+        Command::Set {
+            key: self.config.key.clone(),
+            value: self.token.clone(),
+            cond: nx.then_some(SetCond::Nx),
+            get: false,
+            expiry: Some(SetExpiry::Px(self.config.options.ttl_ms as i64)),
+        }
+    }
+
+    fn script_command(&self, script: &Script, with_ttl: bool) -> Command {
+        let mut args = vec![self.token.clone()];
+        if with_ttl {
+            args.push(Bytes::from(self.config.options.ttl_ms.to_string().as_str()));
+        }
+        Command::Eval {
+            script: ScriptRef::Source(script.clone()),
+            keys: vec![self.config.key.clone()],
+            args,
+            read_only: false,
+        }
+    }
+
+    fn fanout_command(&self, kind: FanOutKind) -> Command {
+        match kind {
+            FanOutKind::Acquire => self.set_command(true),
+            FanOutKind::Extend => match self.config.options.extend.map(|(_, m)| m) {
+                Some(ExtendMode::ReSet) => self.set_command(false),
+                _ => self.script_command(&self.extend_script, true),
+            },
+            FanOutKind::Release => self.script_command(&self.unlock, false),
+        }
+    }
+
+    /// Sends `kind`'s request to every node and starts the per-node deadline.
+    fn start_fanout(&mut self, cx: &mut Cx<'_>, kind: FanOutKind) {
+        let cmd = self.fanout_command(kind);
+        self.votes.clear();
+        for i in 0..self.config.nodes.len() {
+            let id = self.new_id();
+            cx.send(
+                self.config.nodes[i],
+                Msg::Request {
+                    id,
+                    cmd: cmd.clone(),
+                },
+            );
+            self.votes.push(Vote::Pending {
+                id,
+                second_step: false,
+            });
+        }
+        self.fanout = Some(FanOut {
+            kind,
+            start_mono_ns: cx.mono_ns,
+            start_wall_ms: cx.wall_ms,
+            deadline_mono_ns: cx.mono_ns + self.per_node_timeout_ns(),
+        });
+        self.ensure_timeout(cx);
+    }
+
+    /// Elapsed time since `f` started, on the chosen clock; negative if a wall clock
+    /// stepped back meanwhile (pitfall 13, kept on purpose).
+    fn elapsed_ns(&self, cx: &Cx<'_>, f: &FanOut) -> i64 {
+        match self.config.options.clock {
+            ElapsedClock::Monotonic => {
+                i64::try_from(cx.mono_ns.saturating_sub(f.start_mono_ns)).unwrap_or(i64::MAX)
+            }
+            ElapsedClock::Wall => cx
+                .wall_ms
+                .saturating_sub(f.start_wall_ms)
+                .saturating_mul(NS_PER_MS as i64),
+        }
+    }
+
+    fn start_attempt(&mut self, cx: &mut Cx<'_>) {
+        if self.config.rounds.is_some_and(|r| self.rounds_done >= r) {
+            self.phase = Phase::Done;
+            return;
+        }
+        self.attempt += 1;
+        self.attempts_this_round += 1;
+        // A fresh token per attempt: a late SET of a failed attempt can never be taken for
+        // this one's.
+        self.token = token_bytes(&self.config.token_prefix, self.attempt);
+        if self.attempts_this_round == 1 {
+            // One observation per round, as `LockClient`: retries are in the trace.
+            cx.observe(Observation::Attempt {
+                lock: self.config.lock,
+                token: self.token.clone(),
+            });
+        }
+        self.phase = Phase::Acquiring;
+        self.start_fanout(cx, FanOutKind::Acquire);
+    }
+
+    /// Handles node `i`'s reply to request `id` of the current fan-out.
+    fn on_node_reply(&mut self, cx: &mut Cx<'_>, i: usize, reply: Reply) {
+        let Some(f) = self.fanout else { return };
+        let Vote::Pending { second_step, .. } = self.votes[i] else {
+            return;
+        };
+        let mode = self.config.options.extend.map(|(_, m)| m);
+        self.votes[i] = match (f.kind, mode, second_step) {
+            (FanOutKind::Acquire, ..) => vote(matches!(reply, Reply::Ok)),
+            // The unlock is best effort: any answer ends the wait for that node.
+            (FanOutKind::Release, ..) => Vote::For,
+            (FanOutKind::Extend, Some(ExtendMode::ReSet), _) => vote(matches!(reply, Reply::Ok)),
+            (FanOutKind::Extend, Some(ExtendMode::SetIfMissing), false)
+                if reply == Reply::Int(0) =>
+            {
+                // No key of ours here (expired, restarted empty, or someone else's): set it
+                // if missing. This is what resurrects an expired lock (pitfall 14).
+                let id = self.new_id();
+                let cmd = self.set_command(true);
+                cx.send(self.config.nodes[i], Msg::Request { id, cmd });
+                Vote::Pending {
+                    id,
+                    second_step: true,
+                }
+            }
+            (FanOutKind::Extend, Some(ExtendMode::SetIfMissing), true) => {
+                vote(matches!(reply, Reply::Ok))
+            }
+            (FanOutKind::Extend, ..) => vote(reply == Reply::Int(1)),
+        };
+        if !self.votes.iter().any(|v| matches!(v, Vote::Pending { .. })) {
+            self.conclude_fanout(cx);
+        }
+    }
+
+    /// All nodes answered or the deadline passed: decide.
+    fn conclude_fanout(&mut self, cx: &mut Cx<'_>) {
+        let Some(f) = self.fanout.take() else { return };
+        let ok = self.votes.iter().filter(|v| **v == Vote::For).count();
+        let validity_ns = self.config.options.validity_ns(self.elapsed_ns(cx, &f));
+        let success =
+            ok >= self.quorum() && (self.config.options.skip_validity_check || validity_ns > 0);
+        match f.kind {
+            FanOutKind::Acquire if success => self.acquired(cx, validity_ns),
+            FanOutKind::Acquire => self.acquire_failed(cx),
+            FanOutKind::Extend if success => {
+                cx.observe(Observation::Extended {
+                    lock: self.config.lock,
+                    token: self.token.clone(),
+                    validity_ns: Some(validity_ns.max(0) as u64),
+                    believed_until: None,
+                });
+                // Periodic from the start of each round, as a timer loop in a library runs.
+                if let Some((every_ms, _)) = self.config.options.extend {
+                    let since = cx.mono_ns.saturating_sub(f.start_mono_ns);
+                    self.arm_extend(cx, (every_ms * NS_PER_MS).saturating_sub(since));
+                }
+            }
+            FanOutKind::Extend => self.lose(cx),
+            FanOutKind::Release => self.think(cx),
+        }
+    }
+
+    fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
+        // Give back the minority (or the late majority) we may hold; nobody waits for it.
+        let cmd = self.script_command(&self.unlock, false);
+        for i in 0..self.config.nodes.len() {
+            let id = self.new_id();
+            cx.send(
+                self.config.nodes[i],
+                Msg::Request {
+                    id,
+                    cmd: cmd.clone(),
+                },
+            );
+        }
+        if self.attempts_this_round >= self.config.options.retry_count {
+            cx.observe(Observation::GaveUp {
+                lock: self.config.lock,
+            });
+            self.attempts_this_round = 0;
+            self.think(cx);
+        } else {
+            let d = self.config.options.retry_delay_ns(cx.rng);
+            if d == 0 {
+                self.start_attempt(cx);
+            } else {
+                self.phase = Phase::Waiting;
+                self.arm_state(cx, d);
+            }
+        }
+    }
+
+    fn acquired(&mut self, cx: &mut Cx<'_>, validity_ns: i64) {
+        self.attempts_this_round = 0;
+        self.lost = false;
+        cx.observe(Observation::Acquired {
+            lock: self.config.lock,
+            token: self.token.clone(),
+            fence: None,
+            validity_ns: Some(validity_ns.max(0) as u64),
+            believed_until: None,
+        });
+        if let Some((every_ms, _)) = self.config.options.extend {
+            self.arm_extend(cx, every_ms * NS_PER_MS);
+        }
+        // No re-check of validity before acting, here or before the write: no library does
+        // it for the caller (pitfall 12).
+        if let Some(resource) = self.config.resource {
+            self.phase = Phase::Reading;
+            let id = self.new_id();
+            cx.send(resource, Msg::ResourceRead { id, token: None });
+            self.wait_resource(cx, id);
+        } else {
+            self.hold(cx);
+        }
+    }
+
+    fn wait_resource(&mut self, cx: &mut Cx<'_>, id: u64) {
+        self.resource_wait = Some((id, cx.mono_ns + self.per_node_timeout_ns()));
+        self.ensure_timeout(cx);
+    }
+
+    fn hold(&mut self, cx: &mut Cx<'_>) {
+        self.phase = Phase::Holding;
+        let h = self.config.hold;
+        let d = cx.rng.range_inclusive(h.min, h.max);
+        self.arm_state(cx, d);
+    }
+
+    fn end_critical_section(&mut self, cx: &mut Cx<'_>) {
+        match self.config.resource {
+            Some(resource) => {
+                self.phase = Phase::Writing;
+                let id = self.new_id();
+                let base_version = self.base_version;
+                cx.send(
+                    resource,
+                    Msg::ResourceWrite {
+                        id,
+                        token: None,
+                        base_version,
+                    },
+                );
+                self.wait_resource(cx, id);
+            }
+            None => self.release(cx),
+        }
+    }
+
+    /// An extend failed: the client stops believing it holds the lock and cuts the critical
+    /// section short (a write already sent cannot be taken back).
+    fn lose(&mut self, cx: &mut Cx<'_>) {
+        self.lost = true;
+        self.extend_tag = 0;
+        cx.observe(Observation::Lost {
+            lock: self.config.lock,
+            token: self.token.clone(),
+            reason: "extend failed",
+        });
+        match self.phase {
+            Phase::Reading => {
+                self.resource_wait = None;
+                self.release(cx);
+            }
+            Phase::Holding => {
+                // The hold timer is now stale.
+                self.state_tag = self.new_tag();
+                self.release(cx);
+            }
+            // The write is in flight; its answer (or timeout) leads to the release.
+            _ => {}
+        }
+    }
+
+    fn release(&mut self, cx: &mut Cx<'_>) {
+        self.rounds_done += 1;
+        self.extend_tag = 0;
+        self.resource_wait = None;
+        if !self.lost {
+            cx.observe(Observation::Released {
+                lock: self.config.lock,
+                token: self.token.clone(),
+            });
+        }
+        self.phase = Phase::Releasing;
+        // Replaces an extend round in flight, if any: its replies no longer match.
+        self.start_fanout(cx, FanOutKind::Release);
+    }
+
+    fn think(&mut self, cx: &mut Cx<'_>) {
+        if self.config.think.max == 0 {
+            // No think time: start over at once, without a timer event.
+            self.start_attempt(cx);
+            return;
+        }
+        self.phase = Phase::Waiting;
+        let t = self.config.think;
+        let d = cx.rng.range_inclusive(t.min, t.max);
+        self.arm_state(cx, d);
+    }
+
+    fn in_critical_section(&self) -> bool {
+        matches!(self.phase, Phase::Reading | Phase::Holding | Phase::Writing)
+    }
+
+    fn on_timeout(&mut self, cx: &mut Cx<'_>) {
+        if self
+            .fanout
+            .is_some_and(|f| f.deadline_mono_ns <= cx.mono_ns)
+        {
+            self.conclude_fanout(cx);
+        }
+        if let Some((_, d)) = self.resource_wait
+            && d <= cx.mono_ns
+        {
+            self.resource_wait = None;
+            match self.phase {
+                // As `LockClient`: a read that goes unanswered does not stop the work.
+                Phase::Reading => self.hold(cx),
+                Phase::Writing => self.release(cx),
+                _ => {}
+            }
+        }
+        self.ensure_timeout(cx);
+    }
+}
+
+fn vote(ok: bool) -> Vote {
+    if ok { Vote::For } else { Vote::Against }
+}
+
+impl Process for RedlockClient {
+    fn on_start(&mut self, cx: &mut Cx<'_>) {
+        self.start_attempt(cx);
+    }
+
+    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
+        match msg {
+            Msg::Reply { id, reply } => {
+                let Some(f) = self.fanout else { return };
+                if cx.mono_ns > f.deadline_mono_ns {
+                    // Handled too late (the client was paused, or the timer is behind this
+                    // message): the reply does not count, and the deadline has passed.
+                    self.conclude_fanout(cx);
+                    return;
+                }
+                let node = self
+                    .config
+                    .nodes
+                    .iter()
+                    .zip(&self.votes)
+                    .position(|(n, v)| {
+                        *n == from && matches!(v, Vote::Pending { id: p, .. } if *p == id)
+                    });
+                // Anything else is stale: a previous attempt's, or an unanswered unlock's.
+                if let Some(i) = node {
+                    self.on_node_reply(cx, i, reply);
+                }
+            }
+            Msg::ResourceAck { id, version, .. }
+                if self.resource_wait.is_some_and(|(w, _)| w == id) =>
+            {
+                self.resource_wait = None;
+                match self.phase {
+                    Phase::Reading => {
+                        self.base_version = version;
+                        self.hold(cx);
+                    }
+                    Phase::Writing => self.release(cx),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
+        if tag == TIMER_TIMEOUT {
+            self.timeout_due_mono_ns = None;
+            self.on_timeout(cx);
+        } else if tag == self.state_tag {
+            match self.phase {
+                Phase::Holding => self.end_critical_section(cx),
+                Phase::Waiting => self.start_attempt(cx),
+                _ => {}
+            }
+        } else if tag == self.extend_tag {
+            self.extend_tag = 0;
+            // A round still in flight (only when `every` is shorter than a round) is left to
+            // finish; the next one is armed when it ends.
+            if self.in_critical_section() && !self.lost && self.fanout.is_none() {
+                self.start_fanout(cx, FanOutKind::Extend);
+            }
+        }
+    }
+
+    fn on_restart(&mut self, _keep_data: bool) {
+        // `attempt` and `next_id` survive: tokens stay unique and replies addressed to the
+        // previous incarnation stay stale. The loop voids the old incarnation's timers.
+        self.phase = Phase::Idle;
+        self.state_tag = 0;
+        self.extend_tag = 0;
+        self.attempts_this_round = 0;
+        self.fanout = None;
+        self.votes.clear();
+        self.resource_wait = None;
+        self.lost = false;
+        self.timeout_due_mono_ns = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::Output;
+    use crate::rng::Seed;
+
+    const ME: ProcId = ProcId(100);
+    const RESOURCE: ProcId = ProcId(200);
+    const START_WALL_MS: i64 = 1_700_000_000_000;
+    const START_MONO_NS: u64 = 5_000_000_000;
+    const MS: u64 = NS_PER_MS;
+
+    fn config(options: RedlockOptions) -> RedlockConfig {
+        RedlockConfig {
+            lock: 0,
+            key: Bytes::from("lock"),
+            nodes: (1..=5).map(ProcId).collect(),
+            resource: None,
+            hold: NsRange::fixed(5_000 * MS),
+            think: NsRange::fixed(500 * MS),
+            rounds: None,
+            token_prefix: "c1".into(),
+            options,
+        }
+    }
+
+    fn preset(name: &str) -> RedlockOptions {
+        RedlockOptions::preset(name, 10_000).unwrap()
+    }
+
+    #[derive(Clone, Debug)]
+    struct Req {
+        to: ProcId,
+        id: u64,
+        cmd: Command,
+    }
+
+    /// The client under test plus a minimal loop: its own clocks (wall follows monotonic
+    /// except for explicit steps) and its pending timers, fired in order by `advance`.
+    struct Harness {
+        client: RedlockClient,
+        rng: Prng,
+        mono_ns: u64,
+        wall_step_ms: i64,
+        timers: Vec<(u64, u64)>,
+    }
+
+    impl Harness {
+        fn new(config: RedlockConfig) -> Harness {
+            Harness {
+                client: RedlockClient::new(config),
+                rng: Seed(1).stream("t", 0),
+                mono_ns: START_MONO_NS,
+                wall_step_ms: 0,
+                timers: Vec::new(),
+            }
+        }
+        fn wall_ms(&self) -> i64 {
+            START_WALL_MS + ((self.mono_ns - START_MONO_NS) / MS) as i64 + self.wall_step_ms
+        }
+        fn run(&mut self, f: impl FnOnce(&mut RedlockClient, &mut Cx<'_>)) -> Vec<Output> {
+            let mut out = Vec::new();
+            let wall_ms = self.wall_ms();
+            let mut cx = Cx::new(ME, wall_ms, self.mono_ns, &mut self.rng, &mut out);
+            f(&mut self.client, &mut cx);
+            for o in &out {
+                if let Output::Timer { after_ns, tag } = o {
+                    self.timers.push((self.mono_ns + after_ns, *tag));
+                }
+            }
+            out
+        }
+        fn start(&mut self) -> Vec<Output> {
+            self.run(|c, cx| c.on_start(cx))
+        }
+        fn reply(&mut self, req: &Req, reply: Reply) -> Vec<Output> {
+            let (from, id) = (req.to, req.id);
+            self.run(|c, cx| c.on_message(cx, from, Msg::Reply { id, reply }))
+        }
+        fn resource_ack(&mut self, id: u64, version: u64) -> Vec<Output> {
+            let msg = Msg::ResourceAck {
+                id,
+                accepted: true,
+                version,
+            };
+            self.run(|c, cx| c.on_message(cx, RESOURCE, msg))
+        }
+        /// Moves time on by `ns`, firing the timers that fall due on the way.
+        fn advance(&mut self, ns: u64) -> Vec<Output> {
+            let target = self.mono_ns + ns;
+            let mut all = Vec::new();
+            loop {
+                let next = (0..self.timers.len())
+                    .filter(|&i| self.timers[i].0 <= target)
+                    .min_by_key(|&i| self.timers[i].0);
+                let Some(i) = next else { break };
+                let (due, tag) = self.timers.remove(i);
+                // A timer overdue after a pause fires late, at the current time.
+                self.mono_ns = self.mono_ns.max(due);
+                all.extend(self.run(|c, cx| c.on_timer(cx, tag)));
+            }
+            self.mono_ns = target;
+            all
+        }
+    }
+
+    fn requests(out: &[Output]) -> Vec<Req> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Send {
+                    to,
+                    msg: Msg::Request { id, cmd },
+                } => Some(Req {
+                    to: *to,
+                    id: *id,
+                    cmd: cmd.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn observations(out: &[Output]) -> Vec<Observation> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Observe(obs) => Some(obs.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Timers other than the request timeout, as (after_ns, tag).
+    fn state_timers(out: &[Output]) -> Vec<(u64, u64)> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Timer { after_ns, tag } if *tag != TIMER_TIMEOUT => Some((*after_ns, *tag)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn acquired_validity(out: &[Output]) -> Option<u64> {
+        observations(out).into_iter().find_map(|o| match o {
+            Observation::Acquired { validity_ns, .. } => validity_ns,
+            _ => None,
+        })
+    }
+
+    fn is_set_nx_px(cmd: &Command, token: &[u8]) -> bool {
+        matches!(cmd, Command::Set { key, value, cond: Some(SetCond::Nx), get: false,
+            expiry: Some(SetExpiry::Px(10_000)) } if &key[..] == b"lock" && &value[..] == token)
+    }
+
+    fn is_unlock(cmd: &Command, token: &[u8]) -> bool {
+        matches!(cmd, Command::Eval { script: ScriptRef::Source(s), keys, args, .. }
+            if &s.source[..] == UNLOCK_SRC.as_bytes() && keys.len() == 1 && &keys[0][..] == b"lock"
+                && args.len() == 1 && &args[0][..] == token)
+    }
+
+    /// Starts an attempt and answers it: `oks` OKs then Nils, after `elapsed_ns`.
+    fn attempt(h: &mut Harness, oks: usize, elapsed_ns: u64) -> Vec<Output> {
+        let reqs = requests(&h.start());
+        h.advance(elapsed_ns);
+        let mut out = Vec::new();
+        for (i, r) in reqs.iter().enumerate() {
+            out.extend(h.reply(r, if i < oks { Reply::Ok } else { Reply::Nil }));
+        }
+        out
+    }
+
+    #[test]
+    fn a_majority_within_the_deadline_acquires_with_validity_ttl_minus_elapsed_minus_drift() {
+        // Redis docs: drift = 10 s · 1 % + 2 ms = 102 ms; elapsed 5.25 ms.
+        let mut h = Harness::new(config(preset("redis-docs")));
+        let start = h.start();
+        let reqs = requests(&start);
+        assert_eq!(reqs.len(), 5);
+        assert!(reqs.iter().all(|r| is_set_nx_px(&r.cmd, b"c1-1")));
+        assert_eq!(
+            reqs.iter().map(|r| r.to).collect::<Vec<_>>(),
+            (1..=5).map(ProcId).collect::<Vec<_>>()
+        );
+        // One timer for the whole fan-out's deadline.
+        let timeouts: Vec<_> = start
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o,
+                    Output::Timer {
+                        tag: TIMER_TIMEOUT,
+                        ..
+                    }
+                )
+            })
+            .collect();
+        assert_eq!(timeouts.len(), 1);
+        h.advance(2_500_000);
+        for r in &reqs[..3] {
+            assert!(acquired_validity(&h.reply(r, Reply::Ok)).is_none());
+        }
+        h.advance(2_750_000);
+        assert!(acquired_validity(&h.reply(&reqs[3], Reply::Nil)).is_none());
+        let out = h.reply(&reqs[4], Reply::Nil);
+        assert_eq!(acquired_validity(&out), Some(9_892_750_000));
+
+        // redsync: no +2 ms, so 2 ms more validity for the same elapsed time.
+        let mut h = Harness::new(config(preset("redsync")));
+        assert_eq!(
+            acquired_validity(&attempt(&mut h, 3, 5_250_000)),
+            Some(9_894_750_000)
+        );
+
+        // Two nodes never answer: decided at the 50 ms deadline, elapsed = 50 ms.
+        let mut h = Harness::new(config(preset("redis-docs")));
+        let reqs = requests(&h.start());
+        h.advance(MS);
+        for r in &reqs[..3] {
+            h.reply(r, Reply::Ok);
+        }
+        let out = h.advance(100 * MS);
+        assert_eq!(acquired_validity(&out), Some(9_848_000_000));
+    }
+
+    #[test]
+    fn a_minority_unlocks_all_nodes_retries_after_the_delay_then_gives_up() {
+        let mut h = Harness::new(config(preset("redlock-py")));
+        let mut out = h.start();
+        for n in 1..=3u64 {
+            let token = format!("c1-{n}");
+            let reqs = requests(&out);
+            assert_eq!(reqs.len(), 5);
+            assert!(reqs.iter().all(|r| is_set_nx_px(&r.cmd, token.as_bytes())));
+            let attempts = observations(&out)
+                .iter()
+                .filter(|o| matches!(o, Observation::Attempt { .. }))
+                .count();
+            assert_eq!(attempts, usize::from(n == 1), "one Attempt per round");
+            h.advance(MS);
+            let mut replies = Vec::new();
+            for (i, r) in reqs.iter().enumerate() {
+                replies.extend(h.reply(r, if i < 2 { Reply::Ok } else { Reply::Nil }));
+            }
+            assert_eq!(acquired_validity(&replies), None);
+            let unlocks = requests(&replies);
+            assert_eq!(unlocks.len(), 5, "unlock goes to every node");
+            assert!(unlocks.iter().all(|r| is_unlock(&r.cmd, token.as_bytes())));
+            let gave_up = observations(&replies).contains(&Observation::GaveUp { lock: 0 });
+            let timers = state_timers(&replies);
+            assert_eq!(timers.len(), 1);
+            if n < 3 {
+                assert!(!gave_up);
+                assert_eq!(timers[0].0, 200 * MS, "retry after the fixed delay");
+                assert!(h.advance(199 * MS).is_empty());
+                out = h.advance(MS);
+            } else {
+                assert!(gave_up, "GaveUp after retry_count attempts");
+                assert_eq!(timers[0].0, 500 * MS, "then think");
+                out = h.advance(500 * MS);
+            }
+        }
+        // A new round: a new Attempt, with a fresh token.
+        assert_eq!(
+            observations(&out),
+            vec![Observation::Attempt {
+                lock: 0,
+                token: Bytes::from("c1-4")
+            }]
+        );
+        // Unlock replies of the failed attempts are stale: they change nothing.
+        let stale = Req {
+            to: ProcId(1),
+            id: 1,
+            cmd: Command::Ping(None),
+        };
+        assert!(h.reply(&stale, Reply::Int(1)).is_empty());
+    }
+
+    #[test]
+    fn a_wall_clock_stepping_back_during_the_attempt_inflates_validity() {
+        // Pitfall 13: NTP steps the wall clock back 500 ms while the replies are in flight.
+        let run = |clock: ElapsedClock, step_ms: i64| {
+            let mut h = Harness::new(config(RedlockOptions {
+                clock,
+                ..preset("redis-docs")
+            }));
+            let reqs = requests(&h.start());
+            h.advance(5 * MS);
+            h.wall_step_ms = step_ms;
+            let mut out = Vec::new();
+            for r in &reqs {
+                out.extend(h.reply(r, Reply::Ok));
+            }
+            acquired_validity(&out)
+        };
+        let mono = run(ElapsedClock::Monotonic, -500).unwrap();
+        let wall = run(ElapsedClock::Wall, -500).unwrap();
+        assert_eq!(mono, 9_893_000_000, "10 000 − 5 − 102 ms");
+        // Wall: elapsed = 5 − 500 = −495 ms, so validity = 10 000 + 495 − 102 ms: longer
+        // than the TTL itself, which no node grants.
+        assert_eq!(wall, 10_393_000_000);
+        assert_eq!(wall - mono, 500 * MS);
+        assert!(wall > 10_000 * MS);
+        // A step forward of 10 s makes the same healthy attempt fail on the wall clock only.
+        assert_eq!(run(ElapsedClock::Monotonic, 10_000), Some(9_893_000_000));
+        assert_eq!(run(ElapsedClock::Wall, 10_000), None);
+    }
+
+    #[test]
+    fn skipping_the_validity_check_acquires_on_a_majority_after_the_ttl_has_passed() {
+        // node-redlock v5 measures on the wall clock; it stepped 11 s forward mid-attempt.
+        let run = |skip: bool| {
+            let mut h = Harness::new(config(RedlockOptions {
+                skip_validity_check: skip,
+                ..preset("node-redlock")
+            }));
+            let reqs = requests(&h.start());
+            h.advance(5 * MS);
+            h.wall_step_ms = 11_000;
+            let mut out = Vec::new();
+            for (i, r) in reqs.iter().enumerate() {
+                out.extend(h.reply(r, if i < 3 { Reply::Ok } else { Reply::Nil }));
+            }
+            out
+        };
+        let out = run(true);
+        assert_eq!(acquired_validity(&out), Some(0), "validity clamped at 0");
+        assert!(requests(&out).is_empty(), "no unlock: it believes it holds");
+        let out = run(false);
+        assert_eq!(acquired_validity(&out), None);
+        assert_eq!(requests(&out).len(), 5);
+
+        // Same on the monotonic clock, with a per-node timeout long enough for slow replies.
+        let mut h = Harness::new(config(RedlockOptions {
+            clock: ElapsedClock::Monotonic,
+            per_node_timeout_ms: 20_000,
+            ..preset("node-redlock")
+        }));
+        assert_eq!(acquired_validity(&attempt(&mut h, 3, 11_000 * MS)), Some(0));
+    }
+
+    #[test]
+    fn redlock_py_retries_after_a_fixed_delay_and_redlock_rb_after_a_random_one() {
+        // Through the client: the retry timer is exactly 200 ms, and the stream is untouched.
+        let mut h = Harness::new(config(preset("redlock-py")));
+        let before = h.rng.clone();
+        let out = attempt(&mut h, 2, MS);
+        assert_eq!(state_timers(&out)[0].0, 200 * MS);
+        assert_eq!(h.rng.next_u64(), before.clone().next_u64());
+
+        let draws = |name: &str| {
+            let o = preset(name);
+            let mut rng = Seed(7).stream("t", 0);
+            (0..1_000)
+                .map(|_| o.retry_delay_ns(&mut rng))
+                .collect::<Vec<_>>()
+        };
+        assert!(draws("redlock-py").iter().all(|&d| d == 200 * MS));
+        let rb = draws("redlock-rb");
+        assert!(rb.iter().all(|&d| d <= 200 * MS));
+        assert!(rb.iter().any(|&d| d < 20 * MS) && rb.iter().any(|&d| d > 180 * MS));
+        let node = draws("node-redlock");
+        assert!(node.iter().all(|&d| (100 * MS..=300 * MS).contains(&d)));
+        let redsync = draws("redsync");
+        assert!(redsync.iter().all(|&d| (50 * MS..=250 * MS).contains(&d)));
+    }
+
+    /// Acquires with all 5 nodes, extend every 3 s in `mode`; returns the extend requests.
+    fn acquire_then_extend(h: &mut Harness) -> Vec<Req> {
+        let out = attempt(h, 5, MS);
+        assert!(acquired_validity(&out).is_some());
+        let mut timers = state_timers(&out);
+        timers.sort();
+        assert_eq!(
+            timers.iter().map(|t| t.0).collect::<Vec<_>>(),
+            vec![3_000 * MS, 5_000 * MS],
+            "extend timer, hold timer"
+        );
+        requests(&h.advance(3_000 * MS))
+    }
+
+    #[test]
+    fn set_if_missing_extend_sets_nx_px_where_the_key_is_gone_and_counts_ok() {
+        let mut h = Harness::new(config(RedlockOptions {
+            extend: Some((3_000, ExtendMode::SetIfMissing)),
+            ..preset("redis-docs")
+        }));
+        let reqs = acquire_then_extend(&mut h);
+        assert_eq!(reqs.len(), 5);
+        for r in &reqs {
+            assert!(
+                matches!(&r.cmd, Command::Eval { script: ScriptRef::Source(s), args, .. }
+                if &s.source[..] == EXTEND_SRC.as_bytes() && &args[0][..] == b"c1-1"
+                    && &args[1][..] == b"10000")
+            );
+        }
+        h.advance(MS);
+        h.reply(&reqs[0], Reply::Int(1));
+        // Four nodes lost the key (expired, say): the client sets it again where missing.
+        let mut sets = Vec::new();
+        for r in &reqs[1..] {
+            sets.extend(requests(&h.reply(r, Reply::Int(0))));
+        }
+        assert_eq!(sets.len(), 4);
+        assert!(sets.iter().all(|r| is_set_nx_px(&r.cmd, b"c1-1")));
+        assert_eq!(
+            sets.iter().map(|r| r.to).collect::<Vec<_>>(),
+            (2..=5).map(ProcId).collect::<Vec<_>>()
+        );
+        h.reply(&sets[0], Reply::Ok);
+        h.reply(&sets[1], Reply::Ok);
+        h.reply(&sets[2], Reply::Nil);
+        h.advance(MS);
+        let out = h.reply(&sets[3], Reply::Nil);
+        // 1 script + 2 SETs = 3 of 5; elapsed 2 ms.
+        assert_eq!(
+            observations(&out),
+            vec![Observation::Extended {
+                lock: 0,
+                token: Bytes::from("c1-1"),
+                validity_ns: Some(9_896_000_000),
+                believed_until: None,
+            }]
+        );
+        // The next extend is due 3 s after this one started.
+        assert_eq!(state_timers(&out)[0].0, 2_998 * MS);
+    }
+
+    #[test]
+    fn a_failed_script_extend_reports_lost_and_releases_without_writing() {
+        let mut cfg = config(RedlockOptions {
+            extend: Some((3_000, ExtendMode::Script)),
+            ..preset("redis-docs")
+        });
+        cfg.resource = Some(RESOURCE);
+        let mut h = Harness::new(cfg);
+        let out = attempt(&mut h, 5, MS);
+        let read_id = out
+            .iter()
+            .find_map(|o| match o {
+                Output::Send {
+                    to: RESOURCE,
+                    msg: Msg::ResourceRead { id, token: None },
+                } => Some(*id),
+                _ => None,
+            })
+            .unwrap();
+        h.resource_ack(read_id, 7);
+        let reqs = requests(&h.advance(3_000 * MS));
+        assert_eq!(reqs.len(), 5);
+        let mut out = Vec::new();
+        for (i, r) in reqs.iter().enumerate() {
+            out.extend(h.reply(r, Reply::Int(i64::from(i < 2))));
+        }
+        assert_eq!(
+            observations(&out),
+            vec![Observation::Lost {
+                lock: 0,
+                token: Bytes::from("c1-1"),
+                reason: "extend failed",
+            }]
+        );
+        let unlocks = requests(&out);
+        assert_eq!(unlocks.len(), 5);
+        assert!(unlocks.iter().all(|r| is_unlock(&r.cmd, b"c1-1")));
+        // The hold timer is stale: no write follows.
+        let later = h.advance(10_000 * MS);
+        assert!(!later.iter().any(|o| matches!(
+            o,
+            Output::Send {
+                msg: Msg::ResourceWrite { .. },
+                ..
+            }
+        )));
+    }
+
+    #[test]
+    fn re_set_extend_sends_set_px_without_nx() {
+        let mut h = Harness::new(config(RedlockOptions {
+            extend: Some((3_000, ExtendMode::ReSet)),
+            ..preset("redis-docs")
+        }));
+        let reqs = acquire_then_extend(&mut h);
+        assert!(
+            reqs.iter()
+                .all(|r| matches!(&r.cmd, Command::Set { cond: None,
+            expiry: Some(SetExpiry::Px(10_000)), value, .. } if &value[..] == b"c1-1"))
+        );
+        let mut out = Vec::new();
+        for r in &reqs[..3] {
+            out.extend(h.reply(r, Reply::Ok));
+        }
+        out.extend(h.advance(100 * MS));
+        assert!(matches!(
+            observations(&out)[..],
+            [Observation::Extended { .. }]
+        ));
+    }
+
+    #[test]
+    fn the_critical_section_reads_holds_writes_then_releases_on_all_nodes() {
+        let mut cfg = config(preset("redis-docs"));
+        cfg.resource = Some(RESOURCE);
+        cfg.rounds = Some(1);
+        let mut h = Harness::new(cfg);
+        let out = attempt(&mut h, 3, MS);
+        let read_id = out
+            .iter()
+            .find_map(|o| match o {
+                Output::Send {
+                    msg: Msg::ResourceRead { id, .. },
+                    ..
+                } => Some(*id),
+                _ => None,
+            })
+            .unwrap();
+        h.advance(MS);
+        h.resource_ack(read_id, 41);
+        // A 60 s pause (longer than the TTL) after acquiring: the write still goes out when
+        // the client resumes, without any re-check of validity (pitfall 12).
+        h.mono_ns += 60_000 * MS;
+        let out = h.advance(0);
+        let write = out.iter().find_map(|o| match o {
+            Output::Send {
+                msg: Msg::ResourceWrite {
+                    id, base_version, ..
+                },
+                ..
+            } => Some((*id, *base_version)),
+            _ => None,
+        });
+        let (write_id, base) = write.unwrap();
+        assert_eq!(base, 41);
+        let out = h.resource_ack(write_id, 42);
+        assert_eq!(
+            observations(&out),
+            vec![Observation::Released {
+                lock: 0,
+                token: Bytes::from("c1-1")
+            }]
+        );
+        let unlocks = requests(&out);
+        assert!(unlocks.iter().all(|r| is_unlock(&r.cmd, b"c1-1")) && unlocks.len() == 5);
+        // Three nodes answer, two never do: the deadline ends the wait, then think; one
+        // round was asked for, so the client is done.
+        for r in &unlocks[..3] {
+            h.reply(r, Reply::Int(1));
+        }
+        let out = h.advance(10_000 * MS);
+        assert!(requests(&out).is_empty() && observations(&out).is_empty());
+        assert_eq!(h.client.phase, Phase::Done);
+    }
+
+    #[test]
+    fn replies_handled_after_the_deadline_do_not_count() {
+        // The client was paused: replies sent in time are handled 60 ms after t0.
+        let mut h = Harness::new(config(preset("redis-docs")));
+        let reqs = requests(&h.start());
+        h.mono_ns += 60 * MS;
+        let mut out = Vec::new();
+        for r in &reqs {
+            out.extend(h.reply(r, Reply::Ok));
+        }
+        assert_eq!(acquired_validity(&out), None);
+        assert_eq!(requests(&out).len(), 5, "unlock sent");
+    }
+
+    #[test]
+    fn a_restart_starts_a_new_round_with_a_fresh_token_and_ignores_old_replies() {
+        let mut h = Harness::new(config(preset("redis-docs")));
+        let old = requests(&h.start());
+        h.client.on_restart(false);
+        h.timers.clear();
+        let out = h.start();
+        assert_eq!(
+            observations(&out),
+            vec![Observation::Attempt {
+                lock: 0,
+                token: Bytes::from("c1-2")
+            }]
+        );
+        let new = requests(&out);
+        for r in &old {
+            assert!(h.reply(r, Reply::Ok).is_empty());
+        }
+        let mut out = Vec::new();
+        for r in &new {
+            out.extend(h.reply(r, Reply::Ok));
+        }
+        assert!(acquired_validity(&out).is_some());
+    }
+
+    #[test]
+    fn presets_exist_and_validate() {
+        for name in RedlockOptions::PRESETS {
+            let o = preset(name);
+            assert_eq!(o.validate(), Ok(()), "{name}");
+            assert_eq!(o.extend, None);
+        }
+        assert_eq!(RedlockOptions::preset("nope", 10_000), None);
+        assert_eq!(preset("redis-docs").drift_ns(), 102 * MS);
+        assert_eq!(preset("redsync").drift_ns(), 100 * MS);
+        assert_eq!(preset("redsync").per_node_timeout_ms, 500);
+    }
+}
