@@ -329,8 +329,11 @@ pub fn liveness(
     #[derive(Default)]
     struct LockState {
         holders: Vec<ProcId>,
-        /// Live clients with an attempt open, and since when they have wanted the lock.
-        wanting: Vec<(ProcId, SimTime)>,
+        /// Live clients that want the lock, since when (with nobody acquiring since), and
+        /// whether they are trying right now. A client that gave up a round keeps its
+        /// `since`: if it tries again before anyone acquires, it has wanted the lock all along
+        /// (a livelock is a string of give-ups).
+        wanting: Vec<(ProcId, SimTime, bool)>,
         /// When the last holder left (or the start of the run).
         free_since: SimTime,
     }
@@ -340,7 +343,11 @@ pub fn liveness(
             if !self.holders.is_empty() {
                 return None;
             }
-            let &(who, since) = self.wanting.iter().min_by_key(|(_, t)| *t)?;
+            let &(who, since, _) = self
+                .wanting
+                .iter()
+                .filter(|(_, _, active)| *active)
+                .min_by_key(|(_, t, _)| *t)?;
             Some((since.max(self.free_since), who))
         }
     }
@@ -388,8 +395,9 @@ pub fn liveness(
         match (&r.obs, lock) {
             (Observation::Attempt { .. }, Some(l)) => {
                 let st = locks.entry(l).or_default();
-                if !st.wanting.iter().any(|(q, _)| *q == p) {
-                    st.wanting.push((p, r.at));
+                match st.wanting.iter_mut().find(|(q, _, _)| *q == p) {
+                    Some(w) => w.2 = true,
+                    None => st.wanting.push((p, r.at, true)),
                 }
             }
             (Observation::Acquired { .. }, Some(l)) => {
@@ -399,7 +407,15 @@ pub fn liveness(
                 st.wanting.clear();
             }
             (Observation::GaveUp { .. }, Some(l)) => {
-                locks.entry(l).or_default().wanting.retain(|(q, _)| *q != p);
+                if let Some(w) = locks
+                    .entry(l)
+                    .or_default()
+                    .wanting
+                    .iter_mut()
+                    .find(|(q, _, _)| *q == p)
+                {
+                    w.2 = false;
+                }
             }
             (Observation::Released { .. } | Observation::Lost { .. }, Some(l)) => {
                 let st = locks.entry(l).or_default();
@@ -419,7 +435,7 @@ pub fn liveness(
                             st.free_since = r.at;
                         }
                     }
-                    st.wanting.retain(|(q, _)| *q != p);
+                    st.wanting.retain(|(q, _, _)| *q != p);
                 }
             }
         }

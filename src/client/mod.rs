@@ -1,8 +1,11 @@
 //! Lock algorithms and the protected resource, as sans-IO processes. They see only their
 //! node's clock readings and talk to Redis with typed commands.
 
+pub mod consensus;
+pub mod redlock;
 pub mod resource;
 pub mod single;
+pub mod watchdog;
 
 pub use resource::Resource;
 pub use single::{Algorithm, ClientConfig, LockClient, NsRange};

@@ -3,6 +3,13 @@
 use serde::Deserialize;
 
 use crate::check::Property;
+use crate::client::consensus::{
+    ConsensusClient, ConsensusClientConfig, ConsensusService, ConsensusServiceConfig,
+};
+use crate::client::redlock::{
+    ElapsedClock, ExtendMode, RedlockClient, RedlockConfig, RedlockOptions,
+};
+use crate::client::watchdog::{WatchdogClient, WatchdogConfig};
 use crate::client::{Algorithm, ClientConfig, LockClient, NsRange, Resource};
 use crate::clock::NodeClock;
 use crate::net::LinkSpec;
@@ -35,12 +42,16 @@ pub struct Model {
     /// Unix time (ms) at true time 0.
     #[serde(default)]
     pub epoch_unix_ms: Option<Bounded<0, 4_102_444_800_000>>,
+    /// Redis nodes (may be empty when every client uses the consensus service).
+    #[serde(default)]
     pub nodes: Vec<NodeSpec>,
     #[serde(default)]
     pub resource: Option<ResourceSpec>,
     pub clients: Vec<ClientGroup>,
     #[serde(default)]
     pub sentinels: Option<SentinelSpec>,
+    #[serde(default)]
+    pub consensus: Option<ConsensusSpec>,
     #[serde(default)]
     pub network: NetworkSpec,
     #[serde(default)]
@@ -134,15 +145,35 @@ pub struct ResourceSpec {
     pub fencing: bool,
 }
 
+/// Which kind of lock client a group runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientKind {
+    /// A single-instance algorithm on one node (`node`).
+    Single(Algorithm),
+    /// Redlock over independent masters (`nodes`, `redlock` options).
+    Redlock,
+    /// Redisson-style lock renewed by a watchdog (`node`; `ttl` is the lease).
+    Watchdog,
+    /// ZooKeeper-style lock on the model's `consensus` service (`ttl` is the session timeout).
+    Consensus,
+}
+
 /// An algorithm name, checked where it is read.
 #[derive(Clone, Copy, Debug)]
-pub struct AlgName(pub Algorithm);
+pub struct AlgName(pub ClientKind);
 
 impl<'de> Deserialize<'de> for AlgName {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        Algorithm::from_name(&s).map(AlgName).ok_or_else(|| {
-            let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+        let kind = match s.as_str() {
+            "redlock" => Some(ClientKind::Redlock),
+            "watchdog" => Some(ClientKind::Watchdog),
+            "consensus" => Some(ClientKind::Consensus),
+            _ => Algorithm::from_name(&s).map(ClientKind::Single),
+        };
+        kind.map(AlgName).ok_or_else(|| {
+            let mut names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+            names.extend(["redlock", "watchdog", "consensus"]);
             serde::de::Error::custom(format!(
                 "unknown algorithm {s:?}; known: {}",
                 names.join(", ")
@@ -176,8 +207,21 @@ pub struct ClientGroup {
     #[serde(default)]
     pub count: Option<Bounded<1, 256>>,
     pub algorithm: AlgName,
-    /// The Redis node it locks on.
-    pub node: Name,
+    /// The Redis node it locks on (single-instance algorithms).
+    #[serde(default)]
+    pub node: Option<Name>,
+    /// The independent masters it locks on (redlock).
+    #[serde(default)]
+    pub nodes: Vec<Name>,
+    /// Redlock options: a library preset and overrides.
+    #[serde(default)]
+    pub redlock: Option<RedlockSpec>,
+    /// Watchdog options (defaults: renew every ttl/3, failures not reported).
+    #[serde(default)]
+    pub watchdog: Option<WatchdogSpec>,
+    /// Consensus lock: present the node's zxid to the resource as a fencing token (default true).
+    #[serde(default)]
+    pub present_token: Option<bool>,
     /// The lock key.
     #[serde(default)]
     pub key: Option<String>,
@@ -187,8 +231,10 @@ pub struct ClientGroup {
     /// Pause between a release and the next acquisition.
     #[serde(default)]
     pub think: Option<DurRange>,
-    /// Delay before retrying a failed attempt.
-    pub retry: DurRange,
+    /// Delay before retrying a failed attempt (single-instance algorithms; redlock retries
+    /// as its options say).
+    #[serde(default)]
+    pub retry: Option<DurRange>,
     #[serde(default)]
     pub request_timeout: Option<Dur>,
     #[serde(default)]
@@ -204,6 +250,131 @@ pub struct ClientGroup {
     /// `set-px-wait-cad`: `WAIT replicas timeout` after acquiring.
     #[serde(default)]
     pub wait: Option<WaitSpec>,
+}
+
+/// Redlock as a library runs it: `preset` names the library defaults (redis-docs,
+/// redlock-rb, redlock-py, node-redlock, redsync); every other field overrides one default.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedlockSpec {
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// What elapsed time is measured with.
+    #[serde(default)]
+    pub clock: Option<ElapsedClockSpec>,
+    #[serde(default)]
+    pub drift_factor_ppm: Option<Bounded<0, 1_000_000>>,
+    #[serde(default)]
+    pub drift_plus_2ms: Option<bool>,
+    #[serde(default)]
+    pub per_node_timeout: Option<Dur>,
+    #[serde(default)]
+    pub retry_count: Option<Bounded<1, 100_000>>,
+    #[serde(default)]
+    pub retry_delay: Option<Dur>,
+    #[serde(default)]
+    pub retry_jitter: Option<Dur>,
+    #[serde(default)]
+    pub random_delay: Option<bool>,
+    #[serde(default)]
+    pub skip_validity_check: Option<bool>,
+    #[serde(default)]
+    pub extend: Option<ExtendSpec>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElapsedClockSpec {
+    Monotonic,
+    Wall,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendSpec {
+    /// Extend this long after acquiring (and after each extend).
+    pub every: Dur,
+    pub mode: ExtendModeSpec,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtendModeSpec {
+    Script,
+    ReSet,
+    SetIfMissing,
+}
+
+impl RedlockSpec {
+    /// The options this spec gives for `ttl_ms`, or why not.
+    pub fn options(&self, ttl_ms: u64) -> Result<RedlockOptions, String> {
+        let preset = self.preset.as_deref().unwrap_or("redis-docs");
+        let mut o = RedlockOptions::preset(preset, ttl_ms).ok_or_else(|| {
+            format!(
+                "unknown redlock preset {preset:?}; known: {}",
+                RedlockOptions::PRESETS.join(", ")
+            )
+        })?;
+        if let Some(c) = self.clock {
+            o.clock = match c {
+                ElapsedClockSpec::Monotonic => ElapsedClock::Monotonic,
+                ElapsedClockSpec::Wall => ElapsedClock::Wall,
+            };
+        }
+        if let Some(v) = self.drift_factor_ppm {
+            o.drift_factor_ppm = v.0 as u64;
+        }
+        if let Some(v) = self.drift_plus_2ms {
+            o.drift_plus_2ms = v;
+        }
+        if let Some(v) = self.per_node_timeout {
+            o.per_node_timeout_ms = v.ns() / NS_PER_MS;
+        }
+        if let Some(v) = self.retry_count {
+            o.retry_count = v.0 as u32;
+        }
+        if let Some(v) = self.retry_delay {
+            o.retry_delay_ms = v.ns() / NS_PER_MS;
+        }
+        if let Some(v) = self.retry_jitter {
+            o.retry_jitter_ms = v.ns() / NS_PER_MS;
+        }
+        if let Some(v) = self.random_delay {
+            o.random_delay = v;
+        }
+        if let Some(v) = self.skip_validity_check {
+            o.skip_validity_check = v;
+        }
+        if let Some(e) = self.extend {
+            let mode = match e.mode {
+                ExtendModeSpec::Script => ExtendMode::Script,
+                ExtendModeSpec::ReSet => ExtendMode::ReSet,
+                ExtendModeSpec::SetIfMissing => ExtendMode::SetIfMissing,
+            };
+            o.extend = Some((e.every.ns() / NS_PER_MS, mode));
+        }
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchdogSpec {
+    #[serde(default)]
+    pub renew_every: Option<Dur>,
+    #[serde(default)]
+    pub report_renewal_failure: bool,
+}
+
+/// The consensus lock service (one logical, linearizable process).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsensusSpec {
+    pub name: Name,
+    /// How often it checks for expired sessions (ZooKeeper's tick; default 2s).
+    #[serde(default)]
+    pub tick: Option<Dur>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -326,6 +497,7 @@ pub enum ProcKind {
     Resource,
     Client,
     Sentinel,
+    Consensus,
 }
 
 /// A validated model, ready to be built into a world for any seed.
@@ -379,7 +551,11 @@ impl Scenario {
             procs.push((n.0.clone(), kind));
             Ok(())
         };
-        if model.nodes.is_empty() {
+        let needs_redis = model
+            .clients
+            .iter()
+            .any(|g| g.algorithm.0 != ClientKind::Consensus);
+        if model.nodes.is_empty() && needs_redis {
             return Err(invalid(
                 "a model needs at least one Redis node in `nodes`",
                 Some("nodes".into()),
@@ -424,14 +600,87 @@ impl Scenario {
                 };
                 add(&n, ProcKind::Client, &mut procs)?;
             }
-            if !model.nodes.iter().any(|n| n.name == g.node) {
-                return Err(invalid(
-                    format!(
-                        "client group \"{}\" locks on unknown node \"{}\"",
-                        g.name.0, g.node.0
-                    ),
-                    quoted(&g.node),
-                ));
+            let known = |n: &Name| model.nodes.iter().any(|x| x.name == *n);
+            match g.algorithm.0 {
+                ClientKind::Consensus => {
+                    if model.consensus.is_none() {
+                        return Err(invalid(
+                            "algorithm \"consensus\" needs a `consensus: (name: ...)` service",
+                            Some("consensus".into()),
+                        ));
+                    }
+                    if g.retry.is_none() {
+                        return Err(invalid(
+                            format!(
+                                "client group \"{}\" needs `retry`: the delay before retrying",
+                                g.name.0
+                            ),
+                            quoted(&g.name),
+                        ));
+                    }
+                }
+                ClientKind::Single(_) | ClientKind::Watchdog => {
+                    let Some(node) = &g.node else {
+                        return Err(invalid(
+                            format!(
+                                "client group \"{}\" needs `node`: the Redis node it locks on",
+                                g.name.0
+                            ),
+                            quoted(&g.name),
+                        ));
+                    };
+                    if !known(node) {
+                        return Err(invalid(
+                            format!(
+                                "client group \"{}\" locks on unknown node \"{}\"",
+                                g.name.0, node.0
+                            ),
+                            quoted(node),
+                        ));
+                    }
+                    if g.retry.is_none() {
+                        return Err(invalid(
+                            format!(
+                                "client group \"{}\" needs `retry`: the delay before retrying",
+                                g.name.0
+                            ),
+                            quoted(&g.name),
+                        ));
+                    }
+                }
+                ClientKind::Redlock => {
+                    if g.nodes.is_empty() {
+                        return Err(invalid(
+                            format!(
+                                "redlock group \"{}\" needs `nodes`: its independent masters",
+                                g.name.0
+                            ),
+                            quoted(&g.name),
+                        ));
+                    }
+                    for (i, n) in g.nodes.iter().enumerate() {
+                        if !known(n) {
+                            return Err(invalid(
+                                format!("redlock locks on unknown node \"{}\"", n.0),
+                                quoted(n),
+                            ));
+                        }
+                        if g.nodes[..i].contains(n) {
+                            return Err(invalid(
+                                format!("node \"{}\" listed twice", n.0),
+                                quoted(n),
+                            ));
+                        }
+                    }
+                    if let Err(e) = g
+                        .redlock
+                        .clone()
+                        .unwrap_or_default()
+                        .options(g.ttl.ns() / NS_PER_MS)
+                    {
+                        return Err(invalid(e, Some("redlock".into())));
+                    }
+                }
             }
             if g.ttl.ns() < NS_PER_MS {
                 return Err(invalid(
@@ -451,7 +700,7 @@ impl Scenario {
                     Some("request_timeout".into()),
                 ));
             }
-            if g.retry.max.ns() == 0 && g.max_attempts.is_none() {
+            if g.retry.is_some_and(|r| r.max.ns() == 0) && g.max_attempts.is_none() {
                 return Err(invalid(
                     "retry (\"0ms\", \"0ms\") with unbounded attempts would spin without time passing; give retry a positive delay",
                     Some("retry".into()),
@@ -469,7 +718,7 @@ impl Scenario {
                     Some("hold".into()),
                 ));
             }
-            if g.algorithm.0 == Algorithm::SetPxCadFencing
+            if g.algorithm.0 == ClientKind::Single(Algorithm::SetPxCadFencing)
                 && model.resource.as_ref().is_none_or(|r| !r.fencing)
             {
                 return Err(invalid(
@@ -477,7 +726,7 @@ impl Scenario {
                     Some("set-px-cad-fencing".into()),
                 ));
             }
-            if g.algorithm.0 == Algorithm::SetPxWaitCad && g.wait.is_none() {
+            if g.algorithm.0 == ClientKind::Single(Algorithm::SetPxWaitCad) && g.wait.is_none() {
                 return Err(invalid(
                     "algorithm \"set-px-wait-cad\" needs `wait: (replicas: N, timeout: \"100ms\")`",
                     Some("set-px-wait-cad".into()),
@@ -555,6 +804,9 @@ impl Scenario {
                     &mut procs,
                 )?;
             }
+        }
+        if let Some(c) = &model.consensus {
+            add(&c.name, ProcKind::Consensus, &mut procs)?;
         }
         let lookup = |n: &Name| -> Result<(), Invalid> {
             if procs.iter().any(|(p, _)| *p == n.0) {
@@ -759,18 +1011,105 @@ impl Scenario {
                 } else {
                     format!("{}{i}", g.name.0)
                 };
+                let algorithm = match g.algorithm.0 {
+                    ClientKind::Single(a) => a,
+                    ClientKind::Watchdog => {
+                        let w = g.watchdog.unwrap_or_default();
+                        let retry = g.retry.expect("validated");
+                        let mut config = WatchdogConfig::new(
+                            lock,
+                            key.clone(),
+                            self.proc_id(&g.node.as_ref().expect("validated").0),
+                            &name,
+                        );
+                        config.resource = resource_id;
+                        config.lease_ms = g.ttl.ns() / NS_PER_MS;
+                        config.renew_every_ms = w
+                            .renew_every
+                            .map_or(config.lease_ms / 3, |d| d.ns() / NS_PER_MS)
+                            .max(1);
+                        config.report_renewal_failure = w.report_renewal_failure;
+                        config.hold = NsRange::new(g.hold.min.ns(), g.hold.max.ns());
+                        config.think = g
+                            .think
+                            .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns()));
+                        config.retry = NsRange::new(retry.min.ns(), retry.max.ns());
+                        if let Some(t) = g.request_timeout {
+                            config.request_timeout_ns = t.ns();
+                        }
+                        config.rounds = g.rounds.map(|b| b.0 as u64);
+                        specs.push(ProcSpec {
+                            name,
+                            actor: Actor::Watchdog(Box::new(WatchdogClient::new(config))),
+                            clock: self.clock(&g.clock),
+                        });
+                        continue;
+                    }
+                    ClientKind::Consensus => {
+                        let service =
+                            self.proc_id(&m.consensus.as_ref().expect("validated").name.0);
+                        let retry = g.retry.expect("validated");
+                        let mut config = ConsensusClientConfig::new(lock, service, &name);
+                        config.resource = resource_id;
+                        config.session_timeout_ms = g.ttl.ns() / NS_PER_MS;
+                        config.hold = NsRange::new(g.hold.min.ns(), g.hold.max.ns());
+                        config.think = g
+                            .think
+                            .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns()));
+                        config.retry = NsRange::new(retry.min.ns(), retry.max.ns());
+                        if let Some(t) = g.request_timeout {
+                            config.request_timeout_ns = t.ns();
+                        }
+                        config.present_token = g.present_token.unwrap_or(true);
+                        config.rounds = g.rounds.map(|b| b.0 as u64);
+                        specs.push(ProcSpec {
+                            name,
+                            actor: Actor::ConsensusClient(Box::new(ConsensusClient::new(config))),
+                            clock: self.clock(&g.clock),
+                        });
+                        continue;
+                    }
+                    ClientKind::Redlock => {
+                        let options = g
+                            .redlock
+                            .clone()
+                            .unwrap_or_default()
+                            .options(g.ttl.ns() / NS_PER_MS)
+                            .expect("validated");
+                        let config = RedlockConfig {
+                            lock,
+                            key: key.clone(),
+                            nodes: g.nodes.iter().map(|n| self.proc_id(&n.0)).collect(),
+                            resource: resource_id,
+                            hold: NsRange::new(g.hold.min.ns(), g.hold.max.ns()),
+                            think: g.think.map_or(NsRange::fixed(0), |t| {
+                                NsRange::new(t.min.ns(), t.max.ns())
+                            }),
+                            rounds: g.rounds.map(|b| b.0 as u64),
+                            token_prefix: name.clone(),
+                            options,
+                        };
+                        specs.push(ProcSpec {
+                            name,
+                            actor: Actor::Redlock(Box::new(RedlockClient::new(config))),
+                            clock: self.clock(&g.clock),
+                        });
+                        continue;
+                    }
+                };
+                let retry = g.retry.expect("validated");
                 let cfg = ClientConfig {
-                    algorithm: g.algorithm.0,
+                    algorithm,
                     lock,
                     key: key.clone(),
-                    redis: self.proc_id(&g.node.0),
+                    redis: self.proc_id(&g.node.as_ref().expect("validated").0),
                     resource: resource_id,
                     ttl_ms: g.ttl.ns() / NS_PER_MS,
                     hold: NsRange::new(g.hold.min.ns(), g.hold.max.ns()),
                     think: g
                         .think
                         .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns())),
-                    retry: NsRange::new(g.retry.min.ns(), g.retry.max.ns()),
+                    retry: NsRange::new(retry.min.ns(), retry.max.ns()),
                     request_timeout_ns: g.request_timeout.map_or(NS_PER_S, |d| d.ns()),
                     max_attempts: g.max_attempts.map(|b| b.0 as u32),
                     rounds: g.rounds.map(|b| b.0 as u64),
@@ -824,6 +1163,17 @@ impl Scenario {
                     clock: NodeClock::perfect(self.epoch_unix_ms),
                 });
             }
+        }
+        if let Some(c) = &m.consensus {
+            let mut config = ConsensusServiceConfig::default();
+            if let Some(t) = c.tick {
+                config.tick_ms = (t.ns() / NS_PER_MS).max(1);
+            }
+            specs.push(ProcSpec {
+                name: c.name.0.clone(),
+                actor: Actor::ConsensusService(Box::new(ConsensusService::new(config))),
+                clock: NodeClock::perfect(self.epoch_unix_ms),
+            });
         }
         assert_eq!(
             specs.len(),

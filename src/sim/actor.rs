@@ -1,6 +1,9 @@
 //! The built-in kinds of process, as one enum so that the loop dispatches them with a match
 //! (cheap, exhaustive), plus `Custom` for algorithms users plug in from Rust.
 
+use crate::client::consensus::{ConsensusClient, ConsensusService};
+use crate::client::redlock::RedlockClient;
+use crate::client::watchdog::WatchdogClient;
 use crate::client::{LockClient, Resource};
 use crate::process::{Cx, Process};
 use crate::proto::Msg;
@@ -11,6 +14,10 @@ use crate::time::ProcId;
 pub enum Actor {
     Redis(Box<RedisProcess>),
     Client(Box<LockClient>),
+    Redlock(Box<RedlockClient>),
+    Watchdog(Box<WatchdogClient>),
+    ConsensusService(Box<ConsensusService>),
+    ConsensusClient(Box<ConsensusClient>),
     Resource(Resource),
     Sentinel(Box<Sentinel>),
     Custom(Box<dyn Process>),
@@ -30,6 +37,10 @@ macro_rules! each_actor {
         match $self {
             Actor::Redis($p) => $e,
             Actor::Client($p) => $e,
+            Actor::Redlock($p) => $e,
+            Actor::Watchdog($p) => $e,
+            Actor::ConsensusService($p) => $e,
+            Actor::ConsensusClient($p) => $e,
             Actor::Resource($p) => $e,
             Actor::Sentinel($p) => $e,
             Actor::Custom($p) => $e,
