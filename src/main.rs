@@ -64,6 +64,14 @@ enum Cmd {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Regenerate the pitfall guide (docs/pitfalls.md) from the bundled models and their replays.
+    Pitfalls {
+        /// Where to write it (default: print it).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value_t = default_jobs())]
+        jobs: usize,
+    },
     /// Replay a recorded Redis conformance corpus (a directory of *.txt files) against the model.
     Conformance {
         /// Directory (or single file) in the corpus format.
@@ -106,6 +114,21 @@ fn main() -> ExitCode {
             }
             Err(e) => bad_input(&e.to_string()),
         },
+        Cmd::Pitfalls { out: path, jobs } => {
+            match explore::pitfalls::render(&cli::models_dir(), jobs.max(1)) {
+                Ok(text) => match path {
+                    Some(p) => match std::fs::write(&p, text) {
+                        Ok(()) => ExitCode::SUCCESS,
+                        Err(e) => bad_input(&format!("{}: {e}", p.display())),
+                    },
+                    None => {
+                        out(&text);
+                        ExitCode::SUCCESS
+                    }
+                },
+                Err(e) => bad_input(&e),
+            }
+        }
         Cmd::List { dir } => {
             let dir = dir.unwrap_or_else(cli::models_dir);
             match cli::list_models(&dir) {

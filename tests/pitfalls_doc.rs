@@ -1,0 +1,23 @@
+//! docs/pitfalls.md is generated from the models and their replays; this fails when the
+//! committed copy is stale (regenerate with `distlock-sim pitfalls --out docs/pitfalls.md`).
+
+use std::path::Path;
+
+#[test]
+fn the_pitfall_guide_is_up_to_date_with_the_models_and_their_replays() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let fresh = distlock_sim::explore::pitfalls::render(&root.join("models"), jobs)
+        .expect("catalogue loads");
+    let committed = std::fs::read_to_string(root.join("docs/pitfalls.md")).unwrap_or_default();
+    if fresh != committed {
+        let first = fresh
+            .lines()
+            .zip(committed.lines())
+            .position(|(a, b)| a != b);
+        panic!(
+            "docs/pitfalls.md is stale (first differing line: {:?}); run `cargo run --release -- pitfalls --out docs/pitfalls.md`",
+            first.map(|i| i + 1)
+        );
+    }
+}
