@@ -19,6 +19,7 @@ pub mod redis;
 pub mod rng;
 pub mod scenario;
 pub mod sim;
+pub mod testing;
 pub mod time;
 
 /// Guides whose code examples are compiled and run as tests.

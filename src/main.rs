@@ -30,6 +30,9 @@ enum Cmd {
         model: String,
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Run the seed twice and report the first event where the runs diverge.
+        #[arg(long)]
+        check_determinism: bool,
     },
     /// Run many seeds in parallel and summarise the violations found.
     Sweep {
@@ -46,6 +49,9 @@ enum Cmd {
         /// One JSON line per violating seed and a summary line, instead of text.
         #[arg(long)]
         json: bool,
+        /// Run every seed twice and report the seeds whose runs diverge (no verdicts).
+        #[arg(long)]
+        check_determinism: bool,
     },
     /// Re-run one seed and print the full timeline, with the messages around each violation.
     Replay {
@@ -156,7 +162,12 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
-        Cmd::Run { model, seed } => match load(&model) {
+        Cmd::Run {
+            model,
+            seed,
+            check_determinism,
+        } => match load(&model) {
+            Ok(sc) if check_determinism => determinism_report(&sc, seed..seed + 1, 1),
             Ok(sc) => {
                 let (text, violated) = cli::run_report(&sc, seed, Messages::None);
                 out(&text);
@@ -187,7 +198,15 @@ fn main() -> ExitCode {
             jobs,
             shard,
             json,
+            check_determinism,
         } => match load(&model) {
+            Ok(sc) if check_determinism => {
+                let shard = shard.map_or(Shard::WHOLE, |s| s.0);
+                let seeds: Vec<u64> = (seeds.0.start..seeds.0.end)
+                    .filter(|s| shard.contains(*s))
+                    .collect();
+                determinism_report_seeds(&sc, &seeds, jobs)
+            }
             Ok(sc) => {
                 if jobs == 0 || jobs > 1024 {
                     return bad_input("--jobs must be between 1 and 1024");
@@ -229,6 +248,43 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
+    }
+}
+
+fn determinism_report(
+    sc: &scenario::Scenario,
+    seeds: std::ops::Range<u64>,
+    jobs: usize,
+) -> ExitCode {
+    let seeds: Vec<u64> = seeds.collect();
+    determinism_report_seeds(sc, &seeds, jobs)
+}
+
+/// `--check-determinism`: every seed twice; exit 1 if any diverged.
+fn determinism_report_seeds(sc: &scenario::Scenario, seeds: &[u64], jobs: usize) -> ExitCode {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .expect("thread pool");
+    let divergences: Vec<explore::determinism::Divergence> = pool.install(|| {
+        seeds
+            .par_iter()
+            .filter_map(|&s| explore::determinism::check_seed(sc, s).err())
+            .collect()
+    });
+    out(&format!(
+        "model {}: {} seeds run twice, {} divergences\n",
+        sc.name,
+        seeds.len(),
+        divergences.len()
+    ));
+    match divergences.first() {
+        Some(d) => {
+            out(&format!("{d}\n"));
+            ExitCode::from(1)
+        }
+        None => ExitCode::SUCCESS,
     }
 }
 

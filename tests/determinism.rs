@@ -269,7 +269,7 @@ fn simulation_source_avoids_nondeterministic_apis() {
 
 #[test]
 fn every_catalogue_model_replays_byte_identically() {
-    use distlock_sim::explore::run_world;
+    // The same self-check as `--check-determinism`: each seed twice, event by event.
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -282,19 +282,11 @@ fn every_catalogue_model_replays_byte_identically() {
     {
         let sc = distlock_sim::scenario::load(p).unwrap();
         for seed in 0..3 {
-            let (a, wa) = run_world(&sc, seed, TraceMode::Full);
-            let (b, wb) = run_world(&sc, seed, TraceMode::Full);
-            assert_eq!(
-                a.trace_digest, b.trace_digest,
-                "{}: seed {seed} diverged",
-                sc.name
-            );
-            assert_eq!(
-                wa.history.records, wb.history.records,
-                "{}: seed {seed} history diverged",
-                sc.name
-            );
-            assert!(a.events > 100, "{}: seed {seed} did too little", sc.name);
+            if let Err(d) = distlock_sim::explore::determinism::check_seed(&sc, seed) {
+                panic!("{}: {d}", sc.name);
+            }
+            let o = distlock_sim::explore::run_seed(&sc, seed);
+            assert!(o.events > 100, "{}: seed {seed} did too little", sc.name);
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Running models: one seed, sweeps over many seeds in parallel, replays with timelines.
 
+pub mod determinism;
 pub mod pitfalls;
 pub mod timeline;
 

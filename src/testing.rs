@@ -1,0 +1,96 @@
+//! A helper for `#[test]`s: sweep a model (or a world built in Rust) over many seeds and fail
+//! with the property, the seed and the exact lines that replay it.
+//!
+//! Seeds: `DISTLOCK_SEEDS=N` sweeps seeds `0..N` (default 300); `DISTLOCK_SEED=S` runs that one
+//! seed only — the line a failure prints.
+//!
+//! ```no_run
+//! #[test]
+//! fn fencing_keeps_the_resource_safe() {
+//!     distlock_sim::testing::assert_model_holds("models/single-px-cad-fencing.ron");
+//! }
+//! ```
+
+use std::path::Path;
+
+use crate::check::{CheckConfig, Property, Violation, check_all};
+use crate::explore::run_seed;
+use crate::scenario;
+use crate::sim::World;
+
+/// Default number of seeds when `DISTLOCK_SEEDS` is not set.
+pub const DEFAULT_SEEDS: u64 = 300;
+
+/// The seeds the environment asks for.
+pub fn seeds_from_env() -> Vec<u64> {
+    if let Some(s) = std::env::var("DISTLOCK_SEED")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+    {
+        return vec![s];
+    }
+    let n = std::env::var("DISTLOCK_SEEDS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_SEEDS);
+    (0..n).collect()
+}
+
+fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("TEST_NAME")
+        .to_string()
+}
+
+fn failure(what: &str, seed: u64, v: &Violation, replay: Option<String>) -> String {
+    let mut msg = format!(
+        "{what} violated {} at seed {seed} ({}): {}\n  reproduce: DISTLOCK_SEED={seed} cargo test {}",
+        v.property,
+        v.at,
+        v.message,
+        test_name()
+    );
+    if let Some(r) = replay {
+        msg.push_str(&format!("\n  timeline:  {r}"));
+    }
+    msg
+}
+
+/// Sweeps the model at `path` and panics at the first seed that violates a property it checks.
+pub fn assert_model_holds(path: impl AsRef<Path>) {
+    let path = path.as_ref();
+    let sc = scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
+    for seed in seeds_from_env() {
+        let o = run_seed(&sc, seed);
+        if let Some(v) = o.violations.first() {
+            let replay = format!("distlock-sim replay {} --seed {seed}", path.display());
+            panic!(
+                "{}",
+                failure(&format!("model {}", sc.name), seed, v, Some(replay))
+            );
+        }
+    }
+}
+
+/// Sweeps a world built in Rust by `build(seed)`, checking `props` over its history.
+pub fn assert_world_holds(
+    what: &str,
+    props: &[Property],
+    liveness_bound_ns: u64,
+    build: impl Fn(u64) -> World,
+) {
+    for seed in seeds_from_env() {
+        let mut w = build(seed);
+        w.run();
+        let names = w.names();
+        let cfg = CheckConfig {
+            liveness_bound_ns,
+            end: w.now(),
+        };
+        let violations = check_all(&w.history, props, &cfg, &|p| names[p.index()].clone());
+        if let Some(v) = violations.first() {
+            panic!("{}", failure(what, seed, v, None));
+        }
+    }
+}
