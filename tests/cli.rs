@@ -259,3 +259,39 @@ fn bad_arguments_exit_2() {
         assert_eq!(o.status.code(), Some(2), "{args:?}");
     }
 }
+
+#[test]
+fn damaged_model_files_are_refused_without_a_panic() {
+    // Every bundled model, cut at many points and with bytes flipped: loading must return a
+    // located error or a valid model, never panic.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let bytes = text.as_bytes();
+        for i in (0..bytes.len()).step_by(37) {
+            let cut = String::from_utf8_lossy(&bytes[..i]).into_owned();
+            let mut flipped = bytes.to_vec();
+            flipped[i] = match flipped[i] {
+                b'"' => b'x',
+                b'(' => b'[',
+                b'0'..=b'9' => b'-',
+                _ => b'"',
+            };
+            let flipped = String::from_utf8_lossy(&flipped).into_owned();
+            for t in [cut, flipped] {
+                let r = std::panic::catch_unwind(|| {
+                    distlock_sim::scenario::load_str("m", "m.ron", &t).map(|_| ())
+                });
+                assert!(
+                    r.is_ok(),
+                    "{}: loading a damaged copy (offset {i}) panicked",
+                    p.display()
+                );
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 500);
+}

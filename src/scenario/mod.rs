@@ -180,3 +180,17 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn a_latency_beyond_the_network_limit_is_refused_not_a_panic() {
+        let text = r#"(description: "t", duration: "10s", nodes: [(name: "redis")],
+            clients: [(name: "c", algorithm: "set-px-del", node: "redis", ttl: "1s", hold: "10ms", retry: "5ms")],
+            network: (latency: ("1ms", "2h")), check: ["mutual_exclusion"])"#;
+        let e = load_str("t", "t.ron", text).unwrap_err();
+        assert!(e.message.contains("latency"), "{e}");
+    }
+}
