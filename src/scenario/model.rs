@@ -551,6 +551,15 @@ impl Scenario {
             procs.push((n.0.clone(), kind));
             Ok(())
         };
+        if model.network.latency.max.ns() > crate::net::LATENCY_NS_LIMIT {
+            return Err(invalid(
+                format!(
+                    "network latency {} is above the limit of 1h",
+                    model.network.latency.max
+                ),
+                Some("latency".into()),
+            ));
+        }
         let needs_redis = model
             .clients
             .iter()
