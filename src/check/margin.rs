@@ -3,7 +3,8 @@
 //! reality (when its key actually left each node that had granted it). A negative margin is
 //! a window in which the client believed it held a lock that was already gone.
 
-use std::collections::BTreeMap;
+use indexmap::IndexMap;
+use rustc_hash::FxBuildHasher;
 
 use crate::history::{History, Observation, Removal};
 use crate::proto::Bytes;
@@ -27,8 +28,11 @@ pub struct Margin {
 /// by someone else) on at least one node, in history order.
 pub fn safety_margins(history: &History) -> Vec<Margin> {
     // token -> (client, acquired_at, believed_until); extensions move the belief.
-    let mut belief: BTreeMap<&Bytes, (ProcId, SimTime, SimTime)> = BTreeMap::new();
-    let mut removals: BTreeMap<&Bytes, Vec<(ProcId, SimTime, Removal)>> = BTreeMap::new();
+    // Fixed-hasher maps: deterministic, and cheap over thousands of tokens.
+    let mut belief: IndexMap<&Bytes, (ProcId, SimTime, SimTime), FxBuildHasher> =
+        IndexMap::default();
+    let mut removals: IndexMap<&Bytes, Vec<(ProcId, SimTime, Removal)>, FxBuildHasher> =
+        IndexMap::default();
     let mut order: Vec<&Bytes> = Vec::new();
     for r in &history.records {
         match &r.obs {
@@ -70,7 +74,7 @@ pub fn safety_margins(history: &History) -> Vec<Margin> {
         .into_iter()
         .filter_map(|t| {
             let (client, acquired_at, believed_until) = belief[t];
-            let rs = removals.remove(t)?;
+            let rs = removals.swap_remove(t)?;
             let first = rs.iter().map(|(_, at, _)| *at).min()?;
             let margin_ns = first.0 as i64 - believed_until.0 as i64;
             Some(Margin {

@@ -68,6 +68,12 @@ pub struct ReplState {
     pub last_ack_sent_mono_ns: u64,
     /// When this replica last asked for a full sync.
     pub sync_requested_mono_ns: u64,
+    /// A replication backlog exists (a replica attached once): from then on writes are
+    /// recorded and the offset advances, as in Redis; before, a master keeps offset 0 and
+    /// the hot path copies nothing.
+    pub backlog: bool,
+    /// A write happened since the last `flush_propagation` (for `appendfsync always`).
+    pub dirty: bool,
 }
 
 impl ReplState {
@@ -109,7 +115,8 @@ impl RedisNode {
     /// Queues the effect of a write for replicas (masters only; a replica's own applying of
     /// the stream is not propagated further).
     pub(crate) fn propagate(&mut self, cmd: Command) {
-        if !self.is_replica() {
+        self.repl.dirty = true;
+        if self.repl.backlog && !self.is_replica() {
             self.repl.pending.push(cmd);
         }
     }
@@ -117,6 +124,12 @@ impl RedisNode {
     /// Streams the effects of the command just executed and records the client's write
     /// offset. With `appendfsync always` the effects are durable before the reply.
     pub(crate) fn flush_propagation(&mut self, client: Option<ProcId>) {
+        if !std::mem::take(&mut self.repl.dirty) {
+            return;
+        }
+        if self.config.persistence == Persistence::Aof(Fsync::Always) {
+            self.disk.snapshot = self.keyspace.clone();
+        }
         if self.repl.pending.is_empty() {
             return;
         }
@@ -134,9 +147,6 @@ impl RedisNode {
         }
         if let Some(c) = client {
             self.repl.woff.insert(c, self.repl.offset);
-        }
-        if self.config.persistence == Persistence::Aof(Fsync::Always) {
-            self.disk.snapshot = self.keyspace.clone();
         }
     }
 
@@ -336,6 +346,8 @@ impl RedisNode {
                 self.keyspace.clear();
                 self.apply_from_master(now_ms, &cmds);
                 self.repl.offset = offset;
+                // A replica keeps a backlog too: promoted, it continues the offsets.
+                self.repl.backlog = true;
                 self.role = Role::Replica {
                     master,
                     state: LinkState::Connected,
@@ -385,6 +397,7 @@ impl RedisNode {
     }
 
     fn full_sync_to(&mut self, replica: ProcId) {
+        self.repl.backlog = true;
         let cmds = self.snapshot_cmds();
         let offset = self.repl.offset;
         let now = self.repl.mono_ns;
