@@ -924,6 +924,10 @@ impl RedisProcess {
     /// Hands what the node produced to the loop: replication messages first (they were
     /// produced by the command whose reply follows), then observations.
     fn flush(&mut self, cx: &mut Cx<'_>) {
+        // Most commands produce neither: skip the two drains.
+        if self.node.repl.outbox.is_empty() && self.node.pending.is_empty() {
+            return;
+        }
         for (to, m) in self.node.drain_outbox() {
             cx.send(to, m);
         }
