@@ -61,6 +61,13 @@ enum Cmd {
         /// Which messages to show: around (each violation), all, none.
         #[arg(long, value_enum, default_value = "around")]
         messages: MessagesArg,
+        /// text (timeline), json (JSON lines, docs/trace-format.md) or chrome (Trace Event
+        /// JSON for Perfetto / chrome://tracing).
+        #[arg(long, value_enum, default_value = "text")]
+        format: FormatArg,
+        /// Write to this file instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Validate a model without running it.
     Check { model: String },
@@ -83,6 +90,13 @@ enum Cmd {
         /// Directory (or single file) in the corpus format.
         dir: PathBuf,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FormatArg {
+    Text,
+    Json,
+    Chrome,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -179,6 +193,8 @@ fn main() -> ExitCode {
             model,
             seed,
             messages,
+            format,
+            out: path,
         } => match load(&model) {
             Ok(sc) => {
                 let messages = match messages {
@@ -186,8 +202,27 @@ fn main() -> ExitCode {
                     MessagesArg::All => Messages::All,
                     MessagesArg::None => Messages::None,
                 };
-                let (text, violated) = cli::run_report(&sc, seed, messages);
-                out(&text);
+                let (text, violated) = match format {
+                    FormatArg::Text => cli::run_report(&sc, seed, messages),
+                    FormatArg::Json | FormatArg::Chrome => {
+                        let (o, world) =
+                            explore::run_world(&sc, seed, distlock_sim::sim::TraceMode::Full);
+                        let text = if format == FormatArg::Json {
+                            explore::export::json_lines(&sc, seed, &world, &o.violations)
+                        } else {
+                            explore::export::chrome_trace(&sc, seed, &world, &o.violations)
+                        };
+                        (text, o.violated())
+                    }
+                };
+                match path {
+                    Some(p) => {
+                        if let Err(e) = std::fs::write(&p, text) {
+                            return bad_input(&format!("{}: {e}", p.display()));
+                        }
+                    }
+                    None => out(&text),
+                }
                 exit_for(violated)
             }
             Err(code) => code,

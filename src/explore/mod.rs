@@ -1,6 +1,7 @@
 //! Running models: one seed, sweeps over many seeds in parallel, replays with timelines.
 
 pub mod determinism;
+pub mod export;
 pub mod pitfalls;
 pub mod timeline;
 

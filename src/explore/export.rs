@@ -1,0 +1,375 @@
+//! Machine-readable forms of a run: JSON lines (docs/trace-format.md) and Chrome Trace Event
+//! JSON for Perfetto / chrome://tracing. serde lives here, at the edge: core types are turned
+//! into JSON values field by field.
+
+use serde_json::{Value, json};
+
+use crate::check::Violation;
+use crate::history::{Observation, Removal};
+use crate::proto::Bytes;
+use crate::scenario::Scenario;
+use crate::sim::World;
+use crate::sim::trace::{TraceKind, describe_msg};
+use crate::time::{ProcId, SimTime};
+
+fn text(b: &Bytes) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn removal(r: Removal) -> &'static str {
+    match r {
+        Removal::Del => "del",
+        Removal::Expired => "expired",
+        Removal::Overwritten => "overwritten",
+        Removal::Flushed => "flushed",
+    }
+}
+
+/// One observation as a JSON object: `{"type": ..., fields...}`.
+pub fn observation_json(o: &Observation, name: &dyn Fn(ProcId) -> String) -> Value {
+    match o {
+        Observation::Attempt { lock, token } => {
+            json!({"type": "attempt", "lock": lock, "token": text(token)})
+        }
+        Observation::Acquired {
+            lock,
+            token,
+            fence,
+            validity_ns,
+            believed_until,
+        } => json!({
+            "type": "acquired", "lock": lock, "token": text(token), "fence": fence,
+            "validity_ns": validity_ns, "believed_until_ns": believed_until.map(|t| t.0),
+        }),
+        Observation::Released { lock, token } => {
+            json!({"type": "released", "lock": lock, "token": text(token)})
+        }
+        Observation::Lost {
+            lock,
+            token,
+            reason,
+        } => {
+            json!({"type": "lost", "lock": lock, "token": text(token), "reason": reason})
+        }
+        Observation::GaveUp { lock } => json!({"type": "gave_up", "lock": lock}),
+        Observation::Extended {
+            lock,
+            token,
+            validity_ns,
+            believed_until,
+        } => json!({
+            "type": "extended", "lock": lock, "token": text(token), "validity_ns": validity_ns,
+            "believed_until_ns": believed_until.map(|t| t.0),
+        }),
+        Observation::ResourceRead {
+            client,
+            token,
+            version,
+            accepted,
+        } => json!({
+            "type": "resource_read", "client": name(*client), "token": token, "version": version, "accepted": accepted,
+        }),
+        Observation::ResourceWrite {
+            client,
+            token,
+            base_version,
+            accepted,
+            version_after,
+        } => json!({
+            "type": "resource_write", "client": name(*client), "token": token, "base_version": base_version,
+            "accepted": accepted, "version_after": version_after,
+        }),
+        Observation::KeyRemoved {
+            key,
+            value,
+            how,
+            by,
+        } => json!({
+            "type": "key_removed", "key": text(key), "value": text(value), "how": removal(*how),
+            "by": by.map(name),
+        }),
+        Observation::KeyWritten {
+            key,
+            value,
+            expire_at_ms,
+            by,
+        } => json!({
+            "type": "key_written", "key": text(key), "value": text(value), "expire_at_ms": expire_at_ms,
+            "by": by.map(name),
+        }),
+        Observation::Fault { what } => json!({"type": "fault", "what": what}),
+        Observation::Crashed => json!({"type": "crashed"}),
+        Observation::Restarted { with_data } => {
+            json!({"type": "restarted", "with_data": with_data})
+        }
+        Observation::Paused => json!({"type": "paused"}),
+        Observation::Resumed => json!({"type": "resumed"}),
+        Observation::Sentinel { what } => json!({"type": "sentinel", "what": what}),
+        Observation::Replication { what } => json!({"type": "replication", "what": what}),
+        Observation::Note(t) => json!({"type": "note", "text": t}),
+    }
+}
+
+fn violation_json(v: &Violation, name: &dyn Fn(ProcId) -> String) -> Value {
+    json!({
+        "kind": "violation", "t_ns": v.at.0, "property": v.property.name(),
+        "actors": v.actors.iter().map(|a| name(*a)).collect::<Vec<_>>(), "message": v.message,
+    })
+}
+
+/// The run as JSON lines: a `run` header, then trace entries, observations and violations
+/// merged in time order (at equal times: deliveries, then what they caused, then violations).
+pub fn json_lines(sc: &Scenario, seed: u64, world: &World, violations: &[Violation]) -> String {
+    let names = world.names();
+    let name = |p: ProcId| names[p.index()].clone();
+    let mut rows: Vec<(SimTime, u8, usize, Value)> = Vec::new();
+    for (i, e) in world.trace.entries.iter().enumerate() {
+        let v = match &e.kind {
+            TraceKind::Start => json!({"kind": "start"}),
+            TraceKind::Recv { from, msg } => {
+                json!({"kind": "recv", "from": name(*from), "msg_kind": msg.kind(), "msg": describe_msg(msg)})
+            }
+            TraceKind::Timer { tag } => json!({"kind": "timer", "tag": tag}),
+            TraceKind::Dropped { from, msg, reason } => json!({
+                "kind": "dropped", "from": name(*from), "reason": reason.as_str(), "msg_kind": msg.kind(),
+                "msg": describe_msg(msg),
+            }),
+            TraceKind::Fault(f) => json!({"kind": "fault", "what": f}),
+            TraceKind::Parked => json!({"kind": "parked"}),
+        };
+        let mut v = v;
+        v["t_ns"] = json!(e.at.0);
+        v["proc"] = json!(name(e.proc));
+        v["wall_ms"] = json!(e.wall_ms);
+        rows.push((e.at, 0, i, v));
+    }
+    for (i, r) in world.history.records.iter().enumerate() {
+        let v = json!({"kind": "obs", "t_ns": r.at.0, "proc": name(r.proc), "obs": observation_json(&r.obs, &name)});
+        rows.push((r.at, 1, i, v));
+    }
+    for (i, v) in violations.iter().enumerate() {
+        rows.push((v.at, 2, i, violation_json(v, &name)));
+    }
+    rows.sort_by_key(|(t, k, i, _)| (*t, *k, *i));
+    let header = json!({
+        "kind": "run", "format": 1, "model": sc.name, "path": sc.path, "seed": seed,
+        "epoch_unix_ms": sc.epoch_unix_ms, "end_ns": world.now().0,
+        "procs": names,
+    });
+    let mut out = header.to_string();
+    out.push('\n');
+    for (_, _, _, v) in rows {
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+fn role(sc: &Scenario, i: usize) -> &'static str {
+    use crate::scenario::ProcKind;
+    match sc.procs[i].1 {
+        ProcKind::Redis => "redis",
+        ProcKind::Resource => "resource",
+        ProcKind::Client => "client",
+        ProcKind::Sentinel => "sentinel",
+        ProcKind::Consensus => "consensus",
+    }
+}
+
+fn us(t: SimTime) -> f64 {
+    t.0 as f64 / 1_000.0
+}
+
+/// Chrome Trace Event JSON: one process per actor (named after it, its thread named after its
+/// role), lock holds and key lifetimes as complete events, faults and violations as instants.
+pub fn chrome_trace(sc: &Scenario, seed: u64, world: &World, violations: &[Violation]) -> String {
+    let names = world.names();
+    let mut ev: Vec<Value> = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        ev.push(
+            json!({"ph": "M", "name": "process_name", "pid": i, "tid": 0, "args": {"name": n}}),
+        );
+        ev.push(json!({"ph": "M", "name": "thread_name", "pid": i, "tid": 0, "args": {"name": role(sc, i)}}));
+        ev.push(json!({"ph": "M", "name": "process_sort_index", "pid": i, "tid": 0, "args": {"sort_index": i}}));
+    }
+    let end = world.now();
+    // Open spans: (pid, name) -> (start, args).
+    let mut holds: Vec<(usize, Bytes, SimTime, Value)> = Vec::new();
+    let mut keys: Vec<(usize, Bytes, Bytes, SimTime)> = Vec::new();
+    let close = |ev: &mut Vec<Value>,
+                 pid: usize,
+                 name: String,
+                 start: SimTime,
+                 stop: SimTime,
+                 args: Value| {
+        ev.push(json!({
+            "ph": "X", "name": name, "cat": "lock", "pid": pid, "tid": 0,
+            "ts": us(start), "dur": us(SimTime(stop.0.saturating_sub(start.0))), "args": args,
+        }));
+    };
+    for r in &world.history.records {
+        let pid = r.proc.index();
+        match &r.obs {
+            Observation::Acquired {
+                token,
+                fence,
+                validity_ns,
+                believed_until,
+                ..
+            } => {
+                let args = json!({"token": text(token), "fence": fence, "validity_ns": validity_ns,
+                                  "believed_until_us": believed_until.map(us)});
+                holds.push((pid, token.clone(), r.at, args));
+            }
+            Observation::Released { token, .. } | Observation::Lost { token, .. } => {
+                if let Some(i) = holds
+                    .iter()
+                    .position(|(p, t, _, _)| *p == pid && t == token)
+                {
+                    let (_, t, start, args) = holds.swap_remove(i);
+                    close(
+                        &mut ev,
+                        pid,
+                        format!("holds {}", text(&t)),
+                        start,
+                        r.at,
+                        args,
+                    );
+                }
+            }
+            Observation::Crashed => {
+                while let Some(i) = holds.iter().position(|(p, _, _, _)| *p == pid) {
+                    let (_, t, start, args) = holds.swap_remove(i);
+                    close(
+                        &mut ev,
+                        pid,
+                        format!("holds {} (crashed)", text(&t)),
+                        start,
+                        r.at,
+                        args,
+                    );
+                }
+            }
+            Observation::KeyWritten { key, value, .. } => {
+                if let Some(i) = keys.iter().position(|(p, k, _, _)| *p == pid && k == key) {
+                    let (_, k, v, start) = keys.swap_remove(i);
+                    close(
+                        &mut ev,
+                        pid,
+                        format!("{} = {}", text(&k), text(&v)),
+                        start,
+                        r.at,
+                        json!({}),
+                    );
+                }
+                keys.push((pid, key.clone(), value.clone(), r.at));
+            }
+            Observation::KeyRemoved { key, how, .. } => {
+                if let Some(i) = keys.iter().position(|(p, k, _, _)| *p == pid && k == key) {
+                    let (_, k, v, start) = keys.swap_remove(i);
+                    close(
+                        &mut ev,
+                        pid,
+                        format!("{} = {}", text(&k), text(&v)),
+                        start,
+                        r.at,
+                        json!({"ended": removal(*how)}),
+                    );
+                }
+            }
+            Observation::Fault { what } => {
+                ev.push(
+                    json!({"ph": "i", "s": "p", "name": format!("FAULT {what}"), "cat": "fault",
+                               "pid": pid, "tid": 0, "ts": us(r.at)}),
+                );
+            }
+            Observation::Sentinel { what } | Observation::Replication { what } => {
+                ev.push(json!({"ph": "i", "s": "t", "name": what, "cat": "redis", "pid": pid, "tid": 0, "ts": us(r.at)}));
+            }
+            _ => {}
+        }
+    }
+    for (pid, t, start, args) in holds {
+        close(
+            &mut ev,
+            pid,
+            format!("holds {} (until the end)", text(&t)),
+            start,
+            end,
+            args,
+        );
+    }
+    for (pid, k, v, start) in keys {
+        close(
+            &mut ev,
+            pid,
+            format!("{} = {}", text(&k), text(&v)),
+            start,
+            end,
+            json!({}),
+        );
+    }
+    for v in violations {
+        ev.push(json!({"ph": "i", "s": "g", "name": format!("VIOLATION {}", v.property), "cat": "violation",
+                       "pid": v.actors.first().map_or(0, |a| a.index()), "tid": 0, "ts": us(v.at),
+                       "args": {"message": v.message}}));
+    }
+    json!({
+        "traceEvents": ev,
+        "displayTimeUnit": "ms",
+        "otherData": {"model": sc.name, "seed": seed, "replay": crate::cli::replay_command(sc, seed)},
+    })
+    .to_string()
+}
+
+/// Checks a Chrome trace against the Trace Event format's requirements for the event types it
+/// uses; `Err` names the first offending event.
+pub fn validate_chrome_trace(text: &str) -> Result<usize, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let events = v
+        .get("traceEvents")
+        .and_then(Value::as_array)
+        .ok_or("no traceEvents array")?;
+    for (i, e) in events.iter().enumerate() {
+        let bad = |what: &str| Err(format!("event {i}: {what}: {e}"));
+        let Some(ph) = e.get("ph").and_then(Value::as_str) else {
+            return bad("no ph");
+        };
+        if e.get("pid").and_then(Value::as_u64).is_none()
+            || e.get("tid").and_then(Value::as_u64).is_none()
+        {
+            return bad("pid/tid must be integers");
+        }
+        if e.get("name").and_then(Value::as_str).is_none() {
+            return bad("no name");
+        }
+        match ph {
+            "M" => {
+                if e.get("args").and_then(|a| a.as_object()).is_none() {
+                    return bad("metadata without args");
+                }
+            }
+            "X" => {
+                let ts = e.get("ts").and_then(Value::as_f64);
+                let dur = e.get("dur").and_then(Value::as_f64);
+                if !matches!((ts, dur), (Some(t), Some(d)) if t >= 0.0 && d >= 0.0) {
+                    return bad("complete event needs ts >= 0 and dur >= 0");
+                }
+            }
+            "i" => {
+                if !e
+                    .get("ts")
+                    .and_then(Value::as_f64)
+                    .is_some_and(|t| t >= 0.0)
+                {
+                    return bad("instant needs ts >= 0");
+                }
+                if !matches!(e.get("s").and_then(Value::as_str), Some("g" | "p" | "t")) {
+                    return bad("instant scope must be g, p or t");
+                }
+            }
+            other => return bad(&format!("unexpected phase {other}")),
+        }
+    }
+    Ok(events.len())
+}
