@@ -69,6 +69,19 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// How fast a model finds its first violation: run seeds in order from several starting
+    /// points until one violates; print seeds and wall time to each, and the median.
+    Hunt {
+        model: String,
+        /// Independent hunts, starting at seeds 0, 1e6, 2e6, ...
+        #[arg(long, default_value_t = 10)]
+        repeats: u64,
+        /// Give up a hunt after this many seeds.
+        #[arg(long, default_value_t = 10_000)]
+        max_seeds: u64,
+        #[arg(long, default_value_t = default_jobs())]
+        jobs: usize,
+    },
     /// Validate a model without running it.
     Check { model: String },
     /// List the bundled models with their descriptions.
@@ -149,6 +162,68 @@ fn main() -> ExitCode {
                 Err(e) => bad_input(&e),
             }
         }
+        Cmd::Hunt {
+            model,
+            repeats,
+            max_seeds,
+            jobs,
+        } => match load(&model) {
+            Ok(sc) => {
+                use rayon::prelude::*;
+                if repeats == 0 || repeats > 10_000 || max_seeds == 0 {
+                    return bad_input("--repeats must be 1..=10000 and --max-seeds at least 1");
+                }
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(jobs.max(1))
+                    .build()
+                    .expect("thread pool");
+                // Wall time of the hunts, for people: outside any simulated run.
+                #[allow(clippy::disallowed_methods)]
+                let wall = std::time::Instant::now();
+                let results: Vec<explore::HuntResult> = pool.install(|| {
+                    (0..repeats)
+                        .into_par_iter()
+                        .map(|r| explore::hunt(&sc, r * 1_000_000, max_seeds))
+                        .collect()
+                });
+                let wall_s = wall.elapsed().as_secs_f64();
+                let mut text = String::new();
+                let mut counts: Vec<u64> = Vec::new();
+                for r in &results {
+                    match (r.seeds_to_violation, r.first_violating_seed) {
+                        (Some(n), Some(s)) => {
+                            counts.push(n);
+                            text.push_str(&format!(
+                                "  from seed {}: first violation at seed {s} ({n} seeds)\n",
+                                r.start
+                            ));
+                        }
+                        _ => text.push_str(&format!(
+                            "  from seed {}: none in {max_seeds} seeds\n",
+                            r.start
+                        )),
+                    }
+                }
+                counts.sort_unstable();
+                let found = counts.len();
+                let median = if found == results.len() {
+                    format!("{}", counts[found / 2])
+                } else {
+                    format!(
+                        "> {max_seeds} in {} of {} hunts",
+                        results.len() - found,
+                        results.len()
+                    )
+                };
+                out(&format!(
+                    "model {}: {} hunts, median seeds to first violation {median}, {wall_s:.2}s wall in all\n{text}",
+                    sc.name,
+                    results.len()
+                ));
+                exit_for(found > 0)
+            }
+            Err(code) => code,
+        },
         Cmd::List { dir } => {
             let dir = dir.unwrap_or_else(cli::models_dir);
             match cli::list_models(&dir) {

@@ -98,3 +98,23 @@ fn the_full_example_in_the_model_format_doc_is_a_valid_model() {
     let o = distlock_sim::explore::run_seed(&sc, 1);
     assert!(o.events > 0);
 }
+
+#[test]
+fn a_triggered_adversary_finds_the_lost_lock_at_the_first_seed() {
+    // failover-lost-lock without its random crashes: instead, crash the master right after it
+    // grants a lock (1 in 10 grants), before the grant reaches the replica.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/failover-lost-lock.ron");
+    let text = std::fs::read_to_string(path).unwrap();
+    let i = text.find("    random_faults: [").unwrap();
+    let j = i + text[i..].find("    ],\n").unwrap() + "    ],\n".len();
+    let text = format!(
+        "{}    triggers: [crash_after_grant(targets: [\"m1\"], isolate_from: [\"r1\"], restart_after: \"40s\", chance_ppm: 100000)],\n{}",
+        &text[..i],
+        &text[j..]
+    );
+    let sc =
+        scenario::load_str("triggered", "triggered.ron", &text).unwrap_or_else(|e| panic!("{e}"));
+    let h = distlock_sim::explore::hunt(&sc, 0, 20);
+    assert_eq!(h.first_violating_seed, Some(0), "{h:?}");
+    distlock_sim::explore::determinism::check_seed(&sc, 0).unwrap();
+}

@@ -221,3 +221,31 @@ pub fn sweep(
     }
     summary
 }
+
+/// Result of hunting for a first violation from one starting seed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HuntResult {
+    pub start: u64,
+    /// Seeds run until (and including) the first violating one; `None`: none within the bound.
+    pub seeds_to_violation: Option<u64>,
+    pub first_violating_seed: Option<u64>,
+}
+
+/// Runs seeds `start, start+1, ...` (at most `max_seeds`) until one violates.
+pub fn hunt(sc: &Scenario, start: u64, max_seeds: u64) -> HuntResult {
+    for i in 0..max_seeds {
+        let seed = start.saturating_add(i);
+        if run_seed(sc, seed).violated() {
+            return HuntResult {
+                start,
+                seeds_to_violation: Some(i + 1),
+                first_violating_seed: Some(seed),
+            };
+        }
+    }
+    HuntResult {
+        start,
+        seeds_to_violation: None,
+        first_violating_seed: None,
+    }
+}

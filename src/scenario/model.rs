@@ -18,6 +18,7 @@ use crate::redis::sentinel::{Sentinel, SentinelConfig};
 use crate::redis::{RedisConfig, RedisProcess};
 use crate::rng::{Ratio, Seed};
 use crate::scenario::units::{Bounded, Dur, DurRange, Name, SignedDur, SignedDurRange};
+use crate::sim::adversary::{Trigger, TriggerKind};
 use crate::sim::{Actor, FaultAction, Limits, ProcSpec, TraceMode, World};
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime};
 
@@ -58,6 +59,9 @@ pub struct Model {
     pub faults: Vec<FaultSpec>,
     #[serde(default)]
     pub random_faults: Vec<RandomFaultSpec>,
+    /// Faults fired by protocol events (triggered adversaries).
+    #[serde(default)]
+    pub triggers: Vec<TriggerSpec>,
     /// Properties to check.
     pub check: Vec<PropName>,
     /// `liveness`: how long the lock may stay unobtainable while wanted (default 3 × TTL).
@@ -480,6 +484,45 @@ pub enum RandomFaultSpec {
     },
 }
 
+/// A triggered adversary. `chance_ppm` (default 1,000,000: always) is the chance that a
+/// matching event fires it; `max` (default 1) bounds its firings per run.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum TriggerSpec {
+    /// Pause a client right after it reports it acquired the lock.
+    PauseAfterAcquire {
+        targets: Vec<Name>,
+        duration: DurRange,
+        #[serde(default)]
+        chance_ppm: Option<Bounded<0, 1_000_000>>,
+        #[serde(default)]
+        max: Option<Bounded<1, 1_000_000>>,
+    },
+    /// Step a node's wall clock right after it grants a lock (stores a client's write).
+    ClockStepAfterGrant {
+        targets: Vec<Name>,
+        delta: SignedDurRange,
+        #[serde(default)]
+        chance_ppm: Option<Bounded<0, 1_000_000>>,
+        #[serde(default)]
+        max: Option<Bounded<1, 1_000_000>>,
+    },
+    /// Crash a node right after it grants, before its write reaches `isolate_from` (its
+    /// replicas): the master that replied OK and died before replicating.
+    CrashAfterGrant {
+        targets: Vec<Name>,
+        isolate_from: Vec<Name>,
+        #[serde(default)]
+        restart_after: Option<Dur>,
+        #[serde(default)]
+        keep_data: bool,
+        #[serde(default)]
+        chance_ppm: Option<Bounded<0, 1_000_000>>,
+        #[serde(default)]
+        max: Option<Bounded<1, 1_000_000>>,
+    },
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Expect {
@@ -846,6 +889,25 @@ impl Scenario {
                 }
             }
         }
+        for t in &model.triggers {
+            match t {
+                TriggerSpec::PauseAfterAcquire { targets, .. }
+                | TriggerSpec::ClockStepAfterGrant { targets, .. } => {
+                    for n in targets {
+                        lookup(n)?;
+                    }
+                }
+                TriggerSpec::CrashAfterGrant {
+                    targets,
+                    isolate_from,
+                    ..
+                } => {
+                    for n in targets.iter().chain(isolate_from) {
+                        lookup(n)?;
+                    }
+                }
+            }
+        }
         for f in &model.random_faults {
             let (RandomFaultSpec::Pause { targets, every, .. }
             | RandomFaultSpec::Crash { targets, every, .. }
@@ -1199,7 +1261,58 @@ impl Scenario {
         for (at, f) in &schedule {
             world.schedule_fault(*at, f.clone());
         }
+        for (i, t) in self.model.triggers.iter().enumerate() {
+            world.add_trigger(self.trigger(t, Seed(seed), i as u64));
+        }
         (world, schedule)
+    }
+
+    fn trigger(&self, t: &TriggerSpec, seed: Seed, index: u64) -> Trigger {
+        let (chance, max) = match t {
+            TriggerSpec::PauseAfterAcquire {
+                chance_ppm, max, ..
+            }
+            | TriggerSpec::ClockStepAfterGrant {
+                chance_ppm, max, ..
+            }
+            | TriggerSpec::CrashAfterGrant {
+                chance_ppm, max, ..
+            } => (chance_ppm, max),
+        };
+        let kind = match t {
+            TriggerSpec::PauseAfterAcquire {
+                targets, duration, ..
+            } => TriggerKind::PauseAfterAcquire {
+                targets: self.ids(targets),
+                pause_ns: (duration.min.ns(), duration.max.ns()),
+            },
+            TriggerSpec::ClockStepAfterGrant { targets, delta, .. } => {
+                TriggerKind::ClockStepAfterGrant {
+                    targets: self.ids(targets),
+                    delta_ms: (delta.min.ms(), delta.max.ms()),
+                }
+            }
+            TriggerSpec::CrashAfterGrant {
+                targets,
+                isolate_from,
+                restart_after,
+                keep_data,
+                ..
+            } => TriggerKind::CrashAfterGrant {
+                targets: self.ids(targets),
+                isolate_from: self.ids(isolate_from),
+                restart_after_ns: restart_after.map(|d| d.ns()),
+                keep_data: *keep_data,
+            },
+        };
+        Trigger {
+            kind,
+            chance: Ratio::per_million(chance.map_or(1_000_000, |c| c.0 as u32)).expect("bounded"),
+            max_firings: max.map_or(1, |m| m.0 as u32),
+            fired: 0,
+            // Its own stream: adding a trigger changes nothing else a seed draws.
+            rng: seed.stream("trigger", index),
+        }
     }
 
     fn ids(&self, names: &[Name]) -> Vec<ProcId> {

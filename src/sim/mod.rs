@@ -2,6 +2,7 @@
 //! Only this layer (and `check`) reads true time.
 
 pub mod actor;
+pub mod adversary;
 pub mod fault;
 pub mod trace;
 pub mod world;

@@ -11,6 +11,7 @@ use crate::process::{Cx, Output, Process};
 use crate::proto::Msg;
 use crate::rng::{Prng, Seed};
 use crate::sim::actor::Actor;
+use crate::sim::adversary::Trigger;
 use crate::sim::fault::FaultAction;
 use crate::sim::trace::{Trace, TraceEntry, TraceKind, TraceMode};
 use crate::time::{ProcId, SimTime};
@@ -113,6 +114,8 @@ pub struct World {
     pub trace: Trace,
     limits: Limits,
     out: Vec<Output>,
+    /// Triggered adversaries, consulted on every observation.
+    triggers: Vec<Trigger>,
     events_handled: u64,
     started: bool,
 }
@@ -159,6 +162,7 @@ impl World {
             trace: Trace::new(trace),
             limits,
             out: Vec::new(),
+            triggers: Vec::new(),
             events_handled: 0,
             started: false,
         }
@@ -208,6 +212,11 @@ impl World {
         };
         self.queue.push(Reverse(QueueEntry::new(at, self.seq, idx)));
         self.seq += 1;
+    }
+
+    /// Adds a triggered adversary.
+    pub fn add_trigger(&mut self, t: Trigger) {
+        self.triggers.push(t);
     }
 
     /// Schedules a fault at true time `at` (scripted faults, adversaries).
@@ -433,6 +442,16 @@ impl World {
                 *believed_until = Some(self.now.plus_ns(true_ns));
             }
             _ => {}
+        }
+        if !self.triggers.is_empty() {
+            let now = self.now;
+            let mut faults = Vec::new();
+            for t in &mut self.triggers {
+                faults.extend(t.react(now, p, &obs));
+            }
+            for (at, f) in faults {
+                self.schedule_fault(at, f);
+            }
         }
         self.history.push(self.now, p, obs);
     }

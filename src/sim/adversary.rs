@@ -1,0 +1,134 @@
+//! Triggered adversaries: faults fired by protocol events instead of by the clock. Uniform
+//! random faults need thousands of seeds to hit "pause right after acquiring"; an adversary
+//! that reacts to the protocol hits it at once.
+
+use crate::history::Observation;
+use crate::rng::{Prng, Ratio};
+use crate::sim::fault::FaultAction;
+use crate::time::{ProcId, SimTime};
+
+/// What sets a trigger off, and what it does.
+#[derive(Clone, Debug)]
+pub enum TriggerKind {
+    /// A client in `targets` reports it acquired: pause it for a duration in [min, max] ns.
+    PauseAfterAcquire {
+        targets: Vec<ProcId>,
+        pause_ns: (u64, u64),
+    },
+    /// A node in `targets` stores a client's write (it granted a lock): step its wall clock
+    /// by a delta in [min, max] ms.
+    ClockStepAfterGrant {
+        targets: Vec<ProcId>,
+        delta_ms: (i64, i64),
+    },
+    /// A node in `targets` stores a client's write: cut it off from `isolate_from` at once
+    /// (its replication stream in flight is lost) and crash it — the master that replied OK
+    /// and died before replicating. Restarted after `restart_after_ns` if given.
+    CrashAfterGrant {
+        targets: Vec<ProcId>,
+        isolate_from: Vec<ProcId>,
+        restart_after_ns: Option<u64>,
+        keep_data: bool,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Trigger {
+    pub kind: TriggerKind,
+    /// Chance that a matching event fires it.
+    pub chance: Ratio,
+    /// At most this many firings per run.
+    // Invariant: fired <= max_firings.
+    pub max_firings: u32,
+    pub fired: u32,
+    pub rng: Prng,
+}
+
+impl Trigger {
+    /// The faults to apply now (and later) for an observation by `p` at `now`, if it fires.
+    pub fn react(
+        &mut self,
+        now: SimTime,
+        p: ProcId,
+        obs: &Observation,
+    ) -> Vec<(SimTime, FaultAction)> {
+        if self.fired >= self.max_firings {
+            return Vec::new();
+        }
+        let matches = match (&self.kind, obs) {
+            (TriggerKind::PauseAfterAcquire { targets, .. }, Observation::Acquired { .. }) => {
+                targets.contains(&p)
+            }
+            (
+                TriggerKind::ClockStepAfterGrant { targets, .. },
+                Observation::KeyWritten { by: Some(_), .. },
+            )
+            | (
+                TriggerKind::CrashAfterGrant { targets, .. },
+                Observation::KeyWritten { by: Some(_), .. },
+            ) => targets.contains(&p),
+            _ => false,
+        };
+        if !matches || !self.rng.chance(self.chance) {
+            return Vec::new();
+        }
+        self.fired += 1;
+        match &self.kind {
+            TriggerKind::PauseAfterAcquire { pause_ns, .. } => {
+                let d = self.rng.range_inclusive(pause_ns.0, pause_ns.1);
+                vec![
+                    (now, FaultAction::Pause(p)),
+                    (now.plus_ns(d), FaultAction::Resume(p)),
+                ]
+            }
+            TriggerKind::ClockStepAfterGrant { delta_ms, .. } => {
+                let d = self.rng.range_i64(delta_ms.0, delta_ms.1);
+                vec![(
+                    now,
+                    FaultAction::ClockStep {
+                        proc: p,
+                        delta_ms: d,
+                    },
+                )]
+            }
+            TriggerKind::CrashAfterGrant {
+                isolate_from,
+                restart_after_ns,
+                keep_data,
+                ..
+            } => {
+                // The cut stays until the restart, so the stream already in flight is lost.
+                let mut out = vec![
+                    (
+                        now,
+                        FaultAction::Partition {
+                            from: vec![p],
+                            to: isolate_from.clone(),
+                            blocked: true,
+                        },
+                    ),
+                    (now, FaultAction::Crash(p)),
+                ];
+                if let Some(r) = restart_after_ns {
+                    let back = now.plus_ns(*r);
+                    out.push((
+                        back,
+                        FaultAction::Partition {
+                            from: vec![p],
+                            to: isolate_from.clone(),
+                            blocked: false,
+                        },
+                    ));
+                    out.push((
+                        back,
+                        FaultAction::Restart {
+                            proc: p,
+                            keep_data: *keep_data,
+                        },
+                    ));
+                }
+                out
+            }
+        }
+    }
+}
