@@ -168,6 +168,10 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool
         outcome.acquisitions,
         end_text(outcome.end)
     );
+    let swarm = sc.swarm_text(seed);
+    if !swarm.is_empty() {
+        let _ = writeln!(s, "swarm drawn by this seed: {}", swarm.join("; "));
+    }
     if outcome.faults.is_empty() {
         let _ = writeln!(s, "faults: none");
     } else {
@@ -422,6 +426,10 @@ pub fn sweep_text(
     match summary.first_violating_seed {
         Some(seed) => {
             let _ = writeln!(s, "first violating seed: {seed}");
+            let swarm = sc.swarm_text(seed);
+            if !swarm.is_empty() {
+                let _ = writeln!(s, "  swarm drawn: {}", swarm.join("; "));
+            }
             if let Some((_, vs)) = summary.violating.first() {
                 for v in vs {
                     let _ = writeln!(s, "  {} at {}: {}", v.property, v.at, v.message);
@@ -464,6 +472,7 @@ pub fn sweep_json(
         let line = json!({
             "model": sc.name,
             "seed": seed,
+            "swarm": sc.swarm_text(*seed),
             "violations": viols,
             "replay": replay_command(sc, *seed),
         });

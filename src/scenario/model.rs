@@ -62,6 +62,8 @@ pub struct Model {
     /// Faults fired by protocol events (triggered adversaries).
     #[serde(default)]
     pub triggers: Vec<TriggerSpec>,
+    #[serde(default)]
+    pub swarm: Option<SwarmSpec>,
     /// Properties to check.
     pub check: Vec<PropName>,
     /// `liveness`: how long the lock may stay unobtainable while wanted (default 3 × TTL).
@@ -482,6 +484,24 @@ pub enum RandomFaultSpec {
         every: DurRange,
         delta: SignedDurRange,
     },
+    /// Cut a target off from every other process (both ways) for `duration`.
+    Partition {
+        targets: Vec<Name>,
+        every: DurRange,
+        duration: DurRange,
+    },
+}
+
+/// Swarm testing: each seed draws which of these fault kinds are on (each with
+/// `enable_ppm`, default 50 %) and how hard (a busier `every` and a larger magnitude, drawn
+/// within the given ranges), as FoundationDB and TigerBeetle do. The drawn configuration is
+/// printed with every violation.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwarmSpec {
+    #[serde(default)]
+    pub enable_ppm: Option<Bounded<0, 1_000_000>>,
+    pub faults: Vec<RandomFaultSpec>,
 }
 
 /// A triggered adversary. `chance_ppm` (default 1,000,000: always) is the chance that a
@@ -908,10 +928,12 @@ impl Scenario {
                 }
             }
         }
-        for f in &model.random_faults {
+        let swarm_faults = model.swarm.as_ref().map_or(&[][..], |s| &s.faults[..]);
+        for f in model.random_faults.iter().chain(swarm_faults) {
             let (RandomFaultSpec::Pause { targets, every, .. }
             | RandomFaultSpec::Crash { targets, every, .. }
-            | RandomFaultSpec::ClockStep { targets, every, .. }) = f;
+            | RandomFaultSpec::ClockStep { targets, every, .. }
+            | RandomFaultSpec::Partition { targets, every, .. }) = f;
             for n in targets {
                 lookup(n)?;
             }
@@ -1315,6 +1337,225 @@ impl Scenario {
         }
     }
 
+    /// This seed's swarm: for each swarm entry, `None` (off) or the entry narrowed to the
+    /// intensity drawn (a shorter `every` and a larger magnitude within the given ranges).
+    pub fn swarm_draw(&self, seed: Seed) -> Vec<Option<RandomFaultSpec>> {
+        let Some(sw) = &self.model.swarm else {
+            return Vec::new();
+        };
+        let enable =
+            Ratio::per_million(sw.enable_ppm.map_or(500_000, |b| b.0 as u32)).expect("bounded");
+        let mut rng = seed.stream("swarm", 0);
+        let narrow = |rng: &mut crate::rng::Prng, r: DurRange| -> DurRange {
+            DurRange {
+                min: r.min,
+                max: Dur(rng.range_inclusive(r.min.ns(), r.max.ns())),
+            }
+        };
+        sw.faults
+            .iter()
+            .map(|f| {
+                // Draw every entry's values whether on or off, so that one entry's switch
+                // does not shift what the others draw.
+                let on = rng.chance(enable);
+                let every = |rng: &mut crate::rng::Prng, e: DurRange| {
+                    // Busier = a shorter upper bound of the gap between faults.
+                    DurRange {
+                        min: e.min,
+                        max: Dur(rng.range_inclusive(e.min.ns(), e.max.ns())),
+                    }
+                };
+                let drawn = match f {
+                    RandomFaultSpec::Pause {
+                        targets,
+                        every: e,
+                        duration,
+                    } => RandomFaultSpec::Pause {
+                        targets: targets.clone(),
+                        every: every(&mut rng, *e),
+                        duration: narrow(&mut rng, *duration),
+                    },
+                    RandomFaultSpec::Crash {
+                        targets,
+                        every: e,
+                        down,
+                        keep_data,
+                    } => RandomFaultSpec::Crash {
+                        targets: targets.clone(),
+                        every: every(&mut rng, *e),
+                        down: narrow(&mut rng, *down),
+                        keep_data: *keep_data,
+                    },
+                    RandomFaultSpec::ClockStep {
+                        targets,
+                        every: e,
+                        delta,
+                    } => {
+                        let e = every(&mut rng, *e);
+                        let hi = rng.range_i64(delta.min.0.max(0).min(delta.max.0), delta.max.0);
+                        let lo = rng.range_i64(delta.min.0, delta.max.0.min(0).max(delta.min.0));
+                        RandomFaultSpec::ClockStep {
+                            targets: targets.clone(),
+                            every: e,
+                            delta: SignedDurRange {
+                                min: SignedDur(lo.min(hi)),
+                                max: SignedDur(hi.max(lo)),
+                            },
+                        }
+                    }
+                    RandomFaultSpec::Partition {
+                        targets,
+                        every: e,
+                        duration,
+                    } => RandomFaultSpec::Partition {
+                        targets: targets.clone(),
+                        every: every(&mut rng, *e),
+                        duration: narrow(&mut rng, *duration),
+                    },
+                };
+                on.then_some(drawn)
+            })
+            .collect()
+    }
+
+    /// The swarm configuration a seed drew, in words (empty without a swarm).
+    pub fn swarm_text(&self, seed: u64) -> Vec<String> {
+        self.swarm_draw(Seed(seed))
+            .iter()
+            .zip(self.model.swarm.iter().flat_map(|s| s.faults.iter()))
+            .map(|(d, f)| {
+                let kind = match f {
+                    RandomFaultSpec::Pause { .. } => "pause",
+                    RandomFaultSpec::Crash { .. } => "crash",
+                    RandomFaultSpec::ClockStep { .. } => "clock_step",
+                    RandomFaultSpec::Partition { .. } => "partition",
+                };
+                match d {
+                    None => format!("{kind}: off"),
+                    Some(RandomFaultSpec::Pause {
+                        every, duration, ..
+                    }) => {
+                        format!(
+                            "{kind}: every {}..{}, {}..{}",
+                            every.min, every.max, duration.min, duration.max
+                        )
+                    }
+                    Some(RandomFaultSpec::Crash { every, down, .. }) => {
+                        format!(
+                            "{kind}: every {}..{}, down {}..{}",
+                            every.min, every.max, down.min, down.max
+                        )
+                    }
+                    Some(RandomFaultSpec::ClockStep { every, delta, .. }) => format!(
+                        "{kind}: every {}..{}, delta {}..{}",
+                        every.min,
+                        every.max,
+                        crate::cli::fmt_signed_ns(delta.min.0),
+                        crate::cli::fmt_signed_ns(delta.max.0)
+                    ),
+                    Some(RandomFaultSpec::Partition {
+                        every, duration, ..
+                    }) => {
+                        format!(
+                            "{kind}: every {}..{}, {}..{}",
+                            every.min, every.max, duration.min, duration.max
+                        )
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Faults one random entry draws over the run: one stream per (entry, target), so removing
+    /// an entry or a target does not change what the others draw.
+    fn random_faults(
+        &self,
+        f: &RandomFaultSpec,
+        prefix: &str,
+        i: u64,
+        seed: Seed,
+        out: &mut Vec<(SimTime, FaultAction)>,
+    ) {
+        let end = self.limits.max_time;
+        let (kind, targets, every) = match f {
+            RandomFaultSpec::Pause { targets, every, .. } => ("pause", targets, every),
+            RandomFaultSpec::Crash { targets, every, .. } => ("crash", targets, every),
+            RandomFaultSpec::ClockStep { targets, every, .. } => ("clock-step", targets, every),
+            RandomFaultSpec::Partition { targets, every, .. } => ("partition", targets, every),
+        };
+        let stream = format!("{prefix}-{kind}");
+        for (j, target) in targets.iter().enumerate() {
+            let p = self.proc_id(&target.0);
+            let mut rng = seed.stream(&stream, (i << 32) | j as u64);
+            let mut t = SimTime::ZERO;
+            loop {
+                t = t.plus_ns(rng.range_inclusive(every.min.ns(), every.max.ns()));
+                if t >= end {
+                    break;
+                }
+                match f {
+                    RandomFaultSpec::Pause { duration, .. } => {
+                        let d = rng.range_inclusive(duration.min.ns(), duration.max.ns());
+                        out.push((t, FaultAction::Pause(p)));
+                        t = t.plus_ns(d);
+                        out.push((t, FaultAction::Resume(p)));
+                    }
+                    RandomFaultSpec::Crash {
+                        down, keep_data, ..
+                    } => {
+                        let d = rng.range_inclusive(down.min.ns(), down.max.ns());
+                        out.push((t, FaultAction::Crash(p)));
+                        t = t.plus_ns(d);
+                        out.push((
+                            t,
+                            FaultAction::Restart {
+                                proc: p,
+                                keep_data: *keep_data,
+                            },
+                        ));
+                    }
+                    RandomFaultSpec::ClockStep { delta, .. } => {
+                        let d = rng.range_i64(delta.min.0, delta.max.0) / NS_PER_MS as i64;
+                        out.push((
+                            t,
+                            FaultAction::ClockStep {
+                                proc: p,
+                                delta_ms: d,
+                            },
+                        ));
+                    }
+                    RandomFaultSpec::Partition { duration, .. } => {
+                        let d = rng.range_inclusive(duration.min.ns(), duration.max.ns());
+                        let others: Vec<ProcId> = (0..self.procs.len() as u32)
+                            .map(ProcId)
+                            .filter(|q| *q != p)
+                            .collect();
+                        for blocked in [true, false] {
+                            let at = if blocked { t } else { t.plus_ns(d) };
+                            out.push((
+                                at,
+                                FaultAction::Partition {
+                                    from: vec![p],
+                                    to: others.clone(),
+                                    blocked,
+                                },
+                            ));
+                            out.push((
+                                at,
+                                FaultAction::Partition {
+                                    from: others.clone(),
+                                    to: vec![p],
+                                    blocked,
+                                },
+                            ));
+                        }
+                        t = t.plus_ns(d);
+                    }
+                }
+            }
+        }
+    }
+
     fn ids(&self, names: &[Name]) -> Vec<ProcId> {
         names.iter().map(|n| self.proc_id(&n.0)).collect()
     }
@@ -1479,60 +1720,13 @@ impl Scenario {
                 }
             }
         }
-        let end = self.limits.max_time;
         let seed = Seed(seed);
         for (i, f) in self.model.random_faults.iter().enumerate() {
-            // One stream per (random fault entry, target): removing one entry or target does
-            // not change what the others draw.
-            let (kind, targets, every) = match f {
-                RandomFaultSpec::Pause { targets, every, .. } => ("fault-pause", targets, every),
-                RandomFaultSpec::Crash { targets, every, .. } => ("fault-crash", targets, every),
-                RandomFaultSpec::ClockStep { targets, every, .. } => {
-                    ("fault-clock-step", targets, every)
-                }
-            };
-            for (j, target) in targets.iter().enumerate() {
-                let p = self.proc_id(&target.0);
-                let mut rng = seed.stream(kind, ((i as u64) << 32) | j as u64);
-                let mut t = SimTime::ZERO;
-                loop {
-                    t = t.plus_ns(rng.range_inclusive(every.min.ns(), every.max.ns()));
-                    if t >= end {
-                        break;
-                    }
-                    match f {
-                        RandomFaultSpec::Pause { duration, .. } => {
-                            let d = rng.range_inclusive(duration.min.ns(), duration.max.ns());
-                            out.push((t, FaultAction::Pause(p)));
-                            t = t.plus_ns(d);
-                            out.push((t, FaultAction::Resume(p)));
-                        }
-                        RandomFaultSpec::Crash {
-                            down, keep_data, ..
-                        } => {
-                            let d = rng.range_inclusive(down.min.ns(), down.max.ns());
-                            out.push((t, FaultAction::Crash(p)));
-                            t = t.plus_ns(d);
-                            out.push((
-                                t,
-                                FaultAction::Restart {
-                                    proc: p,
-                                    keep_data: *keep_data,
-                                },
-                            ));
-                        }
-                        RandomFaultSpec::ClockStep { delta, .. } => {
-                            let d = rng.range_i64(delta.min.0, delta.max.0) / NS_PER_MS as i64;
-                            out.push((
-                                t,
-                                FaultAction::ClockStep {
-                                    proc: p,
-                                    delta_ms: d,
-                                },
-                            ));
-                        }
-                    }
-                }
+            self.random_faults(f, "fault", i as u64, seed, &mut out);
+        }
+        for (i, f) in self.swarm_draw(seed).into_iter().enumerate() {
+            if let Some(f) = f {
+                self.random_faults(&f, "swarm", i as u64, seed, &mut out);
             }
         }
         // Stable sort: faults at the same instant keep their declaration order.
