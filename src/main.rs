@@ -82,6 +82,15 @@ enum Cmd {
         #[arg(long, default_value_t = default_jobs())]
         jobs: usize,
     },
+    /// Turn a failing seed into a minimal scripted model: the faults that matter, shrunk.
+    Minimize {
+        model: String,
+        #[arg(long)]
+        seed: u64,
+        /// Write the minimal model here (default: print it).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Validate a model without running it.
     Check { model: String },
     /// List the bundled models with their descriptions.
@@ -224,6 +233,56 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
+        Cmd::Minimize {
+            model,
+            seed,
+            out: path,
+        } => {
+            let file = cli::resolve_model(&model);
+            let sc = match load(&model) {
+                Ok(sc) => sc,
+                Err(code) => return code,
+            };
+            let text = match std::fs::read_to_string(&file) {
+                Ok(t) => t,
+                Err(e) => return bad_input(&format!("{file}: {e}")),
+            };
+            match explore::minimize::minimize(&sc, &text, seed) {
+                Ok(m) => {
+                    let names: Vec<String> = sc.procs.iter().map(|(n, _)| n.clone()).collect();
+                    let name = |p: distlock_sim::time::ProcId| names[p.index()].clone();
+                    let mut report = format!(
+                        "{} at seed {seed}: {} faults before, {} after ({} runs)\nbefore:\n",
+                        m.property,
+                        m.before.len(),
+                        m.after.len(),
+                        m.runs
+                    );
+                    for u in &m.before {
+                        report.push_str(&format!("  {}\n", explore::minimize::unit_ron(u, &name)));
+                    }
+                    report.push_str("after:\n");
+                    for u in &m.after {
+                        report.push_str(&format!("  {}\n", explore::minimize::unit_ron(u, &name)));
+                    }
+                    match path {
+                        Some(p) => {
+                            if let Err(e) = std::fs::write(&p, &m.model_text) {
+                                return bad_input(&format!("{}: {e}", p.display()));
+                            }
+                            report.push_str(&format!("minimal model written to {}\n", p.display()));
+                        }
+                        None => {
+                            report.push_str("minimal model:\n");
+                            report.push_str(&m.model_text);
+                        }
+                    }
+                    out(&report);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => bad_input(&e),
+            }
+        }
         Cmd::List { dir } => {
             let dir = dir.unwrap_or_else(cli::models_dir);
             match cli::list_models(&dir) {

@@ -2,6 +2,7 @@
 
 pub mod determinism;
 pub mod export;
+pub mod minimize;
 pub mod pitfalls;
 pub mod timeline;
 

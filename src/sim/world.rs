@@ -116,6 +116,9 @@ pub struct World {
     out: Vec<Output>,
     /// Triggered adversaries, consulted on every observation.
     triggers: Vec<Trigger>,
+    /// Every fault applied, in order: the realised schedule (scripted, random, swarm and
+    /// triggered alike), which minimisation turns into a scripted model.
+    pub applied_faults: Vec<(SimTime, FaultAction)>,
     events_handled: u64,
     started: bool,
 }
@@ -163,6 +166,7 @@ impl World {
             limits,
             out: Vec::new(),
             triggers: Vec::new(),
+            applied_faults: Vec::new(),
             events_handled: 0,
             started: false,
         }
@@ -458,6 +462,7 @@ impl World {
 
     /// Applies a fault now.
     pub fn apply_fault(&mut self, f: FaultAction) {
+        self.applied_faults.push((self.now, f.clone()));
         let text = self.describe_fault(&f);
         let subject = fault_subject(&f);
         self.trace_entry(subject, TraceKind::Fault(text.clone()));
