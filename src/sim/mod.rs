@@ -4,6 +4,7 @@
 pub mod actor;
 pub mod adversary;
 pub mod fault;
+pub mod queue;
 pub mod trace;
 pub mod world;
 

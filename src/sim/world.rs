@@ -1,9 +1,6 @@
 //! The event loop: one queue ordered by (true time, sequence number), processes as sans-IO
 //! state machines, the network, per-node clocks, faults, history and trace.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use crate::clock::NodeClock;
 use crate::history::{History, Observation};
 use crate::net::{DropReason, LinkSpec, Network};
@@ -13,6 +10,7 @@ use crate::rng::{Prng, Seed};
 use crate::sim::actor::Actor;
 use crate::sim::adversary::Trigger;
 use crate::sim::fault::FaultAction;
+use crate::sim::queue::EventQueue;
 use crate::sim::trace::{Trace, TraceEntry, TraceKind, TraceMode};
 use crate::time::{ProcId, SimTime};
 
@@ -103,8 +101,7 @@ pub struct World {
     slots: Vec<Slot>,
     // Heap entries point into `events` (a slab) so that sifting moves a key and an index, not
     // a message. The key packs (time, seq) into one u128: one comparison per sift step.
-    // Reverse: BinaryHeap is a max-heap; the earliest (time, seq) comes out first.
-    queue: BinaryHeap<Reverse<QueueEntry>>,
+    queue: EventQueue,
     events: Vec<Option<Event>>,
     free: Vec<u32>,
     seq: u64,
@@ -155,7 +152,7 @@ impl World {
         World {
             seed,
             slots,
-            queue: BinaryHeap::new(),
+            queue: EventQueue::new(),
             events: Vec::new(),
             free: Vec::new(),
             seq: 0,
@@ -214,7 +211,7 @@ impl World {
                 (self.events.len() - 1) as u32
             }
         };
-        self.queue.push(Reverse(QueueEntry::new(at, self.seq, idx)));
+        self.queue.push(QueueEntry::new(at, self.seq, idx).0);
         self.seq += 1;
     }
 
@@ -268,7 +265,7 @@ impl World {
         self.start();
         loop {
             match self.queue.peek() {
-                Some(Reverse(e)) if e.time() <= until => {}
+                Some(e) if QueueEntry(e).time() <= until => {}
                 _ => {
                     self.now = self.now.max(until.min(self.limits.max_time));
                     return None;
@@ -282,7 +279,7 @@ impl World {
 
     /// Handles one event; `Some` when the run is over.
     pub fn step(&mut self) -> Option<RunEnd> {
-        let Some(&Reverse(entry)) = self.queue.peek() else {
+        let Some(entry) = self.queue.peek().map(QueueEntry) else {
             return Some(RunEnd::Quiescent);
         };
         let (at, idx) = (entry.time(), entry.idx());
