@@ -177,7 +177,7 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool
     } else {
         let _ = writeln!(s, "faults realised ({}):", outcome.faults.len());
         for (at, f) in outcome.faults.iter().take(40) {
-            let _ = writeln!(s, "  {at}  {}", crate::cli::fault_text(&world, f));
+            let _ = writeln!(s, "  {at}  {}", world.describe_fault(f));
         }
         if outcome.faults.len() > 40 {
             let _ = writeln!(s, "  ... {} more", outcome.faults.len() - 40);
@@ -238,51 +238,6 @@ pub fn verdict_text(sc: &Scenario, seed: u64, violations: &[crate::check::Violat
         let _ = writeln!(s, "replay: {}", replay_command(sc, seed));
     }
     s
-}
-
-pub fn fault_text(world: &crate::sim::World, f: &crate::sim::FaultAction) -> String {
-    use crate::sim::FaultAction as F;
-    let n = |p: &crate::time::ProcId| world.name(*p).to_string();
-    let l = |v: &[crate::time::ProcId]| v.iter().map(n).collect::<Vec<_>>().join(",");
-    match f {
-        F::Pause(p) => format!("pause {}", n(p)),
-        F::Resume(p) => format!("resume {}", n(p)),
-        F::Crash(p) => format!("crash {}", n(p)),
-        F::Restart { proc, keep_data } => {
-            format!(
-                "restart {} ({})",
-                n(proc),
-                if *keep_data { "data kept" } else { "empty" }
-            )
-        }
-        F::ClockStep { proc, delta_ms } => format!("step {}'s wall clock {delta_ms:+}ms", n(proc)),
-        F::Drift { proc, drift_ppm } => format!("set {}'s drift to {drift_ppm:+}ppm", n(proc)),
-        F::Partition { from, to, blocked } => {
-            format!(
-                "{} [{}] -> [{}]",
-                if *blocked { "cut" } else { "heal" },
-                l(from),
-                l(to)
-            )
-        }
-        F::LatencySpike { from, to, extra_ns } => {
-            format!(
-                "latency +{} [{}] -> [{}]",
-                fmt_duration_ns(*extra_ns),
-                l(from),
-                l(to)
-            )
-        }
-        F::Loss { from, to, loss } => {
-            format!(
-                "loss {}/{} [{}] -> [{}]",
-                loss.num(),
-                loss.den(),
-                l(from),
-                l(to)
-            )
-        }
-    }
 }
 
 fn expectation_line(sc: &Scenario, summary: &SweepSummary) -> String {

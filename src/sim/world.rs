@@ -541,7 +541,9 @@ impl World {
         }
     }
 
-    fn describe_fault(&self, f: &FaultAction) -> String {
+    /// One line of plain text for a fault, naming processes as the model does;
+    /// shared by the trace and the CLI so a fault reads the same everywhere.
+    pub fn describe_fault(&self, f: &FaultAction) -> String {
         let n = |p: &ProcId| self.slots[p.index()].name.clone();
         let list = |v: &[ProcId]| v.iter().map(n).collect::<Vec<_>>().join(",");
         match f {
