@@ -141,7 +141,10 @@ pub fn list_models(dir: &Path) -> Result<String, String> {
 
 /// The command that replays a seed.
 pub fn replay_command(sc: &Scenario, seed: u64) -> String {
-    format!("distlock-sim replay {} --seed {seed}", sc.path)
+    format!(
+        "distlock-sim replay {} --seed {seed}{}",
+        sc.path, sc.replay_flags
+    )
 }
 
 fn end_text(end: RunEnd) -> &'static str {
@@ -172,15 +175,18 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool
     if !swarm.is_empty() {
         let _ = writeln!(s, "swarm drawn by this seed: {}", swarm.join("; "));
     }
-    if outcome.faults.is_empty() {
+    // What was applied, triggered faults included (the schedule drawn up front has only
+    // the scripted and random ones).
+    let applied = &world.applied_faults;
+    if applied.is_empty() {
         let _ = writeln!(s, "faults: none");
     } else {
-        let _ = writeln!(s, "faults realised ({}):", outcome.faults.len());
-        for (at, f) in outcome.faults.iter().take(40) {
+        let _ = writeln!(s, "faults applied ({}):", applied.len());
+        for (at, f) in applied.iter().take(40) {
             let _ = writeln!(s, "  {at}  {}", world.describe_fault(f));
         }
-        if outcome.faults.len() > 40 {
-            let _ = writeln!(s, "  ... {} more", outcome.faults.len() - 40);
+        if applied.len() > 40 {
+            let _ = writeln!(s, "  ... {} more", applied.len() - 40);
         }
     }
     let lock_keys: Vec<crate::proto::Bytes> = {

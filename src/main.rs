@@ -68,6 +68,9 @@ enum Cmd {
         /// Write to this file instead of standard output.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Time the random faults as `hunt --adversary` did, to replay a seed it found.
+        #[arg(long, value_enum, default_value = "as-written")]
+        adversary: distlock_sim::scenario::adversary::AdversaryStyle,
     },
     /// How fast a model finds its first violation: run seeds in order from several starting
     /// points until one violates; print seeds and wall time to each, and the median.
@@ -81,6 +84,10 @@ enum Cmd {
         max_seeds: u64,
         #[arg(long, default_value_t = default_jobs())]
         jobs: usize,
+        /// Time the model's random faults uniformly, as a swarm, or at protocol triggers
+        /// (same kinds and magnitudes; for the efficiency table in docs/efficiency.md).
+        #[arg(long, value_enum, default_value = "as-written")]
+        adversary: distlock_sim::scenario::adversary::AdversaryStyle,
     },
     /// Turn a failing seed into a minimal scripted model: the faults that matter, shrunk.
     Minimize {
@@ -176,8 +183,15 @@ fn main() -> ExitCode {
             repeats,
             max_seeds,
             jobs,
+            adversary,
         } => match load(&model) {
             Ok(sc) => {
+                let sc = match sc.with_adversary(adversary) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        return bad_input(&format!("{}: --adversary: {}", sc.path, e.message));
+                    }
+                };
                 use rayon::prelude::*;
                 if repeats == 0 || repeats > 10_000 || max_seeds == 0 {
                     return bad_input("--repeats must be 1..=10000 and --max-seeds at least 1");
@@ -225,7 +239,7 @@ fn main() -> ExitCode {
                     )
                 };
                 out(&format!(
-                    "model {}: {} hunts, median seeds to first violation {median}, {wall_s:.2}s wall in all\n{text}",
+                    "model {} ({adversary:?} faults): {} hunts, median seeds to first violation {median}, {wall_s:.2}s wall in all\n{text}",
                     sc.name,
                     results.len()
                 ));
@@ -329,8 +343,15 @@ fn main() -> ExitCode {
             messages,
             format,
             out: path,
+            adversary,
         } => match load(&model) {
             Ok(sc) => {
+                let sc = match sc.with_adversary(adversary) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        return bad_input(&format!("{}: --adversary: {}", sc.path, e.message));
+                    }
+                };
                 let messages = match messages {
                     MessagesArg::Around => Messages::AroundViolations,
                     MessagesArg::All => Messages::All,

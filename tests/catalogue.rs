@@ -143,3 +143,72 @@ fn minimize_reduces_a_failing_schedule_to_the_fault_that_matters() {
             .any(|v| v.property == Property::MutualExclusion)
     );
 }
+
+#[test]
+fn the_three_adversary_styles_time_the_same_faults_differently() {
+    use distlock_sim::scenario::adversary::AdversaryStyle as A;
+    use distlock_sim::scenario::model::{RandomFaultSpec, TriggerSpec};
+    let load = |m: &str| {
+        scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("models/{m}.ron")))
+            .unwrap()
+    };
+    // bench-w2's swarm becomes plain random faults, and back.
+    let w2 = load("bench-w2");
+    let n = w2.model.swarm.as_ref().unwrap().faults.len();
+    let uniform = w2.with_adversary(A::Uniform).unwrap();
+    assert!(uniform.model.swarm.is_none() && uniform.model.random_faults.len() == n);
+    let swarm = uniform.with_adversary(A::Swarm).unwrap();
+    assert!(swarm.model.random_faults.is_empty());
+    assert_eq!(swarm.model.swarm.as_ref().unwrap().faults.len(), n);
+    // Client pauses become pause-after-read where lost updates are checked, else
+    // pause-after-acquire; a master's crash becomes crash-after-grant cut from its replica.
+    let cad = load("single-px-cad-pause")
+        .with_adversary(A::Triggered)
+        .unwrap();
+    assert!(cad.model.random_faults.is_empty());
+    assert!(matches!(
+        cad.model.triggers[..],
+        [TriggerSpec::PauseAfterRead { .. }]
+    ));
+    let del = load("single-px-del-pause")
+        .with_adversary(A::Triggered)
+        .unwrap();
+    assert!(matches!(
+        del.model.triggers[..],
+        [TriggerSpec::PauseAfterAcquire { .. }]
+    ));
+    let lost = load("failover-lost-lock")
+        .with_adversary(A::Triggered)
+        .unwrap();
+    assert!(
+        lost.model
+            .random_faults
+            .iter()
+            .all(|f| !matches!(f, RandomFaultSpec::Crash { .. }))
+    );
+    match &lost.model.triggers[..] {
+        [TriggerSpec::CrashAfterGrant { isolate_from, .. }] => {
+            assert_eq!(isolate_from.len(), 1)
+        }
+        t => panic!("{t:?}"),
+    }
+}
+
+#[test]
+fn pause_after_read_makes_the_lost_update_at_the_first_seed() {
+    use distlock_sim::scenario::adversary::AdversaryStyle as A;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/single-px-cad-pause.ron");
+    let sc = scenario::load(&path)
+        .unwrap()
+        .with_adversary(A::Triggered)
+        .unwrap();
+    let o = distlock_sim::explore::run_seed(&sc, 0);
+    assert!(
+        o.violations
+            .iter()
+            .any(|v| v.property == Property::ResourceSafety),
+        "{:?}",
+        o.violations
+    );
+    distlock_sim::explore::determinism::check_seed(&sc, 0).unwrap();
+}

@@ -1,6 +1,7 @@
 //! Models as RON files: schema (serde types at the edge), validation with located errors,
 //! and lowering into worlds.
 
+pub mod adversary;
 pub mod model;
 pub mod units;
 

@@ -518,6 +518,16 @@ pub enum TriggerSpec {
         #[serde(default)]
         max: Option<Bounded<1, 1_000_000>>,
     },
+    /// Pause a client right after the resource serves it a read: between the read and the
+    /// write of its critical section, the moment a lost update needs.
+    PauseAfterRead {
+        targets: Vec<Name>,
+        duration: DurRange,
+        #[serde(default)]
+        chance_ppm: Option<Bounded<0, 1_000_000>>,
+        #[serde(default)]
+        max: Option<Bounded<1, 1_000_000>>,
+    },
     /// Step a node's wall clock right after it grants a lock (stores a client's write).
     ClockStepAfterGrant {
         targets: Vec<Name>,
@@ -576,6 +586,9 @@ pub struct Scenario {
     pub liveness_bound_ns: u64,
     pub limits: Limits,
     pub epoch_unix_ms: i64,
+    /// Flags a replay command needs besides the path and seed to rebuild this scenario
+    /// (` --adversary triggered` for a re-timed model); empty for a model as written.
+    pub replay_flags: String,
 }
 
 /// A validation error before positions are attached: the message, and a snippet of the
@@ -912,6 +925,7 @@ impl Scenario {
         for t in &model.triggers {
             match t {
                 TriggerSpec::PauseAfterAcquire { targets, .. }
+                | TriggerSpec::PauseAfterRead { targets, .. }
                 | TriggerSpec::ClockStepAfterGrant { targets, .. } => {
                     for n in targets {
                         lookup(n)?;
@@ -996,6 +1010,7 @@ impl Scenario {
             liveness_bound_ns,
             limits,
             epoch_unix_ms,
+            replay_flags: String::new(),
         })
     }
 
@@ -1294,6 +1309,9 @@ impl Scenario {
             TriggerSpec::PauseAfterAcquire {
                 chance_ppm, max, ..
             }
+            | TriggerSpec::PauseAfterRead {
+                chance_ppm, max, ..
+            }
             | TriggerSpec::ClockStepAfterGrant {
                 chance_ppm, max, ..
             }
@@ -1305,6 +1323,12 @@ impl Scenario {
             TriggerSpec::PauseAfterAcquire {
                 targets, duration, ..
             } => TriggerKind::PauseAfterAcquire {
+                targets: self.ids(targets),
+                pause_ns: (duration.min.ns(), duration.max.ns()),
+            },
+            TriggerSpec::PauseAfterRead {
+                targets, duration, ..
+            } => TriggerKind::PauseAfterRead {
                 targets: self.ids(targets),
                 pause_ns: (duration.min.ns(), duration.max.ns()),
             },

@@ -15,6 +15,12 @@ pub enum TriggerKind {
         targets: Vec<ProcId>,
         pause_ns: (u64, u64),
     },
+    /// The resource serves a read to a client in `targets`: pause that client for a duration
+    /// in [min, max] ns, between the read and the write it bases on it.
+    PauseAfterRead {
+        targets: Vec<ProcId>,
+        pause_ns: (u64, u64),
+    },
     /// A node in `targets` stores a client's write (it granted a lock): step its wall clock
     /// by a delta in [min, max] ms.
     ClockStepAfterGrant {
@@ -55,9 +61,23 @@ impl Trigger {
         if self.fired >= self.max_firings {
             return Vec::new();
         }
+        // The process the fault falls on: the observer, except for resource reads, which
+        // the resource observes on behalf of the reading client.
+        let mut subject = p;
         let matches = match (&self.kind, obs) {
             (TriggerKind::PauseAfterAcquire { targets, .. }, Observation::Acquired { .. }) => {
                 targets.contains(&p)
+            }
+            (
+                TriggerKind::PauseAfterRead { targets, .. },
+                Observation::ResourceRead {
+                    client,
+                    accepted: true,
+                    ..
+                },
+            ) => {
+                subject = *client;
+                targets.contains(client)
             }
             (
                 TriggerKind::ClockStepAfterGrant { targets, .. },
@@ -74,11 +94,12 @@ impl Trigger {
         }
         self.fired += 1;
         match &self.kind {
-            TriggerKind::PauseAfterAcquire { pause_ns, .. } => {
+            TriggerKind::PauseAfterAcquire { pause_ns, .. }
+            | TriggerKind::PauseAfterRead { pause_ns, .. } => {
                 let d = self.rng.range_inclusive(pause_ns.0, pause_ns.1);
                 vec![
-                    (now, FaultAction::Pause(p)),
-                    (now.plus_ns(d), FaultAction::Resume(p)),
+                    (now, FaultAction::Pause(subject)),
+                    (now.plus_ns(d), FaultAction::Resume(subject)),
                 ]
             }
             TriggerKind::ClockStepAfterGrant { delta_ms, .. } => {
