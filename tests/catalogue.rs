@@ -212,3 +212,29 @@ fn pause_after_read_makes_the_lost_update_at_the_first_seed() {
     );
     distlock_sim::explore::determinism::check_seed(&sc, 0).unwrap();
 }
+
+#[test]
+fn a_partition_right_after_acquiring_silently_stops_watchdog_renewal() {
+    // watchdog-partition with its scripted cuts replaced by one trigger: cut the holder off
+    // the moment it acquires. Renewal fails silently, the key expires, a second holder.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/watchdog-partition.ron");
+    let text = std::fs::read_to_string(path).unwrap();
+    let i = text.find("    faults: [").unwrap();
+    let j = i + text[i..].find("    ],\n").unwrap() + "    ],\n".len();
+    let text = format!(
+        "{}    triggers: [partition_after_acquire(targets: [\"c1\", \"c2\", \"c3\"], duration: \"40s\")],\n{}",
+        &text[..i],
+        &text[j..]
+    );
+    let sc =
+        scenario::load_str("triggered", "triggered.ron", &text).unwrap_or_else(|e| panic!("{e}"));
+    let o = distlock_sim::explore::run_seed(&sc, 0);
+    assert!(
+        o.violations
+            .iter()
+            .any(|v| v.property == Property::MutualExclusion),
+        "{:?}",
+        o.violations
+    );
+    distlock_sim::explore::determinism::check_seed(&sc, 0).unwrap();
+}

@@ -6,7 +6,8 @@
 //! - `triggered`: each fault kind that has a protocol trigger fires at the protocol event
 //!   instead (a client pause right after it acquires — or right after it reads, when the
 //!   model checks `resource_safety` — a node's clock step or crash right after it grants);
-//!   kinds without a trigger (partitions, node pauses) stay random.
+//!   a client's partition right after it acquires; kinds without a trigger (node pauses
+//!   and partitions) stay random.
 //!
 //! Kinds and magnitudes are the model's own in all three: only the timing changes, which
 //! is what makes the comparison fair.
@@ -141,6 +142,15 @@ impl Scenario {
                     max: None,
                 })
             }
+            // Cut off right after acquiring: it cannot renew, extend or unlock.
+            RandomFaultSpec::Partition {
+                targets, duration, ..
+            } if all(targets, ProcKind::Client) => Some(TriggerSpec::PartitionAfterAcquire {
+                targets: targets.clone(),
+                duration: *duration,
+                chance_ppm: None,
+                max: None,
+            }),
             _ => None,
         }
     }

@@ -528,6 +528,17 @@ pub enum TriggerSpec {
         #[serde(default)]
         max: Option<Bounded<1, 1_000_000>>,
     },
+    /// Cut a client off from every other process (both ways) for `duration` right after it
+    /// reports it acquired — for Redlock, right after its quorum is reached: it can neither
+    /// renew, extend nor unlock, while it believes it holds.
+    PartitionAfterAcquire {
+        targets: Vec<Name>,
+        duration: DurRange,
+        #[serde(default)]
+        chance_ppm: Option<Bounded<0, 1_000_000>>,
+        #[serde(default)]
+        max: Option<Bounded<1, 1_000_000>>,
+    },
     /// Step a node's wall clock right after it grants a lock (stores a client's write).
     ClockStepAfterGrant {
         targets: Vec<Name>,
@@ -926,6 +937,7 @@ impl Scenario {
             match t {
                 TriggerSpec::PauseAfterAcquire { targets, .. }
                 | TriggerSpec::PauseAfterRead { targets, .. }
+                | TriggerSpec::PartitionAfterAcquire { targets, .. }
                 | TriggerSpec::ClockStepAfterGrant { targets, .. } => {
                     for n in targets {
                         lookup(n)?;
@@ -1312,6 +1324,9 @@ impl Scenario {
             | TriggerSpec::PauseAfterRead {
                 chance_ppm, max, ..
             }
+            | TriggerSpec::PartitionAfterAcquire {
+                chance_ppm, max, ..
+            }
             | TriggerSpec::ClockStepAfterGrant {
                 chance_ppm, max, ..
             }
@@ -1331,6 +1346,13 @@ impl Scenario {
             } => TriggerKind::PauseAfterRead {
                 targets: self.ids(targets),
                 pause_ns: (duration.min.ns(), duration.max.ns()),
+            },
+            TriggerSpec::PartitionAfterAcquire {
+                targets, duration, ..
+            } => TriggerKind::PartitionAfterAcquire {
+                targets: self.ids(targets),
+                cut_ns: (duration.min.ns(), duration.max.ns()),
+                n_procs: self.procs.len() as u32,
             },
             TriggerSpec::ClockStepAfterGrant { targets, delta, .. } => {
                 TriggerKind::ClockStepAfterGrant {

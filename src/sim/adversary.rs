@@ -21,6 +21,13 @@ pub enum TriggerKind {
         targets: Vec<ProcId>,
         pause_ns: (u64, u64),
     },
+    /// A client in `targets` reports it acquired: cut it off from every other process (of
+    /// the `n_procs` in the world), both ways, for a duration in [min, max] ns.
+    PartitionAfterAcquire {
+        targets: Vec<ProcId>,
+        cut_ns: (u64, u64),
+        n_procs: u32,
+    },
     /// A node in `targets` stores a client's write (it granted a lock): step its wall clock
     /// by a delta in [min, max] ms.
     ClockStepAfterGrant {
@@ -65,7 +72,8 @@ impl Trigger {
         // the resource observes on behalf of the reading client.
         let mut subject = p;
         let matches = match (&self.kind, obs) {
-            (TriggerKind::PauseAfterAcquire { targets, .. }, Observation::Acquired { .. }) => {
+            (TriggerKind::PauseAfterAcquire { targets, .. }, Observation::Acquired { .. })
+            | (TriggerKind::PartitionAfterAcquire { targets, .. }, Observation::Acquired { .. }) => {
                 targets.contains(&p)
             }
             (
@@ -101,6 +109,32 @@ impl Trigger {
                     (now, FaultAction::Pause(subject)),
                     (now.plus_ns(d), FaultAction::Resume(subject)),
                 ]
+            }
+            TriggerKind::PartitionAfterAcquire {
+                cut_ns, n_procs, ..
+            } => {
+                let d = self.rng.range_inclusive(cut_ns.0, cut_ns.1);
+                let others: Vec<ProcId> = (0..*n_procs).map(ProcId).filter(|q| *q != p).collect();
+                let mut out = Vec::with_capacity(4);
+                for (at, blocked) in [(now, true), (now.plus_ns(d), false)] {
+                    out.push((
+                        at,
+                        FaultAction::Partition {
+                            from: vec![p],
+                            to: others.clone(),
+                            blocked,
+                        },
+                    ));
+                    out.push((
+                        at,
+                        FaultAction::Partition {
+                            from: others.clone(),
+                            to: vec![p],
+                            blocked,
+                        },
+                    ));
+                }
+                out
             }
             TriggerKind::ClockStepAfterGrant { delta_ms, .. } => {
                 let d = self.rng.range_i64(delta_ms.0, delta_ms.1);
