@@ -238,3 +238,25 @@ fn a_partition_right_after_acquiring_silently_stops_watchdog_renewal() {
     );
     distlock_sim::explore::determinism::check_seed(&sc, 0).unwrap();
 }
+
+#[test]
+fn replies_held_until_just_before_the_ttl_give_redlock_without_validity_check_two_holders() {
+    // redlock-no-validity-check with its scripted 40 s latency spike replaced by a trigger:
+    // when a starts an attempt, the masters' replies to it arrive 9.5–9.9 s later, just
+    // before the 10 s TTL. node-redlock v5 counts the majority and holds an expiring lock —
+    // when a's first attempt meets a free lock, which some of the first seeds give.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/redlock-no-validity-check.ron");
+    let text = std::fs::read_to_string(path).unwrap();
+    let i = text.find("    faults: [").unwrap();
+    let j = i + text[i..].find("    ],\n").unwrap() + "    ],\n".len();
+    let text = format!(
+        "{}    triggers: [delay_replies_after_attempt(targets: [\"a\"], from: [\"r1\", \"r2\", \"r3\", \"r4\", \"r5\"], delay: (\"9.5s\", \"9.9s\"))],\n{}",
+        &text[..i],
+        &text[j..]
+    );
+    let sc =
+        scenario::load_str("triggered", "triggered.ron", &text).unwrap_or_else(|e| panic!("{e}"));
+    let h = distlock_sim::explore::hunt(&sc, 0, 5);
+    let seed = h.first_violating_seed.unwrap_or_else(|| panic!("{h:?}"));
+    distlock_sim::explore::determinism::check_seed(&sc, seed).unwrap();
+}

@@ -539,6 +539,21 @@ pub enum TriggerSpec {
         #[serde(default)]
         max: Option<Bounded<1, 1_000_000>>,
     },
+    /// When a client in `targets` starts an attempt, delay the replies of the nodes in
+    /// `from` to it by `delay` (for `window`, default 100 ms, long enough to cover its
+    /// requests): a reply held until just before the TTL, so the client acquires a lock
+    /// that is about to expire.
+    DelayRepliesAfterAttempt {
+        targets: Vec<Name>,
+        from: Vec<Name>,
+        delay: DurRange,
+        #[serde(default)]
+        window: Option<Dur>,
+        #[serde(default)]
+        chance_ppm: Option<Bounded<0, 1_000_000>>,
+        #[serde(default)]
+        max: Option<Bounded<1, 1_000_000>>,
+    },
     /// Step a node's wall clock right after it grants a lock (stores a client's write).
     ClockStepAfterGrant {
         targets: Vec<Name>,
@@ -952,6 +967,11 @@ impl Scenario {
                         lookup(n)?;
                     }
                 }
+                TriggerSpec::DelayRepliesAfterAttempt { targets, from, .. } => {
+                    for n in targets.iter().chain(from) {
+                        lookup(n)?;
+                    }
+                }
             }
         }
         let swarm_faults = model.swarm.as_ref().map_or(&[][..], |s| &s.faults[..]);
@@ -1327,6 +1347,9 @@ impl Scenario {
             | TriggerSpec::PartitionAfterAcquire {
                 chance_ppm, max, ..
             }
+            | TriggerSpec::DelayRepliesAfterAttempt {
+                chance_ppm, max, ..
+            }
             | TriggerSpec::ClockStepAfterGrant {
                 chance_ppm, max, ..
             }
@@ -1353,6 +1376,18 @@ impl Scenario {
                 targets: self.ids(targets),
                 cut_ns: (duration.min.ns(), duration.max.ns()),
                 n_procs: self.procs.len() as u32,
+            },
+            TriggerSpec::DelayRepliesAfterAttempt {
+                targets,
+                from,
+                delay,
+                window,
+                ..
+            } => TriggerKind::DelayRepliesAfterAttempt {
+                targets: self.ids(targets),
+                from: self.ids(from),
+                delay_ns: (delay.min.ns(), delay.max.ns()),
+                window_ns: window.map_or(100 * NS_PER_MS, |w| w.ns()),
             },
             TriggerSpec::ClockStepAfterGrant { targets, delta, .. } => {
                 TriggerKind::ClockStepAfterGrant {

@@ -28,6 +28,14 @@ pub enum TriggerKind {
         cut_ns: (u64, u64),
         n_procs: u32,
     },
+    /// A client in `targets` starts an attempt: add a delay in [min, max] ns to the links
+    /// from `from` to it for `window_ns` (then back to none), so its replies arrive late.
+    DelayRepliesAfterAttempt {
+        targets: Vec<ProcId>,
+        from: Vec<ProcId>,
+        delay_ns: (u64, u64),
+        window_ns: u64,
+    },
     /// A node in `targets` stores a client's write (it granted a lock): step its wall clock
     /// by a delta in [min, max] ms.
     ClockStepAfterGrant {
@@ -73,9 +81,11 @@ impl Trigger {
         let mut subject = p;
         let matches = match (&self.kind, obs) {
             (TriggerKind::PauseAfterAcquire { targets, .. }, Observation::Acquired { .. })
-            | (TriggerKind::PartitionAfterAcquire { targets, .. }, Observation::Acquired { .. }) => {
-                targets.contains(&p)
-            }
+            | (TriggerKind::PartitionAfterAcquire { targets, .. }, Observation::Acquired { .. })
+            | (
+                TriggerKind::DelayRepliesAfterAttempt { targets, .. },
+                Observation::Attempt { .. },
+            ) => targets.contains(&p),
             (
                 TriggerKind::PauseAfterRead { targets, .. },
                 Observation::ResourceRead {
@@ -135,6 +145,22 @@ impl Trigger {
                     ));
                 }
                 out
+            }
+            TriggerKind::DelayRepliesAfterAttempt {
+                from,
+                delay_ns,
+                window_ns,
+                ..
+            } => {
+                // The client's requests are already on their way; the replies are not sent
+                // yet, so a spike applied now delays them all by the same amount.
+                let d = self.rng.range_inclusive(delay_ns.0, delay_ns.1);
+                let spike = |extra_ns| FaultAction::LatencySpike {
+                    from: from.clone(),
+                    to: vec![p],
+                    extra_ns,
+                };
+                vec![(now, spike(d)), (now.plus_ns(*window_ns), spike(0))]
             }
             TriggerKind::ClockStepAfterGrant { delta_ms, .. } => {
                 let d = self.rng.range_i64(delta_ms.0, delta_ms.1);
