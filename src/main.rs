@@ -239,8 +239,11 @@ fn main() -> ExitCode {
                     )
                 };
                 out(&format!(
-                    "model {} ({adversary:?} faults): {} hunts, median seeds to first violation {median}, {wall_s:.2}s wall in all\n{text}",
+                    "model {} ({} faults): {} hunts, median seeds to first violation {median}, {wall_s:.2}s wall in all\n{text}",
                     sc.name,
+                    clap::ValueEnum::to_possible_value(&adversary)
+                        .expect("no skipped variants")
+                        .get_name(),
                     results.len()
                 ));
                 exit_for(found > 0)
