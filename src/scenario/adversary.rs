@@ -30,6 +30,9 @@ impl Scenario {
     /// This model with its random faults timed in `style`. Scripted faults and declared
     /// triggers are kept in every style but `uniform`, which drops triggers.
     pub fn with_adversary(&self, style: AdversaryStyle) -> Result<Scenario, Invalid> {
+        if style == AdversaryStyle::AsWritten {
+            return Ok(self.clone());
+        }
         let mut m = self.model.clone();
         let mut all: Vec<RandomFaultSpec> = std::mem::take(&mut m.random_faults);
         let enable_ppm = m.swarm.as_ref().and_then(|s| s.enable_ppm);
@@ -37,7 +40,7 @@ impl Scenario {
             all.extend(sw.faults);
         }
         match style {
-            AdversaryStyle::AsWritten => return Ok(self.clone()),
+            AdversaryStyle::AsWritten => unreachable!("returned above"),
             AdversaryStyle::Uniform => {
                 m.random_faults = all;
                 m.triggers.clear();

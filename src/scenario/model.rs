@@ -1607,29 +1607,8 @@ impl Scenario {
                     }
                     RandomFaultSpec::Partition { duration, .. } => {
                         let d = rng.range_inclusive(duration.min.ns(), duration.max.ns());
-                        let others: Vec<ProcId> = (0..self.procs.len() as u32)
-                            .map(ProcId)
-                            .filter(|q| *q != p)
-                            .collect();
-                        for blocked in [true, false] {
-                            let at = if blocked { t } else { t.plus_ns(d) };
-                            out.push((
-                                at,
-                                FaultAction::Partition {
-                                    from: vec![p],
-                                    to: others.clone(),
-                                    blocked,
-                                },
-                            ));
-                            out.push((
-                                at,
-                                FaultAction::Partition {
-                                    from: others.clone(),
-                                    to: vec![p],
-                                    blocked,
-                                },
-                            ));
-                        }
+                        let n = self.procs.len() as u32;
+                        out.extend(FaultAction::isolation(p, n, t, t.plus_ns(d)));
                         t = t.plus_ns(d);
                     }
                 }

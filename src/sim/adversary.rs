@@ -124,27 +124,7 @@ impl Trigger {
                 cut_ns, n_procs, ..
             } => {
                 let d = self.rng.range_inclusive(cut_ns.0, cut_ns.1);
-                let others: Vec<ProcId> = (0..*n_procs).map(ProcId).filter(|q| *q != p).collect();
-                let mut out = Vec::with_capacity(4);
-                for (at, blocked) in [(now, true), (now.plus_ns(d), false)] {
-                    out.push((
-                        at,
-                        FaultAction::Partition {
-                            from: vec![p],
-                            to: others.clone(),
-                            blocked,
-                        },
-                    ));
-                    out.push((
-                        at,
-                        FaultAction::Partition {
-                            from: others.clone(),
-                            to: vec![p],
-                            blocked,
-                        },
-                    ));
-                }
-                out
+                FaultAction::isolation(p, *n_procs, now, now.plus_ns(d)).to_vec()
             }
             TriggerKind::DelayRepliesAfterAttempt {
                 from,

@@ -1,7 +1,7 @@
 //! The closed fault vocabulary the loop knows how to apply.
 
 use crate::rng::Ratio;
-use crate::time::ProcId;
+use crate::time::{ProcId, SimTime};
 
 /// One fault action, applied by the loop at a true time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,4 +45,33 @@ pub enum FaultAction {
         to: Vec<ProcId>,
         loss: Ratio,
     },
+}
+
+impl FaultAction {
+    /// Cut `p` off from every other of the `n_procs` processes, both ways, from `start`
+    /// until `end`: the four partition actions, ordered by time.
+    pub fn isolation(
+        p: ProcId,
+        n_procs: u32,
+        start: SimTime,
+        end: SimTime,
+    ) -> [(SimTime, FaultAction); 4] {
+        let others: Vec<ProcId> = (0..n_procs).map(ProcId).filter(|q| *q != p).collect();
+        let cut = |blocked| FaultAction::Partition {
+            from: vec![p],
+            to: others.clone(),
+            blocked,
+        };
+        let cut_in = |blocked| FaultAction::Partition {
+            from: others.clone(),
+            to: vec![p],
+            blocked,
+        };
+        [
+            (start, cut(true)),
+            (start, cut_in(true)),
+            (end, cut(false)),
+            (end, cut_in(false)),
+        ]
+    }
 }
