@@ -126,12 +126,17 @@ pub fn json_lines(sc: &Scenario, seed: u64, world: &World, violations: &[Violati
     for (i, e) in world.trace.entries.iter().enumerate() {
         let v = match &e.kind {
             TraceKind::Start => json!({"kind": "start"}),
-            TraceKind::Recv { from, msg } => {
-                json!({"kind": "recv", "from": name(*from), "msg_kind": msg.kind(), "msg": describe_msg(msg)})
+            TraceKind::Recv { from, msg, sent_at } => {
+                json!({"kind": "recv", "from": name(*from), "sent_ns": sent_at.0, "msg_kind": msg.kind(), "msg": describe_msg(msg)})
             }
             TraceKind::Timer { tag } => json!({"kind": "timer", "tag": tag}),
-            TraceKind::Dropped { from, msg, reason } => json!({
-                "kind": "dropped", "from": name(*from), "reason": reason.as_str(), "msg_kind": msg.kind(),
+            TraceKind::Dropped {
+                from,
+                msg,
+                reason,
+                sent_at,
+            } => json!({
+                "kind": "dropped", "from": name(*from), "sent_ns": sent_at.0, "reason": reason.as_str(), "msg_kind": msg.kind(),
                 "msg": describe_msg(msg),
             }),
             TraceKind::Fault(f) => json!({"kind": "fault", "what": f}),

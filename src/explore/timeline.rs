@@ -164,7 +164,7 @@ pub fn render(
             }
             Row::Trace(at, p, kind) => {
                 let text = match kind {
-                    TraceKind::Recv { from, msg } => match msg {
+                    TraceKind::Recv { from, msg, .. } => match msg {
                         Msg::Request { .. }
                         | Msg::ResourceRead { .. }
                         | Msg::ResourceWrite { .. } => {
@@ -189,7 +189,9 @@ pub fn render(
                             )
                         }
                     },
-                    TraceKind::Dropped { from, msg, reason } => {
+                    TraceKind::Dropped {
+                        from, msg, reason, ..
+                    } => {
                         format!(
                             "DROPPED {} -> {} ({}): {}",
                             names[from.index()],

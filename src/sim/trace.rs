@@ -22,6 +22,9 @@ pub enum TraceKind {
     Recv {
         from: ProcId,
         msg: Msg,
+        /// When the sender sent it (true time): the tail of the message's arrow in reports.
+        /// Not part of the trace's hash or text, which stay as they were before it existed.
+        sent_at: SimTime,
     },
     Timer {
         tag: u64,
@@ -30,6 +33,7 @@ pub enum TraceKind {
         from: ProcId,
         msg: Msg,
         reason: DropReason,
+        sent_at: SimTime,
     },
     Fault(String),
     /// An event that reached a paused process and was parked until it resumes.
@@ -86,7 +90,7 @@ impl Trace {
                 h = fnv(h, entry.wall_ms as u64);
                 let (tag, a, b) = match &entry.kind {
                     TraceKind::Start => (0, 0, 0),
-                    TraceKind::Recv { from, msg } => (1, u64::from(from.0), msg_id(msg)),
+                    TraceKind::Recv { from, msg, .. } => (1, u64::from(from.0), msg_id(msg)),
                     TraceKind::Timer { tag } => (2, *tag, 0),
                     TraceKind::Dropped { from, msg, .. } => (3, u64::from(from.0), msg_id(msg)),
                     TraceKind::Fault(s) => (4, s.len() as u64, 0),
@@ -121,11 +125,13 @@ impl Trace {
             let _ = write!(s, "{} {} wall={} ", e.at, name(e.proc), e.wall_ms);
             let _ = match &e.kind {
                 TraceKind::Start => writeln!(s, "start"),
-                TraceKind::Recv { from, msg } => {
+                TraceKind::Recv { from, msg, .. } => {
                     writeln!(s, "recv from {} {}", name(*from), describe_msg(msg))
                 }
                 TraceKind::Timer { tag } => writeln!(s, "timer {tag}"),
-                TraceKind::Dropped { from, msg, reason } => {
+                TraceKind::Dropped {
+                    from, msg, reason, ..
+                } => {
                     writeln!(
                         s,
                         "drop from {} ({}) {}",

@@ -48,8 +48,8 @@ struct Slot {
     state: RunState,
     /// Bumped by every crash: timers and messages addressed to an older incarnation are void.
     incarnation: u32,
-    /// Events that reached the process while paused, in arrival order.
-    parked: Vec<Event>,
+    /// Events that reached the process while paused, in arrival order, with their send times.
+    parked: Vec<(Event, SimTime)>,
 }
 
 #[derive(Clone, Debug)]
@@ -103,6 +103,11 @@ pub struct World {
     // a message. The key packs (time, seq) into one u128: one comparison per sift step.
     queue: EventQueue,
     events: Vec<Option<Event>>,
+    /// Send time of the event in the same slab slot; kept only with a full trace (reports
+    /// draw messages as arrows from sender to receiver).
+    sent_at: Vec<SimTime>,
+    /// Send time of the message being delivered (full trace only).
+    delivering_sent_at: SimTime,
     free: Vec<u32>,
     seq: u64,
     now: SimTime,
@@ -154,6 +159,8 @@ impl World {
             slots,
             queue: EventQueue::new(),
             events: Vec::new(),
+            sent_at: Vec::new(),
+            delivering_sent_at: SimTime::ZERO,
             free: Vec::new(),
             seq: 0,
             now: SimTime::ZERO,
@@ -201,6 +208,11 @@ impl World {
     }
 
     fn push(&mut self, at: SimTime, ev: Event) {
+        self.push_sent(at, ev, self.now);
+    }
+
+    /// `push` for an event sent earlier than now (a message parked at a paused process).
+    fn push_sent(&mut self, at: SimTime, ev: Event, sent_at: SimTime) {
         let idx = match self.free.pop() {
             Some(i) => {
                 self.events[i as usize] = Some(ev);
@@ -211,6 +223,12 @@ impl World {
                 (self.events.len() - 1) as u32
             }
         };
+        if self.trace.mode == TraceMode::Full {
+            if self.sent_at.len() <= idx as usize {
+                self.sent_at.resize(idx as usize + 1, SimTime::ZERO);
+            }
+            self.sent_at[idx as usize] = sent_at;
+        }
         self.queue.push(QueueEntry::new(at, self.seq, idx).0);
         self.seq += 1;
     }
@@ -295,6 +313,9 @@ impl World {
             .take()
             .expect("queued event present");
         self.free.push(idx);
+        if let Some(&t) = self.sent_at.get(idx as usize) {
+            self.delivering_sent_at = t;
+        }
         debug_assert!(at >= self.now, "time went back");
         self.now = at;
         self.events_handled += 1;
@@ -319,16 +340,28 @@ impl World {
                     None
                 };
                 if let Some(reason) = reason {
-                    self.trace_entry(to, TraceKind::Dropped { from, msg, reason });
+                    let sent_at = self.delivering_sent_at;
+                    self.trace_entry(
+                        to,
+                        TraceKind::Dropped {
+                            from,
+                            msg,
+                            reason,
+                            sent_at,
+                        },
+                    );
                     return;
                 }
                 if slot.state == RunState::Paused {
-                    slot.parked.push(Event::Deliver {
-                        from,
-                        to,
-                        to_incarnation,
-                        msg,
-                    });
+                    slot.parked.push((
+                        Event::Deliver {
+                            from,
+                            to,
+                            to_incarnation,
+                            msg,
+                        },
+                        self.delivering_sent_at,
+                    ));
                     self.trace_entry(to, TraceKind::Parked);
                     return;
                 }
@@ -338,6 +371,7 @@ impl World {
                         TraceKind::Recv {
                             from,
                             msg: msg.clone(),
+                            sent_at: self.delivering_sent_at,
                         },
                     );
                 }
@@ -353,11 +387,14 @@ impl World {
                     return;
                 }
                 if slot.state == RunState::Paused {
-                    slot.parked.push(Event::Timer {
-                        proc,
-                        incarnation,
-                        tag,
-                    });
+                    slot.parked.push((
+                        Event::Timer {
+                            proc,
+                            incarnation,
+                            tag,
+                        },
+                        self.now,
+                    ));
                     return;
                 }
                 self.trace_entry(proc, TraceKind::Timer { tag });
@@ -420,7 +457,16 @@ impl World {
             }
             Err(reason) => {
                 if self.trace.enabled() {
-                    self.trace_entry(to, TraceKind::Dropped { from, msg, reason });
+                    let sent_at = self.now;
+                    self.trace_entry(
+                        to,
+                        TraceKind::Dropped {
+                            from,
+                            msg,
+                            reason,
+                            sent_at,
+                        },
+                    );
                 }
             }
         }
@@ -479,8 +525,8 @@ impl World {
                 if slot.state == RunState::Paused {
                     slot.state = RunState::Up;
                     // Everything that queued up is handled now, in arrival order.
-                    for ev in std::mem::take(&mut slot.parked) {
-                        self.push(now, ev);
+                    for (ev, sent_at) in std::mem::take(&mut slot.parked) {
+                        self.push_sent(now, ev, sent_at);
                     }
                     self.history.push(now, p, Observation::Resumed);
                 }
