@@ -189,16 +189,7 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool
             let _ = writeln!(s, "  ... {} more", applied.len() - 40);
         }
     }
-    let lock_keys: Vec<crate::proto::Bytes> = {
-        let mut k: Vec<crate::proto::Bytes> = sc
-            .model
-            .clients
-            .iter()
-            .map(|g| crate::proto::Bytes::from_slice(g.key.as_deref().unwrap_or("lock").as_bytes()))
-            .collect();
-        k.dedup();
-        k
-    };
+    let lock_keys = sc.lock_keys();
     let _ = writeln!(s);
     match messages {
         Messages::AroundViolations if !outcome.violations.is_empty() => {

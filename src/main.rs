@@ -61,8 +61,10 @@ enum Cmd {
         /// Which messages to show: around (each violation), all, none.
         #[arg(long, value_enum, default_value = "around")]
         messages: MessagesArg,
-        /// text (timeline), json (JSON lines, docs/trace-format.md) or chrome (Trace Event
-        /// JSON for Perfetto / chrome://tracing).
+        /// text (timeline), json (JSON lines, docs/trace-format.md), chrome (Trace Event
+        /// JSON for Perfetto / chrome://tracing), html (a self-contained page that zooms and
+        /// explains; docs/trace-format.md) or svg (the static picture around the first
+        /// violation).
         #[arg(long, value_enum, default_value = "text")]
         format: FormatArg,
         /// Write to this file instead of standard output.
@@ -108,7 +110,7 @@ enum Cmd {
     },
     /// Regenerate the pitfall guide (docs/pitfalls.md) from the bundled models and their replays.
     Pitfalls {
-        /// Where to write it (default: print it).
+        /// Where to write it (default: print it); its pictures go to `pitfalls/` beside it.
         #[arg(long)]
         out: Option<PathBuf>,
         #[arg(long, default_value_t = default_jobs())]
@@ -126,6 +128,8 @@ enum FormatArg {
     Text,
     Json,
     Chrome,
+    Html,
+    Svg,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -133,6 +137,30 @@ enum MessagesArg {
     Around,
     All,
     None,
+}
+
+/// Writes the guide and, next to it, its pictures (replacing stale ones).
+fn write_guide(p: &std::path::Path, guide: &explore::pitfalls::Guide) -> Result<(), String> {
+    let err = |q: &std::path::Path, e: std::io::Error| format!("{}: {e}", q.display());
+    std::fs::write(p, &guide.markdown).map_err(|e| err(p, e))?;
+    let dir = p
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(explore::pitfalls::PICTURE_DIR);
+    std::fs::create_dir_all(&dir).map_err(|e| err(&dir, e))?;
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let q = e.path();
+            if q.extension().is_some_and(|x| x == "svg") {
+                std::fs::remove_file(&q).map_err(|e| err(&q, e))?;
+            }
+        }
+    }
+    for (file, text) in &guide.pictures {
+        let q = dir.join(file);
+        std::fs::write(&q, text).map_err(|e| err(&q, e))?;
+    }
+    Ok(())
 }
 
 fn default_jobs() -> usize {
@@ -165,13 +193,13 @@ fn main() -> ExitCode {
         },
         Cmd::Pitfalls { out: path, jobs } => {
             match explore::pitfalls::render(&cli::models_dir(), jobs.max(1)) {
-                Ok(text) => match path {
-                    Some(p) => match std::fs::write(&p, text) {
+                Ok(guide) => match path {
+                    Some(p) => match write_guide(&p, &guide) {
                         Ok(()) => ExitCode::SUCCESS,
-                        Err(e) => bad_input(&format!("{}: {e}", p.display())),
+                        Err(e) => bad_input(&e),
                     },
                     None => {
-                        out(&text);
+                        out(&guide.markdown);
                         ExitCode::SUCCESS
                     }
                 },
@@ -362,13 +390,17 @@ fn main() -> ExitCode {
                 };
                 let (text, violated) = match format {
                     FormatArg::Text => cli::run_report(&sc, seed, messages),
-                    FormatArg::Json | FormatArg::Chrome => {
+                    FormatArg::Json | FormatArg::Chrome | FormatArg::Html | FormatArg::Svg => {
                         let (o, world) =
                             explore::run_world(&sc, seed, distlock_sim::sim::TraceMode::Full);
-                        let text = if format == FormatArg::Json {
-                            explore::export::json_lines(&sc, seed, &world, &o.violations)
-                        } else {
-                            explore::export::chrome_trace(&sc, seed, &world, &o.violations)
+                        let v = &o.violations;
+                        let text = match format {
+                            FormatArg::Json => explore::export::json_lines(&sc, seed, &world, v),
+                            FormatArg::Chrome => {
+                                explore::export::chrome_trace(&sc, seed, &world, v)
+                            }
+                            FormatArg::Html => explore::report::html(&sc, seed, &world, v),
+                            _ => explore::report::svg(&sc, seed, &world, v),
                         };
                         (text, o.violated())
                     }

@@ -7,8 +7,25 @@ use std::path::Path;
 fn the_pitfall_guide_is_up_to_date_with_the_models_and_their_replays() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let fresh = distlock_sim::explore::pitfalls::render(&root.join("models"), jobs)
+    let guide = distlock_sim::explore::pitfalls::render(&root.join("models"), jobs)
         .expect("catalogue loads");
+    let fresh = guide.markdown;
+    let pictures = root
+        .join("docs")
+        .join(distlock_sim::explore::pitfalls::PICTURE_DIR);
+    for (file, svg) in &guide.pictures {
+        let committed = std::fs::read_to_string(pictures.join(file)).unwrap_or_default();
+        assert!(
+            *svg == committed,
+            "docs/pitfalls/{file} is stale; run `cargo run --release -- pitfalls --out docs/pitfalls.md`"
+        );
+    }
+    let on_disk = std::fs::read_dir(&pictures).map_or(0, |d| d.count());
+    assert_eq!(
+        on_disk,
+        guide.pictures.len(),
+        "docs/pitfalls/ holds pictures of models that are no longer in the guide"
+    );
     let committed = std::fs::read_to_string(root.join("docs/pitfalls.md")).unwrap_or_default();
     if fresh != committed {
         let first = fresh

@@ -4,6 +4,7 @@ pub mod determinism;
 pub mod export;
 pub mod minimize;
 pub mod pitfalls;
+pub mod report;
 pub mod timeline;
 
 use std::collections::BTreeMap;

@@ -1,8 +1,9 @@
 //! docs/pitfalls.md, generated: one section per catalogue model with its story (the model's
 //! header), its verdict over a sweep, the timeline of the first violating seed around the
 //! violation (produced by the same code as `replay`, never drawn by hand), the property
-//! broken, and the fix with the verdict of the model that shows it. A test regenerates the
-//! document and fails when the committed copy is stale.
+//! broken, the picture of that run (an SVG in docs/pitfalls/, drawn by `replay --format
+//! svg`'s code), and the fix with the verdict of the model that shows it. A test regenerates
+//! the document and its pictures and fails when a committed copy is stale.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -223,8 +224,18 @@ fn observed(sc: &Scenario, jobs: usize) -> (Vec<Property>, Option<u64>, u64) {
     (s.violated_properties(), s.first_violating_seed, s.seeds_run)
 }
 
+/// The guide: the markdown and its pictures (file name in `PICTURE_DIR`, SVG text).
+pub struct Guide {
+    pub markdown: String,
+    pub pictures: Vec<(String, String)>,
+}
+
+/// Where the pictures live, relative to the markdown file.
+pub const PICTURE_DIR: &str = "pitfalls";
+
 /// The document, for the models in `dir`.
-pub fn render(dir: &Path, jobs: usize) -> Result<String, String> {
+pub fn render(dir: &Path, jobs: usize) -> Result<Guide, String> {
+    let mut pictures = Vec::new();
     let mut out = String::new();
     let _ = writeln!(out, "# The pitfall catalogue\n");
     let _ = writeln!(
@@ -244,7 +255,10 @@ pitfalls in redis-semantics.md §7.\n"
     let mut loaded = Vec::new();
     for (name, item, fix, fix_models) in ENTRIES {
         let path = dir.join(format!("{name}.ron"));
-        let sc = scenario::load(&path).map_err(|e| e.to_string())?;
+        let mut sc = scenario::load(&path).map_err(|e| e.to_string())?;
+        // Replay lines in the guide name the model as a reader at the repository's root
+        // types it, wherever the guide was generated from.
+        sc.path = format!("models/{name}.ron");
         let declared = match &sc.model.expect {
             Some(Expect::Holds) | None => vec![],
             Some(Expect::Violates(v)) => v.iter().map(|p| p.0).collect(),
@@ -264,6 +278,21 @@ pitfalls in redis-semantics.md §7.\n"
         let _ = writeln!(sections, "\n## {name}\n");
         let _ = writeln!(sections, "*{}* (§7 item {item})\n", sc.model.description);
         let _ = writeln!(sections, "{}\n", header(&dir.join(format!("{name}.ron"))));
+        let picture_seed = first.unwrap_or(0);
+        {
+            let (outcome, world) = run_world(&sc, picture_seed, TraceMode::Full);
+            let file = format!("{name}.svg");
+            let _ = writeln!(
+                sections,
+                "![timeline of {name}, seed {picture_seed}]({PICTURE_DIR}/{file})\n\n\
+*Picture: `distlock-sim replay models/{name}.ron --seed {picture_seed} --format svg` \
+(`--format html` gives the same picture as a page that zooms and explains).*\n"
+            );
+            pictures.push((
+                file,
+                crate::explore::report::svg(&sc, picture_seed, &world, &outcome.violations),
+            ));
+        }
         match first {
             None => {
                 let _ = writeln!(
@@ -286,12 +315,7 @@ pitfalls in redis-semantics.md §7.\n"
                 for v in &outcome.violations {
                     let _ = writeln!(sections, "- **{}** at {}: {}", v.property, v.at, v.message);
                 }
-                let keys: Vec<crate::proto::Bytes> = sc
-                    .model
-                    .clients
-                    .iter()
-                    .map(|g| crate::proto::Bytes::from(g.key.as_deref().unwrap_or("lock")))
-                    .collect();
+                let keys = sc.lock_keys();
                 let text = timeline::render(
                     &world,
                     &outcome.violations,
@@ -342,5 +366,8 @@ pitfalls in redis-semantics.md §7.\n"
         let _ = writeln!(sections);
     }
     out.push_str(&sections);
-    Ok(out)
+    Ok(Guide {
+        markdown: out,
+        pictures,
+    })
 }

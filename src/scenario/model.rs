@@ -13,6 +13,7 @@ use crate::client::watchdog::{WatchdogClient, WatchdogConfig};
 use crate::client::{Algorithm, ClientConfig, LockClient, NsRange, Resource};
 use crate::clock::NodeClock;
 use crate::net::LinkSpec;
+use crate::proto::Bytes;
 use crate::redis::node::{Fsync, Persistence};
 use crate::redis::sentinel::{Sentinel, SentinelConfig};
 use crate::redis::{RedisConfig, RedisProcess};
@@ -637,6 +638,19 @@ fn quoted(n: &Name) -> Option<String> {
 }
 
 impl Scenario {
+    /// The lock keys of the model's client groups, each once (timelines and reports show
+    /// their life on every node).
+    pub fn lock_keys(&self) -> Vec<Bytes> {
+        let mut keys: Vec<Bytes> = Vec::new();
+        for g in &self.model.clients {
+            let k = Bytes::from_slice(g.key.as_deref().unwrap_or("lock").as_bytes());
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        keys
+    }
+
     /// Checks cross-references and sizes, and computes the process table.
     pub fn new(name: String, path: String, model: Model) -> Result<Scenario, Invalid> {
         let mut procs: Vec<(String, ProcKind)> = Vec::new();

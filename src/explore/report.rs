@@ -1,0 +1,1666 @@
+//! The run as a picture: an SVG timeline (lanes per actor, true time across) and the same
+//! picture in a self-contained HTML page that zooms, pans and explains what is under the
+//! pointer. Drawn the way the Redis docs and Kleppmann draw lock races by hand: lock-holding
+//! bars per client next to the belief they act on, the lock key's life on each node, each
+//! node's wall clock beside true time, messages as arrows, faults as marked spans and the
+//! violation in red where the bars overlap.
+//!
+//! Every element placed in time carries `data-t0` (and `data-t1`) in nanoseconds of true
+//! time, so the page's script can lay the picture out again for any zoom; the static SVG is
+//! laid out once, by the same formula, for a window around the first violation.
+
+use std::fmt::Write as _;
+
+use crate::check::Violation;
+use crate::history::{Observation, Removal};
+use crate::proto::{Bytes, Msg};
+use crate::scenario::{ProcKind, Scenario};
+use crate::sim::World;
+use crate::sim::fault::FaultAction;
+use crate::sim::trace::{TraceKind, describe_msg};
+use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime, fmt_duration_ns};
+
+/// Width of the picture in pixels.
+const WIDTH_PX: f64 = 1200.0;
+/// Left edge of the plot: lane labels live left of it.
+const PLOT_X0: f64 = 180.0;
+/// Right edge of the plot.
+const PLOT_X1: f64 = 1185.0;
+/// Height of one lane.
+const LANE_PX: f64 = 50.0;
+/// At most this many message arrows in the static picture (the page draws more): the ones
+/// nearest to the first violation.
+const ARROWS_STATIC: usize = 300;
+const ARROWS_PAGE: usize = 3000;
+/// Points sampled along a clock-offset curve (clock steps add their own).
+const CLOCK_SAMPLES: u64 = 240;
+/// A run without a violation is pictured over its first this-many nanoseconds: enough for a
+/// few rounds of every catalogue model, few enough to read.
+const QUIET_WINDOW_NS: u64 = 20 * NS_PER_S;
+/// Client colours; red is kept for violations.
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+];
+
+/// What the picture shows and where.
+#[derive(Clone, Copy, Debug)]
+pub struct View {
+    /// True-time window laid out at first (the static SVG shows only this).
+    pub from: SimTime,
+    pub to: SimTime,
+    /// Arrows are drawn for messages within `arrows_from..arrows_to`, at most `max_arrows`.
+    pub arrows_from: SimTime,
+    pub arrows_to: SimTime,
+    pub max_arrows: usize,
+}
+
+impl View {
+    /// The window a reader wants first: from shortly before the holds that the first
+    /// violation involves to shortly after it; the whole run (at most its first minute) when
+    /// nothing was violated.
+    pub fn around_first_violation(world: &World, violations: &[Violation]) -> View {
+        let end = world.now();
+        let (from, to) = match violations.iter().min_by_key(|v| v.at) {
+            None => (SimTime::ZERO, SimTime(end.0.min(QUIET_WINDOW_NS))),
+            Some(v) => {
+                // The latest start of a hold by each involved client before the violation.
+                let mut start = v.at;
+                for a in &v.actors {
+                    let last = world
+                        .history
+                        .records
+                        .iter()
+                        .filter(|r| {
+                            r.proc == *a
+                                && r.at <= v.at
+                                && matches!(r.obs, Observation::Acquired { .. })
+                        })
+                        .map(|r| r.at)
+                        .next_back();
+                    if let Some(t) = last {
+                        start = start.min(t);
+                    }
+                }
+                // Later violations that follow within a few seconds belong to the same story
+                // (a pause's two holders, then the foreign unlock).
+                let last = violations
+                    .iter()
+                    .map(|w| w.at)
+                    .filter(|t| *t >= v.at && t.0 - v.at.0 <= 5 * NS_PER_S)
+                    .max()
+                    .unwrap_or(v.at);
+                let span = (last.0 - start.0).max(2 * NS_PER_S);
+                let from = SimTime(start.0.saturating_sub(span / 5));
+                let to = SimTime(last.0.saturating_add(span / 5).min(end.0.max(last.0)));
+                (from, to)
+            }
+        };
+        let to = if to <= from {
+            SimTime(from.0 + NS_PER_S)
+        } else {
+            to
+        };
+        View {
+            from,
+            to,
+            arrows_from: from,
+            arrows_to: to,
+            max_arrows: ARROWS_STATIC,
+        }
+    }
+
+    /// For the page: the same first window, arrows for three windows' width around it.
+    pub fn page(world: &World, violations: &[Violation]) -> View {
+        let v = View::around_first_violation(world, violations);
+        let w = v.to.0 - v.from.0;
+        View {
+            arrows_from: SimTime(v.from.0.saturating_sub(w)),
+            arrows_to: SimTime(v.to.0.saturating_add(w)),
+            max_arrows: ARROWS_PAGE,
+            ..v
+        }
+    }
+
+    fn x(&self, t: SimTime) -> f64 {
+        let w = (self.to.0 - self.from.0).max(1) as f64;
+        PLOT_X0 + (t.0 as f64 - self.from.0 as f64) / w * (PLOT_X1 - PLOT_X0)
+    }
+
+    /// Whether `[a, b]` shows in the window (static pictures leave the rest out).
+    fn shows(&self, a: SimTime, b: SimTime) -> bool {
+        b >= self.from && a <= self.to
+    }
+}
+
+/// Escapes text for XML attributes and content.
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn text_of(b: &Bytes) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A span on a lane.
+struct Span {
+    lane_proc: usize,
+    start: SimTime,
+    end: SimTime,
+    class: &'static str,
+    fill: Option<&'static str>,
+    label: String,
+    tip: String,
+}
+
+/// A point event on a lane.
+struct Mark {
+    proc: usize,
+    at: SimTime,
+    class: &'static str,
+    glyph: &'static str,
+    tip: String,
+}
+
+/// Everything the picture draws, extracted once from the history and the trace.
+struct Scene {
+    spans: Vec<Span>,
+    /// Belief brackets: (client, from, believed until, end of the hold it belongs to).
+    beliefs: Vec<(usize, SimTime, SimTime, SimTime)>,
+    /// Two clients holding the same lock at once: (client a, client b, from, to).
+    overlaps: Vec<(usize, usize, SimTime, SimTime)>,
+    marks: Vec<Mark>,
+    /// (from, to, sent, received, dropped, text, kind)
+    arrows: Vec<(usize, usize, SimTime, SimTime, bool, String, &'static str)>,
+}
+
+fn client_colour(sc: &Scenario, p: usize) -> &'static str {
+    let clients_before = sc.procs[..p]
+        .iter()
+        .filter(|(_, k)| *k == ProcKind::Client)
+        .count();
+    PALETTE[clients_before % PALETTE.len()]
+}
+
+fn scene(
+    sc: &Scenario,
+    world: &World,
+    lock_keys: &[Bytes],
+    view: &View,
+    violations: &[Violation],
+) -> Scene {
+    let names = world.names();
+    let end = world.now();
+    let mut spans: Vec<Span> = Vec::new();
+    // (client, from, until, hold end once known)
+    let mut beliefs: Vec<(usize, SimTime, SimTime, Option<SimTime>)> = Vec::new();
+    let mut marks = Vec::new();
+    // Open intervals.
+    let mut trying: Vec<(usize, SimTime)> = Vec::new();
+    // (client, lock, token, fence, start)
+    let mut holds: Vec<(usize, u32, Bytes, Option<u64>, SimTime)> = Vec::new();
+    let mut closed_holds: Vec<(usize, u32, SimTime, SimTime)> = Vec::new();
+    // (node, key, value, writer, start, expire_at_ms)
+    type OpenKey = (usize, Bytes, Bytes, Option<usize>, SimTime, Option<i64>);
+    let mut keys: Vec<OpenKey> = Vec::new();
+    let mut paused: Vec<(usize, SimTime)> = Vec::new();
+    let mut token_owner: Vec<(Bytes, usize)> = Vec::new();
+    let mut crashed_keys: Vec<OpenKey> = Vec::new();
+    let mut down: Vec<(usize, SimTime)> = Vec::new();
+
+    let close_hold = |spans: &mut Vec<Span>,
+                      closed: &mut Vec<(usize, u32, SimTime, SimTime)>,
+                      beliefs: &mut Vec<(usize, SimTime, SimTime, Option<SimTime>)>,
+                      h: (usize, u32, Bytes, Option<u64>, SimTime),
+                      at: SimTime,
+                      how: &str| {
+        let (c, lock, token, fence, start) = h;
+        for b in beliefs.iter_mut().filter(|b| b.0 == c && b.3.is_none()) {
+            b.3 = Some(at);
+        }
+        let fence = fence.map_or(String::new(), |f| format!(", fence {f}"));
+        spans.push(Span {
+            lane_proc: c,
+            start,
+            end: at,
+            class: "hold",
+            fill: Some(client_colour(sc, c)),
+            label: text_of(&token),
+            tip: format!(
+                "{} holds lock {lock} (token {}{fence}) from {start} to {at}: {how}",
+                names[c],
+                text_of(&token)
+            ),
+        });
+        closed.push((c, lock, start, at));
+    };
+    let close_key = |spans: &mut Vec<Span>, k: OpenKey, at: SimTime, how: String| {
+        let (node, key, value, writer, start, expire) = k;
+        let expire = expire.map_or(String::from(", no expiry"), |e| {
+            format!(
+                ", expires at node wall +{}",
+                fmt_duration_ns(((e - sc.epoch_unix_ms).max(0) as u64) * NS_PER_MS)
+            )
+        });
+        spans.push(Span {
+            lane_proc: node,
+            start,
+            end: at,
+            class: "key",
+            fill: Some(writer.map_or("#999999", |w| client_colour(sc, w))),
+            label: text_of(&value),
+            tip: format!(
+                "{}: {} = {} from {start} to {at}{expire}; {how}",
+                names[node],
+                text_of(&key),
+                text_of(&value)
+            ),
+        });
+    };
+
+    for r in &world.history.records {
+        let p = r.proc.index();
+        let at = r.at;
+        match &r.obs {
+            Observation::Attempt { .. } => {
+                if !trying.iter().any(|(c, _)| *c == p) {
+                    trying.push((p, at));
+                }
+            }
+            Observation::Acquired {
+                lock,
+                token,
+                fence,
+                validity_ns,
+                believed_until,
+            } => {
+                if let Some(i) = trying.iter().position(|(c, _)| *c == p) {
+                    let (_, s) = trying.swap_remove(i);
+                    spans.push(trying_span(&names, p, s, at, "acquired"));
+                }
+                holds.push((p, *lock, token.clone(), *fence, at));
+                if let Some(u) = believed_until {
+                    beliefs.push((p, at, *u, None));
+                    marks.push(Mark {
+                        proc: p,
+                        at,
+                        class: "ev",
+                        glyph: "acq",
+                        tip: format!(
+                            "{} acquired lock {lock} (token {}) at {at}; believes it valid for {} → until {u}",
+                            names[p],
+                            text_of(token),
+                            validity_ns.map_or("?".into(), fmt_duration_ns)
+                        ),
+                    });
+                }
+            }
+            Observation::Extended {
+                believed_until: Some(u),
+                ..
+            } => {
+                beliefs.push((p, at, *u, None));
+            }
+            Observation::Extended { .. } => {}
+            Observation::GaveUp { .. } => {
+                if let Some(i) = trying.iter().position(|(c, _)| *c == p) {
+                    let (_, s) = trying.swap_remove(i);
+                    spans.push(trying_span(&names, p, s, at, "gave up"));
+                }
+            }
+            Observation::Released { token, .. } | Observation::Lost { token, .. } => {
+                let how = match &r.obs {
+                    Observation::Lost { reason, .. } => format!("lost ({reason})"),
+                    _ => "released".into(),
+                };
+                if let Some(i) = holds.iter().position(|h| h.0 == p && h.2 == *token) {
+                    let h = holds.swap_remove(i);
+                    close_hold(&mut spans, &mut closed_holds, &mut beliefs, h, at, &how);
+                }
+            }
+            Observation::Crashed => {
+                while let Some(i) = holds.iter().position(|h| h.0 == p) {
+                    let h = holds.swap_remove(i);
+                    close_hold(
+                        &mut spans,
+                        &mut closed_holds,
+                        &mut beliefs,
+                        h,
+                        at,
+                        "its holder crashed",
+                    );
+                }
+                if let Some(i) = trying.iter().position(|(c, _)| *c == p) {
+                    let (_, s) = trying.swap_remove(i);
+                    spans.push(trying_span(&names, p, s, at, "crashed"));
+                }
+                if let Some(i) = paused.iter().position(|(c, _)| *c == p) {
+                    let (_, s) = paused.swap_remove(i);
+                    spans.push(state_span(
+                        &names,
+                        p,
+                        s,
+                        at,
+                        "paused",
+                        "crashed while paused",
+                    ));
+                }
+                // A down node serves no key; what survives shows again if it restarts with
+                // its data (the restart's load writes it back).
+                while let Some(i) = keys.iter().position(|k| k.0 == p) {
+                    let k = keys.swap_remove(i);
+                    crashed_keys.push(k.clone());
+                    close_key(&mut spans, k, at, "the node crashed".into());
+                }
+                down.push((p, at));
+            }
+            Observation::Restarted { with_data } => {
+                while let Some(i) = crashed_keys.iter().position(|k| k.0 == p) {
+                    let mut k = crashed_keys.swap_remove(i);
+                    if *with_data {
+                        k.4 = at;
+                        keys.push(k);
+                    }
+                }
+                if let Some(i) = down.iter().position(|(c, _)| *c == p) {
+                    let (_, s) = down.swap_remove(i);
+                    let how = if *with_data {
+                        "restarted with its data"
+                    } else {
+                        "restarted empty"
+                    };
+                    spans.push(state_span(&names, p, s, at, "down", how));
+                }
+            }
+            Observation::Paused => paused.push((p, at)),
+            Observation::Resumed => {
+                if let Some(i) = paused.iter().position(|(c, _)| *c == p) {
+                    let (_, s) = paused.swap_remove(i);
+                    spans.push(state_span(&names, p, s, at, "paused", "resumed"));
+                }
+            }
+            Observation::KeyWritten {
+                key,
+                value,
+                expire_at_ms,
+                by,
+            } if lock_keys.contains(key) => {
+                if let Some(i) = keys.iter().position(|k| k.0 == p && k.1 == *key) {
+                    let k = keys.swap_remove(i);
+                    close_key(&mut spans, k, at, "overwritten".into());
+                }
+                // A replica's copy has no client behind the write: colour it after the
+                // client whose token it carries, as the master's write said.
+                let writer = match by {
+                    Some(b) => {
+                        token_owner.push((value.clone(), b.index()));
+                        Some(b.index())
+                    }
+                    None => token_owner
+                        .iter()
+                        .rev()
+                        .find(|(t, _)| t == value)
+                        .map(|(_, c)| *c),
+                };
+                keys.push((p, key.clone(), value.clone(), writer, at, *expire_at_ms));
+            }
+            Observation::KeyRemoved { key, how, by, .. } if lock_keys.contains(key) => {
+                if let Some(i) = keys.iter().position(|k| k.0 == p && k.1 == *key) {
+                    let k = keys.swap_remove(i);
+                    let writer = k.3;
+                    let (how_text, foreign) = match how {
+                        Removal::Del => match by {
+                            Some(b) => (
+                                format!("deleted by {}", names[b.index()]),
+                                writer.is_some_and(|w| w != b.index()),
+                            ),
+                            None => ("deleted (its master's DEL, replicated)".into(), false),
+                        },
+                        Removal::Expired => ("expired".into(), false),
+                        Removal::Overwritten => ("overwritten".into(), false),
+                        Removal::Flushed => {
+                            ("flushed (restart without data or resync)".into(), false)
+                        }
+                    };
+                    if foreign {
+                        marks.push(Mark {
+                            proc: p,
+                            at,
+                            class: "bad",
+                            glyph: "x",
+                            tip: format!(
+                                "{}: {} deleted a lock key holding another client's token ({})",
+                                names[p],
+                                by.map_or("?", |b| names[b.index()].as_str()),
+                                text_of(&k.2)
+                            ),
+                        });
+                    }
+                    close_key(&mut spans, k, at, how_text);
+                }
+            }
+            Observation::KeyWritten { .. } | Observation::KeyRemoved { .. } => {}
+            Observation::ResourceRead {
+                client,
+                token,
+                version,
+                accepted,
+            } => marks.push(Mark {
+                proc: p,
+                at,
+                class: if *accepted { "read" } else { "bad" },
+                glyph: "r",
+                tip: format!(
+                    "{} reads v{version} with token {} → {}",
+                    names[client.index()],
+                    token.map_or("-".into(), |t| t.to_string()),
+                    if *accepted {
+                        "ok"
+                    } else {
+                        "rejected (stale token)"
+                    }
+                ),
+            }),
+            Observation::ResourceWrite {
+                client,
+                token,
+                base_version,
+                accepted,
+                version_after,
+            } => marks.push(Mark {
+                proc: p,
+                at,
+                class: if *accepted { "write" } else { "rejected" },
+                glyph: "w",
+                tip: format!(
+                    "{} writes v{base_version}+1 with token {} → {}",
+                    names[client.index()],
+                    token.map_or("-".into(), |t| t.to_string()),
+                    if *accepted {
+                        format!("accepted, now v{version_after}")
+                    } else {
+                        "rejected (stale token)".into()
+                    }
+                ),
+            }),
+            Observation::Fault { what } => marks.push(Mark {
+                proc: p,
+                at,
+                class: "fault",
+                glyph: "f",
+                tip: format!("fault at {at}: {what}"),
+            }),
+            Observation::Sentinel { what } | Observation::Replication { what } => {
+                marks.push(Mark {
+                    proc: p,
+                    at,
+                    class: "info",
+                    glyph: "i",
+                    tip: format!("{} at {at}: {what}", names[p]),
+                })
+            }
+            Observation::Note(what) => marks.push(Mark {
+                proc: p,
+                at,
+                class: "info",
+                glyph: "i",
+                tip: format!("{} at {at}: {what}", names[p]),
+            }),
+        }
+    }
+    for (c, s) in trying {
+        spans.push(trying_span(&names, c, s, end, "still trying at the end"));
+    }
+    for h in holds {
+        close_hold(
+            &mut spans,
+            &mut closed_holds,
+            &mut beliefs,
+            h,
+            end,
+            "still held at the end",
+        );
+    }
+    for k in keys {
+        close_key(&mut spans, k, end, "still there at the end".into());
+    }
+    for (p, s) in paused {
+        spans.push(state_span(
+            &names,
+            p,
+            s,
+            end,
+            "paused",
+            "still paused at the end",
+        ));
+    }
+    for (p, s) in down {
+        spans.push(state_span(
+            &names,
+            p,
+            s,
+            end,
+            "down",
+            "still down at the end",
+        ));
+    }
+    network_fault_spans(world, &names, &mut spans);
+
+    // Two holders of one lock at once: where safety broke.
+    let mut overlaps = Vec::new();
+    for (i, a) in closed_holds.iter().enumerate() {
+        for b in &closed_holds[i + 1..] {
+            let (s, e) = (a.2.max(b.2), a.3.min(b.3));
+            if a.0 != b.0 && a.1 == b.1 && s < e {
+                overlaps.push((a.0, b.0, s, e));
+            }
+        }
+    }
+    // Clock steps and drift changes show where they happen.
+    for (at, f) in &world.applied_faults {
+        if let FaultAction::ClockStep { proc, .. } | FaultAction::Drift { proc, .. } = f {
+            marks.push(Mark {
+                proc: proc.index(),
+                at: *at,
+                class: "fault",
+                glyph: "clock",
+                tip: format!("at {at}: {}", world.describe_fault(f)),
+            });
+        }
+    }
+    Scene {
+        spans,
+        beliefs: beliefs
+            .into_iter()
+            .map(|(c, a, u, e)| (c, a, u, e.unwrap_or(end)))
+            .collect(),
+        overlaps,
+        marks,
+        arrows: arrows(world, &names, view, violations),
+    }
+}
+
+fn trying_span(names: &[String], p: usize, s: SimTime, e: SimTime, how: &str) -> Span {
+    Span {
+        lane_proc: p,
+        start: s,
+        end: e,
+        class: "trying",
+        fill: None,
+        label: String::new(),
+        tip: format!("{} tries to lock from {s} to {e}: {how}", names[p]),
+    }
+}
+
+fn state_span(
+    names: &[String],
+    p: usize,
+    s: SimTime,
+    e: SimTime,
+    class: &'static str,
+    how: &str,
+) -> Span {
+    Span {
+        lane_proc: p,
+        start: s,
+        end: e,
+        class,
+        fill: None,
+        label: class.to_string(),
+        tip: format!(
+            "{} {class} from {s} to {e} ({}): {how}",
+            names[p],
+            fmt_duration_ns(e.0 - s.0)
+        ),
+    }
+}
+
+/// A partition, latency spike or loss applied and not yet healed.
+struct OpenLinkFault<'a> {
+    from: &'a [ProcId],
+    to: &'a [ProcId],
+    since: SimTime,
+    class: &'static str,
+    what: String,
+}
+
+/// Partitions, latency spikes and loss as spans on the lanes they cut off: each blocking
+/// action is paired with the action that heals the same links.
+fn network_fault_spans(world: &World, names: &[String], spans: &mut Vec<Span>) {
+    let close = |spans: &mut Vec<Span>, o: OpenLinkFault<'_>, until: SimTime| {
+        // The smaller side is the one cut off: with a partition of one process from the
+        // rest, that single process's lane is marked.
+        let marked = if o.from.len() <= o.to.len() {
+            o.from
+        } else {
+            o.to
+        };
+        for p in marked {
+            spans.push(Span {
+                lane_proc: p.index(),
+                start: o.since,
+                end: until,
+                class: o.class,
+                fill: None,
+                label: String::new(),
+                tip: format!("{} from {} to {until}", o.what, o.since),
+            });
+        }
+    };
+    let list = |ps: &[ProcId]| {
+        ps.iter()
+            .map(|p| names[p.index()].as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut open: Vec<OpenLinkFault<'_>> = Vec::new();
+    for (at, f) in &world.applied_faults {
+        let (from, to, on, class) = match f {
+            FaultAction::Partition { from, to, blocked } => (from, to, *blocked, "partition"),
+            FaultAction::LatencySpike { from, to, extra_ns } => (from, to, *extra_ns > 0, "slow"),
+            FaultAction::Loss { from, to, loss } => {
+                (from, to, *loss != crate::rng::Ratio::NEVER, "slow")
+            }
+            _ => continue,
+        };
+        if let Some(i) = open
+            .iter()
+            .position(|o| o.from == from.as_slice() && o.to == to.as_slice() && o.class == class)
+        {
+            close(spans, open.swap_remove(i), *at);
+        }
+        if on {
+            open.push(OpenLinkFault {
+                from,
+                to,
+                since: *at,
+                class,
+                what: format!(
+                    "{} ({} → {})",
+                    world.describe_fault(f),
+                    list(from),
+                    list(to)
+                ),
+            });
+        }
+    }
+    for o in open {
+        close(spans, o, world.now());
+    }
+}
+
+type Arrow = (usize, usize, SimTime, SimTime, bool, String, &'static str);
+
+fn arrows(world: &World, names: &[String], view: &View, violations: &[Violation]) -> Vec<Arrow> {
+    let mut out: Vec<Arrow> = Vec::new();
+    for e in &world.trace.entries {
+        let (from, msg, sent, dropped) = match &e.kind {
+            TraceKind::Recv { from, msg, sent_at } => (from, msg, *sent_at, None),
+            TraceKind::Dropped {
+                from,
+                msg,
+                reason,
+                sent_at,
+            } => (from, msg, *sent_at, Some(reason.as_str())),
+            _ => continue,
+        };
+        if e.at < view.arrows_from || sent > view.arrows_to {
+            continue;
+        }
+        let kind = match msg {
+            Msg::Request { .. } | Msg::ResourceRead { .. } | Msg::ResourceWrite { .. } => "req",
+            Msg::Reply { .. } | Msg::ResourceAck { .. } => "rep",
+            Msg::SentinelReq { .. } | Msg::SentinelResp { .. } | Msg::Repl(_) => "bg",
+            Msg::Consensus(_) => "req",
+        };
+        let text = format!(
+            "{} → {}: {}{} (sent {sent}, {} {})",
+            names[from.index()],
+            names[e.proc.index()],
+            describe_msg(msg),
+            dropped.map_or(String::new(), |r| format!(" — DROPPED: {r}")),
+            if dropped.is_some() {
+                "dropped"
+            } else {
+                "received"
+            },
+            e.at
+        );
+        out.push((
+            from.index(),
+            e.proc.index(),
+            sent,
+            e.at,
+            dropped.is_some(),
+            text,
+            kind,
+        ));
+    }
+    if out.len() > view.max_arrows {
+        match violations.iter().map(|v| v.at).min() {
+            // The ones nearest the first violation, in time order.
+            Some(focus) => {
+                let dist = |a: &Arrow| a.3.0.abs_diff(focus.0);
+                out.sort_by_key(|a| (dist(a), a.3, a.2));
+                out.truncate(view.max_arrows);
+                out.sort_by_key(|a| (a.3, a.2));
+            }
+            // Nothing broke: a sample spread over the window.
+            None => {
+                let every = out.len().div_ceil(view.max_arrows);
+                out = out.into_iter().step_by(every).collect();
+            }
+        }
+    }
+    out
+}
+
+/// Lane order: clients on top (as in the hand-drawn pictures), then the resource they
+/// protect, the Redis nodes, sentinels and the consensus service.
+fn lane_order(sc: &Scenario) -> Vec<usize> {
+    let rank = |k: ProcKind| match k {
+        ProcKind::Client => 0,
+        ProcKind::Resource => 1,
+        ProcKind::Redis => 2,
+        ProcKind::Sentinel => 3,
+        ProcKind::Consensus => 4,
+    };
+    let mut order: Vec<usize> = (0..sc.procs.len()).collect();
+    order.sort_by_key(|&i| (rank(sc.procs[i].1), i));
+    order
+}
+
+/// A "nice" tick step (1, 2 or 5 × 10^k ns) giving about `n` ticks over `span_ns`.
+fn tick_step_ns(span_ns: u64, n: u64) -> u64 {
+    let raw = (span_ns / n.max(1)).max(1);
+    let mut step = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            if step.saturating_mul(m) >= raw {
+                return step * m;
+            }
+        }
+        step = step.saturating_mul(10);
+    }
+}
+
+fn fmt_tick(t_ns: u64, step_ns: u64) -> String {
+    let decimals = if step_ns >= NS_PER_S {
+        0
+    } else if step_ns >= NS_PER_S / 10 {
+        1
+    } else if step_ns >= NS_PER_S / 100 {
+        2
+    } else if step_ns >= NS_PER_MS {
+        3
+    } else {
+        6
+    };
+    format!("{:.*}s", decimals, t_ns as f64 / NS_PER_S as f64)
+}
+
+fn fmt_signed_ms(ms: i64) -> String {
+    let s = fmt_duration_ns(ms.unsigned_abs() * NS_PER_MS);
+    if ms < 0 {
+        format!("−{s}")
+    } else {
+        format!("+{s}")
+    }
+}
+
+/// Clock offset (wall − true time) of a process, sampled over `[from, to]`, with the
+/// instants just before and at every step; `None` when the clock never deviates.
+fn clock_curve(
+    world: &World,
+    epoch_unix_ms: i64,
+    p: usize,
+    from: SimTime,
+    to: SimTime,
+) -> Option<Vec<(u64, f64)>> {
+    let clock = world.clock(ProcId(p as u32));
+    let epoch_ns = i128::from(epoch_unix_ms) * 1_000_000;
+    let offset_ms = |t: u64| (clock.wall_ns(SimTime(t)) - epoch_ns - t as i128) as f64 / 1e6;
+    let mut ts: Vec<u64> = (0..=CLOCK_SAMPLES)
+        .map(|i| from.0 + (to.0 - from.0) / CLOCK_SAMPLES * i)
+        .collect();
+    ts.push(to.0);
+    for (at, f) in &world.applied_faults {
+        if let FaultAction::ClockStep { proc, .. } = f
+            && proc.index() == p
+            && *at >= from
+            && *at <= to
+        {
+            ts.push(at.0.saturating_sub(1));
+            ts.push(at.0);
+        }
+    }
+    ts.sort_unstable();
+    ts.dedup();
+    let pts: Vec<(u64, f64)> = ts.into_iter().map(|t| (t, offset_ms(t))).collect();
+    let moved = pts.iter().any(|(_, o)| o.abs() >= 0.001);
+    moved.then_some(pts)
+}
+
+/// Everything needed to write the SVG.
+struct Layout<'a> {
+    sc: &'a Scenario,
+    world: &'a World,
+    view: View,
+    lane_of: Vec<usize>,
+    top: f64,
+    /// Whether elements outside the window are left out (the static picture).
+    clip_to_window: bool,
+}
+
+impl Layout<'_> {
+    fn lane_y(&self, p: usize) -> f64 {
+        self.top + self.lane_of[p] as f64 * LANE_PX
+    }
+    fn x(&self, t: SimTime) -> f64 {
+        self.view.x(t)
+    }
+    fn keep(&self, a: SimTime, b: SimTime) -> bool {
+        !self.clip_to_window || self.view.shows(a, b)
+    }
+}
+
+fn wrap(s: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for w in s.split(' ') {
+        if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(w);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+/// The timeline as a standalone SVG document. `page` adds what the HTML page's script needs
+/// (every element of the run, not only the window's) and leaves the header to the page.
+fn render_svg(
+    sc: &Scenario,
+    seed: u64,
+    world: &World,
+    violations: &[Violation],
+    view: View,
+    page: bool,
+) -> String {
+    let lock_keys = sc.lock_keys();
+    let order = lane_order(sc);
+    let mut lane_of = vec![0; order.len()];
+    for (i, &p) in order.iter().enumerate() {
+        lane_of[p] = i;
+    }
+    let names = world.names();
+    let scene = scene(sc, world, &lock_keys, &view, violations);
+    let end = world.now();
+
+    // Header text (the static picture carries its own explanation).
+    let mut header: Vec<(String, &str)> = Vec::new();
+    if !page {
+        let verdict = if violations.is_empty() {
+            "no violation".to_string()
+        } else {
+            let mut props: Vec<String> =
+                violations.iter().map(|v| v.property.to_string()).collect();
+            props.dedup();
+            format!("VIOLATED: {}", props.join(", "))
+        };
+        header.push((format!("{} — seed {seed} — {verdict}", sc.name), "title"));
+        for l in wrap(&sc.model.description, 170) {
+            header.push((l, "sub"));
+        }
+        header.push((
+            format!(
+                "true time {} … {} of {}; replay: {}",
+                view.from,
+                view.to,
+                end,
+                crate::cli::replay_command(sc, seed)
+            ),
+            "sub",
+        ));
+        for (i, v) in violations.iter().take(3).enumerate() {
+            let line = format!("({}) {} at {}: {}", i + 1, v.property, v.at, v.message);
+            for l in wrap(&line, 170) {
+                header.push((l, "vtext"));
+            }
+        }
+        if violations.len() > 3 {
+            header.push((
+                format!("… {} more violations", violations.len() - 3),
+                "vtext",
+            ));
+        }
+    }
+    let legend_y = 14.0 + header.len() as f64 * 16.0 + 8.0;
+    let axis_y = legend_y + 26.0;
+    let top = axis_y + 8.0;
+    let height = top + order.len() as f64 * LANE_PX + 24.0;
+    let l = Layout {
+        sc,
+        world,
+        view,
+        lane_of,
+        top,
+        clip_to_window: !page,
+    };
+
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="{WIDTH_PX}" height="{height}" viewBox="0 0 {WIDTH_PX} {height}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11" data-w0="{}" data-w1="{}" data-end="{}" data-x0="{PLOT_X0}" data-x1="{PLOT_X1}" data-top="{top}" data-bottom="{}">"##,
+        view.from.0,
+        view.to.0,
+        end.0,
+        top + order.len() as f64 * LANE_PX
+    );
+    s.push_str(
+        STYLE_AND_DEFS
+            .replace("PLOTX0", &PLOT_X0.to_string())
+            .replace("PLOTW", &(PLOT_X1 - PLOT_X0).to_string())
+            .replace("PLOTY", &(top - 2.0).to_string())
+            .replace("PLOTH", &(order.len() as f64 * LANE_PX + 4.0).to_string())
+            .as_str(),
+    );
+    let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
+    for (i, (line, class)) in header.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            r#"<text class="{class}" x="10" y="{}">{}</text>"#,
+            20.0 + i as f64 * 16.0,
+            esc(line)
+        );
+    }
+    legend(&mut s, legend_y);
+
+    // Lanes: background, name, role and what the clock does.
+    for (i, &p) in order.iter().enumerate() {
+        let y = top + i as f64 * LANE_PX;
+        let fill = if i % 2 == 0 { "#f7f7f7" } else { "#ffffff" };
+        let _ = writeln!(
+            s,
+            r#"<rect x="0" y="{y}" width="{WIDTH_PX}" height="{LANE_PX}" fill="{fill}"/>"#
+        );
+        let role = match sc.procs[p].1 {
+            ProcKind::Client => "client",
+            ProcKind::Redis => "redis",
+            ProcKind::Resource => "resource",
+            ProcKind::Sentinel => "sentinel",
+            ProcKind::Consensus => "consensus",
+        };
+        let colour = if sc.procs[p].1 == ProcKind::Client {
+            client_colour(sc, p)
+        } else {
+            "#333333"
+        };
+        let _ = writeln!(
+            s,
+            r#"<text class="lane" x="8" y="{}" fill="{colour}">{}</text><text class="role" x="8" y="{}">{role}</text>"#,
+            y + 18.0,
+            esc(&names[p]),
+            y + 31.0
+        );
+    }
+    // Axis ticks (the page's script redraws them on zoom).
+    let _ = writeln!(s, r#"<g id="ticks">"#);
+    let span = view.to.0 - view.from.0;
+    let step = tick_step_ns(span, 10);
+    let first = view.from.0.div_ceil(step) * step;
+    let mut t = first;
+    while t <= view.to.0 {
+        let x = l.x(SimTime(t));
+        let _ = writeln!(
+            s,
+            r#"<line class="grid" x1="{x:.1}" x2="{x:.1}" y1="{axis_y}" y2="{}"/><text class="tick" x="{x:.1}" y="{}">{}</text>"#,
+            top + order.len() as f64 * LANE_PX,
+            axis_y - 4.0,
+            fmt_tick(t, step)
+        );
+        t += step;
+    }
+    let _ = writeln!(s, "</g>");
+    let _ = writeln!(
+        s,
+        r#"<text class="axis" x="8" y="{}">true time →</text>"#,
+        axis_y - 4.0
+    );
+
+    let _ = writeln!(s, r#"<g id="plot" clip-path="url(#plotclip)">"#);
+    draw_spans(&mut s, &l, &scene);
+    draw_clocks(&mut s, &l, &order, &names);
+    draw_arrows(&mut s, &l, &scene);
+    draw_marks(&mut s, &l, &scene);
+    draw_violations(&mut s, &l, violations, order.len());
+    let _ = writeln!(s, "</g>");
+    s.push_str("</svg>\n");
+    s
+}
+
+/// `<title>` child: the tooltip of SVG viewers; the page turns it into its own.
+fn title(tip: &str) -> String {
+    format!("<title>{}</title>", esc(tip))
+}
+
+fn draw_spans(s: &mut String, l: &Layout<'_>, scene: &Scene) {
+    // Order: network faults and states under bars, bars, then overlaps on top.
+    for class in [
+        "partition",
+        "slow",
+        "down",
+        "paused",
+        "trying",
+        "key",
+        "hold",
+    ] {
+        for sp in scene.spans.iter().filter(|sp| sp.class == class) {
+            if !l.keep(sp.start, sp.end) {
+                continue;
+            }
+            let y0 = l.lane_y(sp.lane_proc);
+            let (y, h) = match class {
+                "partition" | "slow" => (y0 + 2.0, 6.0),
+                "down" | "paused" => (y0 + 4.0, LANE_PX - 8.0),
+                "trying" => (y0 + 20.0, 2.0),
+                _ => (y0 + 12.0, 16.0),
+            };
+            let x0 = l.x(sp.start);
+            // The static picture leaves out key writes and tries too short to see (a failed
+            // Redlock round writes and deletes its key on every node within milliseconds).
+            if l.clip_to_window && matches!(class, "key" | "trying") && l.x(sp.end) - x0 < 0.5 {
+                continue;
+            }
+            let w = (l.x(sp.end) - x0).max(1.0);
+            let fill = sp.fill.map_or(String::new(), |f| format!(r#" fill="{f}""#));
+            let _ = write!(
+                s,
+                r#"<rect class="{class}" data-t0="{}" data-t1="{}" x="{x0:.1}" y="{y}" width="{w:.1}" height="{h}"{fill}>{}</rect>"#,
+                sp.start.0,
+                sp.end.0,
+                title(&sp.tip)
+            );
+            if !sp.label.is_empty() {
+                // Labels show only where their bar is wide enough (the script re-decides).
+                let min_w = sp.label.chars().count() as f64 * 6.2 + 6.0;
+                if w < min_w && l.clip_to_window {
+                    s.push('\n');
+                    continue;
+                }
+                let vis = if w >= min_w { "" } else { r#" display="none""# };
+                let _ = write!(
+                    s,
+                    r#"<text class="label {class}-label" data-t0="{}" data-t1="{}" data-minw="{min_w:.0}" data-dx="3" x="{:.1}" y="{}"{vis}>{}</text>"#,
+                    sp.start.0,
+                    sp.end.0,
+                    x0 + 3.0,
+                    y + h - 4.0,
+                    esc(&sp.label)
+                );
+            }
+            s.push('\n');
+        }
+    }
+    for (c, a, u, hold_end) in &scene.beliefs {
+        // The belief matters while the lock is held: drawn up to the hold's end, with its
+        // end marked when it ran out first (the holder kept going on an expired belief).
+        let e = (*u).min(*hold_end);
+        if !l.keep(*a, e) {
+            continue;
+        }
+        let y = l.lane_y(*c) + 8.0;
+        let _ = write!(
+            s,
+            r#"<line class="belief" data-t0="{}" data-t1="{}" x1="{:.1}" x2="{:.1}" y1="{y}" y2="{y}">{}</line>"#,
+            a.0,
+            e.0,
+            l.x(*a),
+            l.x(e),
+            title(&format!(
+                "{} believes its lock valid from {a} until {u}",
+                l.world.names()[*c]
+            )),
+        );
+        if u <= hold_end {
+            let _ = write!(
+                s,
+                r#"<line class="belief-end" data-t0="{}" x1="{:.1}" x2="{:.1}" y1="{}" y2="{}">{}</line>"#,
+                u.0,
+                l.x(*u),
+                l.x(*u),
+                y - 4.0,
+                y + 22.0,
+                title(&format!(
+                    "{}'s belief ran out at {u} while it still held the lock (until {hold_end})",
+                    l.world.names()[*c]
+                ))
+            );
+        }
+        s.push('\n');
+    }
+    for (a, b, from, to) in &scene.overlaps {
+        if !l.keep(*from, *to) {
+            continue;
+        }
+        for c in [a, b] {
+            let y = l.lane_y(*c) + 10.0;
+            let _ = writeln!(
+                s,
+                r#"<rect class="overlap" data-t0="{}" data-t1="{}" x="{:.1}" y="{y}" width="{:.1}" height="20">{}</rect>"#,
+                from.0,
+                to.0,
+                l.x(*from),
+                (l.x(*to) - l.x(*from)).max(1.5),
+                title(&format!(
+                    "two holders at once: {} and {} both believe they hold the lock from {from} to {to} ({})",
+                    l.world.names()[*a],
+                    l.world.names()[*b],
+                    fmt_duration_ns(to.0 - from.0)
+                ))
+            );
+        }
+    }
+}
+
+fn draw_clocks(s: &mut String, l: &Layout<'_>, order: &[usize], names: &[String]) {
+    let (from, to) = if l.clip_to_window {
+        (l.view.from, l.view.to)
+    } else {
+        (SimTime::ZERO, l.world.now())
+    };
+    for &p in order {
+        let Some(pts) = clock_curve(l.world, l.sc.epoch_unix_ms, p, from, to) else {
+            continue;
+        };
+        let lo = pts.iter().map(|p| p.1).fold(0.0f64, f64::min);
+        let hi = pts.iter().map(|p| p.1).fold(0.0f64, f64::max);
+        let y0 = l.lane_y(p);
+        // The band: the lane's lowest 14 px; zero offset is a dotted line in it.
+        let (band_top, band_h) = (y0 + 33.0, 13.0);
+        let yv = |o: f64| {
+            if hi - lo < 1e-9 {
+                band_top + band_h / 2.0
+            } else {
+                band_top + band_h * (hi - o) / (hi - lo)
+            }
+        };
+        let ts: Vec<String> = pts.iter().map(|(t, _)| t.to_string()).collect();
+        let ys: Vec<String> = pts.iter().map(|(_, o)| format!("{:.1}", yv(*o))).collect();
+        let points: Vec<String> = pts
+            .iter()
+            .map(|(t, o)| format!("{:.1},{:.1}", l.x(SimTime(*t)), yv(*o)))
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<line class="clock-zero" data-t0="{}" data-t1="{}" x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}"/>"#,
+            from.0,
+            to.0,
+            l.x(from),
+            l.x(to),
+            yv(0.0),
+            yv(0.0)
+        );
+        let _ = writeln!(
+            s,
+            r#"<polyline class="clock" data-ts="{}" data-ys="{}" points="{}">{}</polyline>"#,
+            ts.join(" "),
+            ys.join(" "),
+            points.join(" "),
+            title(&format!(
+                "{}'s wall clock minus true time: from {} to {} ms over the run (steps and drift)",
+                names[p],
+                fmt_signed_ms(lo.round() as i64),
+                fmt_signed_ms(hi.round() as i64)
+            ))
+        );
+        // The reading at a few instants, so a stepped clock can be read off the picture.
+        let n = 6u64;
+        for i in 0..n {
+            let t = SimTime(
+                l.view.from.0
+                    + (l.view.to.0 - l.view.from.0) / n * i
+                    + (l.view.to.0 - l.view.from.0) / (2 * n),
+            );
+            let off = pts
+                .iter()
+                .rev()
+                .find(|(pt, _)| *pt <= t.0)
+                .map_or(0.0, |p| p.1);
+            let wall_ms = l.world.clock(ProcId(p as u32)).wall_ms(t) - l.sc.epoch_unix_ms;
+            let _ = writeln!(
+                s,
+                r#"<text class="wall" data-t0="{}" x="{:.1}" y="{:.1}">wall +{:.3}s ({})</text>"#,
+                t.0,
+                l.x(t),
+                y0 + 31.0,
+                wall_ms as f64 / 1000.0,
+                fmt_signed_ms(off.round() as i64)
+            );
+        }
+    }
+}
+
+fn draw_arrows(s: &mut String, l: &Layout<'_>, scene: &Scene) {
+    for (from, to, sent, recv, dropped, text, kind) in &scene.arrows {
+        let y1 = l.lane_y(*from) + LANE_PX / 2.0;
+        let y2 = l.lane_y(*to) + LANE_PX / 2.0;
+        let class = if *dropped {
+            "msg dropped".to_string()
+        } else {
+            format!("msg {kind}")
+        };
+        let _ = writeln!(
+            s,
+            r#"<line class="{class}" data-t0="{}" data-t1="{}" x1="{:.1}" x2="{:.1}" y1="{y1}" y2="{y2}">{}</line>"#,
+            sent.0,
+            recv.0,
+            l.x(*sent),
+            l.x(*recv),
+            title(text)
+        );
+    }
+}
+
+fn draw_marks(s: &mut String, l: &Layout<'_>, scene: &Scene) {
+    for m in &scene.marks {
+        if !l.keep(m.at, m.at) {
+            continue;
+        }
+        let y0 = l.lane_y(m.proc);
+        let x = l.x(m.at);
+        let (w, y, h, label) = match m.glyph {
+            "clock" => (3.0, y0 + 2.0, LANE_PX - 4.0, "⏱"),
+            "acq" => (2.0, y0 + 6.0, 26.0, ""),
+            "x" => (7.0, y0 + 10.0, 20.0, "✗"),
+            "f" => (3.0, y0 + 2.0, LANE_PX - 4.0, "⚡"),
+            _ => (6.0, y0 + 14.0, 12.0, ""),
+        };
+        let _ = write!(
+            s,
+            r#"<rect class="mark {}" data-t0="{}" data-w="{w}" x="{:.1}" y="{y}" width="{w}" height="{h}">{}</rect>"#,
+            m.class,
+            m.at.0,
+            x - w / 2.0,
+            title(&m.tip)
+        );
+        if !label.is_empty() {
+            let _ = write!(
+                s,
+                r#"<text class="glyph" data-t0="{}" data-dx="3" x="{:.1}" y="{}">{label}</text>"#,
+                m.at.0,
+                x + 3.0,
+                y0 + 12.0
+            );
+        }
+        s.push('\n');
+    }
+}
+
+fn draw_violations(s: &mut String, l: &Layout<'_>, violations: &[Violation], lanes: usize) {
+    for (i, v) in violations.iter().enumerate().take(20) {
+        let x = l.x(v.at);
+        let bottom = l.top + lanes as f64 * LANE_PX;
+        let _ = writeln!(
+            s,
+            r#"<line class="violation" data-t0="{}" data-t1="{}" x1="{x:.1}" x2="{x:.1}" y1="{}" y2="{bottom}">{}</line><text class="vlabel" data-t0="{}" data-dx="3" x="{:.1}" y="{}">({}) {}</text>"#,
+            v.at.0,
+            v.at.0,
+            l.top,
+            title(&format!(
+                "VIOLATION {} at {}: {}",
+                v.property, v.at, v.message
+            )),
+            v.at.0,
+            x + 3.0,
+            l.top + 10.0 + (i % 3) as f64 * 11.0,
+            i + 1,
+            v.property
+        );
+        for a in &v.actors {
+            let y = l.lane_y(a.index());
+            let _ = writeln!(
+                s,
+                r#"<rect class="vactor" data-t0="{}" data-w="10" x="{:.1}" y="{y}" width="10" height="{LANE_PX}">{}</rect>"#,
+                v.at.0,
+                x - 5.0,
+                title(&format!(
+                    "{} is involved in violation ({})",
+                    l.world.names()[a.index()],
+                    i + 1
+                ))
+            );
+        }
+    }
+}
+
+fn legend(s: &mut String, y: f64) {
+    let items: [(&str, &str); 11] = [
+        ("hold", "holds the lock (its own belief)"),
+        ("belief", "validity it believes in"),
+        ("key", "lock key on a node (writer's colour)"),
+        ("trying", "trying"),
+        ("paused", "paused"),
+        ("down", "down"),
+        ("partition", "partitioned"),
+        ("slow", "slow/lossy link"),
+        ("msg req", "message"),
+        ("overlap", "two holders"),
+        ("clock", "wall − true time"),
+    ];
+    let mut x = 10.0;
+    for (class, text) in items {
+        let sw = match class {
+            "belief" | "msg req" | "clock" => format!(
+                r#"<line class="{class}" x1="{x}" x2="{}" y1="{}" y2="{}"/>"#,
+                x + 18.0,
+                y + 5.0,
+                y + 5.0
+            ),
+            "hold" | "key" => format!(
+                r##"<rect class="{class}" x="{x}" y="{y}" width="18" height="10" fill="#1f77b4"/>"##
+            ),
+            _ => format!(r#"<rect class="{class}" x="{x}" y="{y}" width="18" height="10"/>"#),
+        };
+        let _ = write!(
+            s,
+            r#"{sw}<text class="legend" x="{}" y="{}">{}</text>"#,
+            x + 22.0,
+            y + 9.0,
+            esc(text)
+        );
+        x += 22.0 + text.chars().count() as f64 * 5.6 + 14.0;
+    }
+    s.push('\n');
+}
+
+const STYLE_AND_DEFS: &str = r##"<defs>
+<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff3c4"/><line x1="0" y1="0" x2="0" y2="6" stroke="#e0a800" stroke-width="2"/></pattern>
+<pattern id="cross" width="6" height="6" patternUnits="userSpaceOnUse"><rect width="6" height="6" fill="#d9d9d9"/><path d="M0,0 L6,6 M6,0 L0,6" stroke="#777" stroke-width="0.8"/></pattern>
+<marker id="arrow" viewBox="0 0 6 6" refX="6" refY="3" markerWidth="5" markerHeight="5" orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#777"/></marker>
+<clipPath id="plotclip"><rect x="PLOTX0" y="PLOTY" width="PLOTW" height="PLOTH"/></clipPath>
+</defs>
+<style>
+.title{font-size:15px;font-weight:bold;fill:#111}
+.sub{font-size:11px;fill:#444}
+.vtext{font-size:11px;fill:#c00000;font-weight:bold}
+.legend{font-size:10px;fill:#333}
+.lane{font-size:13px;font-weight:bold}
+.role{font-size:10px;fill:#777}
+.axis,.tick{font-size:10px;fill:#555;text-anchor:middle}
+.axis{text-anchor:start}
+.grid{stroke:#e3e3e3;stroke-width:1}
+.hold{fill-opacity:.85;stroke:#222;stroke-width:.5}
+.key{fill-opacity:.35;stroke-width:.8;stroke:#444}
+.label{font-size:9px;fill:#111;pointer-events:none}
+.trying{fill:#aaaaaa}
+.paused{fill:url(#hatch);stroke:#e0a800;stroke-width:.8}
+.down{fill:url(#cross);stroke:#555;stroke-width:.8}
+.paused-label,.down-label{font-size:9px;fill:#555}
+.partition{fill:#ff9f43;fill-opacity:.8}
+.slow{fill:#ffd166;fill-opacity:.8}
+.belief{stroke:#333;stroke-width:1.2;stroke-dasharray:4 2}
+.belief-end{stroke:#333;stroke-width:1.2}
+.overlap{fill:#e00000;fill-opacity:.35;stroke:#c00000;stroke-width:1.2}
+.clock{fill:none;stroke:#6a3d9a;stroke-width:1.2}
+.clock-zero{stroke:#bbb;stroke-dasharray:1 2}
+.wall{font-size:8.5px;fill:#6a3d9a;text-anchor:middle}
+.msg{stroke-width:.7;marker-end:url(#arrow);opacity:.75}
+.req{stroke:#777}
+.rep{stroke:#444;stroke-dasharray:3 1}
+.bg{stroke:#b9a7d6;opacity:.5}
+.dropped{stroke:#d62728;stroke-dasharray:2 2}
+.mark{fill:#777}
+.mark.ev{fill:#222}
+.mark.read{fill:#9ecae1}
+.mark.write{fill:#2ca02c}
+.mark.rejected{fill:#fdae6b;stroke:#e6550d}
+.mark.bad{fill:#e00000}
+.mark.fault{fill:#e6550d}
+.mark.info{fill:#9467bd}
+.glyph{font-size:11px;fill:#e6550d;pointer-events:none}
+.violation{stroke:#e00000;stroke-width:2}
+.vlabel{font-size:10px;font-weight:bold;fill:#e00000}
+.vactor{fill:#e00000;fill-opacity:.12}
+</style>
+"##;
+
+/// The static picture: the window around the first violation (the whole run, up to its
+/// first minute, when nothing broke).
+pub fn svg(sc: &Scenario, seed: u64, world: &World, violations: &[Violation]) -> String {
+    let view = View::around_first_violation(world, violations);
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    s.push_str(&render_svg(sc, seed, world, violations, view, false));
+    s
+}
+
+/// The page: one self-contained HTML file (inline SVG, CSS and script; nothing fetched).
+pub fn html(sc: &Scenario, seed: u64, world: &World, violations: &[Violation]) -> String {
+    let view = View::page(world, violations);
+    let names = world.names();
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>distlock-sim: {} seed {seed}</title>
+<style>{PAGE_CSS}</style></head>
+<body>
+<header><h1>{} <span class="seed">seed {seed}</span> <span class="{}">{}</span></h1>
+<p>{}</p>
+<p class="replay">replay: <code>{}</code></p>
+"#,
+        esc(&sc.name),
+        esc(&sc.name),
+        if violations.is_empty() { "ok" } else { "bad" },
+        if violations.is_empty() {
+            "no violation".to_string()
+        } else {
+            format!("{} violation(s)", violations.len())
+        },
+        esc(&sc.model.description),
+        esc(&crate::cli::replay_command(sc, seed)),
+    );
+    if !violations.is_empty() {
+        s.push_str("<ol class=\"violations\">\n");
+        for v in violations.iter().take(20) {
+            let _ = writeln!(
+                s,
+                r##"<li><a href="#" data-goto="{}"><b>{}</b> at {}</a>: {}</li>"##,
+                v.at.0,
+                v.property,
+                v.at,
+                esc(&v.message)
+            );
+        }
+        s.push_str("</ol>\n");
+    }
+    s.push_str(
+        r#"</header>
+<nav><button id="fit">whole run</button> <button id="focus">first violation</button> <button id="zin">zoom in</button> <button id="zout">zoom out</button>
+<span class="hint">wheel: zoom at the pointer · drag: pan · hover: details · click a violation above to go there</span>
+<span id="range"></span></nav>
+<div id="chart">
+"#,
+    );
+    s.push_str(&render_svg(sc, seed, world, violations, view, true));
+    s.push_str("</div>\n<div id=\"tip\" hidden></div>\n");
+    let _ = writeln!(
+        s,
+        "<section><h2>Faults applied ({})</h2><ul class=\"faults\">",
+        world.applied_faults.len()
+    );
+    for (at, f) in world.applied_faults.iter().take(500) {
+        let _ = writeln!(
+            s,
+            r##"<li><a href="#" data-goto="{}">{at}</a> {}</li>"##,
+            at.0,
+            esc(&world.describe_fault(f))
+        );
+    }
+    if world.applied_faults.len() > 500 {
+        let _ = writeln!(s, "<li>… {} more</li>", world.applied_faults.len() - 500);
+    }
+    let _ = writeln!(
+        s,
+        "</ul><p class=\"note\">Lanes: {}. Message arrows are drawn from {} to {} (at most {ARROWS_PAGE}); the JSON trace (<code>--format json</code>) has every message.</p></section>",
+        esc(&names.join(", ")),
+        view.arrows_from,
+        view.arrows_to
+    );
+    s.push_str("<script>\n");
+    s.push_str(PAGE_JS);
+    s.push_str("</script>\n</body></html>\n");
+    s
+}
+
+const PAGE_CSS: &str = r#"
+body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:16px;color:#222;background:#fff}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:15px;margin:18px 0 6px}
+.seed{color:#666;font-weight:normal} .bad{color:#c00000} .ok{color:#2a7a2a}
+.replay code{background:#f3f3f3;padding:1px 4px}
+.violations li{color:#c00000;margin:2px 0} .violations a{color:#c00000}
+nav{margin:8px 0;font-size:12px} nav button{font-size:12px;margin-right:4px}
+.hint{color:#777;margin-left:8px} #range{margin-left:12px;color:#444}
+#chart{border:1px solid #ddd;overflow-x:auto;user-select:none;cursor:grab}
+#chart svg{display:block}
+#tip{position:fixed;max-width:560px;background:#222;color:#fff;font-size:12px;padding:6px 8px;border-radius:4px;pointer-events:none;white-space:pre-wrap;z-index:10}
+.faults{font-size:12px;columns:2} .note{font-size:12px;color:#666}
+"#;
+
+/// Zoom, pan and tooltips: every element placed in time carries its true times, and
+/// `layout()` places it again for the current window with the same formula as the Rust side.
+const PAGE_JS: &str = r#"
+(function () {
+  'use strict';
+  const svg = document.getElementById('timeline');
+  const NS = 'http://www.w3.org/2000/svg';
+  const X0 = +svg.dataset.x0, X1 = +svg.dataset.x1, END = +svg.dataset.end;
+  const TOP = +svg.dataset.top, BOTTOM = +svg.dataset.bottom;
+  const FIRST = [+svg.dataset.w0, +svg.dataset.w1];
+  let w0 = FIRST[0], w1 = FIRST[1];
+  const timed = Array.from(svg.querySelectorAll('[data-t0],[data-ts]'));
+  const x = t => X0 + (t - w0) / Math.max(1, w1 - w0) * (X1 - X0);
+  function fmt(t, step) {
+    const d = step >= 1e9 ? 0 : step >= 1e8 ? 1 : step >= 1e7 ? 2 : step >= 1e6 ? 3 : 6;
+    return (t / 1e9).toFixed(d) + 's';
+  }
+  function ticks() {
+    const g = document.getElementById('ticks');
+    while (g.firstChild) g.removeChild(g.firstChild);
+    const span = w1 - w0, raw = Math.max(1, span / 10);
+    let step = Math.pow(10, Math.floor(Math.log10(raw)));
+    for (const m of [1, 2, 5, 10]) { if (step * m >= raw) { step *= m; break; } }
+    for (let t = Math.ceil(w0 / step) * step; t <= w1; t += step) {
+      const l = document.createElementNS(NS, 'line');
+      l.setAttribute('class', 'grid');
+      l.setAttribute('x1', x(t)); l.setAttribute('x2', x(t));
+      l.setAttribute('y1', TOP - 8); l.setAttribute('y2', BOTTOM);
+      const tx = document.createElementNS(NS, 'text');
+      tx.setAttribute('class', 'tick'); tx.setAttribute('x', x(t)); tx.setAttribute('y', TOP - 12);
+      tx.textContent = fmt(t, step);
+      g.appendChild(l); g.appendChild(tx);
+    }
+  }
+  function layout() {
+    for (const el of timed) {
+      const d = el.dataset;
+      if (d.ts !== undefined) {
+        const ts = d.ts.split(' '), ys = d.ys.split(' ');
+        el.setAttribute('points', ts.map((t, i) => x(+t).toFixed(1) + ',' + ys[i]).join(' '));
+        continue;
+      }
+      const a = x(+d.t0);
+      const tag = el.tagName;
+      if (tag === 'line') {
+        el.setAttribute('x1', a.toFixed(1));
+        el.setAttribute('x2', (d.t1 !== undefined ? x(+d.t1) : a).toFixed(1));
+      } else if (tag === 'rect') {
+        if (d.w !== undefined) { el.setAttribute('x', (a - d.w / 2).toFixed(1)); }
+        else {
+          el.setAttribute('x', a.toFixed(1));
+          el.setAttribute('width', Math.max(1, x(+d.t1) - a).toFixed(1));
+        }
+      } else if (tag === 'text') {
+        el.setAttribute('x', (a + (+d.dx || 0)).toFixed(1));
+        if (d.minw !== undefined) {
+          const w = x(+d.t1) - a;
+          if (w >= +d.minw) el.removeAttribute('display'); else el.setAttribute('display', 'none');
+        }
+      }
+    }
+    ticks();
+    document.getElementById('range').textContent =
+      'showing ' + (w0 / 1e9).toFixed(6) + 's … ' + (w1 / 1e9).toFixed(6) + 's of ' + (END / 1e9).toFixed(3) + 's';
+  }
+  function setWindow(a, b) {
+    const minSpan = 1e5;
+    if (b - a < minSpan) { const m = (a + b) / 2; a = m - minSpan / 2; b = m + minSpan / 2; }
+    const pad = (END || 1) * 0.05;
+    w0 = Math.max(-pad, a); w1 = Math.min(END + pad, b);
+    layout();
+  }
+  function zoom(f, at) {
+    const t = at === undefined ? (w0 + w1) / 2 : at;
+    setWindow(t - (t - w0) * f, t + (w1 - t) * f);
+  }
+  const tAt = px => w0 + (px - X0) / (X1 - X0) * (w1 - w0);
+  const svgX = ev => { const r = svg.getBoundingClientRect(); return (ev.clientX - r.left) * (svg.viewBox.baseVal.width / r.width); };
+  svg.addEventListener('wheel', ev => { ev.preventDefault(); zoom(ev.deltaY < 0 ? 0.8 : 1.25, tAt(svgX(ev))); }, { passive: false });
+  let drag = null;
+  svg.addEventListener('mousedown', ev => { drag = { px: svgX(ev), w0, w1 }; });
+  window.addEventListener('mouseup', () => { drag = null; });
+  svg.addEventListener('mousemove', ev => {
+    if (drag) {
+      const dt = (svgX(ev) - drag.px) / (X1 - X0) * (drag.w1 - drag.w0);
+      w0 = drag.w0 - dt; w1 = drag.w1 - dt; layout();
+    }
+  });
+  document.getElementById('fit').onclick = () => setWindow(0, END);
+  document.getElementById('focus').onclick = () => setWindow(FIRST[0], FIRST[1]);
+  document.getElementById('zin').onclick = () => zoom(0.5);
+  document.getElementById('zout').onclick = () => zoom(2);
+  for (const a of document.querySelectorAll('[data-goto]')) {
+    a.addEventListener('click', ev => {
+      ev.preventDefault();
+      const t = +a.dataset.goto, span = Math.max(2e9, (w1 - w0) / 2);
+      setWindow(t - span * 0.7, t + span * 0.3);
+    });
+  }
+  // Tooltips: the SVG's <title>s become the page's own tip (one, styled, instant).
+  const tip = document.getElementById('tip');
+  for (const t of Array.from(svg.querySelectorAll('title'))) {
+    t.parentNode.setAttribute('data-tip', t.textContent);
+    t.parentNode.removeChild(t);
+  }
+  svg.addEventListener('mouseover', ev => {
+    const el = ev.target.closest('[data-tip]');
+    if (!el) { tip.hidden = true; return; }
+    tip.textContent = el.getAttribute('data-tip');
+    tip.hidden = false;
+  });
+  svg.addEventListener('mousemove', ev => {
+    tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 580) + 'px';
+    tip.style.top = (ev.clientY + 14) + 'px';
+  });
+  svg.addEventListener('mouseleave', () => { tip.hidden = true; });
+  layout();
+  document.body.dataset.rendered = String(timed.length);
+})();
+"#;
