@@ -321,11 +321,7 @@ pub fn sweep_text(
     );
     for p in &sc.properties {
         let n = summary.violations_per_property.get(p).copied().unwrap_or(0);
-        let first = summary
-            .violating
-            .iter()
-            .find(|(_, vs)| vs.iter().any(|v| v.property == *p))
-            .map(|(s, _)| *s);
+        let first = summary.first_seed_per_property.get(p).copied();
         match first {
             Some(f) => {
                 let _ = writeln!(
@@ -382,10 +378,8 @@ pub fn sweep_text(
             if !swarm.is_empty() {
                 let _ = writeln!(s, "  swarm drawn: {}", swarm.join("; "));
             }
-            if let Some((_, vs)) = summary.violating.first() {
-                for v in vs {
-                    let _ = writeln!(s, "  {} at {}: {}", v.property, v.at, v.message);
-                }
+            for v in &summary.first_violations {
+                let _ = writeln!(s, "  {} at {}: {}", v.property, v.at, v.message);
             }
             let _ = writeln!(s, "  replay: {}", replay_command(sc, seed));
         }
@@ -397,7 +391,32 @@ pub fn sweep_text(
     s
 }
 
-/// `--json`: one line per violating seed, then a summary line.
+/// `--json`: the line of one violating seed (printed as the sweep finds it).
+pub fn violating_seed_json(sc: &Scenario, seed: u64, vs: &[crate::check::Violation]) -> String {
+    use serde_json::json;
+    let name = |p: &crate::time::ProcId| sc.procs[p.index()].0.clone();
+    let viols: Vec<serde_json::Value> = vs
+        .iter()
+        .map(|v| {
+            json!({
+                "property": v.property.name(),
+                "at_ns": v.at.0,
+                "actors": v.actors.iter().map(name).collect::<Vec<_>>(),
+                "message": v.message,
+            })
+        })
+        .collect();
+    json!({
+        "model": sc.name,
+        "seed": seed,
+        "swarm": sc.swarm_text(seed),
+        "violations": viols,
+        "replay": replay_command(sc, seed),
+    })
+    .to_string()
+}
+
+/// `--json`: the summary line that ends the output.
 pub fn sweep_json(
     sc: &Scenario,
     summary: &SweepSummary,
@@ -408,28 +427,6 @@ pub fn sweep_json(
 ) -> String {
     use serde_json::json;
     let mut s = String::new();
-    let name = |p: &crate::time::ProcId| sc.procs[p.index()].0.clone();
-    for (seed, vs) in &summary.violating {
-        let viols: Vec<serde_json::Value> = vs
-            .iter()
-            .map(|v| {
-                json!({
-                    "property": v.property.name(),
-                    "at_ns": v.at.0,
-                    "actors": v.actors.iter().map(name).collect::<Vec<_>>(),
-                    "message": v.message,
-                })
-            })
-            .collect();
-        let line = json!({
-            "model": sc.name,
-            "seed": seed,
-            "swarm": sc.swarm_text(*seed),
-            "violations": viols,
-            "replay": replay_command(sc, *seed),
-        });
-        let _ = writeln!(s, "{line}");
-    }
     let per: serde_json::Map<String, serde_json::Value> = sc
         .properties
         .iter()
@@ -450,7 +447,7 @@ pub fn sweep_json(
         "seeds": [seeds.0.start, seeds.0.end],
         "shard": [shard.index, shard.count],
         "seeds_run": summary.seeds_run,
-        "violating_seeds": summary.violating.len(),
+        "violating_seeds": summary.violating_seeds,
         "violations_per_property": per,
         "first_violating_seed": summary.first_violating_seed,
         "event_limit_seeds": summary.event_limit_seeds,

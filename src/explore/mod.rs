@@ -129,8 +129,13 @@ pub struct SweepSummary {
     /// Seeds that violated each property.
     pub violations_per_property: BTreeMap<Property, u64>,
     pub first_violating_seed: Option<u64>,
-    /// Violating seeds in order, with their violations (first per property).
-    pub violating: Vec<(u64, Vec<Violation>)>,
+    /// The first violating seed's violations (first per property).
+    pub first_violations: Vec<Violation>,
+    /// Seeds that violated at least one property. Only counts are kept, so that memory stays
+    /// flat in the number of seeds; `sweep_each` hands every violating seed to its caller.
+    pub violating_seeds: u64,
+    /// The first seed that violated each property.
+    pub first_seed_per_property: BTreeMap<Property, u64>,
     /// Seeds that hit the event limit before their duration (inconclusive).
     pub event_limit_seeds: u64,
     pub events: u64,
@@ -169,13 +174,17 @@ impl SweepSummary {
             self.event_limit_seeds += 1;
         }
         if o.violated() {
+            self.violating_seeds += 1;
             for v in &o.violations {
                 *self.violations_per_property.entry(v.property).or_default() += 1;
+                self.first_seed_per_property
+                    .entry(v.property)
+                    .or_insert(o.seed);
             }
             if self.first_violating_seed.is_none() {
                 self.first_violating_seed = Some(o.seed);
+                self.first_violations = o.violations;
             }
-            self.violating.push((o.seed, o.violations));
         }
     }
 
@@ -193,6 +202,19 @@ pub fn sweep(
     shard: Shard,
     jobs: usize,
     on_done: &(dyn Fn() + Sync),
+) -> SweepSummary {
+    sweep_each(sc, seeds, shard, jobs, on_done, &mut |_, _| {})
+}
+
+/// `sweep`, handing each violating seed and its violations to `on_violating` in seed order
+/// as the sweep goes (`--json` streams them), instead of keeping them.
+pub fn sweep_each(
+    sc: &Scenario,
+    seeds: Range<u64>,
+    shard: Shard,
+    jobs: usize,
+    on_done: &(dyn Fn() + Sync),
+    on_violating: &mut dyn FnMut(u64, &[Violation]),
 ) -> SweepSummary {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
@@ -217,6 +239,9 @@ pub fn sweep(
                 .collect()
         });
         for o in outcomes {
+            if o.violated() {
+                on_violating(o.seed, &o.violations);
+            }
             summary.add(o);
         }
         start = end;
