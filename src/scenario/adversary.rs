@@ -5,16 +5,28 @@
 //! - `swarm`: the same faults as a swarm, so each seed draws which kinds are on and how hard;
 //! - `triggered`: each fault kind that has a protocol trigger fires at the protocol event
 //!   instead (a client pause right after it acquires — or right after it reads, when the
-//!   model checks `resource_safety` — a node's clock step or crash right after it grants);
+//!   model checks `resource_safety`; right before the DEL of a GET-then-DEL unlock; right
+//!   before a consensus client's write — a node's clock step or crash right after it grants);
 //!   a client's partition right after it acquires; kinds without a trigger (node pauses
 //!   and partitions) stay random.
 //!
 //! Kinds and magnitudes are the model's own in all three: only the timing changes, which
 //! is what makes the comparison fair.
 
-use super::model::{Invalid, ProcKind, RandomFaultSpec, Scenario, SwarmSpec, TriggerSpec};
-use super::units::Name;
+use super::model::{
+    ClientKind, Invalid, MessageSpec, ProcKind, RandomFaultSpec, Scenario, SwarmSpec, TriggerSpec,
+};
+use super::units::{Bounded, Dur, DurRange, Name};
 use crate::check::Property;
+use crate::client::Algorithm;
+use crate::time::NS_PER_MS;
+
+/// How long after a grant a triggered crash waits when the client has more to do (its
+/// `WAIT`'s 200 ms timeout or its `INCR` a millisecond later): a delay drawn in this range.
+const CRASH_AFTER_FOLLOW_UP: DurRange = DurRange {
+    min: Dur(NS_PER_MS),
+    max: Dur(300 * NS_PER_MS),
+};
 
 /// How a model's random faults are timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -57,7 +69,12 @@ impl Scenario {
             AdversaryStyle::Triggered => {
                 for f in all {
                     match self.trigger_for(&f) {
-                        Some(t) => m.triggers.push(t),
+                        Some(mut t) => {
+                            // The same fault budget: as many firings as the random fault
+                            // would have had in a run, on average.
+                            *t.max_mut() = Some(Bounded(self.expected_firings(&f)));
+                            m.triggers.push(t)
+                        }
                         None => m.random_faults.push(f),
                     }
                 }
@@ -67,6 +84,43 @@ impl Scenario {
         let flag = clap::ValueEnum::to_possible_value(&style).expect("no skipped variants");
         sc.replay_flags = format!(" --adversary {}", flag.get_name());
         Ok(sc)
+    }
+
+    /// How many times a random fault fires in a run on average: for each target, the run's
+    /// duration over the mean of its `every` range (at least once in all).
+    fn expected_firings(&self, f: &RandomFaultSpec) -> i64 {
+        let (RandomFaultSpec::Pause { targets, every, .. }
+        | RandomFaultSpec::Crash { targets, every, .. }
+        | RandomFaultSpec::ClockStep { targets, every, .. }
+        | RandomFaultSpec::Partition { targets, every, .. }) = f;
+        let mean_ns = (every.min.ns() / 2 + every.max.ns() / 2).max(1);
+        let per_target = self.model.duration.ns() / mean_ns;
+        (per_target.saturating_mul(targets.len() as u64) as i64).clamp(1, 1_000_000)
+    }
+
+    fn client_names(&self) -> Vec<Name> {
+        self.procs
+            .iter()
+            .filter(|(_, k)| *k == ProcKind::Client)
+            .map(|(n, _)| Name(n.clone()))
+            .collect()
+    }
+
+    /// The algorithm all of `clients` run, when they run the same one.
+    fn common_client_kind(&self, clients: &[Name]) -> Option<ClientKind> {
+        let mut kinds = clients.iter().map(|c| {
+            self.model.clients.iter().find_map(|g| {
+                let count = g.count.map_or(1, |c| c.0);
+                let named = if count == 1 {
+                    g.name == *c
+                } else {
+                    (1..=count).any(|i| format!("{}{i}", g.name.0) == c.0)
+                };
+                named.then_some(g.algorithm.0)
+            })
+        });
+        let first = kinds.next()??;
+        kinds.all(|k| k == Some(first)).then_some(first)
     }
 
     fn kind_of(&self, n: &Name) -> Option<ProcKind> {
@@ -80,35 +134,54 @@ impl Scenario {
             !targets.is_empty() && targets.iter().all(|t| self.kind_of(t) == Some(k))
         };
         match f {
-            // A lost update needs the pause between read and write; a second holder needs it
-            // anywhere after acquiring.
+            // Where a client's pause does harm depends on what it does next: a GET-then-DEL
+            // unlock needs it between the GET and the DEL; a consensus client (which hears of
+            // its expired session as soon as it resumes) needs it between deciding to write and
+            // the write; a lost update otherwise needs it between read and write; a second
+            // holder needs it anywhere after acquiring.
             RandomFaultSpec::Pause {
                 targets, duration, ..
             } if all(targets, ProcKind::Client) => {
                 let targets = targets.clone();
                 let duration = *duration;
-                Some(
-                    if self
-                        .model
-                        .check
-                        .iter()
-                        .any(|p| p.0 == Property::ResourceSafety)
-                    {
-                        TriggerSpec::PauseAfterRead {
+                let kind = self.common_client_kind(&targets);
+                let resource_safety = self
+                    .model
+                    .check
+                    .iter()
+                    .any(|p| p.0 == Property::ResourceSafety);
+                Some(match kind {
+                    Some(ClientKind::Single(Algorithm::SetPxGetDel)) => {
+                        TriggerSpec::PauseBeforeSend {
                             targets,
+                            message: MessageSpec::Del,
                             duration,
                             chance_ppm: None,
                             max: None,
                         }
-                    } else {
-                        TriggerSpec::PauseAfterAcquire {
+                    }
+                    Some(ClientKind::Consensus) if resource_safety => {
+                        TriggerSpec::PauseBeforeSend {
                             targets,
+                            message: MessageSpec::ResourceWrite,
                             duration,
                             chance_ppm: None,
                             max: None,
                         }
+                    }
+                    _ if resource_safety => TriggerSpec::PauseAfterRead {
+                        targets,
+                        duration,
+                        chance_ppm: None,
+                        max: None,
                     },
-                )
+                    _ => TriggerSpec::PauseAfterAcquire {
+                        targets,
+                        duration,
+                        chance_ppm: None,
+                        max: None,
+                    },
+                })
             }
             RandomFaultSpec::ClockStep { targets, delta, .. } if all(targets, ProcKind::Redis) => {
                 Some(TriggerSpec::ClockStepAfterGrant {
@@ -136,9 +209,18 @@ impl Scenario {
                     })
                     .map(|n| n.name.clone())
                     .collect();
+                // Clients that follow their SET with a WAIT or a fencing INCR need the crash
+                // after those: otherwise the WAIT fails (no lock) or the INCR never happens.
+                let follow_up = matches!(
+                    self.common_client_kind(&self.client_names()),
+                    Some(ClientKind::Single(
+                        Algorithm::SetPxWaitCad | Algorithm::SetPxCadFencing
+                    ))
+                );
                 Some(TriggerSpec::CrashAfterGrant {
                     targets: targets.clone(),
                     isolate_from,
+                    after: follow_up.then_some(CRASH_AFTER_FOLLOW_UP),
                     restart_after: Some(down.min),
                     keep_data: *keep_data,
                     chance_ppm: None,

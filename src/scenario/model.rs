@@ -19,7 +19,7 @@ use crate::redis::sentinel::{Sentinel, SentinelConfig};
 use crate::redis::{RedisConfig, RedisProcess};
 use crate::rng::{Ratio, Seed};
 use crate::scenario::units::{Bounded, Dur, DurRange, Name, SignedDur, SignedDurRange};
-use crate::sim::adversary::{Trigger, TriggerKind};
+use crate::sim::adversary::{SendKind, Trigger, TriggerKind};
 use crate::sim::{Actor, FaultAction, Limits, ProcSpec, TraceMode, World};
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime};
 
@@ -510,6 +510,18 @@ pub struct SwarmSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum TriggerSpec {
+    /// Pause a client right before it sends `message`; the message leaves when it resumes —
+    /// the stop-the-world pause between deciding and acting (after its GET said the lock is
+    /// its own and before its DEL; after its lease check and before its write).
+    PauseBeforeSend {
+        targets: Vec<Name>,
+        message: MessageSpec,
+        duration: DurRange,
+        #[serde(default)]
+        chance_ppm: Option<Bounded<0, 1_000_000>>,
+        #[serde(default)]
+        max: Option<Bounded<1, 1_000_000>>,
+    },
     /// Pause a client right after it reports it acquired the lock.
     PauseAfterAcquire {
         targets: Vec<Name>,
@@ -565,10 +577,14 @@ pub enum TriggerSpec {
         max: Option<Bounded<1, 1_000_000>>,
     },
     /// Crash a node right after it grants, before its write reaches `isolate_from` (its
-    /// replicas): the master that replied OK and died before replicating.
+    /// replicas): the master that replied OK and died before replicating. `after` delays the
+    /// crash (and the cut) so that the client's next commands — its `WAIT`, its fencing
+    /// `INCR` — run first.
     CrashAfterGrant {
         targets: Vec<Name>,
         isolate_from: Vec<Name>,
+        #[serde(default)]
+        after: Option<DurRange>,
         #[serde(default)]
         restart_after: Option<Dur>,
         #[serde(default)]
@@ -578,6 +594,31 @@ pub enum TriggerSpec {
         #[serde(default)]
         max: Option<Bounded<1, 1_000_000>>,
     },
+}
+
+impl TriggerSpec {
+    /// At most this many firings per run (default 1).
+    pub fn max_mut(&mut self) -> &mut Option<Bounded<1, 1_000_000>> {
+        match self {
+            TriggerSpec::PauseBeforeSend { max, .. }
+            | TriggerSpec::PauseAfterAcquire { max, .. }
+            | TriggerSpec::PauseAfterRead { max, .. }
+            | TriggerSpec::PartitionAfterAcquire { max, .. }
+            | TriggerSpec::DelayRepliesAfterAttempt { max, .. }
+            | TriggerSpec::ClockStepAfterGrant { max, .. }
+            | TriggerSpec::CrashAfterGrant { max, .. } => max,
+        }
+    }
+}
+
+/// A message a `pause_before_send` trigger waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageSpec {
+    /// The write of a critical section, to the protected resource.
+    ResourceWrite,
+    /// A `DEL` to a Redis node.
+    Del,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -964,7 +1005,8 @@ impl Scenario {
         }
         for t in &model.triggers {
             match t {
-                TriggerSpec::PauseAfterAcquire { targets, .. }
+                TriggerSpec::PauseBeforeSend { targets, .. }
+                | TriggerSpec::PauseAfterAcquire { targets, .. }
                 | TriggerSpec::PauseAfterRead { targets, .. }
                 | TriggerSpec::PartitionAfterAcquire { targets, .. }
                 | TriggerSpec::ClockStepAfterGrant { targets, .. } => {
@@ -1352,7 +1394,10 @@ impl Scenario {
 
     fn trigger(&self, t: &TriggerSpec, seed: Seed, index: u64) -> Trigger {
         let (chance, max) = match t {
-            TriggerSpec::PauseAfterAcquire {
+            TriggerSpec::PauseBeforeSend {
+                chance_ppm, max, ..
+            }
+            | TriggerSpec::PauseAfterAcquire {
                 chance_ppm, max, ..
             }
             | TriggerSpec::PauseAfterRead {
@@ -1372,6 +1417,19 @@ impl Scenario {
             } => (chance_ppm, max),
         };
         let kind = match t {
+            TriggerSpec::PauseBeforeSend {
+                targets,
+                message,
+                duration,
+                ..
+            } => TriggerKind::PauseBeforeSend {
+                targets: self.ids(targets),
+                message: match message {
+                    MessageSpec::ResourceWrite => SendKind::ResourceWrite,
+                    MessageSpec::Del => SendKind::Del,
+                },
+                pause_ns: (duration.min.ns(), duration.max.ns()),
+            },
             TriggerSpec::PauseAfterAcquire {
                 targets, duration, ..
             } => TriggerKind::PauseAfterAcquire {
@@ -1409,15 +1467,18 @@ impl Scenario {
                     delta_ms: (delta.min.ms(), delta.max.ms()),
                 }
             }
+
             TriggerSpec::CrashAfterGrant {
                 targets,
                 isolate_from,
+                after,
                 restart_after,
                 keep_data,
                 ..
             } => TriggerKind::CrashAfterGrant {
                 targets: self.ids(targets),
                 isolate_from: self.ids(isolate_from),
+                after_ns: after.map(|a| (a.min.ns(), a.max.ns())),
                 restart_after_ns: restart_after.map(|d| d.ns()),
                 keep_data: *keep_data,
             },

@@ -3,13 +3,46 @@
 //! that reacts to the protocol hits it at once.
 
 use crate::history::Observation;
+use crate::proto::{Command, Msg};
 use crate::rng::{Prng, Ratio};
 use crate::sim::fault::FaultAction;
 use crate::time::{ProcId, SimTime};
 
+/// Messages a `PauseBeforeSend` trigger waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendKind {
+    /// The write of a critical section, to the protected resource.
+    ResourceWrite,
+    /// A `DEL` to a Redis node (a naive unlock, or the second step of GET-then-DEL).
+    Del,
+}
+
+impl SendKind {
+    pub fn matches(self, msg: &Msg) -> bool {
+        match self {
+            SendKind::ResourceWrite => matches!(msg, Msg::ResourceWrite { .. }),
+            SendKind::Del => matches!(
+                msg,
+                Msg::Request {
+                    cmd: Command::Del(_),
+                    ..
+                }
+            ),
+        }
+    }
+}
+
 /// What sets a trigger off, and what it does.
 #[derive(Clone, Debug)]
 pub enum TriggerKind {
+    /// A client in `targets` is about to send a `message`: pause it for a duration in
+    /// [min, max] ns first, so the message leaves when it resumes — the stop-the-world pause
+    /// between deciding and acting (Kleppmann's GC pause before the write).
+    PauseBeforeSend {
+        targets: Vec<ProcId>,
+        message: SendKind,
+        pause_ns: (u64, u64),
+    },
     /// A client in `targets` reports it acquired: pause it for a duration in [min, max] ns.
     PauseAfterAcquire {
         targets: Vec<ProcId>,
@@ -44,10 +77,13 @@ pub enum TriggerKind {
     },
     /// A node in `targets` stores a client's write: cut it off from `isolate_from` at once
     /// (its replication stream in flight is lost) and crash it — the master that replied OK
-    /// and died before replicating. Restarted after `restart_after_ns` if given.
+    /// and died before replicating. With `after_ns`, both happen a delay in [min, max] ns
+    /// later, once the client's next commands (its `WAIT`, its fencing `INCR`) have run.
+    /// Restarted after `restart_after_ns` if given.
     CrashAfterGrant {
         targets: Vec<ProcId>,
         isolate_from: Vec<ProcId>,
+        after_ns: Option<(u64, u64)>,
         restart_after_ns: Option<u64>,
         keep_data: bool,
     },
@@ -66,6 +102,27 @@ pub struct Trigger {
 }
 
 impl Trigger {
+    /// For a message `p` is about to send: the pause to put before it, if this trigger fires.
+    pub fn react_send(&mut self, p: ProcId, msg: &Msg) -> Option<u64> {
+        let TriggerKind::PauseBeforeSend {
+            targets,
+            message,
+            pause_ns,
+        } = &self.kind
+        else {
+            return None;
+        };
+        if self.fired >= self.max_firings
+            || !targets.contains(&p)
+            || !message.matches(msg)
+            || !self.rng.chance(self.chance)
+        {
+            return None;
+        }
+        self.fired += 1;
+        Some(self.rng.range_inclusive(pause_ns.0, pause_ns.1))
+    }
+
     /// The faults to apply now (and later) for an observation by `p` at `now`, if it fires.
     pub fn react(
         &mut self,
@@ -112,6 +169,8 @@ impl Trigger {
         }
         self.fired += 1;
         match &self.kind {
+            // Fired by `react_send`, never by an observation (`matches` is false above).
+            TriggerKind::PauseBeforeSend { .. } => Vec::new(),
             TriggerKind::PauseAfterAcquire { pause_ns, .. }
             | TriggerKind::PauseAfterRead { pause_ns, .. } => {
                 let d = self.rng.range_inclusive(pause_ns.0, pause_ns.1);
@@ -154,10 +213,15 @@ impl Trigger {
             }
             TriggerKind::CrashAfterGrant {
                 isolate_from,
+                after_ns,
                 restart_after_ns,
                 keep_data,
                 ..
             } => {
+                let now = match after_ns {
+                    Some((lo, hi)) => now.plus_ns(self.rng.range_inclusive(*lo, *hi)),
+                    None => now,
+                };
                 // The cut stays until the restart, so the stream already in flight is lost.
                 let mut out = vec![
                     (

@@ -415,9 +415,20 @@ impl World {
             let mut cx = Cx::new(p, wall_ms, mono_ns, &mut slot.rng, &mut out);
             f(&mut slot.actor, &mut cx);
         }
+        // A `PauseBeforeSend` trigger pauses the process before a message; that message and
+        // the rest of this step's sends leave at the resume.
+        let mut held_until: Option<SimTime> = None;
         for o in out.drain(..) {
             match o {
-                Output::Send { to, msg } => self.send(p, to, msg),
+                Output::Send { to, msg } => {
+                    if held_until.is_none() && !self.triggers.is_empty() {
+                        held_until = self.pause_before_send(p, &msg);
+                    }
+                    match held_until {
+                        Some(t) => self.send_at(p, to, msg, t),
+                        None => self.send(p, to, msg),
+                    }
+                }
                 Output::Timer { after_ns, tag } => {
                     let slot = &self.slots[p.index()];
                     let true_ns = slot.clock.true_ns_for_local(now, after_ns);
@@ -437,15 +448,34 @@ impl World {
         self.out = out;
     }
 
+    /// Consults the `PauseBeforeSend` triggers for a message `p` is about to send; if one
+    /// fires, pauses `p` now and schedules its resume, and returns the resume time.
+    fn pause_before_send(&mut self, p: ProcId, msg: &Msg) -> Option<SimTime> {
+        let pause_ns = self
+            .triggers
+            .iter_mut()
+            .find_map(|t| t.react_send(p, msg))?;
+        let until = self.now.plus_ns(pause_ns);
+        self.apply_fault(FaultAction::Pause(p));
+        self.schedule_fault(until, FaultAction::Resume(p));
+        Some(until)
+    }
+
     fn send(&mut self, from: ProcId, to: ProcId, msg: Msg) {
+        self.send_at(from, to, msg, self.now);
+    }
+
+    /// Sends a message that leaves `from` at `leave` (now, or the end of a pause that held
+    /// it); links are consulted as they are now.
+    fn send_at(&mut self, from: ProcId, to: ProcId, msg: Msg, leave: SimTime) {
         assert!(
             to.index() < self.slots.len(),
             "send to unknown process {to:?}"
         );
-        match self.net.route(self.now, from, to) {
+        match self.net.route(leave, from, to) {
             Ok(at) => {
                 let to_incarnation = self.slots[to.index()].incarnation;
-                self.push(
+                self.push_sent(
                     at,
                     Event::Deliver {
                         from,
@@ -453,11 +483,12 @@ impl World {
                         to_incarnation,
                         msg,
                     },
+                    leave,
                 );
             }
             Err(reason) => {
                 if self.trace.enabled() {
-                    let sent_at = self.now;
+                    let sent_at = leave;
                     self.trace_entry(
                         to,
                         TraceKind::Dropped {
