@@ -272,7 +272,8 @@ fn pauses_before_the_del_or_the_write_and_crashes_after_the_follow_up_find_the_l
             .with_adversary(A::Triggered)
             .unwrap()
     };
-    let cases: [(&str, fn(&TriggerSpec) -> bool); 4] = [
+    type IsExpected = fn(&TriggerSpec) -> bool;
+    let cases: [(&str, IsExpected); 4] = [
         ("single-px-get-del-race", |t| {
             matches!(
                 t,
