@@ -811,6 +811,9 @@ fn fmt_tick(t_ns: u64, step_ns: u64) -> String {
 }
 
 fn fmt_signed_ms(ms: i64) -> String {
+    if ms == 0 {
+        return "±0".into();
+    }
     let s = fmt_duration_ns(ms.unsigned_abs() * NS_PER_MS);
     if ms < 0 {
         format!("−{s}")
@@ -952,7 +955,9 @@ fn render_svg(
         }
     }
     let legend_y = 14.0 + header.len() as f64 * 16.0 + 8.0;
-    let axis_y = legend_y + 26.0;
+    let mut legend_svg = String::new();
+    let legend_h = legend(&mut legend_svg, legend_y);
+    let axis_y = legend_y + legend_h + 10.0;
     let top = axis_y + 8.0;
     let height = top + order.len() as f64 * LANE_PX + 24.0;
     let l = Layout {
@@ -990,7 +995,7 @@ fn render_svg(
             esc(line)
         );
     }
-    legend(&mut s, legend_y);
+    s.push_str(&legend_svg);
 
     // Lanes: background, name, role and what the clock does.
     for (i, &p) in order.iter().enumerate() {
@@ -1350,7 +1355,9 @@ fn draw_violations(s: &mut String, l: &Layout<'_>, violations: &[Violation], lan
     }
 }
 
-fn legend(s: &mut String, y: f64) {
+/// The legend from `y` down, wrapped to the picture's width; returns its height.
+fn legend(s: &mut String, mut y: f64) -> f64 {
+    let top = y;
     let items: [(&str, &str); 11] = [
         ("hold", "holds the lock (its own belief)"),
         ("belief", "validity it believes in"),
@@ -1366,6 +1373,11 @@ fn legend(s: &mut String, y: f64) {
     ];
     let mut x = 10.0;
     for (class, text) in items {
+        let width = 22.0 + text.chars().count() as f64 * 5.6 + 14.0;
+        if x + width > WIDTH_PX {
+            x = 10.0;
+            y += 16.0;
+        }
         let sw = match class {
             "belief" | "msg req" | "clock" => format!(
                 r#"<line class="{class}" x1="{x}" x2="{}" y1="{}" y2="{}"/>"#,
@@ -1385,9 +1397,10 @@ fn legend(s: &mut String, y: f64) {
             y + 9.0,
             esc(text)
         );
-        x += 22.0 + text.chars().count() as f64 * 5.6 + 14.0;
+        x += width;
     }
     s.push('\n');
+    y - top + 16.0
 }
 
 const STYLE_AND_DEFS: &str = r##"<defs>
