@@ -131,4 +131,22 @@ fn html_reports_render_in_headless_chromium_without_console_errors() {
         );
         eprintln!("{model}: screenshot {}", shot.display());
     }
+
+    // A window given in the address is the window the page lays out (shared zoomed views).
+    let page = dir.join("single-px-del-pause.html");
+    let profile = dir.join("profile-single-px-del-pause");
+    let dom = browser(
+        &bin,
+        &profile,
+        &[
+            "--dump-dom".into(),
+            format!("file://{}#w=40.5,44.25", page.display()),
+        ],
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains("showing 40.500000s … 44.250000s"),
+        "the page did not open on the window in its address"
+    );
+    assert!(dom.contains(">42.0s<"), "ticks are redrawn for the window");
 }

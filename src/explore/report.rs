@@ -1621,6 +1621,10 @@ const PAGE_JS: &str = r#"
     ticks();
     document.getElementById('range').textContent =
       'showing ' + (w0 / 1e9).toFixed(6) + 's … ' + (w1 / 1e9).toFixed(6) + 's of ' + (END / 1e9).toFixed(3) + 's';
+    // The window in the address (#w=FROM,TO in seconds), so a zoomed view can be shared.
+    if (history.replaceState) {
+      try { history.replaceState(null, '', '#w=' + (w0 / 1e9).toFixed(6) + ',' + (w1 / 1e9).toFixed(6)); } catch (e) { /* file:// may refuse */ }
+    }
   }
   function setWindow(a, b) {
     const minSpan = 1e5;
@@ -1673,6 +1677,8 @@ const PAGE_JS: &str = r#"
     tip.style.top = (ev.clientY + 14) + 'px';
   });
   svg.addEventListener('mouseleave', () => { tip.hidden = true; });
+  const m = /^#w=(-?[0-9.]+),(-?[0-9.]+)$/.exec(location.hash);
+  if (m && +m[2] > +m[1]) { w0 = +m[1] * 1e9; w1 = +m[2] * 1e9; }
   layout();
   document.body.dataset.rendered = String(timed.length);
 })();
