@@ -266,8 +266,12 @@ fn main() -> ExitCode {
                         results.len()
                     )
                 };
+                let replay = match results.iter().find_map(|r| r.first_violating_seed) {
+                    Some(s) => format!("replay: {}\n", cli::replay_command(&sc, s)),
+                    None => String::new(),
+                };
                 out(&format!(
-                    "model {} ({} faults): {} hunts, median seeds to first violation {median}, {wall_s:.2}s wall in all\n{text}",
+                    "model {} ({} faults): {} hunts, median seeds to first violation {median}, {wall_s:.2}s wall in all\n{text}{replay}",
                     sc.name,
                     clap::ValueEnum::to_possible_value(&adversary)
                         .expect("no skipped variants")
