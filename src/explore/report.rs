@@ -1017,12 +1017,20 @@ fn render_svg(
         } else {
             "#333333"
         };
+        // Whether the node's wall clock ever leaves true time: then its lane carries the
+        // offset curve; otherwise its reading is the axis.
+        let clock = if clock_curve(world, sc.epoch_unix_ms, p, SimTime::ZERO, end).is_some() {
+            "wall clock: curve below"
+        } else {
+            "wall clock = true time"
+        };
         let _ = writeln!(
             s,
-            r#"<text class="lane" x="8" y="{}" fill="{colour}">{}</text><text class="role" x="8" y="{}">{role}</text>"#,
-            y + 18.0,
+            r#"<text class="lane" x="8" y="{}" fill="{colour}">{}</text><text class="role" x="8" y="{}">{role}</text><text class="role" x="8" y="{}">{clock}</text>"#,
+            y + 17.0,
             esc(&names[p]),
-            y + 31.0
+            y + 29.0,
+            y + 40.0
         );
     }
     // Axis ticks (the page's script redraws them on zoom).
@@ -1415,7 +1423,7 @@ const STYLE_AND_DEFS: &str = r##"<defs>
 .vtext{font-size:11px;fill:#c00000;font-weight:bold}
 .legend{font-size:10px;fill:#333}
 .lane{font-size:13px;font-weight:bold}
-.role{font-size:10px;fill:#777}
+.role{font-size:9px;fill:#777}
 .axis,.tick{font-size:10px;fill:#555;text-anchor:middle}
 .axis{text-anchor:start}
 .grid{stroke:#e3e3e3;stroke-width:1}
