@@ -451,49 +451,22 @@ fn scene(
                 }
             }
             Observation::KeyWritten { .. } | Observation::KeyRemoved { .. } => {}
-            Observation::ResourceRead {
-                client,
-                token,
-                version,
-                accepted,
-            } => marks.push(Mark {
-                proc: p,
-                at,
-                class: if *accepted { "read" } else { "bad" },
-                glyph: "r",
-                tip: format!(
-                    "{} reads v{version} with token {} → {}",
-                    names[client.index()],
-                    token.map_or("-".into(), |t| t.to_string()),
-                    if *accepted {
-                        "ok"
-                    } else {
-                        "rejected (stale token)"
-                    }
-                ),
-            }),
-            Observation::ResourceWrite {
-                client,
-                token,
-                base_version,
-                accepted,
-                version_after,
-            } => marks.push(Mark {
-                proc: p,
-                at,
-                class: if *accepted { "write" } else { "rejected" },
-                glyph: "w",
-                tip: format!(
-                    "{} writes v{base_version}+1 with token {} → {}",
-                    names[client.index()],
-                    token.map_or("-".into(), |t| t.to_string()),
-                    if *accepted {
-                        format!("accepted, now v{version_after}")
-                    } else {
-                        "rejected (stale token)".into()
-                    }
-                ),
-            }),
+            Observation::ResourceRead { accepted, .. }
+            | Observation::ResourceWrite { accepted, .. } => {
+                let write = matches!(r.obs, Observation::ResourceWrite { .. });
+                marks.push(Mark {
+                    proc: p,
+                    at,
+                    class: match (write, *accepted) {
+                        (false, true) => "read",
+                        (false, false) => "bad",
+                        (true, true) => "write",
+                        (true, false) => "rejected",
+                    },
+                    glyph: if write { "w" } else { "r" },
+                    tip: crate::explore::timeline::resource_op(&r.obs, &names).unwrap_or_default(),
+                })
+            }
             Observation::Fault { what } => marks.push(Mark {
                 proc: p,
                 at,

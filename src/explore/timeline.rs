@@ -263,38 +263,8 @@ pub fn render(
                         format!("{who} learns it lost the lock: {reason}")
                     }
                     Observation::GaveUp { .. } => format!("{who} gives up"),
-                    Observation::ResourceRead {
-                        client,
-                        token,
-                        version,
-                        accepted,
-                    } => format!(
-                        "{who}: {} reads v{version} with token {} → {}",
-                        names[client.index()],
-                        token.map_or("-".into(), |t| t.to_string()),
-                        if *accepted {
-                            "ok"
-                        } else {
-                            "REJECTED (stale token)"
-                        }
-                    ),
-                    Observation::ResourceWrite {
-                        client,
-                        token,
-                        base_version,
-                        accepted,
-                        version_after,
-                    } => {
-                        format!(
-                            "{who}: {} writes v{base_version}+1 with token {} → {}",
-                            names[client.index()],
-                            token.map_or("-".into(), |t| t.to_string()),
-                            if *accepted {
-                                format!("accepted, now v{version_after}")
-                            } else {
-                                "REJECTED (stale token)".into()
-                            }
-                        )
+                    Observation::ResourceRead { .. } | Observation::ResourceWrite { .. } => {
+                        format!("{who}: {}", resource_op(obs, &names).unwrap_or_default())
                     }
                     Observation::KeyWritten {
                         key,
@@ -371,6 +341,46 @@ pub fn render(
         let _ = writeln!(s, "{head}{}", fit(&text, room));
     }
     s
+}
+
+/// A resource read or write in words: `c1 reads v3 with token 5 → ok`, `c2 writes v3+1
+/// with token - → accepted, now v4`; `None` for other observations.
+pub fn resource_op(obs: &Observation, names: &[String]) -> Option<String> {
+    let token = |t: &Option<u64>| t.map_or("-".into(), |t| t.to_string());
+    match obs {
+        Observation::ResourceRead {
+            client,
+            token: t,
+            version,
+            accepted,
+        } => Some(format!(
+            "{} reads v{version} with token {} → {}",
+            names[client.index()],
+            token(t),
+            if *accepted {
+                "ok"
+            } else {
+                "REJECTED (stale token)"
+            }
+        )),
+        Observation::ResourceWrite {
+            client,
+            token: t,
+            base_version,
+            accepted,
+            version_after,
+        } => Some(format!(
+            "{} writes v{base_version}+1 with token {} → {}",
+            names[client.index()],
+            token(t),
+            if *accepted {
+                format!("accepted, now v{version_after}")
+            } else {
+                "REJECTED (stale token)".into()
+            }
+        )),
+        _ => None,
+    }
 }
 
 fn apply(l: &mut LaneState, obs: &Observation, lock_keys: &[Bytes]) {

@@ -340,16 +340,7 @@ impl World {
                     None
                 };
                 if let Some(reason) = reason {
-                    let sent_at = self.delivering_sent_at;
-                    self.trace_entry(
-                        to,
-                        TraceKind::Dropped {
-                            from,
-                            msg,
-                            reason,
-                            sent_at,
-                        },
-                    );
+                    self.trace_drop(from, to, msg, reason, self.delivering_sent_at);
                     return;
                 }
                 if slot.state == RunState::Paused {
@@ -461,6 +452,25 @@ impl World {
         Some(until)
     }
 
+    fn trace_drop(
+        &mut self,
+        from: ProcId,
+        to: ProcId,
+        msg: Msg,
+        reason: DropReason,
+        sent_at: SimTime,
+    ) {
+        self.trace_entry(
+            to,
+            TraceKind::Dropped {
+                from,
+                msg,
+                reason,
+                sent_at,
+            },
+        );
+    }
+
     fn send(&mut self, from: ProcId, to: ProcId, msg: Msg) {
         self.send_at(from, to, msg, self.now);
     }
@@ -486,20 +496,7 @@ impl World {
                     leave,
                 );
             }
-            Err(reason) => {
-                if self.trace.enabled() {
-                    let sent_at = leave;
-                    self.trace_entry(
-                        to,
-                        TraceKind::Dropped {
-                            from,
-                            msg,
-                            reason,
-                            sent_at,
-                        },
-                    );
-                }
-            }
+            Err(reason) => self.trace_drop(from, to, msg, reason, leave),
         }
     }
 
