@@ -149,4 +149,23 @@ fn html_reports_render_in_headless_chromium_without_console_errors() {
         "the page did not open on the window in its address"
     );
     assert!(dom.contains(">42.0s<"), "ticks are redrawn for the window");
+
+    // The page drives itself as a reader would: the wheel zooms, hovering a lock bar shows
+    // its details, "whole run" shows the whole run.
+    let dom = browser(
+        &bin,
+        &profile,
+        &[
+            "--dump-dom".into(),
+            format!("file://{}#selftest", page.display()),
+        ],
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains(r#"data-selftest="zoom:ok tip:ok fit:ok""#),
+        "self-test: {:?}",
+        dom.split("data-selftest=")
+            .nth(1)
+            .map(|s| &s[..s.len().min(40)])
+    );
 }

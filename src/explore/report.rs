@@ -1544,6 +1544,7 @@ const PAGE_JS: &str = r#"
 (function () {
   'use strict';
   const svg = document.getElementById('timeline');
+  const SELFTEST = location.hash === '#selftest';
   const NS = 'http://www.w3.org/2000/svg';
   const X0 = +svg.dataset.x0, X1 = +svg.dataset.x1, END = +svg.dataset.end;
   const TOP = +svg.dataset.top, BOTTOM = +svg.dataset.bottom;
@@ -1662,5 +1663,23 @@ const PAGE_JS: &str = r#"
   if (m && +m[2] > +m[1]) { w0 = +m[1] * 1e9; w1 = +m[2] * 1e9; }
   layout();
   document.body.dataset.rendered = String(timed.length);
+  // `#selftest`: the page drives itself as a reader would (wheel, hover, "whole run") and
+  // writes what happened into the body, for the headless browser test.
+  if (SELFTEST) {
+    const out = [];
+    const before = w1 - w0, r = svg.getBoundingClientRect();
+    svg.dispatchEvent(new WheelEvent('wheel', { deltaY: -100, clientX: r.left + r.width * 0.6, clientY: r.top + 80, bubbles: true, cancelable: true }));
+    out.push((w1 - w0) < before ? 'zoom:ok' : 'zoom:FAIL');
+    const bar = svg.querySelector('rect.hold[data-tip]');
+    if (bar) {
+      bar.dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+      out.push(!tip.hidden && tip.textContent.indexOf('holds lock') >= 0 ? 'tip:ok' : 'tip:FAIL');
+    } else {
+      out.push('tip:none');
+    }
+    document.getElementById('fit').click();
+    out.push(w0 <= 0 && w1 >= END ? 'fit:ok' : 'fit:FAIL');
+    document.body.dataset.selftest = out.join(' ');
+  }
 })();
 "#;
