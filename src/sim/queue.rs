@@ -49,7 +49,8 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<u128> {
         let top = *self.keys.first()?;
         let last = self.keys.pop().expect("non-empty");
-        let n = self.keys.len();
+        let keys = &mut self.keys[..];
+        let n = keys.len();
         if n == 0 {
             return Some(top);
         }
@@ -60,20 +61,28 @@ impl EventQueue {
             if first >= n {
                 break;
             }
-            let end = (first + 4).min(n);
-            let mut m = first;
-            for c in first + 1..end {
-                if self.keys[c] < self.keys[m] {
-                    m = c;
+            let (m, mk) = if let Some(&[a, b, c, d]) = keys.get(first..first + 4) {
+                // All four children: a tournament, two rounds of independent comparisons.
+                let (ab, abk) = if b < a { (1, b) } else { (0, a) };
+                let (cd, cdk) = if d < c { (3, d) } else { (2, c) };
+                if cdk < abk { (cd, cdk) } else { (ab, abk) }
+            } else {
+                let children = &keys[first..n];
+                let (mut m, mut mk) = (0, children[0]);
+                for (c, &k) in children.iter().enumerate().skip(1) {
+                    if k < mk {
+                        (m, mk) = (c, k);
+                    }
                 }
-            }
-            if self.keys[m] >= last {
+                (m, mk)
+            };
+            if mk >= last {
                 break;
             }
-            self.keys[i] = self.keys[m];
-            i = m;
+            keys[i] = mk;
+            i = first + m;
         }
-        self.keys[i] = last;
+        keys[i] = last;
         Some(top)
     }
 }
