@@ -324,22 +324,24 @@ impl World {
             return Some(RunEnd::EventLimit);
         }
         self.queue.pop();
-        let ev = self.events[idx as usize]
-            .take()
-            .expect("queued event present");
+        debug_assert!(at >= self.now, "time went back");
+        self.now = at;
+        self.events_handled += 1;
+        self.handle(idx);
+        None
+    }
+
+    /// Handles the event in slab slot `idx`, freeing the slot.
+    fn handle(&mut self, idx: u32) {
         self.free.push(idx);
         if let Some(&t) = self.sent_at.get(idx as usize) {
             self.delivering_sent_at = t;
         }
-        debug_assert!(at >= self.now, "time went back");
-        self.now = at;
-        self.events_handled += 1;
-        self.handle(ev);
-        None
-    }
-
-    fn handle(&mut self, ev: Event) {
-        match ev {
+        // Matched where it is taken out of the slab: the event is not copied on the way.
+        match self.events[idx as usize]
+            .take()
+            .expect("queued event present")
+        {
             Event::Deliver {
                 from,
                 to,
