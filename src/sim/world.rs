@@ -414,7 +414,9 @@ impl World {
                     ));
                     return;
                 }
-                self.trace_entry(proc, TraceKind::Timer { tag });
+                if self.trace.enabled() {
+                    self.trace_entry(proc, TraceKind::Timer { tag });
+                }
                 self.dispatch(proc, |actor, cx| actor.on_timer(cx, tag));
             }
             Event::Fault(f) => self.apply_fault(f),
