@@ -49,12 +49,25 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<u128> {
         let top = *self.keys.first()?;
         let last = self.keys.pop().expect("non-empty");
+        if !self.keys.is_empty() {
+            self.sift_down(last);
+        }
+        Some(top)
+    }
+
+    /// Replaces the smallest key by `key`: a pop and a push in one sift, for the common step
+    /// that handles the earliest event and schedules one.
+    #[inline]
+    pub fn replace_top(&mut self, key: u128) {
+        assert!(!self.keys.is_empty(), "replace_top on an empty queue");
+        self.sift_down(key);
+    }
+
+    /// Fills the hole at the root with `key`, moving smaller children up.
+    #[inline]
+    fn sift_down(&mut self, key: u128) {
         let keys = &mut self.keys[..];
         let n = keys.len();
-        if n == 0 {
-            return Some(top);
-        }
-        // Sift the last key down from the root through the smallest children.
         let mut i = 0;
         loop {
             let first = 4 * i + 1;
@@ -76,14 +89,13 @@ impl EventQueue {
                 }
                 (m, mk)
             };
-            if mk >= last {
+            if mk >= key {
                 break;
             }
             keys[i] = mk;
             i = first + m;
         }
-        keys[i] = last;
-        Some(top)
+        keys[i] = key;
     }
 }
 
@@ -98,7 +110,12 @@ mod tests {
         let mut reference = std::collections::BTreeSet::new();
         let mut rng = Seed(5).stream("test", 0);
         for step in 0..50_000u128 {
-            if rng.below(3) > 0 || q.is_empty() {
+            if rng.below(4) == 0 && !q.is_empty() {
+                let key = (u128::from(rng.below(1 << 20)) << 64) | step;
+                q.replace_top(key);
+                reference.pop_first();
+                reference.insert(key);
+            } else if rng.below(3) > 0 || q.is_empty() {
                 let key = (u128::from(rng.below(1 << 20)) << 64) | step;
                 q.push(key);
                 reference.insert(key);

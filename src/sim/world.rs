@@ -158,6 +158,9 @@ pub struct World {
     /// triggered alike), which minimisation turns into a scripted model.
     pub applied_faults: Vec<(SimTime, FaultAction)>,
     events_handled: u64,
+    /// Set while the event being handled still sits at the top of the queue: the first event
+    /// it schedules takes its place, one sift instead of a pop and a push.
+    top_spent: bool,
     started: bool,
 }
 
@@ -213,6 +216,7 @@ impl World {
             triggers: Vec::new(),
             applied_faults: Vec::new(),
             events_handled: 0,
+            top_spent: false,
             started: false,
         }
     }
@@ -274,7 +278,12 @@ impl World {
             }
             self.sent_at[idx as usize] = sent_at;
         }
-        self.queue.push(QueueEntry::new(at, self.seq, idx).0);
+        let key = QueueEntry::new(at, self.seq, idx).0;
+        if std::mem::take(&mut self.top_spent) {
+            self.queue.replace_top(key);
+        } else {
+            self.queue.push(key);
+        }
         self.seq += 1;
     }
 
@@ -353,11 +362,16 @@ impl World {
         if self.events_handled >= self.limits.max_events {
             return Some(RunEnd::EventLimit);
         }
-        self.queue.pop();
+        // The event's key stays at the top of the queue until its handler schedules an event
+        // in its place, or is popped after the handler.
+        self.top_spent = true;
         debug_assert!(at >= self.now, "time went back");
         self.now = at;
         self.events_handled += 1;
         self.handle(idx);
+        if std::mem::take(&mut self.top_spent) {
+            self.queue.pop();
+        }
         None
     }
 
