@@ -127,7 +127,12 @@ impl NodeClock {
         if let Some(origin) = self.simple_origin_ns
             && let Some(ns) = origin.checked_add_unsigned(t.0)
         {
-            return ns.div_euclid(NS_PER_MS as i64);
+            // After 1970 (the usual case) floor division is unsigned division, which is a
+            // multiply and a shift; `div_euclid` on i64 costs a sign fix-up on every event.
+            return match u64::try_from(ns) {
+                Ok(ns) => (ns / NS_PER_MS) as i64,
+                Err(_) => ns.div_euclid(NS_PER_MS as i64),
+            };
         }
         let ms = self.wall_ns(t).div_euclid(i128::from(NS_PER_MS));
         ms.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64

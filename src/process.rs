@@ -25,8 +25,29 @@ pub enum Output {
     Observe(Observation),
 }
 
-/// Context for one reaction: local clock readings, the process's RNG stream and the output
-/// buffer. Built by the loop for each event.
+/// Where a process's requests go. The event loop routes each one the moment it is made (no
+/// buffer to fill and drain per event); a `Vec<Output>` collects them, for driving a process
+/// by hand in tests.
+pub trait OutputSink {
+    fn send(&mut self, to: ProcId, msg: Msg);
+    fn set_timer(&mut self, after_ns: u64, tag: u64);
+    fn observe(&mut self, obs: Observation);
+}
+
+impl OutputSink for Vec<Output> {
+    fn send(&mut self, to: ProcId, msg: Msg) {
+        self.push(Output::Send { to, msg });
+    }
+    fn set_timer(&mut self, after_ns: u64, tag: u64) {
+        self.push(Output::Timer { after_ns, tag });
+    }
+    fn observe(&mut self, obs: Observation) {
+        self.push(Output::Observe(obs));
+    }
+}
+
+/// Context for one reaction: local clock readings, the process's RNG stream and where its
+/// requests go. Built by the loop for each event.
 pub struct Cx<'a> {
     pub me: ProcId,
     /// The node's wall clock, Unix ms (what Redis and naive clients read).
@@ -34,16 +55,27 @@ pub struct Cx<'a> {
     /// The node's monotonic clock, ns (what careful clients measure elapsed time with).
     pub mono_ns: u64,
     pub rng: &'a mut Prng,
-    out: &'a mut Vec<Output>,
+    out: &'a mut dyn OutputSink,
 }
 
 impl<'a> Cx<'a> {
+    /// A context whose requests are collected in `out`, in order.
     pub fn new(
         me: ProcId,
         wall_ms: i64,
         mono_ns: u64,
         rng: &'a mut Prng,
         out: &'a mut Vec<Output>,
+    ) -> Cx<'a> {
+        Cx::with_sink(me, wall_ms, mono_ns, rng, out)
+    }
+    /// A context whose requests go to `out` as they are made.
+    pub fn with_sink(
+        me: ProcId,
+        wall_ms: i64,
+        mono_ns: u64,
+        rng: &'a mut Prng,
+        out: &'a mut dyn OutputSink,
     ) -> Cx<'a> {
         Cx {
             me,
@@ -54,13 +86,13 @@ impl<'a> Cx<'a> {
         }
     }
     pub fn send(&mut self, to: ProcId, msg: Msg) {
-        self.out.push(Output::Send { to, msg });
+        self.out.send(to, msg);
     }
     pub fn set_timer(&mut self, after_ns: u64, tag: u64) {
-        self.out.push(Output::Timer { after_ns, tag });
+        self.out.set_timer(after_ns, tag);
     }
     pub fn observe(&mut self, obs: Observation) {
-        self.out.push(Output::Observe(obs));
+        self.out.observe(obs);
     }
 }
 

@@ -432,15 +432,12 @@ impl RedlockClient {
     fn start_fanout(&mut self, cx: &mut Cx<'_>, kind: FanOutKind) {
         let cmd = self.fanout_command(kind);
         self.votes.clear();
-        for i in 0..self.config.nodes.len() {
+        // `repeat_n` moves the command itself into the last request: one clone (for EVAL, two
+        // allocations) fewer per fan-out.
+        let cmds = std::iter::repeat_n(cmd, self.config.nodes.len());
+        for (i, cmd) in cmds.enumerate() {
             let id = self.new_id();
-            cx.send(
-                self.config.nodes[i],
-                Msg::Request {
-                    id,
-                    cmd: cmd.clone(),
-                },
-            );
+            cx.send(self.config.nodes[i], Msg::Request { id, cmd });
             self.votes.push(Vote::Pending {
                 id,
                 second_step: false,
@@ -556,15 +553,10 @@ impl RedlockClient {
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
         // Give back the minority (or the late majority) we may hold; nobody waits for it.
         let cmd = self.script_command(&self.unlock, false);
-        for i in 0..self.config.nodes.len() {
+        let cmds = std::iter::repeat_n(cmd, self.config.nodes.len());
+        for (i, cmd) in cmds.enumerate() {
             let id = self.new_id();
-            cx.send(
-                self.config.nodes[i],
-                Msg::Request {
-                    id,
-                    cmd: cmd.clone(),
-                },
-            );
+            cx.send(self.config.nodes[i], Msg::Request { id, cmd });
         }
         if self.attempts_this_round >= self.config.options.retry_count {
             cx.observe(Observation::GaveUp {

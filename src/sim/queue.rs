@@ -49,32 +49,53 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<u128> {
         let top = *self.keys.first()?;
         let last = self.keys.pop().expect("non-empty");
-        let n = self.keys.len();
-        if n == 0 {
-            return Some(top);
+        if !self.keys.is_empty() {
+            self.sift_down(last);
         }
-        // Sift the last key down from the root through the smallest children.
+        Some(top)
+    }
+
+    /// Replaces the smallest key by `key`: a pop and a push in one sift, for the common step
+    /// that handles the earliest event and schedules one.
+    #[inline]
+    pub fn replace_top(&mut self, key: u128) {
+        assert!(!self.keys.is_empty(), "replace_top on an empty queue");
+        self.sift_down(key);
+    }
+
+    /// Fills the hole at the root with `key`, moving smaller children up.
+    #[inline]
+    fn sift_down(&mut self, key: u128) {
+        let keys = &mut self.keys[..];
+        let n = keys.len();
         let mut i = 0;
         loop {
             let first = 4 * i + 1;
             if first >= n {
                 break;
             }
-            let end = (first + 4).min(n);
-            let mut m = first;
-            for c in first + 1..end {
-                if self.keys[c] < self.keys[m] {
-                    m = c;
+            let (m, mk) = if let Some(&[a, b, c, d]) = keys.get(first..first + 4) {
+                // All four children: a tournament, two rounds of independent comparisons.
+                let (ab, abk) = if b < a { (1, b) } else { (0, a) };
+                let (cd, cdk) = if d < c { (3, d) } else { (2, c) };
+                if cdk < abk { (cd, cdk) } else { (ab, abk) }
+            } else {
+                let children = &keys[first..n];
+                let (mut m, mut mk) = (0, children[0]);
+                for (c, &k) in children.iter().enumerate().skip(1) {
+                    if k < mk {
+                        (m, mk) = (c, k);
+                    }
                 }
-            }
-            if self.keys[m] >= last {
+                (m, mk)
+            };
+            if mk >= key {
                 break;
             }
-            self.keys[i] = self.keys[m];
-            i = m;
+            keys[i] = mk;
+            i = first + m;
         }
-        self.keys[i] = last;
-        Some(top)
+        keys[i] = key;
     }
 }
 
@@ -89,7 +110,12 @@ mod tests {
         let mut reference = std::collections::BTreeSet::new();
         let mut rng = Seed(5).stream("test", 0);
         for step in 0..50_000u128 {
-            if rng.below(3) > 0 || q.is_empty() {
+            if rng.below(4) == 0 && !q.is_empty() {
+                let key = (u128::from(rng.below(1 << 20)) << 64) | step;
+                q.replace_top(key);
+                reference.pop_first();
+                reference.insert(key);
+            } else if rng.below(3) > 0 || q.is_empty() {
                 let key = (u128::from(rng.below(1 << 20)) << 64) | step;
                 q.push(key);
                 reference.insert(key);

@@ -4,7 +4,7 @@
 use crate::clock::NodeClock;
 use crate::history::{History, Observation};
 use crate::net::{DropReason, LinkSpec, Network};
-use crate::process::{Cx, Output, Process};
+use crate::process::{Cx, OutputSink, Process};
 use crate::proto::Msg;
 use crate::rng::{Prng, Seed};
 use crate::sim::actor::Actor;
@@ -40,11 +40,16 @@ pub enum RunState {
     Down,
 }
 
+/// What a process's reaction runs on: its state and its own RNG stream. Kept apart from the
+/// rest of its slot so that the world can route the reaction's requests while it runs.
+struct Proc {
+    actor: Actor,
+    rng: Prng,
+}
+
 struct Slot {
     name: String,
-    actor: Actor,
     clock: NodeClock,
-    rng: Prng,
     state: RunState,
     /// Bumped by every crash: timers and messages addressed to an older incarnation are void.
     incarnation: u32,
@@ -95,9 +100,41 @@ impl QueueEntry {
     }
 }
 
+/// Hands one input to process `$p` of world `$world`: `$call` runs with `$actor` and `$cx`
+/// bound, and the process's requests are routed into the world as it makes them. A macro
+/// rather than a method taking a closure: a message captured by a closure is copied once
+/// more, ~1 % of a run.
+macro_rules! dispatch {
+    ($world:expr, $p:expr, |$actor:ident, $cx:ident| $call:expr) => {{
+        let world: &mut World = $world;
+        let p: ProcId = $p;
+        let clock = &world.slots[p.index()].clock;
+        let (wall_ms, mono_ns) = (clock.wall_ms(world.now), clock.mono_ns(world.now));
+        // The actors are lent out of the world while this one reacts, so that the router can
+        // borrow the rest of the world mutably; routing never reaches for an actor.
+        let mut procs = std::mem::take(&mut world.procs);
+        let Proc { actor, rng } = &mut procs[p.index()];
+        let mut router = Router {
+            world,
+            from: p,
+            held_until: None,
+        };
+        let $cx = &mut Cx::with_sink(p, wall_ms, mono_ns, rng, &mut router);
+        let $actor = actor;
+        $call;
+        // Put the actors back. What comes out is the empty Vec that `take` left: forgetting
+        // it skips a drop call per event and leaks nothing.
+        let lent = std::mem::replace(&mut world.procs, procs);
+        debug_assert_eq!(lent.capacity(), 0);
+        std::mem::forget(lent);
+    }};
+}
+
 /// A world ready to run: processes, clocks, network, queue.
 pub struct World {
     seed: Seed,
+    // Indexed like `slots`; lent out (empty) while a process reacts, see `dispatch`.
+    procs: Vec<Proc>,
     slots: Vec<Slot>,
     // Heap entries point into `events` (a slab) so that sifting moves a key and an index, not
     // a message. The key packs (time, seq) into one u128: one comparison per sift step.
@@ -115,13 +152,15 @@ pub struct World {
     pub history: History,
     pub trace: Trace,
     limits: Limits,
-    out: Vec<Output>,
     /// Triggered adversaries, consulted on every observation.
     triggers: Vec<Trigger>,
     /// Every fault applied, in order: the realised schedule (scripted, random, swarm and
     /// triggered alike), which minimisation turns into a scripted model.
     pub applied_faults: Vec<(SimTime, FaultAction)>,
     events_handled: u64,
+    /// Set while the event being handled still sits at the top of the queue: the first event
+    /// it schedules takes its place, one sift instead of a pop and a push.
+    top_spent: bool,
     started: bool,
 }
 
@@ -141,21 +180,27 @@ impl World {
         trace: TraceMode,
     ) -> World {
         let n = procs.len();
-        let slots = procs
+        let (procs, slots) = procs
             .into_iter()
             .enumerate()
-            .map(|(i, p)| Slot {
-                rng: seed.stream("proc", i as u64),
-                name: p.name,
-                actor: p.actor,
-                clock: p.clock,
-                state: RunState::Up,
-                incarnation: 0,
-                parked: Vec::new(),
+            .map(|(i, p)| {
+                let proc = Proc {
+                    actor: p.actor,
+                    rng: seed.stream("proc", i as u64),
+                };
+                let slot = Slot {
+                    name: p.name,
+                    clock: p.clock,
+                    state: RunState::Up,
+                    incarnation: 0,
+                    parked: Vec::new(),
+                };
+                (proc, slot)
             })
-            .collect();
+            .unzip();
         World {
             seed,
+            procs,
             slots,
             queue: EventQueue::new(),
             events: Vec::new(),
@@ -168,10 +213,10 @@ impl World {
             history: History::default(),
             trace: Trace::new(trace),
             limits,
-            out: Vec::new(),
             triggers: Vec::new(),
             applied_faults: Vec::new(),
             events_handled: 0,
+            top_spent: false,
             started: false,
         }
     }
@@ -201,10 +246,10 @@ impl World {
         self.slots[p.index()].state
     }
     pub fn actor(&self, p: ProcId) -> &Actor {
-        &self.slots[p.index()].actor
+        &self.procs[p.index()].actor
     }
     pub fn actor_mut(&mut self, p: ProcId) -> &mut Actor {
-        &mut self.slots[p.index()].actor
+        &mut self.procs[p.index()].actor
     }
 
     fn push(&mut self, at: SimTime, ev: Event) {
@@ -215,7 +260,11 @@ impl World {
     fn push_sent(&mut self, at: SimTime, ev: Event, sent_at: SimTime) {
         let idx = match self.free.pop() {
             Some(i) => {
-                self.events[i as usize] = Some(ev);
+                // Asserting the slot is free also tells the compiler there is nothing to drop
+                // before the write, which spares a copy of the event.
+                let slot = &mut self.events[i as usize];
+                assert!(slot.is_none(), "free slot in use");
+                *slot = Some(ev);
                 i
             }
             None => {
@@ -229,7 +278,12 @@ impl World {
             }
             self.sent_at[idx as usize] = sent_at;
         }
-        self.queue.push(QueueEntry::new(at, self.seq, idx).0);
+        let key = QueueEntry::new(at, self.seq, idx).0;
+        if std::mem::take(&mut self.top_spent) {
+            self.queue.replace_top(key);
+        } else {
+            self.queue.push(key);
+        }
         self.seq += 1;
     }
 
@@ -252,7 +306,7 @@ impl World {
         for i in 0..self.slots.len() {
             let p = ProcId(i as u32);
             self.trace_entry(p, TraceKind::Start);
-            self.dispatch(p, |actor, cx| actor.on_start(cx));
+            dispatch!(self, p, |actor, cx| actor.on_start(cx));
         }
     }
 
@@ -308,23 +362,30 @@ impl World {
         if self.events_handled >= self.limits.max_events {
             return Some(RunEnd::EventLimit);
         }
-        self.queue.pop();
-        let ev = self.events[idx as usize]
-            .take()
-            .expect("queued event present");
+        // The event's key stays at the top of the queue until its handler schedules an event
+        // in its place, or is popped after the handler.
+        self.top_spent = true;
+        debug_assert!(at >= self.now, "time went back");
+        self.now = at;
+        self.events_handled += 1;
+        self.handle(idx);
+        if std::mem::take(&mut self.top_spent) {
+            self.queue.pop();
+        }
+        None
+    }
+
+    /// Handles the event in slab slot `idx`, freeing the slot.
+    fn handle(&mut self, idx: u32) {
         self.free.push(idx);
         if let Some(&t) = self.sent_at.get(idx as usize) {
             self.delivering_sent_at = t;
         }
-        debug_assert!(at >= self.now, "time went back");
-        self.now = at;
-        self.events_handled += 1;
-        self.handle(ev);
-        None
-    }
-
-    fn handle(&mut self, ev: Event) {
-        match ev {
+        // Matched where it is taken out of the slab: the event is not copied on the way.
+        match self.events[idx as usize]
+            .take()
+            .expect("queued event present")
+        {
             Event::Deliver {
                 from,
                 to,
@@ -366,7 +427,7 @@ impl World {
                         },
                     );
                 }
-                self.dispatch(to, |actor, cx| actor.on_message(cx, from, msg));
+                dispatch!(self, to, |actor, cx| actor.on_message(cx, from, msg));
             }
             Event::Timer {
                 proc,
@@ -388,55 +449,28 @@ impl World {
                     ));
                     return;
                 }
-                self.trace_entry(proc, TraceKind::Timer { tag });
-                self.dispatch(proc, |actor, cx| actor.on_timer(cx, tag));
+                if self.trace.enabled() {
+                    self.trace_entry(proc, TraceKind::Timer { tag });
+                }
+                dispatch!(self, proc, |actor, cx| actor.on_timer(cx, tag));
             }
             Event::Fault(f) => self.apply_fault(f),
         }
     }
 
-    /// Hands one input to a process and moves its outputs into the world.
-    fn dispatch(&mut self, p: ProcId, f: impl FnOnce(&mut Actor, &mut Cx<'_>)) {
-        let now = self.now;
-        let mut out = std::mem::take(&mut self.out);
-        {
-            let slot = &mut self.slots[p.index()];
-            let wall_ms = slot.clock.wall_ms(now);
-            let mono_ns = slot.clock.mono_ns(now);
-            let mut cx = Cx::new(p, wall_ms, mono_ns, &mut slot.rng, &mut out);
-            f(&mut slot.actor, &mut cx);
-        }
-        // A `PauseBeforeSend` trigger pauses the process before a message; that message and
-        // the rest of this step's sends leave at the resume.
-        let mut held_until: Option<SimTime> = None;
-        for o in out.drain(..) {
-            match o {
-                Output::Send { to, msg } => {
-                    if held_until.is_none() && !self.triggers.is_empty() {
-                        held_until = self.pause_before_send(p, &msg);
-                    }
-                    match held_until {
-                        Some(t) => self.send_at(p, to, msg, t),
-                        None => self.send(p, to, msg),
-                    }
-                }
-                Output::Timer { after_ns, tag } => {
-                    let slot = &self.slots[p.index()];
-                    let true_ns = slot.clock.true_ns_for_local(now, after_ns);
-                    let incarnation = slot.incarnation;
-                    self.push(
-                        now.plus_ns(true_ns),
-                        Event::Timer {
-                            proc: p,
-                            incarnation,
-                            tag,
-                        },
-                    );
-                }
-                Output::Observe(obs) => self.observe(p, obs),
-            }
-        }
-        self.out = out;
+    /// Arms a timer of `p`, given in its local monotonic time, as an event at true time.
+    fn set_timer(&mut self, p: ProcId, after_ns: u64, tag: u64) {
+        let slot = &self.slots[p.index()];
+        let true_ns = slot.clock.true_ns_for_local(self.now, after_ns);
+        let incarnation = slot.incarnation;
+        self.push(
+            self.now.plus_ns(true_ns),
+            Event::Timer {
+                proc: p,
+                incarnation,
+                tag,
+            },
+        );
     }
 
     /// Consults the `PauseBeforeSend` triggers for a message `p` is about to send; if one
@@ -572,7 +606,7 @@ impl World {
                 let slot = &mut self.slots[proc.index()];
                 if slot.state == RunState::Down {
                     slot.state = RunState::Up;
-                    slot.actor.on_restart(keep_data);
+                    self.procs[proc.index()].actor.on_restart(keep_data);
                     self.history.push(
                         now,
                         proc,
@@ -580,7 +614,7 @@ impl World {
                             with_data: keep_data,
                         },
                     );
-                    self.dispatch(proc, |actor, cx| actor.on_start(cx));
+                    dispatch!(self, proc, |actor, cx| actor.on_start(cx));
                 }
             }
             FaultAction::ClockStep { proc, delta_ms } => {
@@ -667,6 +701,33 @@ impl World {
                 )
             }
         }
+    }
+}
+
+/// Routes the requests of the process that is reacting, in the order it makes them.
+struct Router<'w> {
+    world: &'w mut World,
+    from: ProcId,
+    /// Set once a `PauseBeforeSend` trigger paused the process before one of its messages:
+    /// that message and the rest of this reaction's sends leave at the resume.
+    held_until: Option<SimTime>,
+}
+
+impl OutputSink for Router<'_> {
+    fn send(&mut self, to: ProcId, msg: Msg) {
+        if self.held_until.is_none() && !self.world.triggers.is_empty() {
+            self.held_until = self.world.pause_before_send(self.from, &msg);
+        }
+        match self.held_until {
+            Some(t) => self.world.send_at(self.from, to, msg, t),
+            None => self.world.send(self.from, to, msg),
+        }
+    }
+    fn set_timer(&mut self, after_ns: u64, tag: u64) {
+        self.world.set_timer(self.from, after_ns, tag);
+    }
+    fn observe(&mut self, obs: Observation) {
+        self.world.observe(self.from, obs);
     }
 }
 
