@@ -318,3 +318,62 @@ fn pauses_before_the_del_or_the_write_and_crashes_after_the_follow_up_find_the_l
         }
     }
 }
+
+#[test]
+fn respecting_the_validity_is_what_makes_slow_replies_safe() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/redlock-validity-respected.ron");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let careful = scenario::load(&path).unwrap();
+    let s = distlock_sim::explore::sweep(
+        &careful,
+        0..200,
+        distlock_sim::explore::Shard::WHOLE,
+        2,
+        &|| {},
+    );
+    assert_eq!(s.violating_seeds, 0);
+    // The same clients working on past their validity: the delayed replies do bite.
+    let naive_text = text.replace("stop_at_validity: true", "stop_at_validity: false");
+    assert_ne!(naive_text, text);
+    let naive = scenario::load_str("naive", "naive.ron", &naive_text).unwrap();
+    let s = distlock_sim::explore::sweep(
+        &naive,
+        0..200,
+        distlock_sim::explore::Shard::WHOLE,
+        2,
+        &|| {},
+    );
+    assert!(
+        s.violations_per_property
+            .get(&Property::MutualExclusion)
+            .is_some_and(|n| *n > 10),
+        "{:?}",
+        s.violations_per_property
+    );
+}
+
+#[test]
+fn the_redlock_watchdog_and_consensus_examples_in_the_model_format_doc_are_valid() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/model-format.md"))
+            .unwrap();
+    let blocks: Vec<&str> = doc.split("```ron\n").skip(1).collect();
+    let groups = &blocks[1][..blocks[1].find("```").unwrap()];
+    let model = format!(
+        r#"(
+    description: "the client groups of docs/model-format.md",
+    duration: "10s",
+    nodes: [(name: "r1"), (name: "r2"), (name: "r3"), (name: "r4"), (name: "r5"), (name: "redis")],
+    consensus: (name: "zk", tick: "2s"),
+    clients: [
+{groups}
+    ],
+    check: ["mutual_exclusion"],
+)"#
+    );
+    let sc = scenario::load_str("groups", "docs/model-format.md", &model)
+        .unwrap_or_else(|e| panic!("{e}\n{model}"));
+    assert_eq!(sc.procs.len(), 6 + 1 + 3 + 2 + 3);
+    let o = distlock_sim::explore::run_seed(&sc, 1);
+    assert!(o.acquisitions > 0);
+}

@@ -79,6 +79,12 @@ pub struct RedlockOptions {
     pub random_delay: bool,
     /// node-redlock v5: success on a majority alone, whatever the elapsed time.
     pub skip_validity_check: bool,
+    /// The careful caller: when the validity it computed runs out (on its monotonic clock)
+    /// while it is still in its critical section — acquired with little validity left, or
+    /// an extend that has not succeeded in time — it stops believing, gives the section up
+    /// (a write already sent cannot be taken back) and unlocks. No library does this for its
+    /// caller, so every preset leaves it off; a paused client cannot do it either.
+    pub stop_at_validity: bool,
     /// Extend every this many ms after acquiring while holding, and how; None: never.
     pub extend: Option<(u64, ExtendMode)>,
 }
@@ -110,6 +116,7 @@ impl RedlockOptions {
             retry_jitter_ms: 0,
             random_delay: false,
             skip_validity_check: false,
+            stop_at_validity: false,
             extend: None,
         };
         let o = match name {
@@ -291,6 +298,9 @@ pub struct RedlockClient {
     state_tag: u64,
     // Invariant: an extend timer whose tag differs from `extend_tag` is stale; 0 = none.
     extend_tag: u64,
+    // Invariant: a validity timer (`stop_at_validity`) whose tag differs from `validity_tag`
+    // is stale; 0 = none.
+    validity_tag: u64,
     next_id: u64,
     attempt: u64,
     attempts_this_round: u32,
@@ -328,6 +338,7 @@ impl RedlockClient {
             last_tag: 0,
             state_tag: 0,
             extend_tag: 0,
+            validity_tag: 0,
             next_id: 1,
             attempt: 0,
             attempts_this_round: 0,
@@ -373,6 +384,15 @@ impl RedlockClient {
     fn arm_extend(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
         self.extend_tag = self.new_tag();
         cx.set_timer(after_ns, self.extend_tag);
+    }
+
+    /// With `stop_at_validity`, arms the timer at which this validity runs out; an earlier
+    /// one becomes stale.
+    fn arm_validity(&mut self, cx: &mut Cx<'_>, validity_ns: i64) {
+        if self.config.options.stop_at_validity {
+            self.validity_tag = self.new_tag();
+            cx.set_timer(validity_ns.max(0) as u64, self.validity_tag);
+        }
     }
 
     /// Makes sure the timeout timer will fire by the earliest active deadline.
@@ -539,13 +559,14 @@ impl RedlockClient {
                     validity_ns: Some(validity_ns.max(0) as u64),
                     believed_until: None,
                 });
+                self.arm_validity(cx, validity_ns);
                 // Periodic from the start of each round, as a timer loop in a library runs.
                 if let Some((every_ms, _)) = self.config.options.extend {
                     let since = cx.mono_ns.saturating_sub(f.start_mono_ns);
                     self.arm_extend(cx, (every_ms * NS_PER_MS).saturating_sub(since));
                 }
             }
-            FanOutKind::Extend => self.lose(cx),
+            FanOutKind::Extend => self.lose(cx, "extend failed"),
             FanOutKind::Release => self.think(cx),
         }
     }
@@ -588,6 +609,7 @@ impl RedlockClient {
         if let Some((every_ms, _)) = self.config.options.extend {
             self.arm_extend(cx, every_ms * NS_PER_MS);
         }
+        self.arm_validity(cx, validity_ns);
         // No re-check of validity before acting, here or before the write: no library does
         // it for the caller (pitfall 12).
         if let Some(resource) = self.config.resource {
@@ -632,15 +654,16 @@ impl RedlockClient {
         }
     }
 
-    /// An extend failed: the client stops believing it holds the lock and cuts the critical
-    /// section short (a write already sent cannot be taken back).
-    fn lose(&mut self, cx: &mut Cx<'_>) {
+    /// An extend failed, or the validity ran out: the client stops believing it holds the
+    /// lock and cuts the critical section short (a write already sent cannot be taken back).
+    fn lose(&mut self, cx: &mut Cx<'_>, reason: &'static str) {
         self.lost = true;
         self.extend_tag = 0;
+        self.validity_tag = 0;
         cx.observe(Observation::Lost {
             lock: self.config.lock,
             token: self.token.clone(),
-            reason: "extend failed",
+            reason,
         });
         match self.phase {
             Phase::Reading => {
@@ -660,6 +683,7 @@ impl RedlockClient {
     fn release(&mut self, cx: &mut Cx<'_>) {
         self.rounds_done += 1;
         self.extend_tag = 0;
+        self.validity_tag = 0;
         self.resource_wait = None;
         if !self.lost {
             cx.observe(Observation::Released {
@@ -769,6 +793,11 @@ impl Process for RedlockClient {
                 Phase::Waiting => self.start_attempt(cx),
                 _ => {}
             }
+        } else if tag == self.validity_tag {
+            self.validity_tag = 0;
+            if self.in_critical_section() && !self.lost {
+                self.lose(cx, "validity ran out");
+            }
         } else if tag == self.extend_tag {
             self.extend_tag = 0;
             // A round still in flight (only when `every` is shorter than a round) is left to
@@ -785,6 +814,7 @@ impl Process for RedlockClient {
         self.phase = Phase::Idle;
         self.state_tag = 0;
         self.extend_tag = 0;
+        self.validity_tag = 0;
         self.attempts_this_round = 0;
         self.fanout = None;
         self.votes.clear();
@@ -1267,6 +1297,45 @@ mod tests {
                 ..
             }
         )));
+    }
+
+    #[test]
+    fn a_careful_caller_gives_the_lock_up_when_its_validity_runs_out() {
+        // Replies after 9 s: validity 10 s − 9 s − 102 ms = 898 ms, far below the 5 s hold.
+        let options = RedlockOptions {
+            per_node_timeout_ms: 15_000,
+            stop_at_validity: true,
+            ..preset("redis-docs")
+        };
+        let mut h = Harness::new(config(options.clone()));
+        let out = attempt(&mut h, 5, 9_000 * MS);
+        assert!(matches!(
+            observations(&out)[..],
+            [Observation::Acquired {
+                validity_ns: Some(898_000_000),
+                ..
+            }]
+        ));
+        assert!(h.advance(897 * MS).is_empty());
+        let out = h.advance(MS);
+        assert_eq!(
+            observations(&out),
+            vec![Observation::Lost {
+                lock: 0,
+                token: Bytes::from("c1-1"),
+                reason: "validity ran out",
+            }]
+        );
+        let unlocks = requests(&out);
+        assert_eq!(unlocks.len(), 5);
+        assert!(unlocks.iter().all(|r| is_unlock(&r.cmd, b"c1-1")));
+        // Without the option the client works on for its whole hold (pitfall 12).
+        let mut h = Harness::new(config(RedlockOptions {
+            stop_at_validity: false,
+            ..options
+        }));
+        attempt(&mut h, 5, 9_000 * MS);
+        assert!(observations(&h.advance(4_000 * MS)).is_empty());
     }
 
     #[test]

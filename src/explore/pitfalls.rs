@@ -115,7 +115,15 @@ const ENTRIES: &[(&str, &str, &str, &[&str])] = &[
     (
         "redlock-no-validity-check",
         "13",
-        "Check the validity (ttl − elapsed − drift > 0) before believing the lock is held.",
+        "Check the validity (ttl − elapsed − drift > 0) before believing the lock is held, and \
+give the critical section up when it runs out (`stop_at_validity: true`): safe against slow \
+replies, not against a pause (`redlock-pause-after-acquire`).",
+        &["redlock-validity-respected"],
+    ),
+    (
+        "redlock-validity-respected",
+        "13",
+        "The fix itself; the pause it cannot fix is `redlock-pause-after-acquire`.",
         &[],
     ),
     (

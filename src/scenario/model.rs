@@ -285,6 +285,9 @@ pub struct RedlockSpec {
     pub random_delay: Option<bool>,
     #[serde(default)]
     pub skip_validity_check: Option<bool>,
+    /// The careful caller: give the critical section up when the believed validity runs out.
+    #[serde(default)]
+    pub stop_at_validity: Option<bool>,
     #[serde(default)]
     pub extend: Option<ExtendSpec>,
 }
@@ -351,6 +354,9 @@ impl RedlockSpec {
         }
         if let Some(v) = self.skip_validity_check {
             o.skip_validity_check = v;
+        }
+        if let Some(v) = self.stop_at_validity {
+            o.stop_at_validity = v;
         }
         if let Some(e) = self.extend {
             let mode = match e.mode {
