@@ -20,6 +20,33 @@ pub const MAX_SWEEP_SEEDS: u64 = 1_000_000_000;
 #[derive(Clone, Debug)]
 pub struct SeedRange(pub Range<u64>);
 
+/// `--window A..B`: a span of true time, e.g. `30s..45.5s`.
+#[derive(Clone, Copy, Debug)]
+pub struct TimeWindow(pub crate::time::SimTime, pub crate::time::SimTime);
+
+impl FromStr for TimeWindow {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (a, b) = s
+            .split_once("..")
+            .ok_or_else(|| format!("window {s:?} is not A..B (e.g. 30s..45s)"))?;
+        let t = |x: &str| -> Result<crate::time::SimTime, String> {
+            let ns = crate::scenario::units::parse_duration_ns(x.trim())
+                .map_err(|e| format!("window {s:?}: {e}"))?;
+            u64::try_from(ns)
+                .map(crate::time::SimTime)
+                .map_err(|_| format!("window {s:?}: {x:?} is before the start of the run"))
+        };
+        let (a, b) = (t(a)?, t(b)?);
+        if b <= a {
+            return Err(format!(
+                "window {s:?} is empty: its end is not after its start"
+            ));
+        }
+        Ok(TimeWindow(a, b))
+    }
+}
+
 impl FromStr for SeedRange {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

@@ -73,6 +73,10 @@ enum Cmd {
         /// Time the random faults as `hunt --adversary` did, to replay a seed it found.
         #[arg(long, value_enum, default_value = "as-written")]
         adversary: distlock_sim::scenario::adversary::AdversaryStyle,
+        /// svg/html: the span of true time to show (e.g. `30s..45s`; default: around the
+        /// first violation).
+        #[arg(long)]
+        window: Option<cli::TimeWindow>,
     },
     /// How fast a model finds its first violation: run seeds in order from several starting
     /// points until one violates; print seeds and wall time to each, and the median.
@@ -379,6 +383,7 @@ fn main() -> ExitCode {
             format,
             out: path,
             adversary,
+            window,
         } => match load(&model) {
             Ok(sc) => {
                 let sc = match sc.with_adversary(adversary) {
@@ -398,13 +403,14 @@ fn main() -> ExitCode {
                         let (o, world) =
                             explore::run_world(&sc, seed, distlock_sim::sim::TraceMode::Full);
                         let v = &o.violations;
+                        let w = window.map(|w| (w.0, w.1));
                         let text = match format {
                             FormatArg::Json => explore::export::json_lines(&sc, seed, &world, v),
                             FormatArg::Chrome => {
                                 explore::export::chrome_trace(&sc, seed, &world, v)
                             }
-                            FormatArg::Html => explore::report::html(&sc, seed, &world, v),
-                            _ => explore::report::svg(&sc, seed, &world, v),
+                            FormatArg::Html => explore::report::html(&sc, seed, &world, v, w),
+                            _ => explore::report::svg(&sc, seed, &world, v, w),
                         };
                         (text, o.violated())
                     }

@@ -31,7 +31,7 @@ fn every_models_svg_is_well_formed_with_a_lane_per_actor() {
     for p in models() {
         let sc = distlock_sim::scenario::load(&p).unwrap();
         let (o, world) = run_world(&sc, 1, TraceMode::Full);
-        let text = svg(&sc, 1, &world, &o.violations);
+        let text = svg(&sc, 1, &world, &o.violations, None);
         let doc = roxmltree::Document::parse(&text)
             .unwrap_or_else(|e| panic!("{}: SVG is not well-formed XML: {e}", sc.name));
         let root = doc.root_element();
@@ -68,7 +68,7 @@ fn a_pause_past_the_ttl_is_drawn_as_overlapping_holds_at_the_violation() {
     let sc = model("single-px-del-pause");
     let (o, world) = run_world(&sc, 0, TraceMode::Full);
     assert!(!o.violations.is_empty());
-    let text = svg(&sc, 0, &world, &o.violations);
+    let text = svg(&sc, 0, &world, &o.violations, None);
     let doc = roxmltree::Document::parse(&text).unwrap();
     let with_class = |c: &str| {
         doc.descendants()
@@ -106,7 +106,7 @@ fn a_pause_past_the_ttl_is_drawn_as_overlapping_holds_at_the_violation() {
 fn a_clock_step_shows_on_the_nodes_clock_curve() {
     let sc = model("redlock-clock-jump");
     let (o, world) = run_world(&sc, 0, TraceMode::Full);
-    let text = svg(&sc, 0, &world, &o.violations);
+    let text = svg(&sc, 0, &world, &o.violations, None);
     let doc = roxmltree::Document::parse(&text).unwrap();
     let curves = doc
         .descendants()
@@ -127,7 +127,7 @@ fn the_html_page_is_self_contained() {
     let sc = model("failover-lost-lock");
     let (o, world) = run_world(&sc, 5, TraceMode::Full);
     assert!(!o.violations.is_empty(), "seed 5 violates");
-    let page = html(&sc, 5, &world, &o.violations);
+    let page = html(&sc, 5, &world, &o.violations, None);
     assert!(page.starts_with("<!DOCTYPE html>"));
     assert!(page.contains("<svg") && page.contains("<script>") && page.contains("<style>"));
     for bad in [
@@ -168,5 +168,29 @@ fn replay_writes_html_and_svg_files() {
         assert_eq!(st.code(), Some(1), "a violating replay exits 1");
         let text = std::fs::read_to_string(&out).unwrap();
         assert!(text.len() > 10_000, "{format}: {} bytes", text.len());
+    }
+}
+
+#[test]
+fn replay_window_picks_the_span_shown_and_a_bad_one_exits_2() {
+    let run = |window: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["replay", "models/single-px-del-pause.ron", "--seed", "0"])
+            .args(["--format", "svg", &format!("--window={window}")])
+            .output()
+            .unwrap()
+    };
+    let ok = run("40s..48.5s");
+    assert_eq!(ok.status.code(), Some(1), "the run violates");
+    let text = String::from_utf8(ok.stdout).unwrap();
+    assert!(text.contains(r#"data-w0="40000000000" data-w1="48500000000""#));
+    for bad in ["48s..40s", "4x..5s", "40s", "-1s..5s"] {
+        let out = run(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("window"),
+            "{bad}: the error names the option"
+        );
     }
 }

@@ -298,7 +298,7 @@ pitfalls in redis-semantics.md §7.\n"
             );
             pictures.push((
                 file,
-                crate::explore::report::svg(&sc, picture_seed, &world, &outcome.violations),
+                crate::explore::report::svg(&sc, picture_seed, &world, &outcome.violations, None),
             ));
         }
         match first {

@@ -1435,18 +1435,47 @@ const STYLE_AND_DEFS: &str = r##"<defs>
 </style>
 "##;
 
-/// The static picture: the window around the first violation (the whole run, up to its
-/// first minute, when nothing broke).
-pub fn svg(sc: &Scenario, seed: u64, world: &World, violations: &[Violation]) -> String {
-    let view = View::around_first_violation(world, violations);
+impl View {
+    /// `self` on `window` instead (the user's `--window`), arrows for that window.
+    fn on(self, window: Option<(SimTime, SimTime)>) -> View {
+        match window {
+            Some((from, to)) => View {
+                from,
+                to,
+                arrows_from: self.arrows_from.min(from),
+                arrows_to: self.arrows_to.max(to),
+                ..self
+            },
+            None => self,
+        }
+    }
+}
+
+/// The static picture: `window`, or by default the window around the first violation (the
+/// first 20 s when nothing broke).
+pub fn svg(
+    sc: &Scenario,
+    seed: u64,
+    world: &World,
+    violations: &[Violation],
+    window: Option<(SimTime, SimTime)>,
+) -> String {
+    let view = View::around_first_violation(world, violations).on(window);
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     s.push_str(&render_svg(sc, seed, world, violations, view, false));
     s
 }
 
-/// The page: one self-contained HTML file (inline SVG, CSS and script; nothing fetched).
-pub fn html(sc: &Scenario, seed: u64, world: &World, violations: &[Violation]) -> String {
-    let view = View::page(world, violations);
+/// The page: one self-contained HTML file (inline SVG, CSS and script; nothing fetched),
+/// opened on `window` or by default on the static picture's window.
+pub fn html(
+    sc: &Scenario,
+    seed: u64,
+    world: &World,
+    violations: &[Violation],
+    window: Option<(SimTime, SimTime)>,
+) -> String {
+    let view = View::page(world, violations).on(window);
     let names = world.names();
     let mut s = String::new();
     let _ = write!(
