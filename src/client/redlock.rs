@@ -25,6 +25,8 @@
 //! elapsed time and drift are kept in ns where libraries round to ms; scripts are sent as
 //! EVAL with their source (no EVALSHA/NOSCRIPT round trip).
 
+use std::sync::Arc;
+
 use crate::client::single::{NsRange, token_bytes};
 use crate::history::Observation;
 use crate::process::{Cx, Process};
@@ -425,13 +427,16 @@ impl RedlockClient {
     }
 
     fn script_command(&self, script: &Script, with_ttl: bool) -> Command {
-        let mut args = vec![self.token.clone()];
-        if with_ttl {
-            args.push(Bytes::from(self.config.options.ttl_ms.to_string().as_str()));
-        }
+        let token = self.token.clone();
+        let args: Arc<[Bytes]> = if with_ttl {
+            let ttl = Bytes::from(self.config.options.ttl_ms.to_string().as_str());
+            Arc::new([token, ttl])
+        } else {
+            Arc::new([token])
+        };
         Command::Eval {
             script: ScriptRef::Source(script.clone()),
-            keys: vec![self.config.key.clone()],
+            keys: Arc::new([self.config.key.clone()]),
             args,
             read_only: false,
         }

@@ -11,6 +11,8 @@
 //! | `set-px-cad` | `SET key token NX PX ttl` | compare-and-delete script |
 //! | `set-px-cad-fencing` | as `set-px-cad`, then `INCR fence-key` for a fencing token | script |
 
+use std::sync::Arc;
+
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
@@ -447,8 +449,8 @@ impl LockClient {
         };
         let cmd = Command::Eval {
             script,
-            keys: vec![self.config.key.clone()],
-            args: vec![self.token.clone()],
+            keys: Arc::new([self.config.key.clone()]),
+            args: Arc::new([self.token.clone()]),
             read_only: false,
         };
         self.request(cx, Phase::Releasing, cmd);
