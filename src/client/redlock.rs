@@ -325,6 +325,9 @@ pub struct RedlockClient {
     timeout_due_mono_ns: Option<u64>,
     unlock: Script,
     extend_script: Script,
+    /// The scripts' KEYS (`[config.key]`), made once: every unlock and extend shares them
+    /// (see `script_keys()`).
+    script_keys: Arc<[Bytes]>,
 }
 
 impl RedlockClient {
@@ -334,6 +337,7 @@ impl RedlockClient {
             panic!("{e}");
         }
         let n = config.nodes.len();
+        let script_keys = Arc::new([config.key.clone()]);
         RedlockClient {
             config,
             phase: Phase::Idle,
@@ -354,6 +358,16 @@ impl RedlockClient {
             timeout_due_mono_ns: None,
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
             extend_script: Script::new(EXTEND_SRC.as_bytes()),
+            script_keys,
+        }
+    }
+
+    /// `[config.key]`, shared; made afresh only if the (public) config's key was changed.
+    fn script_keys(&self) -> Arc<[Bytes]> {
+        if self.script_keys[0] == self.config.key {
+            self.script_keys.clone()
+        } else {
+            Arc::new([self.config.key.clone()])
         }
     }
 
@@ -436,7 +450,7 @@ impl RedlockClient {
         };
         Command::Eval {
             script: ScriptRef::Source(script.clone()),
-            keys: Arc::new([self.config.key.clone()]),
+            keys: self.script_keys(),
             args,
             read_only: false,
         }
