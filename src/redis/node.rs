@@ -819,6 +819,9 @@ impl RedisNode {
         self.persistence_cron(now_mono_ns);
         self.replication_cron(now_mono_ns);
         let mut done = Vec::new();
+        if self.waiters.is_empty() {
+            return done;
+        }
         let counts: Vec<usize> = self.waiters.iter().map(|w| self.acked_at(w.woff)).collect();
         let mut k = 0;
         self.waiters.retain(|w| {
