@@ -79,8 +79,8 @@ impl Process for W1Client {
             self.id += 1;
             let cmd = Command::Eval {
                 script: ScriptRef::Source(self.unlock.clone()),
-                keys: vec![Bytes::from("lock")],
-                args: vec![self.token.clone()],
+                keys: [Bytes::from("lock")].into(),
+                args: [self.token.clone()].into(),
                 read_only: false,
             };
             cx.send(ProcId(0), Msg::Request { id: self.id, cmd });

@@ -90,8 +90,17 @@ impl NodeClock {
 
     fn mono_ns_i128(&self, t: SimTime) -> i128 {
         let s = self.segment_at(t);
-        let dt = i128::from(t.0 - s.from.0);
-        s.mono_at_from_ns + dt + dt * i128::from(s.drift_ppm) / 1_000_000
+        let dt = t.0 - s.from.0;
+        // The drift term in i64 when it fits (runs under five hours at the largest drift): an
+        // i128 division is a library call. Both truncate toward zero: the same result.
+        let drift_ns = match i64::try_from(dt)
+            .ok()
+            .and_then(|d| d.checked_mul(s.drift_ppm))
+        {
+            Some(p) => i128::from(p / 1_000_000),
+            None => i128::from(dt) * i128::from(s.drift_ppm) / 1_000_000,
+        };
+        s.mono_at_from_ns + i128::from(dt) + drift_ns
     }
 
     /// Monotonic reading in ns. Never decreases as `t` grows.
@@ -134,7 +143,19 @@ impl NodeClock {
                 Err(_) => ns.div_euclid(NS_PER_MS as i64),
             };
         }
-        let ms = self.wall_ns(t).div_euclid(i128::from(NS_PER_MS));
+        self.wall_ms_general(t)
+    }
+
+    /// `wall_ms` of a clock that stepped or drifts (out of line: the inlined fast path stays
+    /// small).
+    #[inline(never)]
+    fn wall_ms_general(&self, t: SimTime) -> i64 {
+        let ns = self.wall_ns(t);
+        // After 1970: unsigned division, not an i128 library call.
+        if let Ok(ns) = u64::try_from(ns) {
+            return (ns / NS_PER_MS) as i64;
+        }
+        let ms = ns.div_euclid(i128::from(NS_PER_MS));
         ms.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
     }
 

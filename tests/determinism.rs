@@ -42,8 +42,8 @@ impl CommandStream {
             4 => Command::IncrBy(Bytes::from("n"), 1),
             _ => Command::Eval {
                 script: ScriptRef::Source(self.unlock.clone()),
-                keys: vec![key],
-                args: vec![token],
+                keys: [key].into(),
+                args: [token].into(),
                 read_only: false,
             },
         };

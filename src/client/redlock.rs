@@ -25,6 +25,8 @@
 //! elapsed time and drift are kept in ns where libraries round to ms; scripts are sent as
 //! EVAL with their source (no EVALSHA/NOSCRIPT round trip).
 
+use std::sync::Arc;
+
 use crate::client::single::{NsRange, token_bytes};
 use crate::history::Observation;
 use crate::process::{Cx, Process};
@@ -323,6 +325,9 @@ pub struct RedlockClient {
     timeout_due_mono_ns: Option<u64>,
     unlock: Script,
     extend_script: Script,
+    /// The scripts' KEYS (`[config.key]`), made once: every unlock and extend shares them
+    /// (see `script_keys()`).
+    script_keys: Arc<[Bytes]>,
 }
 
 impl RedlockClient {
@@ -332,6 +337,7 @@ impl RedlockClient {
             panic!("{e}");
         }
         let n = config.nodes.len();
+        let script_keys = Arc::new([config.key.clone()]);
         RedlockClient {
             config,
             phase: Phase::Idle,
@@ -352,6 +358,16 @@ impl RedlockClient {
             timeout_due_mono_ns: None,
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
             extend_script: Script::new(EXTEND_SRC.as_bytes()),
+            script_keys,
+        }
+    }
+
+    /// `[config.key]`, shared; made afresh only if the (public) config's key was changed.
+    fn script_keys(&self) -> Arc<[Bytes]> {
+        if self.script_keys[0] == self.config.key {
+            self.script_keys.clone()
+        } else {
+            Arc::new([self.config.key.clone()])
         }
     }
 
@@ -425,13 +441,16 @@ impl RedlockClient {
     }
 
     fn script_command(&self, script: &Script, with_ttl: bool) -> Command {
-        let mut args = vec![self.token.clone()];
-        if with_ttl {
-            args.push(Bytes::from(self.config.options.ttl_ms.to_string().as_str()));
-        }
+        let token = self.token.clone();
+        let args: Arc<[Bytes]> = if with_ttl {
+            let ttl = Bytes::from(self.config.options.ttl_ms.to_string().as_str());
+            Arc::new([token, ttl])
+        } else {
+            Arc::new([token])
+        };
         Command::Eval {
             script: ScriptRef::Source(script.clone()),
-            keys: vec![self.config.key.clone()],
+            keys: self.script_keys(),
             args,
             read_only: false,
         }

@@ -11,6 +11,8 @@
 //! | `set-px-cad` | `SET key token NX PX ttl` | compare-and-delete script |
 //! | `set-px-cad-fencing` | as `set-px-cad`, then `INCR fence-key` for a fencing token | script |
 
+use std::sync::Arc;
+
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
@@ -157,6 +159,9 @@ pub struct LockClient {
     fence: Option<u64>,
     base_version: u64,
     unlock: Script,
+    /// The unlock script's KEYS (`[config.key]`), made once: every unlock shares them (see
+    /// `script_keys()`).
+    script_keys: Arc<[Bytes]>,
     /// EVALSHA failed with NOSCRIPT: send the full script from now on (until restart).
     use_eval: bool,
     /// The last token made, and the attempt it belongs to.
@@ -205,6 +210,7 @@ const TIMER_TIMEOUT: u64 = u64::MAX;
 impl LockClient {
     pub fn new(config: ClientConfig) -> LockClient {
         let (redis, need_discovery) = (config.redis, !config.sentinels.is_empty());
+        let script_keys = Arc::new([config.key.clone()]);
         LockClient {
             config,
             phase: Phase::Idle,
@@ -218,6 +224,7 @@ impl LockClient {
             fence: None,
             base_version: 0,
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
+            script_keys,
             use_eval: false,
             deadline_mono_ns: None,
             timeout_armed: false,
@@ -439,6 +446,15 @@ impl LockClient {
         }
     }
 
+    /// `[config.key]`, shared; made afresh only if the (public) config's key was changed.
+    fn script_keys(&self) -> Arc<[Bytes]> {
+        if self.script_keys[0] == self.config.key {
+            self.script_keys.clone()
+        } else {
+            Arc::new([self.config.key.clone()])
+        }
+    }
+
     fn send_unlock_script(&mut self, cx: &mut Cx<'_>) {
         let script = if self.use_eval {
             ScriptRef::Source(self.unlock.clone())
@@ -447,8 +463,8 @@ impl LockClient {
         };
         let cmd = Command::Eval {
             script,
-            keys: vec![self.config.key.clone()],
-            args: vec![self.token.clone()],
+            keys: self.script_keys(),
+            args: Arc::new([self.token.clone()]),
             read_only: false,
         };
         self.request(cx, Phase::Releasing, cmd);

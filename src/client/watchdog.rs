@@ -22,6 +22,8 @@
 //! unlock on pub/sub; here the key is a plain string holding the token, a waiting client polls
 //! after `retry`, and the scripts are the project's compare-and-pexpire/compare-and-delete.
 
+use std::sync::Arc;
+
 use crate::client::single::{NsRange, token_bytes};
 use crate::history::Observation;
 use crate::process::{Cx, Process};
@@ -234,8 +236,8 @@ impl WatchdogClient {
     fn script(&self, script: &Script, args: Vec<Bytes>) -> Command {
         Command::Eval {
             script: ScriptRef::Source(script.clone()),
-            keys: vec![self.config.key.clone()],
-            args,
+            keys: Arc::new([self.config.key.clone()]),
+            args: args.into(),
             read_only: false,
         }
     }
@@ -783,8 +785,8 @@ mod tests {
                 ..
             } => {
                 assert_eq!(&s.source[..], EXTEND_SRC.as_bytes());
-                assert_eq!(keys, vec![Bytes::from("lock")]);
-                assert_eq!(args, vec![Bytes::from("a-1"), Bytes::from("30000")]);
+                assert_eq!(keys[..], [Bytes::from("lock")]);
+                assert_eq!(args[..], [Bytes::from("a-1"), Bytes::from("30000")]);
             }
             other => panic!("expected the extend script, got {other:?}"),
         }

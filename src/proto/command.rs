@@ -155,10 +155,12 @@ pub enum Command {
     IncrBy(Bytes, i64),
     /// DECRBY with its raw amount: DECRBY LLONG_MIN has its own error.
     DecrBy(Bytes, i64),
+    /// Keys and arguments are shared, immutable slices: a Redlock client sends the same
+    /// EVAL to every node, and a clone is then two reference counts, not two allocations.
     Eval {
         script: ScriptRef,
-        keys: Vec<Bytes>,
-        args: Vec<Bytes>,
+        keys: Arc<[Bytes]>,
+        args: Arc<[Bytes]>,
         read_only: bool,
     },
     ScriptLoad(Bytes),
@@ -473,8 +475,8 @@ impl Command {
                 };
                 Command::Eval {
                     script,
-                    keys: keys.to_vec(),
-                    args: args.to_vec(),
+                    keys: keys.into(),
+                    args: args.into(),
                     read_only: canon.ends_with("_ro"),
                 }
             }

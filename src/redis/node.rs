@@ -193,7 +193,7 @@ impl RedisNode {
                 && let Some((k, e)) = self.keyspace.remove_at(i)
             {
                 self.note_removed(&k, &e, Removal::Expired, None);
-                self.propagate(Command::Del(vec![k]));
+                self.propagate(|| Command::Del(vec![k]));
             }
             return None;
         }
@@ -221,7 +221,7 @@ impl RedisNode {
             Some((k, e)) => {
                 self.note_removed(&k, &e, how, by);
                 if how != Removal::Flushed {
-                    self.propagate(Command::Del(vec![k]));
+                    self.propagate(|| Command::Del(vec![k]));
                 }
                 true
             }
@@ -343,7 +343,7 @@ impl RedisNode {
             Command::Persist(k) => match self.lookup(k, now) {
                 Some(e) if e.expire_at_ms.is_some() => {
                     e.expire_at_ms = None;
-                    self.propagate(Command::Persist(k.clone()));
+                    self.propagate(|| Command::Persist(k.clone()));
                     Reply::Int(1)
                 }
                 _ => Reply::Int(0),
@@ -396,7 +396,7 @@ impl RedisNode {
                 for k in keys {
                     self.remove_key(&k, Removal::Flushed, by);
                 }
-                self.propagate(Command::FlushAll);
+                self.propagate(|| Command::FlushAll);
                 Reply::Ok
             }
             Command::DbSize => Reply::Int(self.keyspace.len() as i64),
@@ -430,7 +430,7 @@ impl RedisNode {
                         Reply::Int(vals.len() as i64)
                     }
                 };
-                self.propagate(cmd.clone());
+                self.propagate(|| cmd.clone());
                 reply
             }
             Command::DebugSetActiveExpire(on) => {
@@ -538,7 +538,7 @@ impl RedisNode {
             (None, Some(SetExpiry::KeepTtl)) => Some(SetExpiry::KeepTtl),
             _ => None,
         };
-        self.propagate(Command::Set {
+        self.propagate(|| Command::Set {
             key: key.clone(),
             value: value.clone(),
             cond: None,
@@ -610,7 +610,7 @@ impl RedisNode {
                     cond: ExpireCond::default(),
                 }
             };
-            self.propagate(effect);
+            self.propagate(|| effect);
         }
         Reply::Int(1)
     }
@@ -638,7 +638,7 @@ impl RedisNode {
             },
         );
         self.note_written(key, by);
-        self.propagate(Command::IncrBy(key.clone(), delta));
+        self.propagate(|| Command::IncrBy(key.clone(), delta));
         Reply::Int(next)
     }
 
@@ -819,6 +819,9 @@ impl RedisNode {
         self.persistence_cron(now_mono_ns);
         self.replication_cron(now_mono_ns);
         let mut done = Vec::new();
+        if self.waiters.is_empty() {
+            return done;
+        }
         let counts: Vec<usize> = self.waiters.iter().map(|w| self.acked_at(w.woff)).collect();
         let mut k = 0;
         self.waiters.retain(|w| {

@@ -113,11 +113,13 @@ pub fn resp_len(cmd: &Command) -> u64 {
 
 impl RedisNode {
     /// Queues the effect of a write for replicas (masters only; a replica's own applying of
-    /// the stream is not propagated further).
-    pub(crate) fn propagate(&mut self, cmd: Command) {
+    /// the stream is not propagated further). The effect is built only when a backlog keeps
+    /// it: a master no replica ever attached to would allocate it (a DEL's key vector) only
+    /// to drop it.
+    pub(crate) fn propagate(&mut self, cmd: impl FnOnce() -> Command) {
         self.repl.dirty = true;
         if self.repl.backlog && !self.is_replica() {
-            self.repl.pending.push(cmd);
+            self.repl.pending.push(cmd());
         }
     }
 
