@@ -409,6 +409,12 @@ pub fn sweep_text(
                 let _ = writeln!(s, "  {} at {}: {}", v.property, v.at, v.message);
             }
             let _ = writeln!(s, "  replay: {}", replay_command(sc, seed));
+            let _ = writeln!(
+                s,
+                "  picture: {} --format html --out {}-seed{seed}.html",
+                replay_command(sc, seed),
+                sc.name
+            );
         }
         None => {
             let _ = writeln!(s, "no violation");

@@ -53,6 +53,9 @@ fn failure(what: &str, seed: u64, v: &Violation, replay: Option<String>) -> Stri
     );
     if let Some(r) = replay {
         msg.push_str(&format!("\n  timeline:  {r}"));
+        msg.push_str(&format!(
+            "\n  picture:   {r} --format html --out seed{seed}.html"
+        ));
     }
     msg
 }
