@@ -23,6 +23,7 @@
 use std::collections::BTreeMap;
 
 use crate::client::single::NsRange;
+use crate::client::timeout::{RequestTimeout, TIMER_TIMEOUT};
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::consensus::ConsensusMsg;
@@ -480,8 +481,6 @@ struct OwnNode {
     name: Bytes,
 }
 
-/// Tag of the request-timeout timer.
-const TIMER_TIMEOUT: u64 = u64::MAX;
 /// Heartbeat timers are tagged `HEARTBEAT_TAG | session_gen`; state timers stay below.
 const HEARTBEAT_TAG: u64 = 1 << 63;
 
@@ -497,8 +496,7 @@ pub struct ConsensusClient {
     next_id: u64,
     /// Monotonic deadline of that request.
     deadline_mono_ns: Option<u64>,
-    // Invariant: at most one timeout timer is pending (one request in flight at a time).
-    timeout_armed: bool,
+    timeout: RequestTimeout,
     /// The session this client uses (None: not connected).
     session: Option<u64>,
     /// Negotiated session timeout.
@@ -524,7 +522,7 @@ impl ConsensusClient {
             pending_id: 0,
             next_id: 1,
             deadline_mono_ns: None,
-            timeout_armed: false,
+            timeout: RequestTimeout::default(),
             session: None,
             session_timeout_ns: 0,
             session_gen: 0,
@@ -569,10 +567,7 @@ impl ConsensusClient {
         self.timer_gen += 1;
         cx.send(to, msg_of(id));
         self.deadline_mono_ns = Some(cx.mono_ns + self.config.request_timeout_ns);
-        if !self.timeout_armed {
-            self.timeout_armed = true;
-            cx.set_timer(self.config.request_timeout_ns, TIMER_TIMEOUT);
-        }
+        self.timeout.ensure(cx, self.config.request_timeout_ns);
     }
 
     fn service_request(
@@ -824,16 +819,10 @@ impl ConsensusClient {
     }
 
     fn on_timeout_timer(&mut self, cx: &mut Cx<'_>) {
-        self.timeout_armed = false;
-        match self.deadline_mono_ns {
-            None => return,
-            Some(d) if cx.mono_ns < d => {
-                self.timeout_armed = true;
-                cx.set_timer(d - cx.mono_ns, TIMER_TIMEOUT);
-                return;
-            }
-            Some(_) => self.clear_pending(),
+        if !self.timeout.expired(cx, self.deadline_mono_ns) {
+            return;
         }
+        self.clear_pending();
         match self.phase {
             ClientPhase::Connecting
             | ClientPhase::Creating
@@ -906,7 +895,7 @@ impl Process for ConsensusClient {
         // A restarted client has lost its session handle; the service expires the old one.
         self.phase = ClientPhase::Idle;
         self.clear_pending();
-        self.timeout_armed = false;
+        self.timeout.reset();
         self.holding = false;
         self.round_started = false;
         self.drop_session();

@@ -5,6 +5,7 @@ pub mod consensus;
 pub mod redlock;
 pub mod resource;
 pub mod single;
+pub mod timeout;
 pub mod watchdog;
 
 pub use resource::Resource;

@@ -28,6 +28,7 @@
 use std::sync::Arc;
 
 use crate::client::single::{NsRange, token_bytes};
+use crate::client::timeout::TIMER_TIMEOUT;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{SetCond, SetExpiry};
@@ -286,8 +287,9 @@ enum Vote {
     Against,
 }
 
-/// Tag of the request-timeout timer; state and extend timers use counter values below it.
-const TIMER_TIMEOUT: u64 = u64::MAX;
+// The request-timeout timer's tag is the clients' shared `TIMER_TIMEOUT`; state, extend and
+// validity timers use counter values below it. Redlock tracks the timer's due time itself
+// (its fan-out and resource waits run at once), rather than `RequestTimeout`.
 
 /// One Redlock client.
 pub struct RedlockClient {

@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use crate::client::timeout::{RequestTimeout, TIMER_TIMEOUT};
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
@@ -175,10 +176,7 @@ pub struct LockClient {
     need_discovery: bool,
     /// Which sentinel to ask next (round robin).
     sentinel_next: usize,
-    /// A timeout timer is pending. At most one is ever pending: a new request reuses it and
-    /// it re-arms itself for the remainder, so replies that beat their timeout (nearly all)
-    /// leave no dead timer events behind.
-    timeout_armed: bool,
+    timeout: RequestTimeout,
 }
 
 /// `prefix-n` as bytes, without the formatting machinery (this runs once per attempt).
@@ -204,9 +202,6 @@ pub fn token_bytes(prefix: &str, n: u64) -> Bytes {
     Bytes::from_slice(&buf[..p + 1 + d])
 }
 
-/// Tag of the request-timeout timer; state timers use generation numbers below it.
-const TIMER_TIMEOUT: u64 = u64::MAX;
-
 impl LockClient {
     pub fn new(config: ClientConfig) -> LockClient {
         let (redis, need_discovery) = (config.redis, !config.sentinels.is_empty());
@@ -227,7 +222,7 @@ impl LockClient {
             script_keys,
             use_eval: false,
             deadline_mono_ns: None,
-            timeout_armed: false,
+            timeout: RequestTimeout::default(),
             token_buf: Bytes::new(),
             token_buf_attempt: 0,
             redis,
@@ -285,10 +280,7 @@ impl LockClient {
 
     fn arm_timeout(&mut self, cx: &mut Cx<'_>) {
         self.deadline_mono_ns = Some(cx.mono_ns + self.config.request_timeout_ns);
-        if !self.timeout_armed {
-            self.timeout_armed = true;
-            cx.set_timer(self.config.request_timeout_ns, TIMER_TIMEOUT);
-        }
+        self.timeout.ensure(cx, self.config.request_timeout_ns);
     }
 
     /// Any state timer supersedes the wait for a reply.
@@ -592,16 +584,10 @@ impl Process for LockClient {
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
         if tag == TIMER_TIMEOUT {
-            self.timeout_armed = false;
-            match self.deadline_mono_ns {
-                None => return,
-                Some(d) if cx.mono_ns < d => {
-                    self.timeout_armed = true;
-                    cx.set_timer(d - cx.mono_ns, TIMER_TIMEOUT);
-                    return;
-                }
-                Some(_) => self.deadline_mono_ns = None,
+            if !self.timeout.expired(cx, self.deadline_mono_ns) {
+                return;
             }
+            self.deadline_mono_ns = None;
         } else if tag != self.timer_gen {
             return;
         }
@@ -635,7 +621,7 @@ impl Process for LockClient {
         self.phase = Phase::Idle;
         self.pending_id = 0;
         // The loop voids timers of the previous incarnation.
-        self.timeout_armed = false;
+        self.timeout.reset();
         self.deadline_mono_ns = None;
         self.attempts_this_round = 0;
         self.use_eval = false;

@@ -25,6 +25,7 @@
 use std::sync::Arc;
 
 use crate::client::single::{NsRange, token_bytes};
+use crate::client::timeout::{RequestTimeout, TIMER_TIMEOUT};
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
@@ -104,8 +105,6 @@ enum Phase {
     Done,
 }
 
-/// Tag of the request-timeout timer.
-const TIMER_TIMEOUT: u64 = u64::MAX;
 /// Renewal timers are tagged `RENEW_TAG | renew_gen`; state timers use generations below it.
 const RENEW_TAG: u64 = 1 << 63;
 
@@ -138,10 +137,10 @@ pub struct WatchdogClient {
     /// Id of the renewal in flight (0: none).
     renew_id: u64,
     renew_deadline_mono_ns: Option<u64>,
-    // Invariant: at most one timeout timer is pending, and it fires no later than the
-    // earliest of `deadline_mono_ns` and `renew_deadline_mono_ns` (all requests share one
-    // timeout, so a later request's deadline is never earlier than the armed timer).
-    timeout_armed: bool,
+    // Invariant: the pending timeout timer fires no later than the earliest of
+    // `deadline_mono_ns` and `renew_deadline_mono_ns` (all requests share one timeout, so a
+    // later request's deadline is never earlier than the armed timer).
+    timeout: RequestTimeout,
     extend: Script,
     unlock: Script,
     /// `lease_ms` rendered once: the extend script's ARGV[2].
@@ -173,7 +172,7 @@ impl WatchdogClient {
             renew_gen: 0,
             renew_id: 0,
             renew_deadline_mono_ns: None,
-            timeout_armed: false,
+            timeout: RequestTimeout::default(),
             extend: Script::new(EXTEND_SRC.as_bytes()),
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
             lease_arg,
@@ -205,10 +204,7 @@ impl WatchdogClient {
     }
 
     fn ensure_timeout_timer(&mut self, cx: &mut Cx<'_>) {
-        if !self.timeout_armed {
-            self.timeout_armed = true;
-            cx.set_timer(self.config.request_timeout_ns, TIMER_TIMEOUT);
-        }
+        self.timeout.ensure(cx, self.config.request_timeout_ns);
     }
 
     fn send_main(
@@ -415,7 +411,6 @@ impl WatchdogClient {
     }
 
     fn on_timeout_timer(&mut self, cx: &mut Cx<'_>) {
-        self.timeout_armed = false;
         let now = cx.mono_ns;
         let expired = |d: Option<u64>| d.is_some_and(|d| now >= d);
         let main_expired = expired(self.deadline_mono_ns);
@@ -430,14 +425,11 @@ impl WatchdogClient {
         }
         // Re-arm for what still runs before reacting: requests the reactions send then
         // find the timer armed no later than their own deadlines.
-        if let Some(d) = [self.deadline_mono_ns, self.renew_deadline_mono_ns]
+        let earliest = [self.deadline_mono_ns, self.renew_deadline_mono_ns]
             .into_iter()
             .flatten()
-            .min()
-        {
-            self.timeout_armed = true;
-            cx.set_timer(d - now, TIMER_TIMEOUT);
-        }
+            .min();
+        self.timeout.fired_then_arm_for(cx, earliest);
         if main_expired {
             self.request_timed_out(cx);
         }
@@ -511,7 +503,7 @@ impl Process for WatchdogClient {
         self.round_started = false;
         self.holding = false;
         self.stop_renewal();
-        self.timeout_armed = false;
+        self.timeout.reset();
     }
 }
 
