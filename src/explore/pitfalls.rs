@@ -16,6 +16,8 @@ use crate::sim::TraceMode;
 
 /// Seeds swept per model for the document (the catalogue test's number).
 pub const DOC_SEEDS: u64 = 200;
+/// Seeds searched for a safe model's picture (one where its safeguard acts).
+const PICTURE_SEEDS: u64 = 20;
 /// Timeline rows shown before and after the first violation.
 const CONTEXT_ROWS: usize = 14;
 
@@ -286,7 +288,16 @@ pitfalls in redis-semantics.md §7.\n"
         let _ = writeln!(sections, "\n## {name}\n");
         let _ = writeln!(sections, "*{}* (§7 item {item})\n", sc.model.description);
         let _ = writeln!(sections, "{}\n", header(&dir.join(format!("{name}.ron"))));
-        let picture_seed = first.unwrap_or(0);
+        // A safe model's picture shows its safeguard at work when one of its first seeds
+        // has it act (a fencing rejection, a validity that ran out), else seed 0.
+        let picture_seed = first.unwrap_or_else(|| {
+            (0..PICTURE_SEEDS)
+                .find(|s| {
+                    let (_, world) = run_world(&sc, *s, TraceMode::Off);
+                    crate::explore::report::first_safeguard(&world).is_some()
+                })
+                .unwrap_or(0)
+        });
         {
             let (outcome, world) = run_world(&sc, picture_seed, TraceMode::Full);
             let file = format!("{name}.svg");

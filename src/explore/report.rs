@@ -56,12 +56,22 @@ pub struct View {
 
 impl View {
     /// The window a reader wants first: from shortly before the holds that the first
-    /// violation involves to shortly after it; the whole run (at most its first minute) when
-    /// nothing was violated.
+    /// violation involves to shortly after it. When nothing was violated: around the first
+    /// time a safeguard acted (`first_safeguard`), else the run's first 20 s.
     pub fn around_first_violation(world: &World, violations: &[Violation]) -> View {
         let end = world.now();
         let (from, to) = match violations.iter().min_by_key(|v| v.at) {
-            None => (SimTime::ZERO, SimTime(end.0.min(QUIET_WINDOW_NS))),
+            None => match first_safeguard(world) {
+                // Nothing broke: show where a safeguard acted, if one did.
+                Some((start, at)) => {
+                    let span = (at.0 - start.0).max(2 * NS_PER_S);
+                    (
+                        SimTime(start.0.saturating_sub(span / 5)),
+                        SimTime(at.0.saturating_add(span / 5).min(end.0.max(at.0))),
+                    )
+                }
+                None => (SimTime::ZERO, SimTime(end.0.min(QUIET_WINDOW_NS))),
+            },
             Some(v) => {
                 // The latest start of a hold by each involved client before the violation.
                 let mut start = v.at;
@@ -130,6 +140,41 @@ impl View {
     fn shows(&self, a: SimTime, b: SimTime) -> bool {
         b >= self.from && a <= self.to
     }
+}
+
+/// The first time a safeguard acted in a run — a client learnt it lost its lock (validity
+/// ran out, renewal or extend failed, session expired) or the resource rejected a stale
+/// token — and when the attempt that gave the client involved its lock began: (attempt,
+/// acted).
+pub fn first_safeguard(world: &World) -> Option<(SimTime, SimTime)> {
+    let records = &world.history.records;
+    let (i, client) = records.iter().enumerate().find_map(|(i, r)| match &r.obs {
+        Observation::Lost { .. } => Some((i, r.proc)),
+        Observation::ResourceWrite {
+            client,
+            accepted: false,
+            ..
+        }
+        | Observation::ResourceRead {
+            client,
+            accepted: false,
+            ..
+        } => Some((i, *client)),
+        _ => None,
+    })?;
+    // From the attempt that won the lock (a slow acquisition is part of the story).
+    let acquired = records[..i]
+        .iter()
+        .rposition(|r| r.proc == client && matches!(r.obs, Observation::Acquired { .. }))
+        .map(|j| {
+            records[..j]
+                .iter()
+                .rev()
+                .find(|r| r.proc == client && matches!(r.obs, Observation::Attempt { .. }))
+                .map_or(records[j].at, |r| r.at)
+        })
+        .unwrap_or(records[i].at);
+    Some((acquired, records[i].at))
 }
 
 /// Escapes text for XML attributes and content.
