@@ -198,23 +198,122 @@ fn text_of(b: &Bytes) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// What a span on a lane shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SpanKind {
+    /// A client believes it holds the lock.
+    Hold,
+    /// The lock key lives on a node.
+    Key,
+    /// A client tries to acquire.
+    Trying,
+    Paused,
+    Down,
+    /// Cut off by a partition.
+    Partition,
+    /// A latency spike or a lossy link.
+    Slow,
+}
+
+impl SpanKind {
+    /// Drawing order: network faults and states under the bars, holds on top.
+    const LAYERS: [SpanKind; 7] = [
+        SpanKind::Partition,
+        SpanKind::Slow,
+        SpanKind::Down,
+        SpanKind::Paused,
+        SpanKind::Trying,
+        SpanKind::Key,
+        SpanKind::Hold,
+    ];
+
+    /// The CSS class (and, for states, the label) in the picture.
+    fn class(self) -> &'static str {
+        match self {
+            SpanKind::Hold => "hold",
+            SpanKind::Key => "key",
+            SpanKind::Trying => "trying",
+            SpanKind::Paused => "paused",
+            SpanKind::Down => "down",
+            SpanKind::Partition => "partition",
+            SpanKind::Slow => "slow",
+        }
+    }
+
+    /// Top offset in the lane and height.
+    fn band(self) -> (f64, f64) {
+        match self {
+            SpanKind::Partition | SpanKind::Slow => (2.0, 6.0),
+            SpanKind::Down | SpanKind::Paused => (4.0, LANE_PX - 8.0),
+            SpanKind::Trying => (20.0, 2.0),
+            SpanKind::Hold | SpanKind::Key => (12.0, 16.0),
+        }
+    }
+}
+
 /// A span on a lane.
 struct Span {
     lane_proc: usize,
     start: SimTime,
     end: SimTime,
-    class: &'static str,
+    kind: SpanKind,
     fill: Option<&'static str>,
     label: String,
     tip: String,
+}
+
+/// What a point event on a lane shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MarkKind {
+    /// A client acquired (the start of its belief).
+    Acquired,
+    /// A client deleted a key holding another client's token.
+    ForeignDelete,
+    ResourceRead {
+        accepted: bool,
+    },
+    ResourceWrite {
+        accepted: bool,
+    },
+    Fault,
+    /// A clock step or drift change.
+    ClockChange,
+    /// A Sentinel, replication or free-text note.
+    Info,
+}
+
+impl MarkKind {
+    fn class(self) -> &'static str {
+        match self {
+            MarkKind::Acquired => "ev",
+            MarkKind::ForeignDelete | MarkKind::ResourceRead { accepted: false } => "bad",
+            MarkKind::ResourceRead { accepted: true } => "read",
+            MarkKind::ResourceWrite { accepted: true } => "write",
+            MarkKind::ResourceWrite { accepted: false } => "rejected",
+            MarkKind::Fault | MarkKind::ClockChange => "fault",
+            MarkKind::Info => "info",
+        }
+    }
+
+    /// Width, top offset in the lane, height, and the glyph beside it.
+    fn shape(self) -> (f64, f64, f64, &'static str) {
+        match self {
+            MarkKind::ClockChange => (3.0, 2.0, LANE_PX - 4.0, "⏱"),
+            MarkKind::Fault => (3.0, 2.0, LANE_PX - 4.0, "⚡"),
+            MarkKind::Acquired => (2.0, 6.0, 26.0, ""),
+            MarkKind::ForeignDelete => (7.0, 10.0, 20.0, "✗"),
+            MarkKind::ResourceRead { .. } | MarkKind::ResourceWrite { .. } | MarkKind::Info => {
+                (6.0, 14.0, 12.0, "")
+            }
+        }
+    }
 }
 
 /// A point event on a lane.
 struct Mark {
     proc: usize,
     at: SimTime,
-    class: &'static str,
-    glyph: &'static str,
+    kind: MarkKind,
     tip: String,
 }
 
@@ -279,7 +378,7 @@ fn scene(
             lane_proc: c,
             start,
             end: at,
-            class: "hold",
+            kind: SpanKind::Hold,
             fill: Some(client_colour(sc, c)),
             label: text_of(&token),
             tip: format!(
@@ -302,7 +401,7 @@ fn scene(
             lane_proc: node,
             start,
             end: at,
-            class: "key",
+            kind: SpanKind::Key,
             fill: Some(writer.map_or("#999999", |w| client_colour(sc, w))),
             label: text_of(&value),
             tip: format!(
@@ -340,8 +439,7 @@ fn scene(
                     marks.push(Mark {
                         proc: p,
                         at,
-                        class: "ev",
-                        glyph: "acq",
+                        kind: MarkKind::Acquired,
                         tip: format!(
                             "{} acquired lock {lock} (token {}) at {at}; believes it valid for {} → until {u}",
                             names[p],
@@ -397,7 +495,7 @@ fn scene(
                         p,
                         s,
                         at,
-                        "paused",
+                        SpanKind::Paused,
                         "crashed while paused",
                     ));
                 }
@@ -425,14 +523,14 @@ fn scene(
                     } else {
                         "restarted empty"
                     };
-                    spans.push(state_span(&names, p, s, at, "down", how));
+                    spans.push(state_span(&names, p, s, at, SpanKind::Down, how));
                 }
             }
             Observation::Paused => paused.push((p, at)),
             Observation::Resumed => {
                 if let Some(i) = paused.iter().position(|(c, _)| *c == p) {
                     let (_, s) = paused.swap_remove(i);
-                    spans.push(state_span(&names, p, s, at, "paused", "resumed"));
+                    spans.push(state_span(&names, p, s, at, SpanKind::Paused, "resumed"));
                 }
             }
             Observation::KeyWritten {
@@ -482,8 +580,7 @@ fn scene(
                         marks.push(Mark {
                             proc: p,
                             at,
-                            class: "bad",
-                            glyph: "x",
+                            kind: MarkKind::ForeignDelete,
                             tip: format!(
                                 "{}: {} deleted a lock key holding another client's token ({})",
                                 names[p],
@@ -502,37 +599,36 @@ fn scene(
                 marks.push(Mark {
                     proc: p,
                     at,
-                    class: match (write, *accepted) {
-                        (false, true) => "read",
-                        (false, false) => "bad",
-                        (true, true) => "write",
-                        (true, false) => "rejected",
+                    kind: if write {
+                        MarkKind::ResourceWrite {
+                            accepted: *accepted,
+                        }
+                    } else {
+                        MarkKind::ResourceRead {
+                            accepted: *accepted,
+                        }
                     },
-                    glyph: if write { "w" } else { "r" },
                     tip: crate::explore::timeline::resource_op(&r.obs, &names).unwrap_or_default(),
                 })
             }
             Observation::Fault { what } => marks.push(Mark {
                 proc: p,
                 at,
-                class: "fault",
-                glyph: "f",
+                kind: MarkKind::Fault,
                 tip: format!("fault at {at}: {what}"),
             }),
             Observation::Sentinel { what } | Observation::Replication { what } => {
                 marks.push(Mark {
                     proc: p,
                     at,
-                    class: "info",
-                    glyph: "i",
+                    kind: MarkKind::Info,
                     tip: format!("{} at {at}: {what}", names[p]),
                 })
             }
             Observation::Note(what) => marks.push(Mark {
                 proc: p,
                 at,
-                class: "info",
-                glyph: "i",
+                kind: MarkKind::Info,
                 tip: format!("{} at {at}: {what}", names[p]),
             }),
         }
@@ -559,7 +655,7 @@ fn scene(
             p,
             s,
             end,
-            "paused",
+            SpanKind::Paused,
             "still paused at the end",
         ));
     }
@@ -569,7 +665,7 @@ fn scene(
             p,
             s,
             end,
-            "down",
+            SpanKind::Down,
             "still down at the end",
         ));
     }
@@ -591,8 +687,7 @@ fn scene(
             marks.push(Mark {
                 proc: proc.index(),
                 at: *at,
-                class: "fault",
-                glyph: "clock",
+                kind: MarkKind::ClockChange,
                 tip: format!("at {at}: {}", world.describe_fault(f)),
             });
         }
@@ -614,7 +709,7 @@ fn trying_span(names: &[String], p: usize, s: SimTime, e: SimTime, how: &str) ->
         lane_proc: p,
         start: s,
         end: e,
-        class: "trying",
+        kind: SpanKind::Trying,
         fill: None,
         label: String::new(),
         tip: format!("{} tries to lock from {s} to {e}: {how}", names[p]),
@@ -626,19 +721,20 @@ fn state_span(
     p: usize,
     s: SimTime,
     e: SimTime,
-    class: &'static str,
+    kind: SpanKind,
     how: &str,
 ) -> Span {
     Span {
         lane_proc: p,
         start: s,
         end: e,
-        class,
+        kind,
         fill: None,
-        label: class.to_string(),
+        label: kind.class().to_string(),
         tip: format!(
-            "{} {class} from {s} to {e} ({}): {how}",
+            "{} {} from {s} to {e} ({}): {how}",
             names[p],
+            kind.class(),
             fmt_duration_ns(e.0 - s.0)
         ),
     }
@@ -649,7 +745,7 @@ struct OpenLinkFault<'a> {
     from: &'a [ProcId],
     to: &'a [ProcId],
     since: SimTime,
-    class: &'static str,
+    kind: SpanKind,
     what: String,
 }
 
@@ -669,7 +765,7 @@ fn network_fault_spans(world: &World, names: &[String], spans: &mut Vec<Span>) {
                 lane_proc: p.index(),
                 start: o.since,
                 end: until,
-                class: o.class,
+                kind: o.kind,
                 fill: None,
                 label: String::new(),
                 tip: format!("{} from {} to {until}", o.what, o.since),
@@ -684,17 +780,21 @@ fn network_fault_spans(world: &World, names: &[String], spans: &mut Vec<Span>) {
     };
     let mut open: Vec<OpenLinkFault<'_>> = Vec::new();
     for (at, f) in &world.applied_faults {
-        let (from, to, on, class) = match f {
-            FaultAction::Partition { from, to, blocked } => (from, to, *blocked, "partition"),
-            FaultAction::LatencySpike { from, to, extra_ns } => (from, to, *extra_ns > 0, "slow"),
+        let (from, to, on, kind) = match f {
+            FaultAction::Partition { from, to, blocked } => {
+                (from, to, *blocked, SpanKind::Partition)
+            }
+            FaultAction::LatencySpike { from, to, extra_ns } => {
+                (from, to, *extra_ns > 0, SpanKind::Slow)
+            }
             FaultAction::Loss { from, to, loss } => {
-                (from, to, *loss != crate::rng::Ratio::NEVER, "slow")
+                (from, to, *loss != crate::rng::Ratio::NEVER, SpanKind::Slow)
             }
             _ => continue,
         };
         if let Some(i) = open
             .iter()
-            .position(|o| o.from == from.as_slice() && o.to == to.as_slice() && o.class == class)
+            .position(|o| o.from == from.as_slice() && o.to == to.as_slice() && o.kind == kind)
         {
             close(spans, open.swap_remove(i), *at);
         }
@@ -703,7 +803,7 @@ fn network_fault_spans(world: &World, names: &[String], spans: &mut Vec<Span>) {
                 from,
                 to,
                 since: *at,
-                class,
+                kind,
                 what: format!(
                     "{} ({} → {})",
                     world.describe_fault(f),
@@ -1092,31 +1192,22 @@ fn title(tip: &str) -> String {
 }
 
 fn draw_spans(s: &mut String, l: &Layout<'_>, scene: &Scene) {
-    // Order: network faults and states under bars, bars, then overlaps on top.
-    for class in [
-        "partition",
-        "slow",
-        "down",
-        "paused",
-        "trying",
-        "key",
-        "hold",
-    ] {
-        for sp in scene.spans.iter().filter(|sp| sp.class == class) {
+    // Overlaps go on top of everything, after this.
+    for kind in SpanKind::LAYERS {
+        let class = kind.class();
+        for sp in scene.spans.iter().filter(|sp| sp.kind == kind) {
             if !l.keep(sp.start, sp.end) {
                 continue;
             }
-            let y0 = l.lane_y(sp.lane_proc);
-            let (y, h) = match class {
-                "partition" | "slow" => (y0 + 2.0, 6.0),
-                "down" | "paused" => (y0 + 4.0, LANE_PX - 8.0),
-                "trying" => (y0 + 20.0, 2.0),
-                _ => (y0 + 12.0, 16.0),
-            };
+            let (top, h) = kind.band();
+            let y = l.lane_y(sp.lane_proc) + top;
             let x0 = l.x(sp.start);
             // The static picture leaves out key writes and tries too short to see (a failed
             // Redlock round writes and deletes its key on every node within milliseconds).
-            if l.clip_to_window && matches!(class, "key" | "trying") && l.x(sp.end) - x0 < 0.5 {
+            if l.clip_to_window
+                && matches!(kind, SpanKind::Key | SpanKind::Trying)
+                && l.x(sp.end) - x0 < 0.5
+            {
                 continue;
             }
             let w = (l.x(sp.end) - x0).max(1.0);
@@ -1316,17 +1407,12 @@ fn draw_marks(s: &mut String, l: &Layout<'_>, scene: &Scene) {
         }
         let y0 = l.lane_y(m.proc);
         let x = l.x(m.at);
-        let (w, y, h, label) = match m.glyph {
-            "clock" => (3.0, y0 + 2.0, LANE_PX - 4.0, "⏱"),
-            "acq" => (2.0, y0 + 6.0, 26.0, ""),
-            "x" => (7.0, y0 + 10.0, 20.0, "✗"),
-            "f" => (3.0, y0 + 2.0, LANE_PX - 4.0, "⚡"),
-            _ => (6.0, y0 + 14.0, 12.0, ""),
-        };
+        let (w, top, h, label) = m.kind.shape();
+        let y = y0 + top;
         let _ = write!(
             s,
             r#"<rect class="mark {}" data-t0="{}" data-w="{w}" x="{:.1}" y="{y}" width="{w}" height="{h}">{}</rect>"#,
-            m.class,
+            m.kind.class(),
             m.at.0,
             x - w / 2.0,
             title(&m.tip)
