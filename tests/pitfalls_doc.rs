@@ -38,3 +38,24 @@ fn the_pitfall_guide_is_up_to_date_with_the_models_and_their_replays() {
         );
     }
 }
+
+#[test]
+fn every_catalogue_model_but_the_benchmarks_has_a_section_and_a_picture_in_the_guide() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let guide = std::fs::read_to_string(root.join("docs/pitfalls.md")).unwrap_or_default();
+    for e in std::fs::read_dir(root.join("models")).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if name.starts_with("bench-") {
+            continue;
+        }
+        assert!(
+            guide.contains(&format!("\n## {name}\n")),
+            "docs/pitfalls.md has no section for models/{name}.ron (add it to ENTRIES in src/explore/pitfalls.rs)"
+        );
+        assert!(
+            root.join(format!("docs/pitfalls/{name}.svg")).exists(),
+            "no picture for {name}"
+        );
+    }
+}

@@ -141,6 +141,14 @@ replies, not against a pause (`redlock-pause-after-acquire`).",
         &[],
     ),
     (
+        "redlock-extend-resurrects",
+        "14",
+        "Extend with the compare-and-pexpire script, which fails once the key is gone or \
+someone else's; and stop the critical section when an extend fails. What a pause across the \
+end of the section leaves is pitfall 12: fencing tokens.",
+        &["consensus-pause-fencing"],
+    ),
+    (
         "redlock-fixed-retry-livelock",
         "17",
         "A random retry delay breaks the symmetry (the Redis docs' algorithm).",
