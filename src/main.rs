@@ -77,6 +77,9 @@ enum Cmd {
         /// first violation).
         #[arg(long)]
         window: Option<cli::TimeWindow>,
+        /// Thin the faults as `hunt --sparser` did.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        sparser: u32,
     },
     /// How fast a model finds its first violation: run seeds in order from several starting
     /// points until one violates; print seeds and wall time to each, and the median.
@@ -94,6 +97,10 @@ enum Cmd {
         /// (same kinds and magnitudes; for the efficiency table in docs/efficiency.md).
         #[arg(long, value_enum, default_value = "as-written")]
         adversary: distlock_sim::scenario::adversary::AdversaryStyle,
+        /// K times fewer faults in every style (each random fault and trigger firing applies
+        /// with chance 1/K): the sparse baseline of docs/efficiency.md.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        sparser: u32,
     },
     /// Turn a failing seed into a minimal scripted model: the faults that matter, shrunk.
     Minimize {
@@ -216,9 +223,10 @@ fn main() -> ExitCode {
             max_seeds,
             jobs,
             adversary,
+            sparser,
         } => match load(&model) {
             Ok(sc) => {
-                let sc = match sc.with_adversary(adversary) {
+                let sc = match sc.sparser(sparser).with_adversary(adversary) {
                     Ok(s) => s,
                     Err(e) => {
                         return bad_input(&format!("{}: --adversary: {}", sc.path, e.message));
@@ -274,8 +282,13 @@ fn main() -> ExitCode {
                     Some(s) => format!("replay: {}\n", cli::replay_command(&sc, s)),
                     None => String::new(),
                 };
+                let sparse = if sparser > 1 {
+                    format!(", {sparser}x sparser")
+                } else {
+                    String::new()
+                };
                 out(&format!(
-                    "model {} ({} faults): {} hunts, median seeds to first violation {median}, {wall_s:.2}s wall in all\n{text}{replay}",
+                    "model {} ({} faults{sparse}): {} hunts, median seeds to first violation {median}, {wall_s:.2}s wall in all\n{text}{replay}",
                     sc.name,
                     clap::ValueEnum::to_possible_value(&adversary)
                         .expect("no skipped variants")
@@ -384,9 +397,10 @@ fn main() -> ExitCode {
             out: path,
             adversary,
             window,
+            sparser,
         } => match load(&model) {
             Ok(sc) => {
-                let sc = match sc.with_adversary(adversary) {
+                let sc = match sc.sparser(sparser).with_adversary(adversary) {
                     Ok(s) => s,
                     Err(e) => {
                         return bad_input(&format!("{}: --adversary: {}", sc.path, e.message));

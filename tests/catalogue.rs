@@ -377,3 +377,33 @@ fn the_redlock_watchdog_and_consensus_examples_in_the_model_format_doc_are_valid
     let o = distlock_sim::explore::run_seed(&sc, 1);
     assert!(o.acquisitions > 0);
 }
+
+#[test]
+fn a_sparser_schedule_is_a_subset_of_the_full_one_about_k_times_smaller() {
+    let sc = scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("models/bench-w2.ron"))
+        .unwrap()
+        .with_adversary(distlock_sim::scenario::adversary::AdversaryStyle::Uniform)
+        .unwrap();
+    let sparse = sc.sparser(10);
+    assert!(sparse.replay_flags.contains("--sparser 10"));
+    let (mut full_n, mut sparse_n) = (0, 0);
+    for seed in 0..200 {
+        let full = sc.fault_schedule(seed);
+        let thin = sparse.fault_schedule(seed);
+        for f in &thin {
+            assert!(
+                full.contains(f),
+                "seed {seed}: {f:?} is not in the full schedule"
+            );
+        }
+        full_n += full.len();
+        sparse_n += thin.len();
+    }
+    let ratio = full_n as f64 / sparse_n.max(1) as f64;
+    assert!(
+        (7.0..14.0).contains(&ratio),
+        "{full_n} vs {sparse_n}: {ratio}"
+    );
+    // And `--sparser 1` changes nothing.
+    assert_eq!(sc.sparser(1).fault_schedule(3), sc.fault_schedule(3));
+}

@@ -82,8 +82,21 @@ impl Scenario {
         }
         let mut sc = Scenario::new(self.name.clone(), self.path.clone(), m)?;
         let flag = clap::ValueEnum::to_possible_value(&style).expect("no skipped variants");
-        sc.replay_flags = format!(" --adversary {}", flag.get_name());
+        sc.fault_keep = self.fault_keep;
+        sc.replay_flags = format!("{} --adversary {}", self.replay_flags, flag.get_name());
         Ok(sc)
+    }
+
+    /// This model with `k` times fewer faults, alike for every style: each random fault (the
+    /// swarm's too) and each trigger firing applies with chance 1/k, the rest of the schedule
+    /// drawn as before — the sparse baseline of the efficiency table.
+    pub fn sparser(&self, k: u32) -> Scenario {
+        let mut sc = self.clone();
+        if k > 1 {
+            sc.fault_keep = crate::rng::Ratio::new(1, k).expect("1/k with k > 1");
+            sc.replay_flags = format!("{} --sparser {k}", self.replay_flags);
+        }
+        sc
     }
 
     /// How many times a random fault fires in a run on average: for each target, the run's

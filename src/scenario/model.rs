@@ -663,6 +663,9 @@ pub struct Scenario {
     /// Flags a replay command needs besides the path and seed to rebuild this scenario
     /// (` --adversary triggered` for a re-timed model); empty for a model as written.
     pub replay_flags: String,
+    /// Each random fault and each trigger firing applies with this chance (`--sparser K`:
+    /// 1/K); the rest of the schedule is drawn as if all applied.
+    pub fault_keep: Ratio,
 }
 
 /// A validation error before positions are attached: the message, and a snippet of the
@@ -1105,6 +1108,7 @@ impl Scenario {
             limits,
             epoch_unix_ms,
             replay_flags: String::new(),
+            fault_keep: Ratio::ALWAYS,
         })
     }
 
@@ -1494,6 +1498,7 @@ impl Scenario {
             chance: Ratio::per_million(chance.map_or(1_000_000, |c| c.0 as u32)).expect("bounded"),
             max_firings: max.map_or(1, |m| m.0 as u32),
             fired: 0,
+            keep: self.fault_keep,
             // Its own stream: adding a trigger changes nothing else a seed draws.
             rng: seed.stream("trigger", index),
         }
@@ -1646,15 +1651,22 @@ impl Scenario {
             RandomFaultSpec::Partition { targets, every, .. } => ("partition", targets, every),
         };
         let stream = format!("{prefix}-{kind}");
+        let thin_stream = format!("{prefix}-{kind}-thin");
         for (j, target) in targets.iter().enumerate() {
             let p = self.proc_id(&target.0);
             let mut rng = seed.stream(&stream, (i << 32) | j as u64);
+            // Thinning draws from its own stream: a thinned schedule is a subset of the full
+            // one, fault for fault, and an unthinned one draws nothing more.
+            let mut thin = (self.fault_keep != Ratio::ALWAYS)
+                .then(|| seed.stream(&thin_stream, (i << 32) | j as u64));
             let mut t = SimTime::ZERO;
             loop {
                 t = t.plus_ns(rng.range_inclusive(every.min.ns(), every.max.ns()));
                 if t >= end {
                     break;
                 }
+                let keep = thin.as_mut().is_none_or(|r| r.chance(self.fault_keep));
+                let first = out.len();
                 match f {
                     RandomFaultSpec::Pause { duration, .. } => {
                         let d = rng.range_inclusive(duration.min.ns(), duration.max.ns());
@@ -1692,6 +1704,9 @@ impl Scenario {
                         out.extend(FaultAction::isolation(p, n, t, t.plus_ns(d)));
                         t = t.plus_ns(d);
                     }
+                }
+                if !keep {
+                    out.truncate(first);
                 }
             }
         }

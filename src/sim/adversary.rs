@@ -98,6 +98,10 @@ pub struct Trigger {
     // Invariant: fired <= max_firings.
     pub max_firings: u32,
     pub fired: u32,
+    /// A firing actually applies its fault with this chance (a thinned, sparser adversary:
+    /// `--sparser K`); the firing counts either way, as a thinned random fault still takes
+    /// its place in the schedule.
+    pub keep: Ratio,
     pub rng: Prng,
 }
 
@@ -120,7 +124,14 @@ impl Trigger {
             return None;
         }
         self.fired += 1;
-        Some(self.rng.range_inclusive(pause_ns.0, pause_ns.1))
+        let d = self.rng.range_inclusive(pause_ns.0, pause_ns.1);
+        self.kept().then_some(d)
+    }
+
+    /// Whether this firing applies its fault (see `keep`). No draw when every firing does, so
+    /// unthinned runs draw exactly what they drew before thinning existed.
+    fn kept(&mut self) -> bool {
+        self.keep == Ratio::ALWAYS || self.rng.chance(self.keep)
     }
 
     /// The faults to apply now (and later) for an observation by `p` at `now`, if it fires.
@@ -168,6 +179,12 @@ impl Trigger {
             return Vec::new();
         }
         self.fired += 1;
+        let faults = self.faults(now, p, subject);
+        if self.kept() { faults } else { Vec::new() }
+    }
+
+    /// What a firing does, drawn now.
+    fn faults(&mut self, now: SimTime, p: ProcId, subject: ProcId) -> Vec<(SimTime, FaultAction)> {
         match &self.kind {
             // Fired by `react_send`, never by an observation (`matches` is false above).
             TriggerKind::PauseBeforeSend { .. } => Vec::new(),
