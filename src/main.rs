@@ -52,6 +52,10 @@ enum Cmd {
         /// Run every seed twice and report the seeds whose runs diverge (no verdicts).
         #[arg(long)]
         check_determinism: bool,
+        /// Write the HTML page of the first violating seed into this directory (created if
+        /// missing) as MODEL-seedN.html: a CI artifact to look at.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Re-run one seed and print the full timeline, with the messages around each violation.
     Replay {
@@ -448,6 +452,7 @@ fn main() -> ExitCode {
             shard,
             json,
             check_determinism,
+            report,
         } => match load(&model) {
             Ok(sc) if check_determinism => {
                 let shard = shard.map_or(Shard::WHOLE, |s| s.0);
@@ -459,6 +464,12 @@ fn main() -> ExitCode {
             Ok(sc) => {
                 if jobs == 0 || jobs > 1024 {
                     return bad_input("--jobs must be between 1 and 1024");
+                }
+                // A directory that cannot be made is bad input, before a long sweep.
+                if let Some(dir) = &report
+                    && let Err(e) = std::fs::create_dir_all(dir)
+                {
+                    return bad_input(&format!("--report {}: {e}", dir.display()));
                 }
                 let shard = shard.map_or(Shard::WHOLE, |s| s.0);
                 let total = (seeds.0.start..seeds.0.end)
@@ -501,11 +512,27 @@ fn main() -> ExitCode {
                     cli::sweep_text(&sc, &summary, &seeds, shard, jobs, wall_s)
                 };
                 out(&text);
+                if let (Some(dir), Some(seed)) = (report, summary.first_violating_seed) {
+                    match write_report(&sc, seed, &dir) {
+                        Ok(path) if !json => out(&format!("report: {}\n", path.display())),
+                        Ok(_) => {}
+                        Err(e) => return bad_input(&e),
+                    }
+                }
                 exit_for(summary.violating_seeds > 0)
             }
             Err(code) => code,
         },
     }
+}
+
+/// `sweep --report DIR`: the page of one seed, written as DIR/MODEL-seedN.html.
+fn write_report(sc: &scenario::Scenario, seed: u64, dir: &Path) -> Result<PathBuf, String> {
+    let (o, world) = explore::run_world(sc, seed, distlock_sim::sim::TraceMode::Full);
+    let page = explore::report::html(sc, seed, &world, &o.violations, None);
+    let path = dir.join(format!("{}-seed{seed}.html", sc.name));
+    std::fs::write(&path, page).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
 
 fn determinism_report(

@@ -295,3 +295,39 @@ fn damaged_model_files_are_refused_without_a_panic() {
     }
     assert!(n > 500);
 }
+
+#[test]
+fn sweep_report_writes_the_page_of_the_first_violating_seed() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sweep-report");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "sweep",
+            "models/single-px-del-pause.ron",
+            "--seeds",
+            "0..20",
+            "--report",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let page = std::fs::read_to_string(dir.join("single-px-del-pause-seed0.html")).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("mutual_exclusion"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("report: "));
+    // A directory that cannot be made is bad input, said before sweeping.
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "sweep",
+            "models/single-px-del-pause.ron",
+            "--seeds",
+            "0..20",
+        ])
+        .args(["--report", "/proc/no-such-dir/x"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(bad.stdout.is_empty(), "nothing swept");
+}
