@@ -40,9 +40,10 @@ fn the_pitfall_guide_is_up_to_date_with_the_models_and_their_replays() {
 }
 
 #[test]
-fn every_catalogue_model_but_the_benchmarks_has_a_section_and_a_picture_in_the_guide() {
+fn every_catalogue_model_but_the_benchmarks_has_a_section_a_picture_and_a_readme_row() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let guide = std::fs::read_to_string(root.join("docs/pitfalls.md")).unwrap_or_default();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap_or_default();
     for e in std::fs::read_dir(root.join("models")).unwrap() {
         let path = e.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
@@ -56,6 +57,10 @@ fn every_catalogue_model_but_the_benchmarks_has_a_section_and_a_picture_in_the_g
         assert!(
             root.join(format!("docs/pitfalls/{name}.svg")).exists(),
             "no picture for {name}"
+        );
+        assert!(
+            readme.contains(&format!("`{name}`")),
+            "README.md's catalogue does not name {name}"
         );
     }
 }
