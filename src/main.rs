@@ -230,11 +230,9 @@ fn main() -> ExitCode {
             sparser,
         } => match load(&model) {
             Ok(sc) => {
-                let sc = match sc.sparser(sparser).with_adversary(adversary) {
+                let sc = match timed(&sc, sparser, adversary) {
                     Ok(s) => s,
-                    Err(e) => {
-                        return bad_input(&format!("{}: --adversary: {}", sc.path, e.message));
-                    }
+                    Err(code) => return code,
                 };
                 use rayon::prelude::*;
                 if repeats == 0 || repeats > 10_000 || max_seeds == 0 {
@@ -404,11 +402,9 @@ fn main() -> ExitCode {
             sparser,
         } => match load(&model) {
             Ok(sc) => {
-                let sc = match sc.sparser(sparser).with_adversary(adversary) {
+                let sc = match timed(&sc, sparser, adversary) {
                     Ok(s) => s,
-                    Err(e) => {
-                        return bad_input(&format!("{}: --adversary: {}", sc.path, e.message));
-                    }
+                    Err(code) => return code,
                 };
                 let messages = match messages {
                     MessagesArg::Around => Messages::AroundViolations,
@@ -570,6 +566,18 @@ fn determinism_report_seeds(sc: &scenario::Scenario, seeds: &[u64], jobs: usize)
         }
         None => ExitCode::SUCCESS,
     }
+}
+
+/// The model with its faults thinned (`--sparser`) and timed (`--adversary`), as `hunt`
+/// ran it and `replay` rebuilds it.
+fn timed(
+    sc: &scenario::Scenario,
+    sparser: u32,
+    adversary: distlock_sim::scenario::adversary::AdversaryStyle,
+) -> Result<scenario::Scenario, ExitCode> {
+    sc.sparser(sparser)
+        .with_adversary(adversary)
+        .map_err(|e| bad_input(&format!("{}: --adversary: {}", sc.path, e.message)))
 }
 
 fn load(model: &str) -> Result<scenario::Scenario, ExitCode> {

@@ -255,31 +255,19 @@ pub fn chrome_trace(sc: &Scenario, seed: u64, world: &World, violations: &[Viola
                     );
                 }
             }
-            Observation::KeyWritten { key, value, .. } => {
+            Observation::KeyWritten { key, .. } | Observation::KeyRemoved { key, .. } => {
+                // A write ends the key's previous value; a removal ends the key.
                 if let Some(i) = keys.iter().position(|(p, k, _, _)| *p == pid && k == key) {
                     let (_, k, v, start) = keys.swap_remove(i);
-                    close(
-                        &mut ev,
-                        pid,
-                        format!("{} = {}", text(&k), text(&v)),
-                        start,
-                        r.at,
-                        json!({}),
-                    );
+                    let args = match &r.obs {
+                        Observation::KeyRemoved { how, .. } => json!({"ended": removal(*how)}),
+                        _ => json!({}),
+                    };
+                    let name = format!("{} = {}", text(&k), text(&v));
+                    close(&mut ev, pid, name, start, r.at, args);
                 }
-                keys.push((pid, key.clone(), value.clone(), r.at));
-            }
-            Observation::KeyRemoved { key, how, .. } => {
-                if let Some(i) = keys.iter().position(|(p, k, _, _)| *p == pid && k == key) {
-                    let (_, k, v, start) = keys.swap_remove(i);
-                    close(
-                        &mut ev,
-                        pid,
-                        format!("{} = {}", text(&k), text(&v)),
-                        start,
-                        r.at,
-                        json!({"ended": removal(*how)}),
-                    );
+                if let Observation::KeyWritten { value, .. } = &r.obs {
+                    keys.push((pid, key.clone(), value.clone(), r.at));
                 }
             }
             Observation::Fault { what } => {
