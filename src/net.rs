@@ -121,6 +121,7 @@ impl Network {
     }
 
     /// Routes a message sent at `now`: its delivery time, or why it is dropped.
+    #[inline]
     pub fn route(&mut self, now: SimTime, from: ProcId, to: ProcId) -> Result<SimTime, DropReason> {
         let i = self.idx(from, to);
         let seed = self.seed;

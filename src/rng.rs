@@ -82,11 +82,13 @@ impl Prng {
         Prng { inner }
     }
 
+    #[inline]
     pub fn next_u64(&mut self) -> u64 {
         self.inner.next_u64()
     }
 
     /// Uniform in `[0, n)`; `n == 0` gives 0 (an empty range has one honest answer: nothing).
+    #[inline]
     pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 {
             return 0;
@@ -108,6 +110,7 @@ impl Prng {
     }
 
     /// Uniform in the closed range `[lo, hi]`; `hi < lo` gives `lo`.
+    #[inline]
     pub fn range_inclusive(&mut self, lo: u64, hi: u64) -> u64 {
         if hi <= lo {
             return lo;
@@ -134,6 +137,7 @@ impl Prng {
     }
 
     /// True with probability `p`.
+    #[inline]
     pub fn chance(&mut self, p: Ratio) -> bool {
         if p.num == 0 {
             return false;

@@ -85,6 +85,7 @@ const SLOT_BITS: u32 = 24;
 const SEQ_BITS: u32 = 40;
 
 impl QueueEntry {
+    #[inline]
     fn new(at: SimTime, seq: u64, idx: u32) -> QueueEntry {
         assert!(
             seq < 1 << SEQ_BITS && idx < 1 << SLOT_BITS,
@@ -257,6 +258,7 @@ impl World {
     }
 
     /// `push` for an event sent earlier than now (a message parked at a paused process).
+    #[inline]
     fn push_sent(&mut self, at: SimTime, ev: Event, sent_at: SimTime) {
         let idx = match self.free.pop() {
             Some(i) => {
@@ -459,6 +461,7 @@ impl World {
     }
 
     /// Arms a timer of `p`, given in its local monotonic time, as an event at true time.
+    #[inline]
     fn set_timer(&mut self, p: ProcId, after_ns: u64, tag: u64) {
         let slot = &self.slots[p.index()];
         let true_ns = slot.clock.true_ns_for_local(self.now, after_ns);
@@ -505,12 +508,14 @@ impl World {
         );
     }
 
+    #[inline]
     fn send(&mut self, from: ProcId, to: ProcId, msg: Msg) {
         self.send_at(from, to, msg, self.now);
     }
 
     /// Sends a message that leaves `from` at `leave` (now, or the end of a pause that held
     /// it); links are consulted as they are now.
+    #[inline]
     fn send_at(&mut self, from: ProcId, to: ProcId, msg: Msg, leave: SimTime) {
         assert!(
             to.index() < self.slots.len(),
