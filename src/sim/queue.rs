@@ -102,7 +102,7 @@ impl EventQueue {
         let mut i = keys.len() - 1;
         // A few steps of insertion sort (the keys due before `key` move one place toward the
         // end), then, for a key due far ahead, a bisection and one move of the rest.
-        let stop = i.saturating_sub(8);
+        let stop = i.saturating_sub(16);
         while i > stop {
             let k = keys[i - 1];
             if k > key {
