@@ -209,8 +209,8 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool
         let _ = writeln!(s, "faults: none");
     } else {
         let _ = writeln!(s, "faults applied ({}):", applied.len());
-        for (at, f) in applied.iter().take(40) {
-            let _ = writeln!(s, "  {at}  {}", world.describe_fault(f));
+        for f in applied.iter().take(40) {
+            let _ = writeln!(s, "  {}  {}", f.at, world.describe_fault(f));
         }
         if applied.len() > 40 {
             let _ = writeln!(s, "  ... {} more", applied.len() - 40);

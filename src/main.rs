@@ -317,8 +317,6 @@ fn main() -> ExitCode {
             };
             match explore::minimize::minimize(&sc, &text, seed) {
                 Ok(m) => {
-                    let names: Vec<String> = sc.procs.iter().map(|(n, _)| n.clone()).collect();
-                    let name = |p: distlock_sim::time::ProcId| names[p.index()].clone();
                     let mut report = format!(
                         "{} at seed {seed}: {} faults before, {} after ({} runs)\nbefore:\n",
                         m.property,
@@ -327,11 +325,11 @@ fn main() -> ExitCode {
                         m.runs
                     );
                     for u in &m.before {
-                        report.push_str(&format!("  {}\n", explore::minimize::unit_ron(u, &name)));
+                        report.push_str(&format!("  {}\n", explore::minimize::fault_ron(u)));
                     }
                     report.push_str("after:\n");
                     for u in &m.after {
-                        report.push_str(&format!("  {}\n", explore::minimize::unit_ron(u, &name)));
+                        report.push_str(&format!("  {}\n", explore::minimize::fault_ron(u)));
                     }
                     match path {
                         Some(p) => {

@@ -54,8 +54,13 @@ impl DropReason {
 #[derive(Clone, Debug)]
 struct Link {
     spec: LinkSpec,
+    /// Sum of the open latency spikes on this link.
     extra_latency_ns: u64,
-    blocked: bool,
+    /// Open cuts of this link: it carries only while none is open (overlapping partitions
+    /// compose, the end of one does not heal another).
+    cuts: u32,
+    /// Open loss windows on this link (their ratios are in `Network::loss_windows`).
+    loss_windows: u32,
     last_delivery: SimTime,
     /// Made on the link's first message, boxed: an n×n matrix of unused links stays small
     /// (a 320-process model has 102,400 links, most never used).
@@ -69,6 +74,9 @@ pub struct Network {
     seed: Seed,
     // Invariant: links.len() == n * n; index from * n + to.
     links: Vec<Link>,
+    /// The open loss windows of each link that has any, by link index, in opening order.
+    // Invariant: loss_windows[i].len() == links[i].loss_windows, and no entry is empty.
+    loss_windows: std::collections::BTreeMap<usize, Vec<Ratio>>,
 }
 
 impl Network {
@@ -76,7 +84,8 @@ impl Network {
         let link = Link {
             spec: default,
             extra_latency_ns: 0,
-            blocked: false,
+            cuts: 0,
+            loss_windows: 0,
             last_delivery: SimTime::ZERO,
             rng: None,
         };
@@ -84,6 +93,7 @@ impl Network {
             n,
             seed,
             links: vec![link; n * n],
+            loss_windows: Default::default(),
         }
     }
 
@@ -92,34 +102,59 @@ impl Network {
         from.index() * self.n + to.index()
     }
 
-    pub fn set_link(&mut self, from: ProcId, to: ProcId, spec: LinkSpec) {
-        let i = self.idx(from, to);
-        self.links[i].spec = spec;
-    }
-
     pub fn link(&self, from: ProcId, to: ProcId) -> LinkSpec {
         self.links[self.idx(from, to)].spec
     }
 
-    /// Blocks (or unblocks) the directed link `from → to`.
-    pub fn set_blocked(&mut self, from: ProcId, to: ProcId, blocked: bool) {
+    /// Opens (`open`) or closes one cut of the directed link `from → to`.
+    pub fn cut(&mut self, from: ProcId, to: ProcId, open: bool) {
         let i = self.idx(from, to);
-        self.links[i].blocked = blocked;
+        let cuts = &mut self.links[i].cuts;
+        if open {
+            *cuts += 1;
+        } else {
+            assert!(*cuts > 0, "a cut closed that was never opened");
+            *cuts -= 1;
+        }
     }
 
     pub fn is_blocked(&self, from: ProcId, to: ProcId) -> bool {
-        self.links[self.idx(from, to)].blocked
+        self.links[self.idx(from, to)].cuts > 0
     }
 
-    /// Adds latency to a link (a spike); 0 removes it.
-    pub fn set_extra_latency(&mut self, from: ProcId, to: ProcId, extra_ns: u64) {
+    /// Opens or closes a latency spike of `extra_ns` on a link; spikes add up.
+    pub fn spike(&mut self, from: ProcId, to: ProcId, extra_ns: u64, open: bool) {
         let i = self.idx(from, to);
-        self.links[i].extra_latency_ns = extra_ns;
+        let extra = &mut self.links[i].extra_latency_ns;
+        if open {
+            *extra = extra.saturating_add(extra_ns);
+        } else {
+            assert!(*extra >= extra_ns, "a spike closed that was never opened");
+            *extra -= extra_ns;
+        }
     }
 
-    pub fn set_loss(&mut self, from: ProcId, to: ProcId, loss: Ratio) {
+    /// Opens or closes a loss window on a link; each open window drops independently.
+    pub fn loss_window(&mut self, from: ProcId, to: ProcId, loss: Ratio, open: bool) {
         let i = self.idx(from, to);
-        self.links[i].spec.loss = loss;
+        if open {
+            self.loss_windows.entry(i).or_default().push(loss);
+            self.links[i].loss_windows += 1;
+        } else {
+            let ws = self
+                .loss_windows
+                .get_mut(&i)
+                .expect("a loss window closed that was never opened");
+            let k = ws
+                .iter()
+                .position(|w| *w == loss)
+                .expect("a loss window closed that was never opened");
+            ws.remove(k);
+            if ws.is_empty() {
+                self.loss_windows.remove(&i);
+            }
+            self.links[i].loss_windows -= 1;
+        }
     }
 
     /// Routes a message sent at `now`: its delivery time, or why it is dropped.
@@ -129,7 +164,8 @@ impl Network {
         let seed = self.seed;
         let n = self.n as u64;
         let link = &mut self.links[i];
-        if link.blocked {
+        let windows = &self.loss_windows;
+        if link.cuts > 0 {
             return Err(DropReason::Partition);
         }
         let rng = link
@@ -137,6 +173,14 @@ impl Network {
             .get_or_insert_with(|| Box::new(seed.stream("net", (from.0 as u64) * n + to.0 as u64)));
         if !link.spec.loss.is_never() && rng.chance(link.spec.loss) {
             return Err(DropReason::Loss);
+        }
+        if link.loss_windows > 0 {
+            // One draw per open window, in opening order: independent causes of loss.
+            for w in &windows[&i] {
+                if rng.chance(*w) {
+                    return Err(DropReason::Loss);
+                }
+            }
         }
         let latency = rng.range_inclusive(link.spec.latency_ns_min, link.spec.latency_ns_max);
         let at = now
@@ -167,9 +211,54 @@ mod tests {
     fn partitions_can_be_one_way() {
         let mut net = Network::new(2, Seed(3), LinkSpec::new(10, 10, Ratio::NEVER));
         let (a, b) = (ProcId(0), ProcId(1));
-        net.set_blocked(a, b, true);
+        net.cut(a, b, true);
         assert_eq!(net.route(SimTime::ZERO, a, b), Err(DropReason::Partition));
         assert_eq!(net.route(SimTime::ZERO, b, a), Ok(SimTime(10)));
+    }
+
+    #[test]
+    fn a_cut_inside_a_longer_cut_does_not_heal_the_link_when_it_ends() {
+        let mut net = Network::new(2, Seed(3), LinkSpec::new(10, 10, Ratio::NEVER));
+        let (a, b) = (ProcId(0), ProcId(1));
+        net.cut(a, b, true);
+        net.cut(a, b, true);
+        net.cut(a, b, false);
+        assert_eq!(net.route(SimTime::ZERO, a, b), Err(DropReason::Partition));
+        net.cut(a, b, false);
+        assert_eq!(net.route(SimTime::ZERO, a, b), Ok(SimTime(10)));
+    }
+
+    #[test]
+    fn overlapping_latency_spikes_add_up_and_end_separately() {
+        let mut net = Network::new(2, Seed(3), LinkSpec::new(10, 10, Ratio::NEVER));
+        let (a, b) = (ProcId(0), ProcId(1));
+        net.spike(a, b, 100, true);
+        net.spike(a, b, 1_000, true);
+        assert_eq!(net.route(SimTime::ZERO, a, b), Ok(SimTime(1_110)));
+        net.spike(a, b, 100, false);
+        assert_eq!(net.route(SimTime(10_000), a, b), Ok(SimTime(11_010)));
+    }
+
+    #[test]
+    fn the_end_of_a_loss_window_keeps_the_base_loss_and_the_other_windows() {
+        let quarter = Ratio::new(1, 4).unwrap();
+        let mut net = Network::new(2, Seed(9), LinkSpec::new(10, 10, quarter));
+        let (a, b) = (ProcId(0), ProcId(1));
+        let lost = |net: &mut Network| {
+            (0..4000)
+                .filter(|_| net.route(SimTime::ZERO, a, b).is_err())
+                .count()
+        };
+        net.loss_window(a, b, Ratio::ALWAYS, true);
+        net.loss_window(a, b, Ratio::new(1, 2).unwrap(), true);
+        assert_eq!(lost(&mut net), 4000);
+        net.loss_window(a, b, Ratio::ALWAYS, false);
+        // 1 - 3/4 * 1/2 = 5/8 of 4000 = 2500.
+        let l = lost(&mut net);
+        assert!((2350..2650).contains(&l), "{l}");
+        net.loss_window(a, b, Ratio::new(1, 2).unwrap(), false);
+        let l = lost(&mut net);
+        assert!((850..1150).contains(&l), "{l}");
     }
 
     #[test]

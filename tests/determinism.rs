@@ -10,7 +10,7 @@ use distlock_sim::proto::{Bytes, Command, Msg, Script};
 use distlock_sim::redis::scripts::UNLOCK_SRC;
 use distlock_sim::redis::{RedisConfig, RedisProcess};
 use distlock_sim::rng::{Ratio, Seed};
-use distlock_sim::sim::{Actor, FaultAction, Limits, ProcSpec, TraceMode, World};
+use distlock_sim::sim::{Actor, Fault, FaultKind, Limits, ProcSpec, TraceMode, World};
 use distlock_sim::time::{NS_PER_MS, ProcId, SimTime};
 
 /// A scripted command stream: every few ms it sends one of a small vocabulary of commands,
@@ -102,13 +102,14 @@ fn small_world(seed: u64) -> World {
         max_events: 1_000_000,
     };
     let mut w = World::new(Seed(seed), limits, lossy_jittery, procs, TraceMode::Full);
-    w.schedule_fault(
+    w.schedule(Fault::new(
         SimTime::from_ms(700),
-        FaultAction::ClockStep {
+        None,
+        FaultKind::ClockStep {
             proc: ProcId(0),
             delta_ms: 40,
         },
-    );
+    ));
     w
 }
 

@@ -913,7 +913,7 @@ mod tests {
     use crate::process::Output;
     use crate::rng::{Prng, Ratio, Seed};
     use crate::sim::trace::TraceKind;
-    use crate::sim::{Actor, FaultAction, Limits, ProcSpec, TraceMode, World};
+    use crate::sim::{Actor, Fault, FaultKind, Limits, ProcSpec, TraceMode, World};
     use crate::time::{NS_PER_S, SimTime};
 
     const SERVICE: ProcId = ProcId(0);
@@ -1036,8 +1036,11 @@ mod tests {
             ..config("c2", 10)
         };
         let mut w = world(c1, c2, fencing);
-        w.schedule_fault(SimTime(NS_PER_S), FaultAction::Pause(C1));
-        w.schedule_fault(SimTime(16 * NS_PER_S), FaultAction::Resume(C1));
+        w.schedule(Fault::new(
+            SimTime(NS_PER_S),
+            Some(16 * NS_PER_S - NS_PER_S),
+            FaultKind::Pause(C1),
+        ));
         w.run();
         w
     }

@@ -518,7 +518,7 @@ mod tests {
     use crate::process::Output;
     use crate::redis::{RedisConfig, RedisProcess};
     use crate::rng::{Prng, Ratio, Seed};
-    use crate::sim::{Actor, FaultAction, Limits, ProcSpec, TraceMode, World};
+    use crate::sim::{Actor, Fault, FaultKind, Limits, ProcSpec, TraceMode, World};
     use crate::time::{NS_PER_S, SimTime};
 
     const REDIS: ProcId = ProcId(0);
@@ -648,8 +648,11 @@ mod tests {
         // timer queues with it, the key expires at ~30 s, B takes the lock; A resumes, its
         // renewal is answered 0 and nothing tells it: it writes on a stale read.
         let mut w = world(config("a", 40), config("b", 1), 60);
-        w.schedule_fault(SimTime(5 * NS_PER_S), FaultAction::Pause(A));
-        w.schedule_fault(SimTime(40 * NS_PER_S), FaultAction::Resume(A));
+        w.schedule(Fault::new(
+            SimTime(5 * NS_PER_S),
+            Some(40 * NS_PER_S - 5 * NS_PER_S),
+            FaultKind::Pause(A),
+        ));
         w.run();
         let b_acquired = at_of(&w, B, |o| matches!(o, Observation::Acquired { .. }));
         assert!(

@@ -11,139 +11,74 @@ use std::fmt::Write as _;
 
 use crate::check::Property;
 use crate::explore::run_world;
-use crate::rng::Ratio;
-use crate::scenario::{self, Scenario};
-use crate::sim::{FaultAction, TraceMode};
-use crate::time::{NS_PER_MS, ProcId, SimTime};
+use crate::scenario::Scenario;
+use crate::scenario::model::FaultSpec;
+use crate::scenario::units::{Bounded, Dur, Name, SignedDur};
+use crate::sim::{Fault, FaultKind, TraceMode};
+use crate::time::{NS_PER_MS, ProcId};
 
-/// One fault as a model states it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Unit {
-    Pause {
-        proc: ProcId,
-        at: SimTime,
-        duration_ns: u64,
-    },
-    Crash {
-        proc: ProcId,
-        at: SimTime,
-        restart_after_ns: Option<u64>,
-        keep_data: bool,
-    },
-    ClockStep {
-        proc: ProcId,
-        at: SimTime,
-        delta_ms: i64,
-    },
-    Drift {
-        proc: ProcId,
-        at: SimTime,
-        ppm: i64,
-    },
-    Cut {
-        from: Vec<ProcId>,
-        to: Vec<ProcId>,
-        at: SimTime,
-        duration_ns: Option<u64>,
-    },
-    Spike {
-        from: Vec<ProcId>,
-        to: Vec<ProcId>,
-        at: SimTime,
-        duration_ns: u64,
-        extra_ns: u64,
-    },
-    Loss {
-        from: Vec<ProcId>,
-        to: Vec<ProcId>,
-        at: SimTime,
-        duration_ns: u64,
-        loss: Ratio,
-    },
-}
-
-/// Pairs the applied faults of a run (pause/resume, crash/restart, cut/heal, ...) into units.
-pub fn units_of(applied: &[(SimTime, FaultAction)], end: SimTime) -> Vec<Unit> {
-    let mut units = Vec::new();
-    for (i, (at, f)) in applied.iter().enumerate() {
-        let later = || applied[i + 1..].iter();
-        match f {
-            FaultAction::Pause(p) => {
-                let resume = later()
-                    .find(|(_, g)| matches!(g, FaultAction::Resume(q) if q == p))
-                    .map(|(t, _)| *t);
-                let until = resume.unwrap_or(end);
-                units.push(Unit::Pause {
-                    proc: *p,
-                    at: *at,
-                    duration_ns: until.saturating_sub(*at),
-                });
-            }
-            FaultAction::Crash(p) => {
-                let restart = later().find_map(|(t, g)| match g {
-                    FaultAction::Restart { proc, keep_data } if proc == p => Some((*t, *keep_data)),
-                    _ => None,
-                });
-                units.push(Unit::Crash {
-                    proc: *p,
-                    at: *at,
-                    restart_after_ns: restart.map(|(t, _)| t.saturating_sub(*at)),
-                    keep_data: restart.is_some_and(|(_, k)| k),
-                });
-            }
-            FaultAction::ClockStep { proc, delta_ms } => units.push(Unit::ClockStep {
-                proc: *proc,
-                at: *at,
-                delta_ms: *delta_ms,
-            }),
-            FaultAction::Drift { proc, drift_ppm } => units.push(Unit::Drift {
-                proc: *proc,
-                at: *at,
-                ppm: *drift_ppm,
-            }),
-            FaultAction::Partition {
-                from,
-                to,
-                blocked: true,
-            } => {
-                let heal = later()
-                    .find(|(_, g)| matches!(g, FaultAction::Partition { from: f2, to: t2, blocked: false } if f2 == from && t2 == to))
-                    .map(|(t, _)| t.saturating_sub(*at));
-                units.push(Unit::Cut {
-                    from: from.clone(),
-                    to: to.clone(),
-                    at: *at,
-                    duration_ns: heal,
-                });
-            }
-            FaultAction::LatencySpike { from, to, extra_ns } if *extra_ns > 0 => {
-                let stop = later()
-                    .find(|(_, g)| matches!(g, FaultAction::LatencySpike { from: f2, to: t2, .. } if f2 == from && t2 == to))
-                    .map_or(end, |(t, _)| *t);
-                units.push(Unit::Spike {
-                    from: from.clone(),
-                    to: to.clone(),
-                    at: *at,
-                    duration_ns: stop.saturating_sub(*at),
-                    extra_ns: *extra_ns,
-                });
-            }
-            FaultAction::Loss { from, to, loss } if !loss.is_never() => {
-                let stop = later()
-                    .find(|(_, g)| matches!(g, FaultAction::Loss { from: f2, to: t2, .. } if f2 == from && t2 == to))
-                    .map_or(end, |(t, _)| *t);
-                units.push(Unit::Loss {
-                    from: from.clone(),
-                    to: to.clone(),
-                    at: *at,
-                    duration_ns: stop.saturating_sub(*at),
-                    loss: *loss,
-                });
-            }
-            _ => {}
-        }
+/// A fault of the realised schedule as a model states it (`faults: [...]` entry).
+pub fn fault_spec(f: &Fault, name: &dyn Fn(ProcId) -> String) -> FaultSpec {
+    let n = |p: &ProcId| Name(name(*p));
+    let list = |v: &[ProcId]| v.iter().map(n).collect::<Vec<_>>();
+    let at = Dur(f.at.0);
+    let dur = f.duration_ns.map(Dur);
+    match &f.kind {
+        FaultKind::Pause(p) => FaultSpec::Pause {
+            target: n(p),
+            at,
+            duration: Dur(f.duration_ns.expect("a realised pause has a duration")),
+        },
+        FaultKind::Crash { proc, keep_data } => FaultSpec::Crash {
+            target: n(proc),
+            at,
+            restart_after: dur,
+            keep_data: *keep_data,
+        },
+        FaultKind::ClockStep { proc, delta_ms } => FaultSpec::ClockStep {
+            target: n(proc),
+            at,
+            delta: SignedDur(delta_ms * NS_PER_MS as i64),
+        },
+        FaultKind::Drift { proc, drift_ppm } => FaultSpec::Drift {
+            target: n(proc),
+            at,
+            ppm: Bounded(*drift_ppm),
+            duration: dur,
+        },
+        FaultKind::Partition {
+            from,
+            to,
+            both_ways,
+        } => FaultSpec::Partition {
+            from: list(from),
+            to: list(to),
+            at,
+            duration: dur,
+            one_way: !both_ways,
+        },
+        FaultKind::Isolate(p) => FaultSpec::Isolate {
+            target: n(p),
+            at,
+            duration: dur,
+        },
+        FaultKind::LatencySpike { from, to, extra_ns } => FaultSpec::LatencySpike {
+            from: list(from),
+            to: list(to),
+            at,
+            duration: Dur(f.duration_ns.expect("a realised spike has a duration")),
+            extra: Dur(*extra_ns),
+        },
+        FaultKind::Loss { from, to, loss } => FaultSpec::Loss {
+            from: list(from),
+            to: list(to),
+            at,
+            duration: Dur(f
+                .duration_ns
+                .expect("a realised loss window has a duration")),
+            loss_ppm: Bounded(i64::from(loss.num()) * 1_000_000 / i64::from(loss.den())),
+        },
     }
-    units
 }
 
 fn dur(ns: u64) -> String {
@@ -157,89 +92,106 @@ fn dur(ns: u64) -> String {
     format!("\"{secs}.{}s\"", f.trim_end_matches('0'))
 }
 
-/// RON text of one unit, as a `faults` entry.
-pub fn unit_ron(u: &Unit, name: &dyn Fn(ProcId) -> String) -> String {
-    let list = |v: &[ProcId]| {
+/// RON text of one scripted fault, as a `faults` entry.
+pub fn fault_ron(f: &FaultSpec) -> String {
+    let list = |v: &[Name]| {
         v.iter()
-            .map(|p| format!("\"{}\"", name(*p)))
+            .map(|p| format!("\"{}\"", p.0))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    match u {
-        Unit::Pause {
-            proc,
+    let opt =
+        |key: &str, d: &Option<Dur>| d.map_or(String::new(), |d| format!(", {key}: {}", dur(d.0)));
+    match f {
+        FaultSpec::Pause {
+            target,
             at,
-            duration_ns,
-        } => {
-            format!(
-                "pause(target: \"{}\", at: {}, duration: {})",
-                name(*proc),
-                dur(at.0),
-                dur(*duration_ns)
-            )
-        }
-        Unit::Crash {
-            proc,
+            duration,
+        } => format!(
+            "pause(target: \"{}\", at: {}, duration: {})",
+            target.0,
+            dur(at.0),
+            dur(duration.0)
+        ),
+        FaultSpec::Crash {
+            target,
             at,
-            restart_after_ns,
+            restart_after,
             keep_data,
         } => format!(
             "crash(target: \"{}\", at: {}{}, keep_data: {keep_data})",
-            name(*proc),
+            target.0,
             dur(at.0),
-            restart_after_ns.map_or(String::new(), |r| format!(", restart_after: {}", dur(r)))
+            opt("restart_after", restart_after)
         ),
-        Unit::ClockStep { proc, at, delta_ms } => {
-            format!(
-                "clock_step(target: \"{}\", at: {}, delta: \"{delta_ms:+}ms\")",
-                name(*proc),
-                dur(at.0)
-            )
-        }
-        Unit::Drift { proc, at, ppm } => format!(
-            "drift(target: \"{}\", at: {}, ppm: {ppm})",
-            name(*proc),
-            dur(at.0)
+        FaultSpec::ClockStep { target, at, delta } => format!(
+            "clock_step(target: \"{}\", at: {}, delta: \"{:+}ms\")",
+            target.0,
+            dur(at.0),
+            delta.ms()
         ),
-        Unit::Cut {
+        FaultSpec::Drift {
+            target,
+            at,
+            ppm,
+            duration,
+        } => format!(
+            "drift(target: \"{}\", at: {}, ppm: {}{})",
+            target.0,
+            dur(at.0),
+            ppm.0,
+            opt("duration", duration)
+        ),
+        FaultSpec::Isolate {
+            target,
+            at,
+            duration,
+        } => format!(
+            "isolate(target: \"{}\", at: {}{})",
+            target.0,
+            dur(at.0),
+            opt("duration", duration)
+        ),
+        FaultSpec::Partition {
             from,
             to,
             at,
-            duration_ns,
+            duration,
+            one_way,
         } => format!(
-            "partition(from: [{}], to: [{}], at: {}{}, one_way: true)",
+            "partition(from: [{}], to: [{}], at: {}{}, one_way: {one_way})",
             list(from),
             list(to),
             dur(at.0),
-            duration_ns.map_or(String::new(), |d| format!(", duration: {}", dur(d)))
+            opt("duration", duration)
         ),
-        Unit::Spike {
+        FaultSpec::LatencySpike {
             from,
             to,
             at,
-            duration_ns,
-            extra_ns,
+            duration,
+            extra,
         } => format!(
             "latency_spike(from: [{}], to: [{}], at: {}, duration: {}, extra: {})",
             list(from),
             list(to),
             dur(at.0),
-            dur(*duration_ns),
-            dur(*extra_ns)
+            dur(duration.0),
+            dur(extra.0)
         ),
-        Unit::Loss {
+        FaultSpec::Loss {
             from,
             to,
             at,
-            duration_ns,
-            loss,
+            duration,
+            loss_ppm,
         } => format!(
             "loss(from: [{}], to: [{}], at: {}, duration: {}, loss_ppm: {})",
             list(from),
             list(to),
             dur(at.0),
-            dur(*duration_ns),
-            u64::from(loss.num()) * 1_000_000 / u64::from(loss.den())
+            dur(duration.0),
+            loss_ppm.0
         ),
     }
 }
@@ -303,13 +255,11 @@ pub fn remove_field(text: &str, key: &str) -> String {
     text.to_string()
 }
 
-/// The model text with the given faults scripted and every other source of faults removed.
-pub fn scripted_text(
-    original: &str,
-    units: &[Unit],
-    name: &dyn Fn(ProcId) -> String,
-    header: &str,
-) -> String {
+/// The model text with the given faults scripted and every other source of faults removed:
+/// the user's own text (comments, layout) with those fields replaced. Only the final model is
+/// written this way; the search runs on the typed model (`Scenario::with_scripted_faults`),
+/// and `minimize` checks that this text reads back as exactly that model.
+pub fn scripted_text(original: &str, faults: &[FaultSpec], header: &str) -> String {
     let mut t = original.to_string();
     for k in ["random_faults", "swarm", "triggers", "faults", "expect"] {
         // A field may appear once; remove until gone.
@@ -321,16 +271,16 @@ pub fn scripted_text(
             t = next;
         }
     }
-    let mut faults = String::from("    faults: [\n");
-    for u in units {
-        let _ = writeln!(faults, "        {},", unit_ron(u, name));
+    let mut list = String::from("    faults: [\n");
+    for f in faults {
+        let _ = writeln!(list, "        {},", fault_ron(f));
     }
-    faults.push_str("    ],\n");
+    list.push_str("    ],\n");
     let at = t
         .find("    check:")
         .or_else(|| t.find("check:"))
         .unwrap_or(t.len());
-    t.insert_str(at, &faults);
+    t.insert_str(at, &list);
     format!("{header}{t}")
 }
 
@@ -338,8 +288,8 @@ pub fn scripted_text(
 #[derive(Clone, Debug)]
 pub struct Minimized {
     pub property: Property,
-    pub before: Vec<Unit>,
-    pub after: Vec<Unit>,
+    pub before: Vec<FaultSpec>,
+    pub after: Vec<FaultSpec>,
     pub model_text: String,
     pub runs: u64,
 }
@@ -353,38 +303,51 @@ pub fn minimize(sc: &Scenario, original_text: &str, seed: u64) -> Result<Minimiz
     let property = first.property;
     let names = world.names();
     let name = |p: ProcId| names[p.index()].clone();
-    let before = units_of(&world.applied_faults, world.now());
+    let before: Vec<FaultSpec> = world
+        .applied_faults
+        .iter()
+        .map(|f| fault_spec(f, &name))
+        .collect();
     let mut runs = 0u64;
-    let mut fails = |units: &[Unit]| -> bool {
+    // A schedule the typed model refuses is a bug of this module, not "does not fail".
+    let mut writer_bug: Option<String> = None;
+    let mut fails = |faults: &[FaultSpec]| -> bool {
         runs += 1;
-        let text = scripted_text(original_text, units, &name, "");
-        match scenario::load_str(&sc.name, &sc.path, &text) {
+        match sc.with_scripted_faults(faults.to_vec()) {
             Ok(s) => run_world(&s, seed, TraceMode::Off)
                 .0
                 .violations
                 .iter()
                 .any(|v| v.property == property),
-            Err(_) => false,
+            Err(e) => {
+                writer_bug.get_or_insert(e.message);
+                false
+            }
         }
     };
     if !fails(&before) {
+        if let Some(e) = writer_bug {
+            return Err(format!(
+                "the realised schedule does not make a valid model: {e}"
+            ));
+        }
         return Err(format!(
             "the scripted schedule of seed {seed} does not reproduce {property}: the failure depends on something the schedule does not capture"
         ));
     }
-    // ddmin over units (complements).
+    // ddmin over faults (complements).
     let mut cur = before.clone();
     let mut n = 2usize;
     while cur.len() >= 2 {
         let chunk = cur.len().div_ceil(n);
-        let mut reduced: Option<Vec<Unit>> = None;
+        let mut reduced: Option<Vec<FaultSpec>> = None;
         for i in 0..n {
             let lo = i * chunk;
             if lo >= cur.len() {
                 break;
             }
             let hi = (lo + chunk).min(cur.len());
-            let complement: Vec<Unit> = cur[..lo].iter().chain(&cur[hi..]).cloned().collect();
+            let complement: Vec<FaultSpec> = cur[..lo].iter().chain(&cur[hi..]).cloned().collect();
             if fails(&complement) {
                 reduced = Some(complement);
                 break;
@@ -407,22 +370,19 @@ pub fn minimize(sc: &Scenario, original_text: &str, seed: u64) -> Result<Minimiz
         for _ in 0..12 {
             let mut trial = cur.clone();
             let changed = match &mut trial[i] {
-                Unit::Pause { duration_ns, .. } if *duration_ns > NS_PER_MS => {
-                    *duration_ns /= 2;
+                FaultSpec::Pause { duration: d, .. }
+                | FaultSpec::LatencySpike { duration: d, .. }
+                | FaultSpec::Partition {
+                    duration: Some(d), ..
+                }
+                | FaultSpec::Isolate {
+                    duration: Some(d), ..
+                } if d.0 > NS_PER_MS => {
+                    d.0 /= 2;
                     true
                 }
-                Unit::ClockStep { delta_ms, .. } if delta_ms.abs() > 1 => {
-                    *delta_ms /= 2;
-                    true
-                }
-                Unit::Cut {
-                    duration_ns: Some(d),
-                    ..
-                }
-                | Unit::Spike { duration_ns: d, .. }
-                    if *d > NS_PER_MS =>
-                {
-                    *d /= 2;
+                FaultSpec::ClockStep { delta, .. } if delta.ms().abs() > 1 => {
+                    delta.0 = delta.ms() / 2 * NS_PER_MS as i64;
                     true
                 }
                 _ => false,
@@ -433,13 +393,13 @@ pub fn minimize(sc: &Scenario, original_text: &str, seed: u64) -> Result<Minimiz
             cur = trial;
         }
         // Fewer affected processes: drop members of a cut one by one.
-        if let Unit::Cut { from, to, .. } = &cur[i] {
+        if let FaultSpec::Partition { from, to, .. } = &cur[i] {
             let (from, to) = (from.clone(), to.clone());
             for side in 0..2 {
                 let members = if side == 0 { from.clone() } else { to.clone() };
                 for m in members {
                     let mut trial = cur.clone();
-                    if let Unit::Cut { from: f, to: t, .. } = &mut trial[i] {
+                    if let FaultSpec::Partition { from: f, to: t, .. } = &mut trial[i] {
                         let v = if side == 0 { f } else { t };
                         if v.len() > 1 {
                             v.retain(|q| *q != m);
@@ -459,7 +419,18 @@ pub fn minimize(sc: &Scenario, original_text: &str, seed: u64) -> Result<Minimiz
         after = cur.len(),
         before = before.len(),
     );
-    let model_text = scripted_text(original_text, &cur, &name, &header);
+    let model_text = scripted_text(original_text, &cur, &header);
+    // The written text must read back as the model the search settled on.
+    let typed = sc
+        .with_scripted_faults(cur.clone())
+        .map_err(|e| format!("minimised schedule refused: {}", e.message))?;
+    let read = crate::scenario::load_str(&sc.name, &sc.path, &model_text)
+        .map_err(|e| format!("minimised model does not read back: {e}\n{model_text}"))?;
+    if read.fault_schedule(seed) != typed.fault_schedule(seed) {
+        return Err(format!(
+            "minimised model reads back with another schedule:\n{model_text}"
+        ));
+    }
     Ok(Minimized {
         property,
         before,

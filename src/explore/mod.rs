@@ -15,8 +15,7 @@ use rayon::prelude::*;
 use crate::check::{CheckConfig, Property, Violation, check_all};
 use crate::history::Observation;
 use crate::scenario::Scenario;
-use crate::sim::{FaultAction, RunEnd, TraceMode, World};
-use crate::time::SimTime;
+use crate::sim::{Fault, RunEnd, TraceMode, World};
 
 /// The result of one seed.
 #[derive(Clone, Debug)]
@@ -27,7 +26,7 @@ pub struct RunOutcome {
     pub events: u64,
     pub acquisitions: u64,
     /// The fault schedule realised by this seed (scripted and drawn).
-    pub faults: Vec<(SimTime, FaultAction)>,
+    pub faults: Vec<Fault>,
     /// Digest of the trace (0 when tracing was off).
     pub trace_digest: u64,
     /// Longest time two clients believed they held the same lock at once (ns).

@@ -16,7 +16,7 @@ use crate::history::{Observation, Removal};
 use crate::proto::{Bytes, Msg};
 use crate::scenario::{ProcKind, Scenario};
 use crate::sim::World;
-use crate::sim::fault::FaultAction;
+use crate::sim::fault::FaultKind;
 use crate::sim::trace::{TraceKind, describe_msg};
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime, fmt_duration_ns};
 
@@ -682,13 +682,13 @@ fn scene(
         }
     }
     // Clock steps and drift changes show where they happen.
-    for (at, f) in &world.applied_faults {
-        if let FaultAction::ClockStep { proc, .. } | FaultAction::Drift { proc, .. } = f {
+    for f in &world.applied_faults {
+        if let FaultKind::ClockStep { proc, .. } | FaultKind::Drift { proc, .. } = &f.kind {
             marks.push(Mark {
                 proc: proc.index(),
-                at: *at,
+                at: f.at,
                 kind: MarkKind::ClockChange,
-                tip: format!("at {at}: {}", world.describe_fault(f)),
+                tip: format!("at {}: {}", f.at, world.describe_fault(f)),
             });
         }
     }
@@ -740,81 +740,45 @@ fn state_span(
     }
 }
 
-/// A partition, latency spike or loss applied and not yet healed.
-struct OpenLinkFault<'a> {
-    from: &'a [ProcId],
-    to: &'a [ProcId],
-    since: SimTime,
-    kind: SpanKind,
-    what: String,
-}
-
-/// Partitions, latency spikes and loss as spans on the lanes they cut off: each blocking
-/// action is paired with the action that heals the same links.
+/// Partitions, isolations, latency spikes and loss as spans on the lanes they cut off, from
+/// each fault's opening to its closing (or the end of the run).
 fn network_fault_spans(world: &World, names: &[String], spans: &mut Vec<Span>) {
-    let close = |spans: &mut Vec<Span>, o: OpenLinkFault<'_>, until: SimTime| {
-        // The smaller side is the one cut off: with a partition of one process from the
-        // rest, that single process's lane is marked.
-        let marked = if o.from.len() <= o.to.len() {
-            o.from
-        } else {
-            o.to
-        };
-        for p in marked {
-            spans.push(Span {
-                lane_proc: p.index(),
-                start: o.since,
-                end: until,
-                kind: o.kind,
-                fill: None,
-                label: String::new(),
-                tip: format!("{} from {} to {until}", o.what, o.since),
-            });
-        }
-    };
     let list = |ps: &[ProcId]| {
         ps.iter()
             .map(|p| names[p.index()].as_str())
             .collect::<Vec<_>>()
             .join(",")
     };
-    let mut open: Vec<OpenLinkFault<'_>> = Vec::new();
-    for (at, f) in &world.applied_faults {
-        let (from, to, on, kind) = match f {
-            FaultAction::Partition { from, to, blocked } => {
-                (from, to, *blocked, SpanKind::Partition)
-            }
-            FaultAction::LatencySpike { from, to, extra_ns } => {
-                (from, to, *extra_ns > 0, SpanKind::Slow)
-            }
-            FaultAction::Loss { from, to, loss } => {
-                (from, to, *loss != crate::rng::Ratio::NEVER, SpanKind::Slow)
-            }
+    for f in &world.applied_faults {
+        let (marked, kind, links): (&[ProcId], SpanKind, String) = match &f.kind {
+            // The smaller side is the one cut off: with a partition of one process from the
+            // rest, that single process's lane is marked.
+            FaultKind::Partition { from, to, .. } => (
+                if from.len() <= to.len() { from } else { to },
+                SpanKind::Partition,
+                format!(" ({} → {})", list(from), list(to)),
+            ),
+            FaultKind::Isolate(p) => (std::slice::from_ref(p), SpanKind::Partition, String::new()),
+            FaultKind::LatencySpike { from, to, .. } | FaultKind::Loss { from, to, .. } => (
+                if from.len() <= to.len() { from } else { to },
+                SpanKind::Slow,
+                format!(" ({} → {})", list(from), list(to)),
+            ),
             _ => continue,
         };
-        if let Some(i) = open
-            .iter()
-            .position(|o| o.from == from.as_slice() && o.to == to.as_slice() && o.kind == kind)
-        {
-            close(spans, open.swap_remove(i), *at);
-        }
-        if on {
-            open.push(OpenLinkFault {
-                from,
-                to,
-                since: *at,
+        let until = f.end().map_or(world.now(), |e| e.min(world.now()));
+        let what = format!("{}{links}", world.describe_fault(f));
+        for p in marked {
+            spans.push(Span {
+                lane_proc: p.index(),
+                start: f.at,
+                end: until,
                 kind,
-                what: format!(
-                    "{} ({} → {})",
-                    world.describe_fault(f),
-                    list(from),
-                    list(to)
-                ),
+                fill: None,
+                label: String::new(),
+                tip: format!("{what} from {} to {until}", f.at),
             });
         }
-    }
-    for o in open {
-        close(spans, o, world.now());
     }
 }
 
@@ -956,14 +920,14 @@ fn clock_curve(
         .map(|i| from.0 + (to.0 - from.0) / CLOCK_SAMPLES * i)
         .collect();
     ts.push(to.0);
-    for (at, f) in &world.applied_faults {
-        if let FaultAction::ClockStep { proc, .. } = f
+    for f in &world.applied_faults {
+        if let FaultKind::ClockStep { proc, .. } = &f.kind
             && proc.index() == p
-            && *at >= from
-            && *at <= to
+            && f.at >= from
+            && f.at <= to
         {
-            ts.push(at.0.saturating_sub(1));
-            ts.push(at.0);
+            ts.push(f.at.0.saturating_sub(1));
+            ts.push(f.at.0);
         }
     }
     ts.sort_unstable();
@@ -1660,11 +1624,12 @@ pub fn html(
         "<section><h2>Faults applied ({})</h2><ul class=\"faults\">",
         world.applied_faults.len()
     );
-    for (at, f) in world.applied_faults.iter().take(500) {
+    for f in world.applied_faults.iter().take(500) {
         let _ = writeln!(
             s,
-            r##"<li><a href="#" data-goto="{}">{at}</a> {}</li>"##,
-            at.0,
+            r##"<li><a href="#" data-goto="{}">{}</a> {}</li>"##,
+            f.at.0,
+            f.at,
             esc(&world.describe_fault(f))
         );
     }

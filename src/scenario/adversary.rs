@@ -102,10 +102,7 @@ impl Scenario {
     /// How many times a random fault fires in a run on average: for each target, the run's
     /// duration over the mean of its `every` range (at least once in all).
     fn expected_firings(&self, f: &RandomFaultSpec) -> i64 {
-        let (RandomFaultSpec::Pause { targets, every, .. }
-        | RandomFaultSpec::Crash { targets, every, .. }
-        | RandomFaultSpec::ClockStep { targets, every, .. }
-        | RandomFaultSpec::Partition { targets, every, .. }) = f;
+        let (targets, every) = (f.targets(), f.every());
         let mean_ns = (every.min.ns() / 2 + every.max.ns() / 2).max(1);
         let per_target = self.model.duration.ns() / mean_ns;
         (per_target.saturating_mul(targets.len() as u64) as i64).clamp(1, 1_000_000)

@@ -20,7 +20,7 @@ use crate::redis::{RedisConfig, RedisProcess};
 use crate::rng::{Ratio, Seed};
 use crate::scenario::units::{Bounded, Dur, DurRange, Name, SignedDur, SignedDurRange};
 use crate::sim::adversary::{SendKind, Trigger, TriggerKind};
-use crate::sim::{Actor, FaultAction, Limits, ProcSpec, TraceMode, World};
+use crate::sim::{Actor, Fault, FaultKind, Limits, ProcSpec, TraceMode, World};
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime};
 
 /// Limits on model sizes: a model beyond them is refused, not run out of memory.
@@ -29,6 +29,11 @@ pub const MAX_NODES: usize = 64;
 pub const MAX_FAULTS: usize = 10_000;
 pub const MAX_EVENTS_LIMIT: u64 = 1_000_000_000;
 pub const MAX_RANDOM_FAULTS_PER_TARGET: u64 = 100_000;
+/// Faults one run may schedule up front (scripted plus the most its random entries can draw):
+/// the schedule and the event queue it fills stay bounded before the run.
+pub const MAX_SCHEDULED_FAULTS: u64 = 1_000_000;
+/// Firings all triggers of a model may make in one run, together.
+pub const MAX_TRIGGER_FIRINGS: i64 = 1_000_000;
 pub const DEFAULT_MAX_EVENTS: u64 = 50_000_000;
 pub const DEFAULT_EPOCH_UNIX_MS: i64 = 1_700_000_000_000;
 
@@ -418,7 +423,7 @@ impl Default for NetworkSpec {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultSpec {
     Pause {
@@ -439,10 +444,21 @@ pub enum FaultSpec {
         at: Dur,
         delta: SignedDur,
     },
+    /// Without `duration`: the node's drift rate from `at` on. With: `ppm` added to the rate
+    /// for that long (windows add up).
     Drift {
         target: Name,
         at: Dur,
         ppm: Bounded<-500_000, 500_000>,
+        #[serde(default)]
+        duration: Option<Dur>,
+    },
+    /// Cut `target` off from every other process, both ways.
+    Isolate {
+        target: Name,
+        at: Dur,
+        #[serde(default)]
+        duration: Option<Dur>,
     },
     Partition {
         from: Vec<Name>,
@@ -470,7 +486,10 @@ pub enum FaultSpec {
 }
 
 /// Faults drawn per seed: each target independently suffers the fault at intervals drawn
-/// from `every`.
+/// from `every` (one stream per entry and target). With `at_once: N`, each draw instead picks
+/// N distinct targets of the list and hits them at the same instant (two nodes' clocks in
+/// one draw; one stream per entry). Link faults (`latency_spike`, `loss`) hit every link
+/// from a member of `from` to a member of `to` at each draw.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum RandomFaultSpec {
@@ -478,6 +497,8 @@ pub enum RandomFaultSpec {
         targets: Vec<Name>,
         every: DurRange,
         duration: DurRange,
+        #[serde(default)]
+        at_once: Option<Bounded<1, 64>>,
     },
     Crash {
         targets: Vec<Name>,
@@ -485,18 +506,130 @@ pub enum RandomFaultSpec {
         down: DurRange,
         #[serde(default)]
         keep_data: bool,
+        #[serde(default)]
+        at_once: Option<Bounded<1, 64>>,
     },
     ClockStep {
         targets: Vec<Name>,
         every: DurRange,
         delta: SignedDurRange,
+        #[serde(default)]
+        at_once: Option<Bounded<1, 64>>,
     },
     /// Cut a target off from every other process (both ways) for `duration`.
     Partition {
         targets: Vec<Name>,
         every: DurRange,
         duration: DurRange,
+        #[serde(default)]
+        at_once: Option<Bounded<1, 64>>,
     },
+    /// Add `ppm` (drawn in the range) to a node's drift rate for `duration`.
+    Drift {
+        targets: Vec<Name>,
+        every: DurRange,
+        duration: DurRange,
+        ppm: (Bounded<-500_000, 500_000>, Bounded<-500_000, 500_000>),
+        #[serde(default)]
+        at_once: Option<Bounded<1, 64>>,
+    },
+    /// Add `extra` latency to the links from `from` to `to` for `duration`.
+    LatencySpike {
+        from: Vec<Name>,
+        to: Vec<Name>,
+        every: DurRange,
+        duration: DurRange,
+        extra: DurRange,
+    },
+    /// Drop messages on the links from `from` to `to` with a chance drawn in `loss_ppm`.
+    Loss {
+        from: Vec<Name>,
+        to: Vec<Name>,
+        every: DurRange,
+        duration: DurRange,
+        loss_ppm: (Bounded<0, 1_000_000>, Bounded<0, 1_000_000>),
+    },
+}
+
+impl RandomFaultSpec {
+    /// The entry's kind as the model names it.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            RandomFaultSpec::Pause { .. } => "pause",
+            RandomFaultSpec::Crash { .. } => "crash",
+            RandomFaultSpec::ClockStep { .. } => "clock_step",
+            RandomFaultSpec::Partition { .. } => "partition",
+            RandomFaultSpec::Drift { .. } => "drift",
+            RandomFaultSpec::LatencySpike { .. } => "latency_spike",
+            RandomFaultSpec::Loss { .. } => "loss",
+        }
+    }
+
+    /// The processes it falls on (for link faults, the senders).
+    pub fn targets(&self) -> &[Name] {
+        match self {
+            RandomFaultSpec::Pause { targets, .. }
+            | RandomFaultSpec::Crash { targets, .. }
+            | RandomFaultSpec::ClockStep { targets, .. }
+            | RandomFaultSpec::Partition { targets, .. }
+            | RandomFaultSpec::Drift { targets, .. } => targets,
+            RandomFaultSpec::LatencySpike { from, .. } | RandomFaultSpec::Loss { from, .. } => from,
+        }
+    }
+
+    /// Every name it mentions, to be checked.
+    pub fn names(&self) -> Vec<&Name> {
+        match self {
+            RandomFaultSpec::LatencySpike { from, to, .. }
+            | RandomFaultSpec::Loss { from, to, .. } => from.iter().chain(to).collect(),
+            _ => self.targets().iter().collect(),
+        }
+    }
+
+    pub fn every(&self) -> DurRange {
+        match self {
+            RandomFaultSpec::Pause { every, .. }
+            | RandomFaultSpec::Crash { every, .. }
+            | RandomFaultSpec::ClockStep { every, .. }
+            | RandomFaultSpec::Partition { every, .. }
+            | RandomFaultSpec::Drift { every, .. }
+            | RandomFaultSpec::LatencySpike { every, .. }
+            | RandomFaultSpec::Loss { every, .. } => *every,
+        }
+    }
+
+    fn every_mut(&mut self) -> &mut DurRange {
+        match self {
+            RandomFaultSpec::Pause { every, .. }
+            | RandomFaultSpec::Crash { every, .. }
+            | RandomFaultSpec::ClockStep { every, .. }
+            | RandomFaultSpec::Partition { every, .. }
+            | RandomFaultSpec::Drift { every, .. }
+            | RandomFaultSpec::LatencySpike { every, .. }
+            | RandomFaultSpec::Loss { every, .. } => every,
+        }
+    }
+
+    /// `at_once`: how many targets one draw hits together (None: each target on its own).
+    pub fn at_once(&self) -> Option<usize> {
+        match self {
+            RandomFaultSpec::Pause { at_once, .. }
+            | RandomFaultSpec::Crash { at_once, .. }
+            | RandomFaultSpec::ClockStep { at_once, .. }
+            | RandomFaultSpec::Partition { at_once, .. }
+            | RandomFaultSpec::Drift { at_once, .. } => at_once.map(|b| b.0 as usize),
+            RandomFaultSpec::LatencySpike { .. } | RandomFaultSpec::Loss { .. } => None,
+        }
+    }
+
+    /// Independent streams of draws the entry uses: one per target, or one in all.
+    fn streams(&self) -> usize {
+        match self {
+            RandomFaultSpec::LatencySpike { .. } | RandomFaultSpec::Loss { .. } => 1,
+            _ if self.at_once().is_some() => 1,
+            _ => self.targets().len(),
+        }
+    }
 }
 
 /// Swarm testing: each seed draws which of these fault kinds are on (each with
@@ -603,6 +736,19 @@ pub enum TriggerSpec {
 }
 
 impl TriggerSpec {
+    /// The declared bound on firings per run (None: the default, 1).
+    pub fn max(&self) -> Option<Bounded<1, 1_000_000>> {
+        match self {
+            TriggerSpec::PauseBeforeSend { max, .. }
+            | TriggerSpec::PauseAfterAcquire { max, .. }
+            | TriggerSpec::PauseAfterRead { max, .. }
+            | TriggerSpec::PartitionAfterAcquire { max, .. }
+            | TriggerSpec::DelayRepliesAfterAttempt { max, .. }
+            | TriggerSpec::ClockStepAfterGrant { max, .. }
+            | TriggerSpec::CrashAfterGrant { max, .. } => *max,
+        }
+    }
+
     /// At most this many firings per run (default 1).
     pub fn max_mut(&mut self) -> &mut Option<Bounded<1, 1_000_000>> {
         match self {
@@ -681,6 +827,14 @@ fn invalid(message: impl Into<String>, near: Option<String>) -> Invalid {
         message: message.into(),
         near,
     }
+}
+
+/// The first name a list repeats.
+fn first_repeat(names: &[Name]) -> Option<&Name> {
+    names
+        .iter()
+        .enumerate()
+        .find_map(|(i, n)| names[..i].contains(n).then_some(n))
 }
 
 fn quoted(n: &Name) -> Option<String> {
@@ -1002,7 +1156,8 @@ impl Scenario {
                 FaultSpec::Pause { target, .. }
                 | FaultSpec::Crash { target, .. }
                 | FaultSpec::ClockStep { target, .. }
-                | FaultSpec::Drift { target, .. } => lookup(target)?,
+                | FaultSpec::Drift { target, .. }
+                | FaultSpec::Isolate { target, .. } => lookup(target)?,
                 FaultSpec::Partition { from, to, .. }
                 | FaultSpec::LatencySpike { from, to, .. }
                 | FaultSpec::Loss { from, to, .. } => {
@@ -1040,21 +1195,63 @@ impl Scenario {
             }
         }
         let swarm_faults = model.swarm.as_ref().map_or(&[][..], |s| &s.faults[..]);
+        let n_entries = n_faults + swarm_faults.len() + model.triggers.len();
+        if n_entries > MAX_FAULTS {
+            return Err(invalid(
+                format!(
+                    "{n_entries} fault entries (faults, random faults, swarm and triggers): at most {MAX_FAULTS} allowed"
+                ),
+                Some("faults".into()),
+            ));
+        }
+        // An upper bound on the faults a seed can draw, so that the schedule (and the event
+        // queue it fills) is bounded before the run, whatever the model says.
+        let mut drawable: u64 = model.faults.len() as u64;
         for f in model.random_faults.iter().chain(swarm_faults) {
-            let (RandomFaultSpec::Pause { targets, every, .. }
-            | RandomFaultSpec::Crash { targets, every, .. }
-            | RandomFaultSpec::ClockStep { targets, every, .. }
-            | RandomFaultSpec::Partition { targets, every, .. }) = f;
-            for n in targets {
+            let kind = f.kind_name();
+            for n in f.names() {
                 lookup(n)?;
             }
+            if let Some(dup) = first_repeat(f.targets()) {
+                return Err(invalid(
+                    format!("random {kind} names target \"{}\" twice", dup.0),
+                    quoted(dup),
+                ));
+            }
+            if let RandomFaultSpec::LatencySpike { to, .. } | RandomFaultSpec::Loss { to, .. } = f
+                && let Some(dup) = first_repeat(to)
+            {
+                return Err(invalid(
+                    format!("random {kind} names \"{}\" twice in `to`", dup.0),
+                    quoted(dup),
+                ));
+            }
+            if f.targets().is_empty() {
+                return Err(invalid(
+                    format!("random {kind} has no targets"),
+                    Some(kind.into()),
+                ));
+            }
+            if let Some(k) = f.at_once()
+                && k > f.targets().len()
+            {
+                return Err(invalid(
+                    format!(
+                        "random {kind}: at_once {k} is more than its {} targets",
+                        f.targets().len()
+                    ),
+                    Some("at_once".into()),
+                ));
+            }
+            let every = f.every();
             if every.min.ns() < NS_PER_MS {
                 return Err(invalid(
                     "`every` must be at least 1ms (faults need time between them)",
                     Some("every".into()),
                 ));
             }
-            if model.duration.ns() / every.min.ns() > MAX_RANDOM_FAULTS_PER_TARGET {
+            let per_stream = model.duration.ns() / every.min.ns();
+            if per_stream > MAX_RANDOM_FAULTS_PER_TARGET {
                 return Err(invalid(
                     format!(
                         "`every` minimum {} over a {} run could draw more than {MAX_RANDOM_FAULTS_PER_TARGET} faults per target",
@@ -1063,6 +1260,47 @@ impl Scenario {
                     Some("every".into()),
                 ));
             }
+            let per_draw = f.at_once().unwrap_or(1) as u64;
+            drawable += (per_stream + 1) * per_draw * f.streams() as u64;
+        }
+        if drawable > MAX_SCHEDULED_FAULTS {
+            return Err(invalid(
+                format!(
+                    "the random faults could draw up to {drawable} faults in one run: at most {MAX_SCHEDULED_FAULTS} allowed (raise `every`, or fewer targets)"
+                ),
+                Some("random_faults".into()),
+            ));
+        }
+        for f in model.random_faults.iter().chain(swarm_faults) {
+            if let RandomFaultSpec::Drift { ppm, .. } = f
+                && ppm.0.0 > ppm.1.0
+            {
+                return Err(invalid(
+                    "drift `ppm` range has its minimum above its maximum",
+                    Some("ppm".into()),
+                ));
+            }
+            if let RandomFaultSpec::Loss { loss_ppm, .. } = f
+                && loss_ppm.0.0 > loss_ppm.1.0
+            {
+                return Err(invalid(
+                    "`loss_ppm` range has its minimum above its maximum",
+                    Some("loss_ppm".into()),
+                ));
+            }
+        }
+        let firings: i64 = model
+            .triggers
+            .iter()
+            .map(|t| t.max().map_or(1, |m| m.0))
+            .sum();
+        if firings > MAX_TRIGGER_FIRINGS {
+            return Err(invalid(
+                format!(
+                    "the triggers may fire {firings} times in one run: at most {MAX_TRIGGER_FIRINGS} allowed in all"
+                ),
+                Some("triggers".into()),
+            ));
         }
         if model.check.is_empty() {
             return Err(invalid("`check` names no property", Some("check".into())));
@@ -1112,6 +1350,18 @@ impl Scenario {
         })
     }
 
+    /// This model with exactly these scripted faults and no other source of faults (random,
+    /// swarm, triggers) and no expectation: what minimisation runs, on the typed model.
+    pub fn with_scripted_faults(&self, faults: Vec<FaultSpec>) -> Result<Scenario, Invalid> {
+        let mut m = self.model.clone();
+        m.faults = faults;
+        m.random_faults.clear();
+        m.swarm = None;
+        m.triggers.clear();
+        m.expect = None;
+        Scenario::new(self.name.clone(), self.path.clone(), m)
+    }
+
     pub fn proc_id(&self, name: &str) -> ProcId {
         ProcId(
             self.procs
@@ -1132,7 +1382,7 @@ impl Scenario {
 
     /// Builds the world for `seed`: processes, network, scripted faults and the random
     /// faults this seed draws (returned as the realised schedule).
-    pub fn build(&self, seed: u64, trace: TraceMode) -> (World, Vec<(SimTime, FaultAction)>) {
+    pub fn build(&self, seed: u64, trace: TraceMode) -> (World, Vec<Fault>) {
         self.build_with(seed, trace, None)
     }
 
@@ -1144,7 +1394,7 @@ impl Scenario {
         seed: u64,
         trace: TraceMode,
         custom: Option<&ClientFactory>,
-    ) -> (World, Vec<(SimTime, FaultAction)>) {
+    ) -> (World, Vec<Fault>) {
         let m = &self.model;
         let mut specs = Vec::with_capacity(self.procs.len());
         let peers: Vec<(crate::proto::Bytes, ProcId)> = m
@@ -1393,9 +1643,7 @@ impl Scenario {
         );
         let mut world = World::new(Seed(seed), self.limits, link, specs, trace);
         let schedule = self.fault_schedule(seed);
-        for (at, f) in &schedule {
-            world.schedule_fault(*at, f.clone());
-        }
+        world.schedule_all(schedule.clone());
         for (i, t) in self.model.triggers.iter().enumerate() {
             world.add_trigger(self.trigger(t, Seed(seed), i as u64));
         }
@@ -1457,7 +1705,6 @@ impl Scenario {
             } => TriggerKind::PartitionAfterAcquire {
                 targets: self.ids(targets),
                 cut_ns: (duration.min.ns(), duration.max.ns()),
-                n_procs: self.procs.len() as u32,
             },
             TriggerSpec::DelayRepliesAfterAttempt {
                 targets,
@@ -1532,54 +1779,44 @@ impl Scenario {
                         max: Dur(rng.range_inclusive(e.min.ns(), e.max.ns())),
                     }
                 };
-                let drawn = match f {
-                    RandomFaultSpec::Pause {
-                        targets,
-                        every: e,
-                        duration,
-                    } => RandomFaultSpec::Pause {
-                        targets: targets.clone(),
-                        every: every(&mut rng, *e),
-                        duration: narrow(&mut rng, *duration),
-                    },
-                    RandomFaultSpec::Crash {
-                        targets,
-                        every: e,
-                        down,
-                        keep_data,
-                    } => RandomFaultSpec::Crash {
-                        targets: targets.clone(),
-                        every: every(&mut rng, *e),
-                        down: narrow(&mut rng, *down),
-                        keep_data: *keep_data,
-                    },
-                    RandomFaultSpec::ClockStep {
-                        targets,
-                        every: e,
-                        delta,
-                    } => {
-                        let e = every(&mut rng, *e);
+                let mut drawn = f.clone();
+                *drawn.every_mut() = every(&mut rng, f.every());
+                match &mut drawn {
+                    RandomFaultSpec::Pause { duration, .. }
+                    | RandomFaultSpec::Partition { duration, .. } => {
+                        *duration = narrow(&mut rng, *duration)
+                    }
+                    RandomFaultSpec::Crash { down, .. } => *down = narrow(&mut rng, *down),
+                    RandomFaultSpec::ClockStep { delta, .. } => {
                         let hi = rng.range_i64(delta.min.0.max(0).min(delta.max.0), delta.max.0);
                         let lo = rng.range_i64(delta.min.0, delta.max.0.min(0).max(delta.min.0));
-                        RandomFaultSpec::ClockStep {
-                            targets: targets.clone(),
-                            every: e,
-                            delta: SignedDurRange {
-                                min: SignedDur(lo.min(hi)),
-                                max: SignedDur(hi.max(lo)),
-                            },
-                        }
+                        *delta = SignedDurRange {
+                            min: SignedDur(lo.min(hi)),
+                            max: SignedDur(hi.max(lo)),
+                        };
                     }
-                    RandomFaultSpec::Partition {
-                        targets,
-                        every: e,
-                        duration,
-                    } => RandomFaultSpec::Partition {
-                        targets: targets.clone(),
-                        every: every(&mut rng, *e),
-                        duration: narrow(&mut rng, *duration),
-                    },
-                };
+                    RandomFaultSpec::Drift { duration, ppm, .. } => {
+                        *duration = narrow(&mut rng, *duration);
+                        // Harder = a wider range around zero, within the given one.
+                        let (lo, hi) = (ppm.0.0, ppm.1.0);
+                        let h = rng.range_i64(lo.max(0).min(hi), hi);
+                        let l = rng.range_i64(lo, hi.min(0).max(lo));
+                        *ppm = (Bounded(l.min(h)), Bounded(h.max(l)));
+                    }
+                    RandomFaultSpec::LatencySpike {
+                        duration, extra, ..
+                    } => {
+                        *duration = narrow(&mut rng, *duration);
+                        *extra = narrow(&mut rng, *extra);
+                    }
+                    RandomFaultSpec::Loss {
+                        duration, loss_ppm, ..
+                    } => {
+                        *duration = narrow(&mut rng, *duration);
+                        let hi = rng.range_i64(loss_ppm.0.0, loss_ppm.1.0);
+                        *loss_ppm = (loss_ppm.0, Bounded(hi));
+                    }
+                }
                 on.then_some(drawn)
             })
             .collect()
@@ -1591,69 +1828,69 @@ impl Scenario {
             .iter()
             .zip(self.model.swarm.iter().flat_map(|s| s.faults.iter()))
             .map(|(d, f)| {
-                let kind = match f {
-                    RandomFaultSpec::Pause { .. } => "pause",
-                    RandomFaultSpec::Crash { .. } => "crash",
-                    RandomFaultSpec::ClockStep { .. } => "clock_step",
-                    RandomFaultSpec::Partition { .. } => "partition",
+                let kind = f.kind_name();
+                let Some(d) = d else {
+                    return format!("{kind}: off");
                 };
-                match d {
-                    None => format!("{kind}: off"),
-                    Some(RandomFaultSpec::Pause {
-                        every, duration, ..
-                    }) => {
-                        format!(
-                            "{kind}: every {}..{}, {}..{}",
-                            every.min, every.max, duration.min, duration.max
-                        )
+                let every = d.every();
+                let what = match &d {
+                    RandomFaultSpec::Pause { duration, .. }
+                    | RandomFaultSpec::Partition { duration, .. } => {
+                        format!("{}..{}", duration.min, duration.max)
                     }
-                    Some(RandomFaultSpec::Crash { every, down, .. }) => {
-                        format!(
-                            "{kind}: every {}..{}, down {}..{}",
-                            every.min, every.max, down.min, down.max
-                        )
+                    RandomFaultSpec::Crash { down, .. } => {
+                        format!("down {}..{}", down.min, down.max)
                     }
-                    Some(RandomFaultSpec::ClockStep { every, delta, .. }) => format!(
-                        "{kind}: every {}..{}, delta {}..{}",
-                        every.min,
-                        every.max,
+                    RandomFaultSpec::ClockStep { delta, .. } => format!(
+                        "delta {}..{}",
                         crate::cli::fmt_signed_ns(delta.min.0),
                         crate::cli::fmt_signed_ns(delta.max.0)
                     ),
-                    Some(RandomFaultSpec::Partition {
-                        every, duration, ..
-                    }) => {
-                        format!(
-                            "{kind}: every {}..{}, {}..{}",
-                            every.min, every.max, duration.min, duration.max
-                        )
-                    }
-                }
+                    RandomFaultSpec::Drift { duration, ppm, .. } => format!(
+                        "{}..{}, {:+}..{:+}ppm",
+                        duration.min, duration.max, ppm.0.0, ppm.1.0
+                    ),
+                    RandomFaultSpec::LatencySpike {
+                        duration, extra, ..
+                    } => format!(
+                        "{}..{}, +{}..{}",
+                        duration.min, duration.max, extra.min, extra.max
+                    ),
+                    RandomFaultSpec::Loss {
+                        duration, loss_ppm, ..
+                    } => format!(
+                        "{}..{}, {}..{}ppm",
+                        duration.min, duration.max, loss_ppm.0.0, loss_ppm.1.0
+                    ),
+                };
+                format!("{kind}: every {}..{}, {what}", every.min, every.max)
             })
             .collect()
     }
 
     /// Faults one random entry draws over the run: one stream per (entry, target), so removing
-    /// an entry or a target does not change what the others draw.
+    /// an entry or a target does not change what the others draw (one stream per entry for
+    /// `at_once` and link faults, whose draws hit several targets together).
     fn random_faults(
         &self,
         f: &RandomFaultSpec,
         prefix: &str,
         i: u64,
         seed: Seed,
-        out: &mut Vec<(SimTime, FaultAction)>,
+        out: &mut Vec<Fault>,
     ) {
         let end = self.limits.max_time;
-        let (kind, targets, every) = match f {
-            RandomFaultSpec::Pause { targets, every, .. } => ("pause", targets, every),
-            RandomFaultSpec::Crash { targets, every, .. } => ("crash", targets, every),
-            RandomFaultSpec::ClockStep { targets, every, .. } => ("clock-step", targets, every),
-            RandomFaultSpec::Partition { targets, every, .. } => ("partition", targets, every),
+        // Stream names as they were when each kind had its own spelling: unchanged draws.
+        let kind = match f {
+            RandomFaultSpec::ClockStep { .. } => "clock-step",
+            RandomFaultSpec::LatencySpike { .. } => "latency-spike",
+            other => other.kind_name(),
         };
         let stream = format!("{prefix}-{kind}");
         let thin_stream = format!("{prefix}-{kind}-thin");
-        for (j, target) in targets.iter().enumerate() {
-            let p = self.proc_id(&target.0);
+        let targets = self.ids(f.targets());
+        let every = f.every();
+        for j in 0..f.streams() {
             let mut rng = seed.stream(&stream, (i << 32) | j as u64);
             // Thinning draws from its own stream: a thinned schedule is a subset of the full
             // one, fault for fault, and an unthinned one draws nothing more.
@@ -1666,45 +1903,112 @@ impl Scenario {
                     break;
                 }
                 let keep = thin.as_mut().is_none_or(|r| r.chance(self.fault_keep));
+                // Who this draw hits: the stream's own target, or `at_once` of the list.
+                let hit: Vec<ProcId> = match f.at_once() {
+                    None => vec![targets[j]],
+                    Some(k) => {
+                        let mut pool = targets.clone();
+                        (0..k)
+                            .map(|_| pool.swap_remove(rng.below(pool.len() as u64) as usize))
+                            .collect()
+                    }
+                };
                 let first = out.len();
-                match f {
-                    RandomFaultSpec::Pause { duration, .. } => {
-                        let d = rng.range_inclusive(duration.min.ns(), duration.max.ns());
-                        out.push((t, FaultAction::Pause(p)));
-                        t = t.plus_ns(d);
-                        out.push((t, FaultAction::Resume(p)));
-                    }
-                    RandomFaultSpec::Crash {
-                        down, keep_data, ..
-                    } => {
-                        let d = rng.range_inclusive(down.min.ns(), down.max.ns());
-                        out.push((t, FaultAction::Crash(p)));
-                        t = t.plus_ns(d);
-                        out.push((
-                            t,
-                            FaultAction::Restart {
-                                proc: p,
-                                keep_data: *keep_data,
-                            },
-                        ));
-                    }
-                    RandomFaultSpec::ClockStep { delta, .. } => {
-                        let d = rng.range_i64(delta.min.0, delta.max.0) / NS_PER_MS as i64;
-                        out.push((
-                            t,
-                            FaultAction::ClockStep {
-                                proc: p,
-                                delta_ms: d,
-                            },
-                        ));
-                    }
-                    RandomFaultSpec::Partition { duration, .. } => {
-                        let d = rng.range_inclusive(duration.min.ns(), duration.max.ns());
-                        let n = self.procs.len() as u32;
-                        out.extend(FaultAction::isolation(p, n, t, t.plus_ns(d)));
-                        t = t.plus_ns(d);
+                let mut window = 0;
+                for p in hit {
+                    let fault = match f {
+                        RandomFaultSpec::Pause { duration, .. } => {
+                            window = rng.range_inclusive(duration.min.ns(), duration.max.ns());
+                            Fault::new(t, Some(window), FaultKind::Pause(p))
+                        }
+                        RandomFaultSpec::Crash {
+                            down, keep_data, ..
+                        } => {
+                            window = rng.range_inclusive(down.min.ns(), down.max.ns());
+                            Fault::new(
+                                t,
+                                Some(window),
+                                FaultKind::Crash {
+                                    proc: p,
+                                    keep_data: *keep_data,
+                                },
+                            )
+                        }
+                        RandomFaultSpec::ClockStep { delta, .. } => {
+                            let d = rng.range_i64(delta.min.0, delta.max.0) / NS_PER_MS as i64;
+                            Fault::new(
+                                t,
+                                None,
+                                FaultKind::ClockStep {
+                                    proc: p,
+                                    delta_ms: d,
+                                },
+                            )
+                        }
+                        RandomFaultSpec::Partition { duration, .. } => {
+                            window = rng.range_inclusive(duration.min.ns(), duration.max.ns());
+                            Fault::new(t, Some(window), FaultKind::Isolate(p))
+                        }
+                        RandomFaultSpec::Drift { duration, ppm, .. } => {
+                            window = rng.range_inclusive(duration.min.ns(), duration.max.ns());
+                            let d = rng.range_i64(ppm.0.0, ppm.1.0);
+                            Fault::new(
+                                t,
+                                Some(window),
+                                FaultKind::Drift {
+                                    proc: p,
+                                    drift_ppm: d,
+                                },
+                            )
+                        }
+                        RandomFaultSpec::LatencySpike {
+                            to,
+                            duration,
+                            extra,
+                            ..
+                        } => {
+                            window = rng.range_inclusive(duration.min.ns(), duration.max.ns());
+                            let x = rng.range_inclusive(extra.min.ns(), extra.max.ns());
+                            Fault::new(
+                                t,
+                                Some(window),
+                                FaultKind::LatencySpike {
+                                    from: targets.clone(),
+                                    to: self.ids(to),
+                                    extra_ns: x,
+                                },
+                            )
+                        }
+                        RandomFaultSpec::Loss {
+                            to,
+                            duration,
+                            loss_ppm,
+                            ..
+                        } => {
+                            window = rng.range_inclusive(duration.min.ns(), duration.max.ns());
+                            let ppm = rng.range_inclusive(loss_ppm.0.0 as u64, loss_ppm.1.0 as u64);
+                            Fault::new(
+                                t,
+                                Some(window),
+                                FaultKind::Loss {
+                                    from: targets.clone(),
+                                    to: self.ids(to),
+                                    loss: Ratio::per_million(ppm as u32).expect("bounded"),
+                                },
+                            )
+                        }
+                    };
+                    out.push(fault);
+                    if matches!(
+                        f,
+                        RandomFaultSpec::LatencySpike { .. } | RandomFaultSpec::Loss { .. }
+                    ) {
+                        break;
                     }
                 }
+                // The next fault of this stream comes after this one's window (the longest of
+                // the draw's): a target's own faults never overlap each other.
+                t = t.plus_ns(window);
                 if !keep {
                     out.truncate(first);
                 }
@@ -1716,165 +2020,12 @@ impl Scenario {
         names.iter().map(|n| self.proc_id(&n.0)).collect()
     }
 
-    /// Scripted faults plus the random ones this seed draws, in time order.
-    pub fn fault_schedule(&self, seed: u64) -> Vec<(SimTime, FaultAction)> {
-        let mut out: Vec<(SimTime, FaultAction)> = Vec::new();
+    /// Scripted faults plus the random ones this seed draws, in time order (faults due at
+    /// the same instant in declaration order).
+    pub fn fault_schedule(&self, seed: u64) -> Vec<Fault> {
+        let mut out: Vec<Fault> = Vec::new();
         for f in &self.model.faults {
-            match f {
-                FaultSpec::Pause {
-                    target,
-                    at,
-                    duration,
-                } => {
-                    let p = self.proc_id(&target.0);
-                    out.push((SimTime(at.ns()), FaultAction::Pause(p)));
-                    out.push((
-                        SimTime(at.ns()).plus_ns(duration.ns()),
-                        FaultAction::Resume(p),
-                    ));
-                }
-                FaultSpec::Crash {
-                    target,
-                    at,
-                    restart_after,
-                    keep_data,
-                } => {
-                    let p = self.proc_id(&target.0);
-                    out.push((SimTime(at.ns()), FaultAction::Crash(p)));
-                    if let Some(d) = restart_after {
-                        out.push((
-                            SimTime(at.ns()).plus_ns(d.ns()),
-                            FaultAction::Restart {
-                                proc: p,
-                                keep_data: *keep_data,
-                            },
-                        ));
-                    }
-                }
-                FaultSpec::ClockStep { target, at, delta } => {
-                    out.push((
-                        SimTime(at.ns()),
-                        FaultAction::ClockStep {
-                            proc: self.proc_id(&target.0),
-                            delta_ms: delta.ms(),
-                        },
-                    ));
-                }
-                FaultSpec::Drift { target, at, ppm } => {
-                    out.push((
-                        SimTime(at.ns()),
-                        FaultAction::Drift {
-                            proc: self.proc_id(&target.0),
-                            drift_ppm: ppm.0,
-                        },
-                    ));
-                }
-                FaultSpec::Partition {
-                    from,
-                    to,
-                    at,
-                    duration,
-                    one_way,
-                } => {
-                    let (a, b) = (self.ids(from), self.ids(to));
-                    let t = SimTime(at.ns());
-                    out.push((
-                        t,
-                        FaultAction::Partition {
-                            from: a.clone(),
-                            to: b.clone(),
-                            blocked: true,
-                        },
-                    ));
-                    if !one_way {
-                        out.push((
-                            t,
-                            FaultAction::Partition {
-                                from: b.clone(),
-                                to: a.clone(),
-                                blocked: true,
-                            },
-                        ));
-                    }
-                    if let Some(d) = duration {
-                        let h = t.plus_ns(d.ns());
-                        out.push((
-                            h,
-                            FaultAction::Partition {
-                                from: a.clone(),
-                                to: b.clone(),
-                                blocked: false,
-                            },
-                        ));
-                        if !one_way {
-                            out.push((
-                                h,
-                                FaultAction::Partition {
-                                    from: b,
-                                    to: a,
-                                    blocked: false,
-                                },
-                            ));
-                        }
-                    }
-                }
-                FaultSpec::LatencySpike {
-                    from,
-                    to,
-                    at,
-                    duration,
-                    extra,
-                } => {
-                    let (a, b) = (self.ids(from), self.ids(to));
-                    let t = SimTime(at.ns());
-                    out.push((
-                        t,
-                        FaultAction::LatencySpike {
-                            from: a.clone(),
-                            to: b.clone(),
-                            extra_ns: extra.ns(),
-                        },
-                    ));
-                    out.push((
-                        t.plus_ns(duration.ns()),
-                        FaultAction::LatencySpike {
-                            from: a,
-                            to: b,
-                            extra_ns: 0,
-                        },
-                    ));
-                }
-                FaultSpec::Loss {
-                    from,
-                    to,
-                    at,
-                    duration,
-                    loss_ppm,
-                } => {
-                    let (a, b) = (self.ids(from), self.ids(to));
-                    let t = SimTime(at.ns());
-                    let loss = Ratio::per_million(loss_ppm.0 as u32).expect("bounded");
-                    out.push((
-                        t,
-                        FaultAction::Loss {
-                            from: a.clone(),
-                            to: b.clone(),
-                            loss,
-                        },
-                    ));
-                    let base =
-                        Ratio::per_million(self.model.network.loss_ppm.map_or(0, |b| b.0 as u32))
-                            .expect("bounded");
-                    out.push((
-                        t.plus_ns(duration.ns()),
-                        FaultAction::Loss {
-                            from: a,
-                            to: b,
-                            loss: base,
-                        },
-                    ));
-                }
-            }
+            out.push(self.scripted(f));
         }
         let seed = Seed(seed);
         for (i, f) in self.model.random_faults.iter().enumerate() {
@@ -1886,7 +2037,115 @@ impl Scenario {
             }
         }
         // Stable sort: faults at the same instant keep their declaration order.
-        out.sort_by_key(|(t, _)| *t);
+        out.sort_by_key(|f| f.at);
         out
+    }
+
+    /// A scripted fault as the loop runs it.
+    pub fn scripted(&self, f: &FaultSpec) -> Fault {
+        let at = |d: &Dur| SimTime(d.ns());
+        match f {
+            FaultSpec::Pause {
+                target,
+                at: t,
+                duration,
+            } => Fault::new(
+                at(t),
+                Some(duration.ns()),
+                FaultKind::Pause(self.proc_id(&target.0)),
+            ),
+            FaultSpec::Crash {
+                target,
+                at: t,
+                restart_after,
+                keep_data,
+            } => Fault::new(
+                at(t),
+                restart_after.map(|d| d.ns()),
+                FaultKind::Crash {
+                    proc: self.proc_id(&target.0),
+                    keep_data: *keep_data,
+                },
+            ),
+            FaultSpec::ClockStep {
+                target,
+                at: t,
+                delta,
+            } => Fault::new(
+                at(t),
+                None,
+                FaultKind::ClockStep {
+                    proc: self.proc_id(&target.0),
+                    delta_ms: delta.ms(),
+                },
+            ),
+            FaultSpec::Drift {
+                target,
+                at: t,
+                ppm,
+                duration,
+            } => Fault::new(
+                at(t),
+                duration.map(|d| d.ns()),
+                FaultKind::Drift {
+                    proc: self.proc_id(&target.0),
+                    drift_ppm: ppm.0,
+                },
+            ),
+            FaultSpec::Partition {
+                from,
+                to,
+                at: t,
+                duration,
+                one_way,
+            } => Fault::new(
+                at(t),
+                duration.map(|d| d.ns()),
+                FaultKind::Partition {
+                    from: self.ids(from),
+                    to: self.ids(to),
+                    both_ways: !one_way,
+                },
+            ),
+            FaultSpec::Isolate {
+                target,
+                at: t,
+                duration,
+            } => Fault::new(
+                at(t),
+                duration.map(|d| d.ns()),
+                FaultKind::Isolate(self.proc_id(&target.0)),
+            ),
+            FaultSpec::LatencySpike {
+                from,
+                to,
+                at: t,
+                duration,
+                extra,
+            } => Fault::new(
+                at(t),
+                Some(duration.ns()),
+                FaultKind::LatencySpike {
+                    from: self.ids(from),
+                    to: self.ids(to),
+                    extra_ns: extra.ns(),
+                },
+            ),
+            FaultSpec::Loss {
+                from,
+                to,
+                at: t,
+                duration,
+                loss_ppm,
+            } => Fault::new(
+                at(t),
+                Some(duration.ns()),
+                FaultKind::Loss {
+                    from: self.ids(from),
+                    to: self.ids(to),
+                    loss: Ratio::per_million(loss_ppm.0 as u32).expect("bounded"),
+                },
+            ),
+        }
     }
 }

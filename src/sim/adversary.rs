@@ -5,7 +5,7 @@
 use crate::history::Observation;
 use crate::proto::{Command, Msg};
 use crate::rng::{Prng, Ratio};
-use crate::sim::fault::FaultAction;
+use crate::sim::fault::{Fault, FaultKind};
 use crate::time::{ProcId, SimTime};
 
 /// Messages a `PauseBeforeSend` trigger waits for.
@@ -54,12 +54,11 @@ pub enum TriggerKind {
         targets: Vec<ProcId>,
         pause_ns: (u64, u64),
     },
-    /// A client in `targets` reports it acquired: cut it off from every other process (of
-    /// the `n_procs` in the world), both ways, for a duration in [min, max] ns.
+    /// A client in `targets` reports it acquired: cut it off from every other process, both
+    /// ways, for a duration in [min, max] ns.
     PartitionAfterAcquire {
         targets: Vec<ProcId>,
         cut_ns: (u64, u64),
-        n_procs: u32,
     },
     /// A client in `targets` starts an attempt: add a delay in [min, max] ns to the links
     /// from `from` to it for `window_ns` (then back to none), so its replies arrive late.
@@ -135,12 +134,7 @@ impl Trigger {
     }
 
     /// The faults to apply now (and later) for an observation by `p` at `now`, if it fires.
-    pub fn react(
-        &mut self,
-        now: SimTime,
-        p: ProcId,
-        obs: &Observation,
-    ) -> Vec<(SimTime, FaultAction)> {
+    pub fn react(&mut self, now: SimTime, p: ProcId, obs: &Observation) -> Vec<Fault> {
         if self.fired >= self.max_firings {
             return Vec::new();
         }
@@ -184,23 +178,18 @@ impl Trigger {
     }
 
     /// What a firing does, drawn now.
-    fn faults(&mut self, now: SimTime, p: ProcId, subject: ProcId) -> Vec<(SimTime, FaultAction)> {
+    fn faults(&mut self, now: SimTime, p: ProcId, subject: ProcId) -> Vec<Fault> {
         match &self.kind {
             // Fired by `react_send`, never by an observation (`matches` is false above).
             TriggerKind::PauseBeforeSend { .. } => Vec::new(),
             TriggerKind::PauseAfterAcquire { pause_ns, .. }
             | TriggerKind::PauseAfterRead { pause_ns, .. } => {
                 let d = self.rng.range_inclusive(pause_ns.0, pause_ns.1);
-                vec![
-                    (now, FaultAction::Pause(subject)),
-                    (now.plus_ns(d), FaultAction::Resume(subject)),
-                ]
+                vec![Fault::new(now, Some(d), FaultKind::Pause(subject))]
             }
-            TriggerKind::PartitionAfterAcquire {
-                cut_ns, n_procs, ..
-            } => {
+            TriggerKind::PartitionAfterAcquire { cut_ns, .. } => {
                 let d = self.rng.range_inclusive(cut_ns.0, cut_ns.1);
-                FaultAction::isolation(p, *n_procs, now, now.plus_ns(d)).to_vec()
+                vec![Fault::new(now, Some(d), FaultKind::Isolate(p))]
             }
             TriggerKind::DelayRepliesAfterAttempt {
                 from,
@@ -211,18 +200,22 @@ impl Trigger {
                 // The client's requests are already on their way; the replies are not sent
                 // yet, so a spike applied now delays them all by the same amount.
                 let d = self.rng.range_inclusive(delay_ns.0, delay_ns.1);
-                let spike = |extra_ns| FaultAction::LatencySpike {
-                    from: from.clone(),
-                    to: vec![p],
-                    extra_ns,
-                };
-                vec![(now, spike(d)), (now.plus_ns(*window_ns), spike(0))]
+                vec![Fault::new(
+                    now,
+                    Some(*window_ns),
+                    FaultKind::LatencySpike {
+                        from: from.clone(),
+                        to: vec![p],
+                        extra_ns: d,
+                    },
+                )]
             }
             TriggerKind::ClockStepAfterGrant { delta_ms, .. } => {
                 let d = self.rng.range_i64(delta_ms.0, delta_ms.1);
-                vec![(
+                vec![Fault::new(
                     now,
-                    FaultAction::ClockStep {
+                    None,
+                    FaultKind::ClockStep {
                         proc: p,
                         delta_ms: d,
                     },
@@ -240,36 +233,25 @@ impl Trigger {
                     None => now,
                 };
                 // The cut stays until the restart, so the stream already in flight is lost.
-                let mut out = vec![
-                    (
+                vec![
+                    Fault::new(
                         now,
-                        FaultAction::Partition {
+                        *restart_after_ns,
+                        FaultKind::Partition {
                             from: vec![p],
                             to: isolate_from.clone(),
-                            blocked: true,
+                            both_ways: false,
                         },
                     ),
-                    (now, FaultAction::Crash(p)),
-                ];
-                if let Some(r) = restart_after_ns {
-                    let back = now.plus_ns(*r);
-                    out.push((
-                        back,
-                        FaultAction::Partition {
-                            from: vec![p],
-                            to: isolate_from.clone(),
-                            blocked: false,
-                        },
-                    ));
-                    out.push((
-                        back,
-                        FaultAction::Restart {
+                    Fault::new(
+                        now,
+                        *restart_after_ns,
+                        FaultKind::Crash {
                             proc: p,
                             keep_data: *keep_data,
                         },
-                    ));
-                }
-                out
+                    ),
+                ]
             }
         }
     }

@@ -1,45 +1,60 @@
-//! The closed fault vocabulary the loop knows how to apply.
+//! The closed fault vocabulary, in one shape: a fault is *what* (`FaultKind`), *when* (`at`)
+//! and *for how long* (`duration_ns`). Scripted, random, swarm, triggered and minimised faults
+//! are all `Fault`s; the loop opens each at `at` and closes it `duration_ns` later.
+//!
+//! Windows stack as they do in life (docs/model-format.md, "How faults combine"):
+//! - a process runs while no pause window covers it, and is up while no crash window does
+//!   (a crash ends every pause: the restarted process is a new one);
+//! - a directed link carries while no cut covers it;
+//! - latency spikes on a link add up; loss windows drop independently (a message survives
+//!   a link only if it survives its base loss and every open loss window);
+//! - drift windows add to the node's drift rate; a drift without a duration sets the rate
+//!   the windows add to.
 
 use crate::rng::Ratio;
-use crate::time::{ProcId, SimTime};
+use crate::time::{ProcId, SimTime, fmt_duration_ns};
 
-/// One fault action, applied by the loop at a true time.
+/// One fault: what happens, when it starts, and how long it lasts.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FaultAction {
-    /// Freeze a process: its messages and timers queue until `Resume`.
+pub struct Fault {
+    /// True time the fault starts.
+    pub at: SimTime,
+    /// How long its window stays open; `None`: until the end of the run (a crash with no
+    /// restart, a cut never healed) or an instant fault (a clock step).
+    pub duration_ns: Option<u64>,
+    pub kind: FaultKind,
+}
+
+/// What a fault does while it is open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Freeze a process: its messages and timers queue until no pause covers it.
     Pause(ProcId),
-    Resume(ProcId),
-    /// The process dies: volatile state, queued messages and timers are lost.
-    Crash(ProcId),
-    /// Bring a crashed process back; `keep_data` says whether durable state survived.
-    Restart {
-        proc: ProcId,
-        keep_data: bool,
-    },
-    /// Step the wall clock of a process's node by `delta_ms` (negative = back).
-    ClockStep {
-        proc: ProcId,
-        delta_ms: i64,
-    },
-    /// Change a node's clock drift rate.
-    Drift {
-        proc: ProcId,
-        drift_ppm: i64,
-    },
-    /// Block (or, with `blocked: false`, heal) every directed link from a member of `from`
-    /// to a member of `to`; symmetric partitions list both directions.
+    /// The process dies (volatile state, queued messages and timers are lost) and is
+    /// restarted when the window closes; `keep_data` says whether durable state survives.
+    Crash { proc: ProcId, keep_data: bool },
+    /// Step the wall clock of a process's node by `delta_ms` (negative = back). Instant.
+    ClockStep { proc: ProcId, delta_ms: i64 },
+    /// With a duration: add `drift_ppm` to the node's drift rate for the window. Without:
+    /// set the rate that windows add to, from now on.
+    Drift { proc: ProcId, drift_ppm: i64 },
+    /// Cut every directed link from a member of `from` to a member of `to` (and back, with
+    /// `both_ways`).
     Partition {
         from: Vec<ProcId>,
         to: Vec<ProcId>,
-        blocked: bool,
+        both_ways: bool,
     },
-    /// Add latency to links from `from` to `to` (0 ends the spike).
+    /// Cut a process off from every other, both ways (no list of the others is kept: a
+    /// model with hundreds of processes isolates one at the cost of one fault).
+    Isolate(ProcId),
+    /// Add `extra_ns` to the latency of links from `from` to `to`.
     LatencySpike {
         from: Vec<ProcId>,
         to: Vec<ProcId>,
         extra_ns: u64,
     },
-    /// Set the loss rate of links from `from` to `to`.
+    /// Drop messages on links from `from` to `to` with chance `loss` (on top of the base loss).
     Loss {
         from: Vec<ProcId>,
         to: Vec<ProcId>,
@@ -47,31 +62,98 @@ pub enum FaultAction {
     },
 }
 
-impl FaultAction {
-    /// Cut `p` off from every other of the `n_procs` processes, both ways, from `start`
-    /// until `end`: the four partition actions, ordered by time.
-    pub fn isolation(
-        p: ProcId,
-        n_procs: u32,
-        start: SimTime,
-        end: SimTime,
-    ) -> [(SimTime, FaultAction); 4] {
-        let others: Vec<ProcId> = (0..n_procs).map(ProcId).filter(|q| *q != p).collect();
-        let cut = |blocked| FaultAction::Partition {
-            from: vec![p],
-            to: others.clone(),
-            blocked,
-        };
-        let cut_in = |blocked| FaultAction::Partition {
-            from: others.clone(),
-            to: vec![p],
-            blocked,
-        };
-        [
-            (start, cut(true)),
-            (start, cut_in(true)),
-            (end, cut(false)),
-            (end, cut_in(false)),
-        ]
+impl Fault {
+    pub fn new(at: SimTime, duration_ns: Option<u64>, kind: FaultKind) -> Fault {
+        Fault {
+            at,
+            duration_ns,
+            kind,
+        }
+    }
+
+    /// When the window closes, if it does.
+    pub fn end(&self) -> Option<SimTime> {
+        if self.kind.is_instant() {
+            return None;
+        }
+        self.duration_ns.map(|d| self.at.plus_ns(d))
+    }
+
+    /// One line of text naming processes with `name`: "pause c1 for 2s".
+    pub fn describe(&self, name: &dyn Fn(ProcId) -> String) -> String {
+        let what = self.kind.describe(name);
+        match (self.kind.is_instant(), self.duration_ns, &self.kind) {
+            (true, _, _) => what,
+            (false, None, FaultKind::Drift { .. }) => what,
+            (false, None, FaultKind::Crash { .. }) => format!("{what}, never restarted"),
+            (false, None, _) => format!("{what} until the end"),
+            (false, Some(d), FaultKind::Crash { .. }) => {
+                format!("{what}, restarted after {}", fmt_duration_ns(d))
+            }
+            (false, Some(d), _) => format!("{what} for {}", fmt_duration_ns(d)),
+        }
+    }
+
+    /// The process a fault is reported under (its first subject).
+    pub fn subject(&self) -> Option<ProcId> {
+        match &self.kind {
+            FaultKind::Pause(p) | FaultKind::Isolate(p) => Some(*p),
+            FaultKind::Crash { proc, .. }
+            | FaultKind::ClockStep { proc, .. }
+            | FaultKind::Drift { proc, .. } => Some(*proc),
+            FaultKind::Partition { from, .. }
+            | FaultKind::LatencySpike { from, .. }
+            | FaultKind::Loss { from, .. } => from.first().copied(),
+        }
+    }
+}
+
+impl FaultKind {
+    /// Faults that happen at an instant and have no window.
+    pub fn is_instant(&self) -> bool {
+        matches!(self, FaultKind::ClockStep { .. })
+    }
+
+    /// The fault in words, without its duration.
+    pub fn describe(&self, name: &dyn Fn(ProcId) -> String) -> String {
+        let list = |v: &[ProcId]| v.iter().map(|p| name(*p)).collect::<Vec<_>>().join(",");
+        match self {
+            FaultKind::Pause(p) => format!("pause {}", name(*p)),
+            FaultKind::Crash { proc, keep_data } => format!(
+                "crash {} ({})",
+                name(*proc),
+                if *keep_data { "data kept" } else { "empty" }
+            ),
+            FaultKind::ClockStep { proc, delta_ms } => {
+                format!("clock step {} {delta_ms:+}ms", name(*proc))
+            }
+            FaultKind::Drift { proc, drift_ppm } => {
+                format!("drift {} {drift_ppm:+}ppm", name(*proc))
+            }
+            FaultKind::Partition {
+                from,
+                to,
+                both_ways,
+            } => format!(
+                "partition [{}] {} [{}]",
+                list(from),
+                if *both_ways { "<-x->" } else { "-x->" },
+                list(to)
+            ),
+            FaultKind::Isolate(p) => format!("isolate {} from every other process", name(*p)),
+            FaultKind::LatencySpike { from, to, extra_ns } => format!(
+                "latency +{} [{}] -> [{}]",
+                fmt_duration_ns(*extra_ns),
+                list(from),
+                list(to)
+            ),
+            FaultKind::Loss { from, to, loss } => format!(
+                "loss {}/{} [{}] -> [{}]",
+                loss.num(),
+                loss.den(),
+                list(from),
+                list(to)
+            ),
+        }
     }
 }

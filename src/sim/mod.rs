@@ -9,6 +9,6 @@ pub mod trace;
 pub mod world;
 
 pub use actor::Actor;
-pub use fault::FaultAction;
+pub use fault::{Fault, FaultKind};
 pub use trace::{Trace, TraceMode};
 pub use world::{Limits, ProcSpec, RunEnd, RunState, World};

@@ -9,7 +9,7 @@ use crate::proto::Msg;
 use crate::rng::{Prng, Seed};
 use crate::sim::actor::Actor;
 use crate::sim::adversary::Trigger;
-use crate::sim::fault::FaultAction;
+use crate::sim::fault::{Fault, FaultKind};
 use crate::sim::queue::EventQueue;
 use crate::sim::trace::{Trace, TraceEntry, TraceKind, TraceMode};
 use crate::time::{ProcId, SimTime};
@@ -55,6 +55,28 @@ struct Slot {
     incarnation: u32,
     /// Events that reached the process while paused, in arrival order, with their send times.
     parked: Vec<(Event, SimTime)>,
+    /// Open pause windows of this incarnation: the process runs only while this is 0.
+    // Invariant: pauses > 0 iff state == Paused (a crash zeroes it).
+    pauses: u32,
+    /// Open crash windows: the process comes back only when the last one closes.
+    // Invariant: downs > 0 implies state == Down.
+    downs: u32,
+    /// Whether every crash window open since the process went down kept its data.
+    keep_data: bool,
+    /// The drift rate set by the clock spec or the latest drift without a duration, and the
+    /// sum of the open drift windows: the clock runs at their sum (clamped to the limit).
+    drift_base_ppm: i64,
+    drift_windows_ppm: i64,
+}
+
+/// A fault the world knows of, and what its opening did (so that closing undoes exactly that).
+struct FaultState {
+    fault: Fault,
+    /// The opening took effect (a pause of a process that was down does nothing, and neither
+    /// does its end).
+    took: bool,
+    /// The incarnation a pause was opened in: a crash in between ends every pause.
+    incarnation: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -70,7 +92,8 @@ enum Event {
         incarnation: u32,
         tag: u64,
     },
-    Fault(FaultAction),
+    /// Open (`close: false`) or close the fault of index `id` in `World::faults`.
+    Fault { id: u32, close: bool },
 }
 
 /// Queue entry, one `u128`: `time << 64 | seq << 24 | slot`. Ordering by it is ordering by
@@ -155,9 +178,12 @@ pub struct World {
     limits: Limits,
     /// Triggered adversaries, consulted on every observation.
     triggers: Vec<Trigger>,
-    /// Every fault applied, in order: the realised schedule (scripted, random, swarm and
-    /// triggered alike), which minimisation turns into a scripted model.
-    pub applied_faults: Vec<(SimTime, FaultAction)>,
+    /// Every fault the world was given (scheduled up front or triggered), by index.
+    faults: Vec<FaultState>,
+    /// Every fault opened, in order, with the time it opened: the realised schedule
+    /// (scripted, random, swarm and triggered alike), which minimisation turns into a
+    /// scripted model.
+    pub applied_faults: Vec<Fault>,
     events_handled: u64,
     /// Set while the event being handled still sits at the top of the queue: the first event
     /// it schedules takes its place, one sift instead of a pop and a push.
@@ -191,10 +217,15 @@ impl World {
                 };
                 let slot = Slot {
                     name: p.name,
-                    clock: p.clock,
                     state: RunState::Up,
                     incarnation: 0,
                     parked: Vec::new(),
+                    pauses: 0,
+                    downs: 0,
+                    keep_data: true,
+                    drift_base_ppm: p.clock.drift_ppm(SimTime::ZERO),
+                    drift_windows_ppm: 0,
+                    clock: p.clock,
                 };
                 (proc, slot)
             })
@@ -215,6 +246,7 @@ impl World {
             trace: Trace::new(trace),
             limits,
             triggers: Vec::new(),
+            faults: Vec::new(),
             applied_faults: Vec::new(),
             events_handled: 0,
             top_spent: false,
@@ -294,9 +326,58 @@ impl World {
         self.triggers.push(t);
     }
 
-    /// Schedules a fault at true time `at` (scripted faults, adversaries).
-    pub fn schedule_fault(&mut self, at: SimTime, fault: FaultAction) {
-        self.push(at.max(self.now), Event::Fault(fault));
+    /// Schedules a fault (scripted faults, adversaries): its opening at `fault.at` (or now,
+    /// if that has passed) and its closing a duration later.
+    pub fn schedule(&mut self, fault: Fault) {
+        let open_at = fault.at.max(self.now);
+        let close_at = fault.end().map(|e| e.max(open_at));
+        let id = self.register(fault);
+        self.push(open_at, Event::Fault { id, close: false });
+        if let Some(t) = close_at {
+            self.push(t, Event::Fault { id, close: true });
+        }
+    }
+
+    /// Schedules a whole schedule before the run: every opening and closing in time order,
+    /// ties in the order given (a fault's own opening first), so that faults due at the same
+    /// instant apply in the order the model declares them.
+    pub fn schedule_all(&mut self, faults: Vec<Fault>) {
+        let mut points: Vec<(SimTime, u32, bool)> = Vec::with_capacity(2 * faults.len());
+        for f in faults {
+            let open_at = f.at.max(self.now);
+            let close_at = f.end().map(|e| e.max(open_at));
+            let id = self.register(f);
+            points.push((open_at, id, false));
+            if let Some(t) = close_at {
+                points.push((t, id, true));
+            }
+        }
+        // Stable: the declaration order survives among equal times.
+        points.sort_by_key(|(t, _, _)| *t);
+        for (t, id, close) in points {
+            self.push(t, Event::Fault { id, close });
+        }
+    }
+
+    fn register(&mut self, fault: Fault) -> u32 {
+        let id = u32::try_from(self.faults.len()).expect("fewer than 2^32 faults");
+        self.faults.push(FaultState {
+            fault,
+            took: false,
+            incarnation: 0,
+        });
+        id
+    }
+
+    /// Opens a fault now (a pause a trigger puts before a send) and schedules its closing.
+    pub fn open_now(&mut self, mut fault: Fault) {
+        fault.at = self.now;
+        let close_at = fault.end();
+        let id = self.register(fault);
+        self.open_fault(id);
+        if let Some(t) = close_at {
+            self.push(t, Event::Fault { id, close: true });
+        }
     }
 
     /// Starts every process (at true time 0). Idempotent.
@@ -456,7 +537,8 @@ impl World {
                 }
                 dispatch!(self, proc, |actor, cx| actor.on_timer(cx, tag));
             }
-            Event::Fault(f) => self.apply_fault(f),
+            Event::Fault { id, close: false } => self.open_fault(id),
+            Event::Fault { id, close: true } => self.close_fault(id),
         }
     }
 
@@ -484,8 +566,9 @@ impl World {
             .iter_mut()
             .find_map(|t| t.react_send(p, msg))?;
         let until = self.now.plus_ns(pause_ns);
-        self.apply_fault(FaultAction::Pause(p));
-        self.schedule_fault(until, FaultAction::Resume(p));
+        self.open_now(Fault::new(self.now, Some(pause_ns), FaultKind::Pause(p)));
+        // A pause that did not take (the process was already paused by a longer one) still
+        // holds the message at least until its own end.
         Some(until)
     }
 
@@ -563,148 +646,222 @@ impl World {
             for t in &mut self.triggers {
                 faults.extend(t.react(now, p, &obs));
             }
-            for (at, f) in faults {
-                self.schedule_fault(at, f);
+            for f in faults {
+                self.schedule(f);
             }
         }
         self.history.push(self.now, p, obs);
     }
 
-    /// Applies a fault now.
-    pub fn apply_fault(&mut self, f: FaultAction) {
-        self.applied_faults.push((self.now, f.clone()));
-        let text = self.describe_fault(&f);
-        let subject = fault_subject(&f);
-        self.trace_entry(subject, TraceKind::Fault(text.clone()));
-        self.history
-            .push(self.now, subject, Observation::Fault { what: text });
+    /// Opens fault `id` now.
+    fn open_fault(&mut self, id: u32) {
         let now = self.now;
-        match f {
-            FaultAction::Pause(p) => {
+        let mut f = self.faults[id as usize].fault.clone();
+        f.at = now;
+        let text = self.describe_fault(&f);
+        self.note_fault(&f, text);
+        let mut took = true;
+        match &f.kind {
+            FaultKind::Pause(p) => {
                 let slot = &mut self.slots[p.index()];
-                if slot.state == RunState::Up {
-                    slot.state = RunState::Paused;
-                    self.history.push(now, p, Observation::Paused);
-                }
-            }
-            FaultAction::Resume(p) => {
-                let slot = &mut self.slots[p.index()];
-                if slot.state == RunState::Paused {
-                    slot.state = RunState::Up;
-                    // Everything that queued up is handled now, in arrival order.
-                    for (ev, sent_at) in std::mem::take(&mut slot.parked) {
-                        self.push_sent(now, ev, sent_at);
+                if slot.state == RunState::Down {
+                    took = false;
+                } else {
+                    slot.pauses += 1;
+                    self.faults[id as usize].incarnation = slot.incarnation;
+                    if slot.state == RunState::Up {
+                        slot.state = RunState::Paused;
+                        self.history.push(now, *p, Observation::Paused);
                     }
-                    self.history.push(now, p, Observation::Resumed);
                 }
             }
-            FaultAction::Crash(p) => {
-                let slot = &mut self.slots[p.index()];
+            FaultKind::Crash { proc, keep_data } => {
+                let slot = &mut self.slots[proc.index()];
                 if slot.state != RunState::Down {
                     slot.state = RunState::Down;
                     slot.incarnation += 1;
                     slot.parked.clear();
-                    self.history.push(now, p, Observation::Crashed);
+                    slot.pauses = 0;
+                    slot.keep_data = true;
+                    self.history.push(now, *proc, Observation::Crashed);
+                }
+                slot.downs += 1;
+                slot.keep_data &= *keep_data;
+            }
+            FaultKind::ClockStep { proc, delta_ms } => {
+                self.slots[proc.index()].clock.add_step(now, *delta_ms);
+            }
+            FaultKind::Drift { proc, drift_ppm } => {
+                let slot = &mut self.slots[proc.index()];
+                if f.duration_ns.is_some() {
+                    slot.drift_windows_ppm += drift_ppm;
+                } else {
+                    slot.drift_base_ppm = *drift_ppm;
+                }
+                slot.apply_drift(now);
+            }
+            FaultKind::Partition {
+                from,
+                to,
+                both_ways,
+            } => self.cut_links(from, to, *both_ways, true),
+            FaultKind::Isolate(p) => self.isolate(*p, true),
+            FaultKind::LatencySpike { from, to, extra_ns } => {
+                for &a in from {
+                    for &b in to {
+                        self.net.spike(a, b, *extra_ns, true);
+                    }
                 }
             }
-            FaultAction::Restart { proc, keep_data } => {
+            FaultKind::Loss { from, to, loss } => {
+                for &a in from {
+                    for &b in to {
+                        self.net.loss_window(a, b, *loss, true);
+                    }
+                }
+            }
+        }
+        self.faults[id as usize].took = took;
+        self.applied_faults.push(f);
+    }
+
+    /// Closes fault `id` now: undoes what its opening did, and no more.
+    fn close_fault(&mut self, id: u32) {
+        let now = self.now;
+        let st = &self.faults[id as usize];
+        let (f, took, incarnation) = (st.fault.clone(), st.took, st.incarnation);
+        let mut text = format!("end: {}", self.describe_kind(&f.kind));
+        let subject_name = f
+            .subject()
+            .map_or_else(String::new, |p| self.slots[p.index()].name.clone());
+        match &f.kind {
+            FaultKind::Pause(p) => {
+                let slot = &mut self.slots[p.index()];
+                // A crash since the opening ended this pause with the process.
+                if took && slot.incarnation == incarnation && slot.pauses > 0 {
+                    slot.pauses -= 1;
+                    if slot.pauses == 0 {
+                        slot.state = RunState::Up;
+                        // Everything that queued up is handled now, in arrival order.
+                        for (ev, sent_at) in std::mem::take(&mut slot.parked) {
+                            self.push_sent(now, ev, sent_at);
+                        }
+                        self.history.push(now, *p, Observation::Resumed);
+                        text = format!("resume {subject_name}");
+                    } else {
+                        text = format!("{text} (still paused by another pause)");
+                    }
+                }
+            }
+            FaultKind::Crash { proc, .. } => {
                 let slot = &mut self.slots[proc.index()];
-                if slot.state == RunState::Down {
+                assert!(slot.downs > 0 && slot.state == RunState::Down);
+                slot.downs -= 1;
+                if slot.downs == 0 {
+                    let keep_data = slot.keep_data;
                     slot.state = RunState::Up;
+                    text = format!(
+                        "restart {subject_name} ({})",
+                        if keep_data { "data kept" } else { "empty" }
+                    );
+                    self.note(*proc, text);
                     self.procs[proc.index()].actor.on_restart(keep_data);
                     self.history.push(
                         now,
-                        proc,
+                        *proc,
                         Observation::Restarted {
                             with_data: keep_data,
                         },
                     );
-                    dispatch!(self, proc, |actor, cx| actor.on_start(cx));
+                    dispatch!(self, *proc, |actor, cx| actor.on_start(cx));
+                    return;
                 }
+                text = format!("{text} (still down by another crash)");
             }
-            FaultAction::ClockStep { proc, delta_ms } => {
-                self.slots[proc.index()].clock.add_step(now, delta_ms);
+            FaultKind::ClockStep { .. } => unreachable!("instant faults have no closing"),
+            FaultKind::Drift { proc, drift_ppm } => {
+                let slot = &mut self.slots[proc.index()];
+                slot.drift_windows_ppm -= drift_ppm;
+                slot.apply_drift(now);
             }
-            FaultAction::Drift { proc, drift_ppm } => {
-                self.slots[proc.index()].clock.set_drift(now, drift_ppm);
-            }
-            FaultAction::Partition { from, to, blocked } => {
-                for &a in &from {
-                    for &b in &to {
-                        if a != b {
-                            self.net.set_blocked(a, b, blocked);
-                        }
+            FaultKind::Partition {
+                from,
+                to,
+                both_ways,
+            } => self.cut_links(from, to, *both_ways, false),
+            FaultKind::Isolate(p) => self.isolate(*p, false),
+            FaultKind::LatencySpike { from, to, extra_ns } => {
+                for &a in from {
+                    for &b in to {
+                        self.net.spike(a, b, *extra_ns, false);
                     }
                 }
             }
-            FaultAction::LatencySpike { from, to, extra_ns } => {
-                for &a in &from {
-                    for &b in &to {
-                        self.net.set_extra_latency(a, b, extra_ns);
+            FaultKind::Loss { from, to, loss } => {
+                for &a in from {
+                    for &b in to {
+                        self.net.loss_window(a, b, *loss, false);
                     }
                 }
             }
-            FaultAction::Loss { from, to, loss } => {
-                for &a in &from {
-                    for &b in &to {
-                        self.net.set_loss(a, b, loss);
+        }
+        let subject = f.subject().unwrap_or(ProcId(0));
+        self.note(subject, text);
+    }
+
+    fn note_fault(&mut self, f: &Fault, text: String) {
+        // A fault with no subject (empty lists) is noted under the first process.
+        self.note(f.subject().unwrap_or(ProcId(0)), text);
+    }
+
+    /// A fault's opening or closing, in the trace and the history.
+    fn note(&mut self, subject: ProcId, text: String) {
+        self.trace_entry(subject, TraceKind::Fault(text.clone()));
+        self.history
+            .push(self.now, subject, Observation::Fault { what: text });
+    }
+
+    fn cut_links(&mut self, from: &[ProcId], to: &[ProcId], both_ways: bool, open: bool) {
+        for &a in from {
+            for &b in to {
+                if a != b {
+                    self.net.cut(a, b, open);
+                    if both_ways {
+                        self.net.cut(b, a, open);
                     }
                 }
+            }
+        }
+    }
+
+    fn isolate(&mut self, p: ProcId, open: bool) {
+        for i in 0..self.slots.len() as u32 {
+            let q = ProcId(i);
+            if q != p {
+                self.net.cut(p, q, open);
+                self.net.cut(q, p, open);
             }
         }
     }
 
     /// One line of plain text for a fault, naming processes as the model does;
     /// shared by the trace and the CLI so a fault reads the same everywhere.
-    pub fn describe_fault(&self, f: &FaultAction) -> String {
-        let n = |p: &ProcId| self.slots[p.index()].name.clone();
-        let list = |v: &[ProcId]| v.iter().map(n).collect::<Vec<_>>().join(",");
-        match f {
-            FaultAction::Pause(p) => format!("pause {}", n(p)),
-            FaultAction::Resume(p) => format!("resume {}", n(p)),
-            FaultAction::Crash(p) => format!("crash {}", n(p)),
-            FaultAction::Restart { proc, keep_data } => {
-                format!(
-                    "restart {} ({})",
-                    n(proc),
-                    if *keep_data { "data kept" } else { "empty" }
-                )
-            }
-            FaultAction::ClockStep { proc, delta_ms } => {
-                format!("clock step {} {delta_ms:+}ms", n(proc))
-            }
-            FaultAction::Drift { proc, drift_ppm } => format!("drift {} {drift_ppm:+}ppm", n(proc)),
-            FaultAction::Partition {
-                from,
-                to,
-                blocked: true,
-            } => {
-                format!("partition [{}] -x-> [{}]", list(from), list(to))
-            }
-            FaultAction::Partition {
-                from,
-                to,
-                blocked: false,
-            } => {
-                format!("heal [{}] --> [{}]", list(from), list(to))
-            }
-            FaultAction::LatencySpike { from, to, extra_ns } => {
-                format!(
-                    "latency +{} [{}] -> [{}]",
-                    crate::time::fmt_duration_ns(*extra_ns),
-                    list(from),
-                    list(to)
-                )
-            }
-            FaultAction::Loss { from, to, loss } => {
-                format!(
-                    "loss {}/{} [{}] -> [{}]",
-                    loss.num(),
-                    loss.den(),
-                    list(from),
-                    list(to)
-                )
-            }
+    pub fn describe_fault(&self, f: &Fault) -> String {
+        f.describe(&|p: ProcId| self.slots[p.index()].name.clone())
+    }
+
+    fn describe_kind(&self, k: &FaultKind) -> String {
+        k.describe(&|p: ProcId| self.slots[p.index()].name.clone())
+    }
+}
+
+impl Slot {
+    /// Sets the clock's rate to the base plus the open windows, clamped to what a clock takes.
+    fn apply_drift(&mut self, now: SimTime) {
+        let limit = crate::clock::DRIFT_PPM_LIMIT;
+        let ppm = (self.drift_base_ppm + self.drift_windows_ppm).clamp(-limit, limit);
+        if ppm != self.clock.drift_ppm(now) {
+            self.clock.set_drift(now, ppm);
         }
     }
 }
@@ -733,18 +890,6 @@ impl OutputSink for Router<'_> {
     }
     fn observe(&mut self, obs: Observation) {
         self.world.observe(self.from, obs);
-    }
-}
-
-fn fault_subject(f: &FaultAction) -> ProcId {
-    match f {
-        FaultAction::Pause(p) | FaultAction::Resume(p) | FaultAction::Crash(p) => *p,
-        FaultAction::Restart { proc, .. }
-        | FaultAction::ClockStep { proc, .. }
-        | FaultAction::Drift { proc, .. } => *proc,
-        FaultAction::Partition { from, .. }
-        | FaultAction::LatencySpike { from, .. }
-        | FaultAction::Loss { from, .. } => from.first().copied().unwrap_or(ProcId(0)),
     }
 }
 
