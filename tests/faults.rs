@@ -149,3 +149,105 @@ fn drift_windows_add_to_the_rate_and_end_separately() {
     assert_eq!(clock.drift_ppm(SimTime::from_ms(4_000)), 100_000);
     assert_eq!(clock.drift_ppm(SimTime::from_ms(6_000)), 0);
 }
+
+/// A two-node, two-client model whose `random_faults` list is `entries`.
+fn random_model(entries: &str) -> Result<distlock_sim::scenario::Scenario, String> {
+    let text = format!(
+        r#"(
+        description: "random",
+        duration: "60s",
+        nodes: [(name: "r1"), (name: "r2")],
+        clients: [(name: "c", count: 2, algorithm: "set-px-cad", node: "r1", ttl: "2s",
+                   hold: ("10ms", "20ms"), retry: ("5ms", "10ms"))],
+        random_faults: [{entries}],
+        check: ["mutual_exclusion"],
+    )"#
+    );
+    scenario::load_str("random", "random.ron", &text).map_err(|e| e.to_string())
+}
+
+#[test]
+fn random_drift_latency_spikes_and_loss_draw_windows_of_their_kind() {
+    use distlock_sim::sim::FaultKind;
+    let sc = random_model(
+        r#"drift(targets: ["r1"], every: ("5s", "10s"), duration: ("1s", "2s"), ppm: (-1000, 1000)),
+           latency_spike(from: ["r1"], to: ["c1", "c2"], every: ("5s", "10s"), duration: ("100ms", "1s"), extra: ("1ms", "9ms")),
+           loss(from: ["c1"], to: ["r1"], every: ("5s", "10s"), duration: ("1s", "2s"), loss_ppm: (100000, 900000))"#,
+    )
+    .unwrap();
+    let s = sc.fault_schedule(3);
+    let drift = s
+        .iter()
+        .filter(|f| matches!(f.kind, FaultKind::Drift { drift_ppm, .. } if drift_ppm.abs() <= 1000))
+        .count();
+    let spikes = s
+        .iter()
+        .filter(|f| matches!(&f.kind, FaultKind::LatencySpike { to, extra_ns, .. } if to.len() == 2 && (NS_PER_MS..=9 * NS_PER_MS).contains(extra_ns)))
+        .count();
+    let loss = s
+        .iter()
+        .filter(|f| matches!(&f.kind, FaultKind::Loss { loss, .. } if (100_000..=900_000).contains(&(loss.num() as u64 * 1_000_000 / loss.den() as u64))))
+        .count();
+    assert!(
+        drift >= 4 && spikes >= 4 && loss >= 4,
+        "{drift} {spikes} {loss}"
+    );
+    assert!(
+        s.iter().all(|f| f.duration_ns.is_some()),
+        "every window closes"
+    );
+    // And they run: the drift window is in force inside it and gone after it.
+    let (_, w) = run_world(&sc, 3, TraceMode::Off);
+    let d = s
+        .iter()
+        .find(|f| matches!(f.kind, FaultKind::Drift { .. }))
+        .unwrap();
+    let FaultKind::Drift { drift_ppm, .. } = d.kind else {
+        unreachable!()
+    };
+    let clock = w.clock(distlock_sim::time::ProcId(0));
+    assert_eq!(clock.drift_ppm(d.at.plus_ns(1)), drift_ppm);
+    assert_eq!(clock.drift_ppm(d.end().unwrap()), 0);
+}
+
+#[test]
+fn at_once_hits_that_many_distinct_targets_at_the_same_instant() {
+    use distlock_sim::sim::FaultKind;
+    let sc = random_model(
+        r#"clock_step(targets: ["r1", "r2"], every: ("5s", "10s"), delta: ("+1s", "+2s"), at_once: 2)"#,
+    )
+    .unwrap();
+    let s = sc.fault_schedule(0);
+    assert!(s.len() >= 10 && s.len() % 2 == 0, "{}", s.len());
+    for pair in s.chunks(2) {
+        assert_eq!(pair[0].at, pair[1].at);
+        let procs: Vec<_> = pair
+            .iter()
+            .map(|f| match f.kind {
+                FaultKind::ClockStep { proc, .. } => proc,
+                _ => panic!("{f:?}"),
+            })
+            .collect();
+        assert_ne!(procs[0], procs[1]);
+    }
+}
+
+#[test]
+fn a_random_entry_naming_a_target_twice_is_refused() {
+    let e = random_model(r#"pause(targets: ["c1", "c1"], every: ("1s", "2s"), duration: "1s")"#)
+        .unwrap_err();
+    assert!(e.contains("names target \"c1\" twice"), "{e}");
+}
+
+#[test]
+fn a_schedule_beyond_the_limit_is_refused_before_the_run_counting_swarm_entries() {
+    // 20 swarm entries of 60,000 draws each: no single entry is over its cap, together they are.
+    let entries = vec![r#"pause(targets: ["c1"], every: "1ms", duration: "0ms")"#; 20].join(", ");
+    let text = format!(
+        r#"(description: "swarm", duration: "60s", nodes: [(name: "r1")],
+            clients: [(name: "c", count: 2, algorithm: "set-px-cad", node: "r1", ttl: "2s", hold: "10ms", retry: "5ms")],
+            swarm: (faults: [{entries}]), check: ["mutual_exclusion"])"#
+    );
+    let e = scenario::load_str("swarm", "swarm.ron", &text).unwrap_err();
+    assert!(e.message.contains("at most 1000000"), "{e}");
+}
