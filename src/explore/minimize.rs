@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use crate::check::Property;
 use crate::explore::run_world;
 use crate::scenario::Scenario;
-use crate::scenario::model::FaultSpec;
+use crate::scenario::model::{FaultSpec, Target};
 use crate::scenario::units::{Bounded, Dur, Name, SignedDur};
 use crate::sim::{Fault, FaultKind, TraceMode};
 use crate::time::{NS_PER_MS, ProcId};
@@ -25,23 +25,23 @@ pub fn fault_spec(f: &Fault, name: &dyn Fn(ProcId) -> String) -> FaultSpec {
     let dur = f.duration_ns.map(Dur);
     match &f.kind {
         FaultKind::Pause(p) => FaultSpec::Pause {
-            target: n(p),
+            target: Target::Proc(n(p)),
             at,
             duration: Dur(f.duration_ns.expect("a realised pause has a duration")),
         },
         FaultKind::Crash { proc, keep_data } => FaultSpec::Crash {
-            target: n(proc),
+            target: Target::Proc(n(proc)),
             at,
             restart_after: dur,
             keep_data: *keep_data,
         },
         FaultKind::ClockStep { proc, delta_ms } => FaultSpec::ClockStep {
-            target: n(proc),
+            target: Target::Proc(n(proc)),
             at,
             delta: SignedDur(delta_ms * NS_PER_MS as i64),
         },
         FaultKind::Drift { proc, drift_ppm } => FaultSpec::Drift {
-            target: n(proc),
+            target: Target::Proc(n(proc)),
             at,
             ppm: Bounded(*drift_ppm),
             duration: dur,
@@ -58,7 +58,7 @@ pub fn fault_spec(f: &Fault, name: &dyn Fn(ProcId) -> String) -> FaultSpec {
             one_way: !both_ways,
         },
         FaultKind::Isolate(p) => FaultSpec::Isolate {
-            target: n(p),
+            target: Target::Proc(n(p)),
             at,
             duration: dur,
         },
@@ -109,7 +109,7 @@ pub fn fault_ron(f: &FaultSpec) -> String {
             duration,
         } => format!(
             "pause(target: \"{}\", at: {}, duration: {})",
-            target.0,
+            target.text(),
             dur(at.0),
             dur(duration.0)
         ),
@@ -120,13 +120,13 @@ pub fn fault_ron(f: &FaultSpec) -> String {
             keep_data,
         } => format!(
             "crash(target: \"{}\", at: {}{}, keep_data: {keep_data})",
-            target.0,
+            target.text(),
             dur(at.0),
             opt("restart_after", restart_after)
         ),
         FaultSpec::ClockStep { target, at, delta } => format!(
             "clock_step(target: \"{}\", at: {}, delta: \"{:+}ms\")",
-            target.0,
+            target.text(),
             dur(at.0),
             delta.ms()
         ),
@@ -137,7 +137,7 @@ pub fn fault_ron(f: &FaultSpec) -> String {
             duration,
         } => format!(
             "drift(target: \"{}\", at: {}, ppm: {}{})",
-            target.0,
+            target.text(),
             dur(at.0),
             ppm.0,
             opt("duration", duration)
@@ -148,7 +148,7 @@ pub fn fault_ron(f: &FaultSpec) -> String {
             duration,
         } => format!(
             "isolate(target: \"{}\", at: {}{})",
-            target.0,
+            target.text(),
             dur(at.0),
             opt("duration", duration)
         ),

@@ -20,6 +20,7 @@ use crate::redis::{RedisConfig, RedisProcess};
 use crate::rng::{Ratio, Seed};
 use crate::scenario::units::{Bounded, Dur, DurRange, Name, SignedDur, SignedDurRange};
 use crate::sim::adversary::{SendKind, Trigger, TriggerKind};
+use crate::sim::fault::Aim;
 use crate::sim::{Actor, Fault, FaultKind, Limits, ProcSpec, TraceMode, World};
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime};
 
@@ -423,16 +424,56 @@ impl Default for NetworkSpec {
     }
 }
 
+/// The process a scripted fault falls on: a name, or a role resolved when the fault starts —
+/// `"@holder"`: the client that most recently acquired a lock and still believes it holds
+/// it; `"@master"`: the Redis node that is master now (the most recently promoted one, if
+/// several believe they are). With nobody in the role then, the fault does nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Proc(Name),
+    Holder,
+    Master,
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "@holder" => Ok(Target::Holder),
+            "@master" => Ok(Target::Master),
+            _ if s.starts_with('@') => Err(serde::de::Error::custom(format!(
+                "unknown role {s:?}: a fault may aim at \"@holder\" or \"@master\", or name a process"
+            ))),
+            _ => {
+                use serde::de::IntoDeserializer;
+                let d: serde::de::value::StringDeserializer<D::Error> = s.into_deserializer();
+                Name::deserialize(d).map(Target::Proc)
+            }
+        }
+    }
+}
+
+impl Target {
+    /// As a model writes it.
+    pub fn text(&self) -> &str {
+        match self {
+            Target::Proc(n) => &n.0,
+            Target::Holder => "@holder",
+            Target::Master => "@master",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultSpec {
     Pause {
-        target: Name,
+        target: Target,
         at: Dur,
         duration: Dur,
     },
     Crash {
-        target: Name,
+        target: Target,
         at: Dur,
         #[serde(default)]
         restart_after: Option<Dur>,
@@ -440,14 +481,14 @@ pub enum FaultSpec {
         keep_data: bool,
     },
     ClockStep {
-        target: Name,
+        target: Target,
         at: Dur,
         delta: SignedDur,
     },
     /// Without `duration`: the node's drift rate from `at` on. With: `ppm` added to the rate
     /// for that long (windows add up).
     Drift {
-        target: Name,
+        target: Target,
         at: Dur,
         ppm: Bounded<-500_000, 500_000>,
         #[serde(default)]
@@ -455,7 +496,7 @@ pub enum FaultSpec {
     },
     /// Cut `target` off from every other process, both ways.
     Isolate {
-        target: Name,
+        target: Target,
         at: Dur,
         #[serde(default)]
         duration: Option<Dur>,
@@ -1157,7 +1198,17 @@ impl Scenario {
                 | FaultSpec::Crash { target, .. }
                 | FaultSpec::ClockStep { target, .. }
                 | FaultSpec::Drift { target, .. }
-                | FaultSpec::Isolate { target, .. } => lookup(target)?,
+                | FaultSpec::Isolate { target, .. } => {
+                    if let Target::Proc(n) = target {
+                        lookup(n)?;
+                    }
+                    if *target == Target::Master && model.nodes.is_empty() {
+                        return Err(invalid(
+                            "a fault aims at \"@master\" but the model has no Redis node",
+                            Some("\"@master\"".into()),
+                        ));
+                    }
+                }
                 FaultSpec::Partition { from, to, .. }
                 | FaultSpec::LatencySpike { from, to, .. }
                 | FaultSpec::Loss { from, to, .. } => {
@@ -2043,6 +2094,31 @@ impl Scenario {
 
     /// A scripted fault as the loop runs it.
     pub fn scripted(&self, f: &FaultSpec) -> Fault {
+        let fault = self.scripted_kind(f);
+        let aim = match f {
+            FaultSpec::Pause { target, .. }
+            | FaultSpec::Crash { target, .. }
+            | FaultSpec::ClockStep { target, .. }
+            | FaultSpec::Drift { target, .. }
+            | FaultSpec::Isolate { target, .. } => match target {
+                Target::Proc(_) => None,
+                Target::Holder => Some(Aim::Holder),
+                Target::Master => Some(Aim::Master),
+            },
+            _ => None,
+        };
+        Fault { aim, ..fault }
+    }
+
+    /// The process a target names; a role's placeholder until the loop resolves it.
+    fn target_id(&self, t: &Target) -> ProcId {
+        match t {
+            Target::Proc(n) => self.proc_id(&n.0),
+            Target::Holder | Target::Master => ProcId(0),
+        }
+    }
+
+    fn scripted_kind(&self, f: &FaultSpec) -> Fault {
         let at = |d: &Dur| SimTime(d.ns());
         match f {
             FaultSpec::Pause {
@@ -2052,7 +2128,7 @@ impl Scenario {
             } => Fault::new(
                 at(t),
                 Some(duration.ns()),
-                FaultKind::Pause(self.proc_id(&target.0)),
+                FaultKind::Pause(self.target_id(target)),
             ),
             FaultSpec::Crash {
                 target,
@@ -2063,7 +2139,7 @@ impl Scenario {
                 at(t),
                 restart_after.map(|d| d.ns()),
                 FaultKind::Crash {
-                    proc: self.proc_id(&target.0),
+                    proc: self.target_id(target),
                     keep_data: *keep_data,
                 },
             ),
@@ -2075,7 +2151,7 @@ impl Scenario {
                 at(t),
                 None,
                 FaultKind::ClockStep {
-                    proc: self.proc_id(&target.0),
+                    proc: self.target_id(target),
                     delta_ms: delta.ms(),
                 },
             ),
@@ -2088,7 +2164,7 @@ impl Scenario {
                 at(t),
                 duration.map(|d| d.ns()),
                 FaultKind::Drift {
-                    proc: self.proc_id(&target.0),
+                    proc: self.target_id(target),
                     drift_ppm: ppm.0,
                 },
             ),
@@ -2114,7 +2190,7 @@ impl Scenario {
             } => Fault::new(
                 at(t),
                 duration.map(|d| d.ns()),
-                FaultKind::Isolate(self.proc_id(&target.0)),
+                FaultKind::Isolate(self.target_id(target)),
             ),
             FaultSpec::LatencySpike {
                 from,

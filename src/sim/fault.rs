@@ -23,6 +23,18 @@ pub struct Fault {
     /// restart, a cut never healed) or an instant fault (a clock step).
     pub duration_ns: Option<u64>,
     pub kind: FaultKind,
+    /// Aimed at a role rather than a process: the loop puts the process in that role when
+    /// the fault starts into `kind` (its process is a placeholder until then).
+    pub aim: Option<Aim>,
+}
+
+/// A role a fault may aim at, resolved when it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aim {
+    /// The client that most recently acquired a lock and still believes it holds it.
+    Holder,
+    /// The Redis node that is master now (the most recently promoted, if several are).
+    Master,
 }
 
 /// What a fault does while it is open.
@@ -68,6 +80,7 @@ impl Fault {
             at,
             duration_ns,
             kind,
+            aim: None,
         }
     }
 
@@ -109,6 +122,19 @@ impl Fault {
 }
 
 impl FaultKind {
+    /// The same fault on process `p` (for single-process kinds; others are unchanged).
+    pub fn retarget(&mut self, p: ProcId) {
+        match self {
+            FaultKind::Pause(q) | FaultKind::Isolate(q) => *q = p,
+            FaultKind::Crash { proc, .. }
+            | FaultKind::ClockStep { proc, .. }
+            | FaultKind::Drift { proc, .. } => *proc = p,
+            FaultKind::Partition { .. }
+            | FaultKind::LatencySpike { .. }
+            | FaultKind::Loss { .. } => {}
+        }
+    }
+
     /// Faults that happen at an instant and have no window.
     pub fn is_instant(&self) -> bool {
         matches!(self, FaultKind::ClockStep { .. })

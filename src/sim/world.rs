@@ -9,7 +9,7 @@ use crate::proto::Msg;
 use crate::rng::{Prng, Seed};
 use crate::sim::actor::Actor;
 use crate::sim::adversary::Trigger;
-use crate::sim::fault::{Fault, FaultKind};
+use crate::sim::fault::{Aim, Fault, FaultKind};
 use crate::sim::queue::EventQueue;
 use crate::sim::trace::{Trace, TraceEntry, TraceKind, TraceMode};
 use crate::time::{ProcId, SimTime};
@@ -178,6 +178,10 @@ pub struct World {
     limits: Limits,
     /// Triggered adversaries, consulted on every observation.
     triggers: Vec<Trigger>,
+    /// Clients that believe they hold a lock, in the order they acquired (`@holder` aims).
+    holders: Vec<(ProcId, u32)>,
+    /// When each process last became a master by promotion (`@master` aims).
+    promoted_at: Vec<SimTime>,
     /// Every fault the world was given (scheduled up front or triggered), by index.
     faults: Vec<FaultState>,
     /// Every fault opened, in order, with the time it opened: the realised schedule
@@ -246,6 +250,8 @@ impl World {
             trace: Trace::new(trace),
             limits,
             triggers: Vec::new(),
+            holders: Vec::new(),
+            promoted_at: vec![SimTime::ZERO; n],
             faults: Vec::new(),
             applied_faults: Vec::new(),
             events_handled: 0,
@@ -640,6 +646,18 @@ impl World {
             }
             _ => {}
         }
+        match &obs {
+            Observation::Acquired { lock, .. } => self.holders.push((p, *lock)),
+            Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
+                if let Some(i) = self.holders.iter().position(|h| *h == (p, *lock)) {
+                    self.holders.remove(i);
+                }
+            }
+            Observation::Replication { what } if what.contains("promoted to master") => {
+                self.promoted_at[p.index()] = self.now;
+            }
+            _ => {}
+        }
         if !self.triggers.is_empty() {
             let now = self.now;
             let mut faults = Vec::new();
@@ -658,6 +676,23 @@ impl World {
         let now = self.now;
         let mut f = self.faults[id as usize].fault.clone();
         f.at = now;
+        if let Some(aim) = f.aim {
+            match self.resolve(aim) {
+                Some(p) => {
+                    f.kind.retarget(p);
+                    self.faults[id as usize].fault.kind = f.kind.clone();
+                }
+                None => {
+                    let (role, why) = match aim {
+                        Aim::Holder => ("@holder", "nobody holds a lock"),
+                        Aim::Master => ("@master", "no master is up"),
+                    };
+                    let what = f.kind.describe(&|_| role.to_string());
+                    self.note(ProcId(0), format!("{what} not applied: {why}"));
+                    return;
+                }
+            }
+        }
         let text = self.describe_fault(&f);
         self.note_fault(&f, text);
         let mut took = true;
@@ -684,6 +719,7 @@ impl World {
                     slot.pauses = 0;
                     slot.keep_data = true;
                     self.history.push(now, *proc, Observation::Crashed);
+                    self.holders.retain(|(q, _)| q != proc);
                 }
                 slot.downs += 1;
                 slot.keep_data &= *keep_data;
@@ -730,6 +766,11 @@ impl World {
         let now = self.now;
         let st = &self.faults[id as usize];
         let (f, took, incarnation) = (st.fault.clone(), st.took, st.incarnation);
+        if !took {
+            // Its opening did nothing (a pause of a process that was down, a role nobody was
+            // in): neither does its end.
+            return;
+        }
         let mut text = format!("end: {}", self.describe_kind(&f.kind));
         let subject_name = f
             .subject()
@@ -738,7 +779,7 @@ impl World {
             FaultKind::Pause(p) => {
                 let slot = &mut self.slots[p.index()];
                 // A crash since the opening ended this pause with the process.
-                if took && slot.incarnation == incarnation && slot.pauses > 0 {
+                if slot.incarnation == incarnation && slot.pauses > 0 {
                     slot.pauses -= 1;
                     if slot.pauses == 0 {
                         slot.state = RunState::Up;
@@ -807,6 +848,25 @@ impl World {
         }
         let subject = f.subject().unwrap_or(ProcId(0));
         self.note(subject, text);
+    }
+
+    /// The process in a role now (see `Aim`).
+    fn resolve(&self, aim: Aim) -> Option<ProcId> {
+        match aim {
+            Aim::Holder => self.holders.last().map(|(p, _)| *p),
+            Aim::Master => (0..self.slots.len())
+                .filter(|&i| {
+                    self.slots[i].state != RunState::Down
+                        && self.procs[i]
+                            .actor
+                            .as_redis()
+                            .is_some_and(|r| !r.node.is_replica())
+                })
+                // The most recently promoted; a node master from the start counts as promoted
+                // at 0, and among those the first declared.
+                .max_by_key(|&i| (self.promoted_at[i], std::cmp::Reverse(i)))
+                .map(|i| ProcId(i as u32)),
+        }
     }
 
     fn note_fault(&mut self, f: &Fault, text: String) {
