@@ -2,13 +2,15 @@
 //! and lowering into worlds.
 
 pub mod adversary;
+pub mod clients;
+pub mod marks;
 pub mod model;
 pub mod units;
 
 use std::fmt;
 use std::path::Path;
 
-pub use model::{Expect, Model, ProcKind, Scenario};
+pub use model::{Expect, Locator, Model, ProcKind, Scenario};
 
 /// Largest model file accepted.
 pub const MAX_MODEL_BYTES: u64 = 1024 * 1024;
@@ -86,24 +88,59 @@ pub fn load(path: &Path) -> Result<Scenario, ModelError> {
 
 /// Parses and validates model text; `path` is used in messages and replay commands.
 pub fn load_str(name: &str, path: &str, text: &str) -> Result<Scenario, ModelError> {
-    let model: Model = ron::Options::default()
-        .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
-        .from_str(text)
-        .map_err(|e| ModelError {
-            path: path.to_string(),
-            line: e.span.start.line,
-            col: e.span.start.col,
-            message: explain_ron(&e.code),
-        })?;
-    Scenario::new(name.to_string(), path.to_string(), model).map_err(|inv| {
-        let (line, col) = inv.near.as_deref().map_or((1, 1), |n| locate(text, n));
-        ModelError {
-            path: path.to_string(),
-            line,
-            col,
-            message: inv.message,
+    let error = |(line, col): (usize, usize), message: String| ModelError {
+        path: path.to_string(),
+        line,
+        col,
+        message,
+    };
+    let model = match parse(text, None) {
+        Ok(m) => m,
+        // An error about a value read earlier (a client group's field its algorithm does not
+        // take): at that value.
+        Err((_, Some((mark, message)))) => return Err(error(position(text, mark, &message), message)),
+        Err((e, None)) => {
+            return Err(error(
+                (e.span.start.line, e.span.start.col),
+                explain_ron(&e.code),
+            ));
         }
+    };
+    Scenario::new(name.to_string(), path.to_string(), model).map_err(|inv| {
+        let at = match &inv.at {
+            Locator::Mark(m) => position(text, *m, &inv.message),
+            Locator::Text(t) => locate(text, t),
+            Locator::Nowhere => (1, 1),
+        };
+        error(at, inv.message)
     })
+}
+
+type ParseError = (ron::error::SpannedError, Option<(marks::Mark, String)>);
+
+/// One parse of `text`, with marks from 1; `fail_at` to relocate a mark.
+fn parse(text: &str, fail_at: Option<(marks::Mark, String)>) -> Result<Model, ParseError> {
+    marks::begin(fail_at);
+    let r = ron::Options::default()
+        .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+        .from_str::<Model>(text);
+    let pending = marks::end();
+    r.map_err(|e| (e, pending))
+}
+
+/// Line and column of the value marked `mark`: parse again failing right before it, then
+/// step over the blanks and comments between the span and the value.
+fn position(text: &str, mark: marks::Mark, message: &str) -> (usize, usize) {
+    if mark.is_none() {
+        return (1, 1);
+    }
+    match parse(text, Some((mark, message.to_string()))) {
+        Err((e, _)) if e.code == ron::Error::Message(message.to_string()) => {
+            marks::skip_blanks(text, e.span.start.line, e.span.start.col)
+        }
+        // Not reached: the same text parses the same way. Say where we do not know.
+        _ => (1, 1),
+    }
 }
 
 fn explain_ron(e: &ron::Error) -> String {
