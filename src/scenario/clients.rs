@@ -20,9 +20,7 @@ use crate::client::{Algorithm, ClientConfig, LockClient, NsRange};
 use crate::proto::Bytes;
 use crate::rng::Seed;
 use crate::scenario::marks::{Mark, Pos, located};
-use crate::scenario::model::{
-    ClientFactory, ClockSpec, Invalid, Model, Scenario, invalid, quoted,
-};
+use crate::scenario::model::{ClientFactory, ClockSpec, Invalid, Model, Scenario, invalid, quoted};
 use crate::scenario::units::{Bounded, Dur, DurRange, Name};
 use crate::sim::{Actor, ProcSpec};
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime};
@@ -358,7 +356,11 @@ const FIELD_NAMES: &[&str] = &[
 
 impl Field {
     fn name(self) -> &'static str {
-        FIELDS.iter().find(|(f, _)| *f == self).expect("every field").1
+        FIELDS
+            .iter()
+            .find(|(f, _)| *f == self)
+            .expect("every field")
+            .1
     }
 
     /// Whether the lowering of `kind` reads this field (docs/model-format.md has the table).
@@ -517,7 +519,9 @@ impl Raw {
     /// algorithm, for a field it needs).
     fn into_group<E: de::Error>(self, given: &[(Field, Mark)]) -> Result<ClientGroup, E> {
         let name = self.name.ok_or_else(|| E::missing_field("name"))?;
-        let alg = self.algorithm.ok_or_else(|| E::missing_field("algorithm"))?;
+        let alg = self
+            .algorithm
+            .ok_or_else(|| E::missing_field("algorithm"))?;
         let (kind, am) = (alg.value.0, alg.mark);
         for &(f, mark) in given {
             if !f.read_by(kind) {
@@ -712,12 +716,9 @@ impl ClientGroup {
                 self.ttl.mark,
             ));
         }
-        if self.ttl.ns() % NS_PER_MS != 0 {
+        if !self.ttl.ns().is_multiple_of(NS_PER_MS) {
             return Err(invalid(
-                format!(
-                    "ttl {} is not a whole number of ms (PX takes ms)",
-                    self.ttl
-                ),
+                format!("ttl {} is not a whole number of ms (PX takes ms)", self.ttl),
                 self.ttl.mark,
             ));
         }

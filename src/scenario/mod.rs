@@ -94,11 +94,13 @@ pub fn load_str(name: &str, path: &str, text: &str) -> Result<Scenario, ModelErr
         col,
         message,
     };
-    let model = match parse(text, None) {
+    let model = match parse(text, None).map_err(|b| *b) {
         Ok(m) => m,
         // An error about a value read earlier (a client group's field its algorithm does not
         // take): at that value.
-        Err((_, Some((mark, message)))) => return Err(error(position(text, mark, &message), message)),
+        Err((_, Some((mark, message)))) => {
+            return Err(error(position(text, mark, &message), message));
+        }
         Err((e, None)) => {
             return Err(error(
                 (e.span.start.line, e.span.start.col),
@@ -116,7 +118,7 @@ pub fn load_str(name: &str, path: &str, text: &str) -> Result<Scenario, ModelErr
     })
 }
 
-type ParseError = (ron::error::SpannedError, Option<(marks::Mark, String)>);
+type ParseError = Box<(ron::error::SpannedError, Option<(marks::Mark, String)>)>;
 
 /// One parse of `text`, with marks from 1; `fail_at` to relocate a mark.
 fn parse(text: &str, fail_at: Option<(marks::Mark, String)>) -> Result<Model, ParseError> {
@@ -125,7 +127,7 @@ fn parse(text: &str, fail_at: Option<(marks::Mark, String)>) -> Result<Model, Pa
         .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
         .from_str::<Model>(text);
     let pending = marks::end();
-    r.map_err(|e| (e, pending))
+    r.map_err(|e| Box::new((e, pending)))
 }
 
 /// Line and column of the value marked `mark`: parse again failing right before it, then
@@ -134,7 +136,7 @@ fn position(text: &str, mark: marks::Mark, message: &str) -> (usize, usize) {
     if mark.is_none() {
         return (1, 1);
     }
-    match parse(text, Some((mark, message.to_string()))) {
+    match parse(text, Some((mark, message.to_string()))).map_err(|b| *b) {
         Err((e, _)) if e.code == ron::Error::Message(message.to_string()) => {
             marks::skip_blanks(text, e.span.start.line, e.span.start.col)
         }
@@ -270,10 +272,19 @@ mod strict_tests {
             &["`via_sentinels`", "\"watchdog\"", "single-instance"],
         );
         assert_at(&watchdog_with("max_attempts: 3"), &["`max_attempts`"]);
-        assert_at(&watchdog_with("redlock: (preset: \"redis-docs\")"), &["`redlock`", "redlock"]);
+        assert_at(
+            &watchdog_with("redlock: (preset: \"redis-docs\")"),
+            &["`redlock`", "redlock"],
+        );
         assert_at(&watchdog_with("nodes: [\"redis\"]"), &["`nodes`"]);
-        assert_at(&watchdog_with("present_token: true"), &["`present_token`", "consensus"]);
-        assert_at(&watchdog_with("wait: (replicas: 1, timeout: \"1s\")"), &["set-px-wait-cad"]);
+        assert_at(
+            &watchdog_with("present_token: true"),
+            &["`present_token`", "consensus"],
+        );
+        assert_at(
+            &watchdog_with("wait: (replicas: 1, timeout: \"1s\")"),
+            &["set-px-wait-cad"],
+        );
     }
 
     #[test]
@@ -432,11 +443,17 @@ mod strict_tests {
     #[test]
     fn a_resource_or_consensus_service_named_like_a_node_or_client_is_refused_at_its_name() {
         assert_at(
-            &model(PX, "    resource: (name: @\"redis\"),\n    check: [\"mutual_exclusion\"],"),
+            &model(
+                PX,
+                "    resource: (name: @\"redis\"),\n    check: [\"mutual_exclusion\"],",
+            ),
             &["the resource", "node \"redis\""],
         );
         assert_at(
-            &model(PX, "    consensus: (name: @\"c3\"),\n    check: [\"mutual_exclusion\"],"),
+            &model(
+                PX,
+                "    consensus: (name: @\"c3\"),\n    check: [\"mutual_exclusion\"],",
+            ),
             &["the consensus service", "client 3 of group"],
         );
     }
@@ -444,7 +461,10 @@ mod strict_tests {
     #[test]
     fn properties_that_cannot_be_violated_are_refused_at_their_name() {
         assert_at(
-            &model(PX, "    check: [\"mutual_exclusion\", @\"resource_safety\"],"),
+            &model(
+                PX,
+                "    check: [\"mutual_exclusion\", @\"resource_safety\"],",
+            ),
             &["cannot be violated", "no `resource`"],
         );
         assert_at(
@@ -469,7 +489,10 @@ mod strict_tests {
             &["no lock key is used by two clients"],
         );
         assert_at(
-            &model(PX, "    check: [@\"liveness\"],\n    liveness_bound: \"60s\","),
+            &model(
+                PX,
+                "    check: [@\"liveness\"],\n    liveness_bound: \"60s\",",
+            ),
             &["not shorter than the run"],
         );
         let zk = r#"(
@@ -525,7 +548,10 @@ mod strict_tests {
             "    check: [\"mutual_exclusion\"],",
         );
         let e = load_str("t", "t.ron", &text).unwrap_err();
-        assert!(e.message.contains("unknown unit") && e.message.contains(units::RANGE_EXPECTED), "{e}");
+        assert!(
+            e.message.contains("unknown unit") && e.message.contains(units::RANGE_EXPECTED),
+            "{e}"
+        );
     }
 
     #[test]
@@ -546,7 +572,11 @@ mod strict_tests {
                 .iter()
                 .find(|r| matches!(r.obs, crate::history::Observation::Attempt { .. }))
                 .expect("an attempt");
-            assert!(first.at.0 >= 1_000_000_000, "first attempt at {:?}", first.at);
+            assert!(
+                first.at.0 >= 1_000_000_000,
+                "first attempt at {:?}",
+                first.at
+            );
         }
     }
 }

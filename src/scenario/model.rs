@@ -176,13 +176,15 @@ impl<'de> Deserialize<'de> for PropName {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mark = Mark::take()?;
         let s = String::deserialize(d)?;
-        Property::from_name(&s).map(|p| PropName(p, mark)).ok_or_else(|| {
-            let names: Vec<_> = Property::ALL.iter().map(|p| p.name()).collect();
-            serde::de::Error::custom(format!(
-                "unknown property {s:?}; known: {}",
-                names.join(", ")
-            ))
-        })
+        Property::from_name(&s)
+            .map(|p| PropName(p, mark))
+            .ok_or_else(|| {
+                let names: Vec<_> = Property::ALL.iter().map(|p| p.name()).collect();
+                serde::de::Error::custom(format!(
+                    "unknown property {s:?}; known: {}",
+                    names.join(", ")
+                ))
+            })
     }
 }
 
@@ -525,7 +527,11 @@ fn vacuous(model: &Model, p: Property, liveness_bound_ns: u64) -> Option<String>
     let mut per_key: Vec<(Bytes, i64, i64)> = Vec::new();
     for g in model.clients.iter() {
         let k = g.key_bytes();
-        let deleters = if g.kind().deletes_keys() { g.count() } else { 0 };
+        let deleters = if g.kind().deletes_keys() {
+            g.count()
+        } else {
+            0
+        };
         match per_key.iter_mut().find(|(x, _, _)| *x == k) {
             Some(e) => {
                 e.1 += g.count();
@@ -617,7 +623,10 @@ impl Scenario {
                 model.network.latency.mark,
             ));
         }
-        if let Some(g) = model.clients.iter().find(|g| g.kind() != ClientKind::Consensus)
+        if let Some(g) = model
+            .clients
+            .iter()
+            .find(|g| g.kind() != ClientKind::Consensus)
             && model.nodes.is_empty()
         {
             return Err(invalid(
@@ -635,10 +644,20 @@ impl Scenario {
             ));
         }
         for n in model.nodes.iter() {
-            add(&n.name, ProcKind::Redis, format!("node \"{}\"", n.name.0), &mut procs)?;
+            add(
+                &n.name,
+                ProcKind::Redis,
+                format!("node \"{}\"", n.name.0),
+                &mut procs,
+            )?;
         }
         if let Some(r) = &model.resource {
-            add(&r.name, ProcKind::Resource, format!("the resource \"{}\"", r.name.0), &mut procs)?;
+            add(
+                &r.name,
+                ProcKind::Resource,
+                format!("the resource \"{}\"", r.name.0),
+                &mut procs,
+            )?;
         }
         if model.clients.is_empty() {
             return Err(invalid(
@@ -661,7 +680,12 @@ impl Scenario {
                 let described = if g.count() == 1 {
                     format!("client \"{}\"", n.0)
                 } else {
-                    format!("client {} of group \"{}\" (count {})", i + 1, g.name.0, g.count())
+                    format!(
+                        "client {} of group \"{}\" (count {})",
+                        i + 1,
+                        g.name.0,
+                        g.count()
+                    )
                 };
                 add(n, ProcKind::Client, described, &mut procs)?;
             }
@@ -681,14 +705,16 @@ impl Scenario {
                         quoted(m),
                     ));
                 };
-                if master.replica_of.is_some() {
+                if let Some(grand) = &master.replica_of {
                     // Follow the chain: back to this node is a cycle, which no node would
                     // ever master; otherwise a chain, which the simulated replica does not
                     // serve (it does not forward the stream it applies).
                     let mut chain = vec![n.name.0.clone(), m.0.clone()];
                     let mut at = master;
                     let cycle = loop {
-                        let Some(next) = &at.replica_of else { break false };
+                        let Some(next) = &at.replica_of else {
+                            break false;
+                        };
                         chain.push(next.0.clone());
                         if *next == n.name {
                             break true;
@@ -707,9 +733,7 @@ impl Scenario {
                         } else {
                             format!(
                                 "node \"{}\" is a replica of \"{}\", itself a replica of \"{}\": chained replication is not modelled (a replica does not forward its stream); name the master",
-                                n.name.0,
-                                m.0,
-                                master.replica_of.as_ref().expect("checked").0
+                                n.name.0, m.0, grand.0
                             )
                         },
                         quoted(m),
@@ -1037,7 +1061,10 @@ impl Scenario {
         let keys = self.lock_keys();
         for g in m.clients.iter() {
             let key = g.key_bytes();
-            let lock = keys.iter().position(|k| *k == key).expect("every key listed") as u32;
+            let lock = keys
+                .iter()
+                .position(|k| *k == key)
+                .expect("every key listed") as u32;
             g.lower(&lowering, lock, &mut specs);
         }
         if let Some(sp) = &m.sentinels {

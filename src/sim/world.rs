@@ -73,7 +73,10 @@ enum Event {
     Fault(FaultAction),
     /// A process whose start is offset (`ProcSpec::start_at`) starts now, unless it crashed
     /// before (a restart starts it) — or waits for its resume, if paused.
-    Start { proc: ProcId, incarnation: u32 },
+    Start {
+        proc: ProcId,
+        incarnation: u32,
+    },
 }
 
 /// Queue entry, one `u128`: `time << 64 | seq << 24 | slot`. Ordering by it is ordering by
@@ -319,7 +322,13 @@ impl World {
             let p = ProcId(i as u32);
             if self.start_at[i] > self.now {
                 let incarnation = self.slots[i].incarnation;
-                self.push(self.start_at[i], Event::Start { proc: p, incarnation });
+                self.push(
+                    self.start_at[i],
+                    Event::Start {
+                        proc: p,
+                        incarnation,
+                    },
+                );
                 continue;
             }
             self.trace_entry(p, TraceKind::Start);
