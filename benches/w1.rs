@@ -100,6 +100,7 @@ fn w1_fixture_world(seed: u64) -> World {
             ..RedisConfig::default()
         }))),
         clock: NodeClock::perfect(epoch),
+        start_at: distlock_sim::time::SimTime::ZERO,
     }];
     let unlock = Script::new(UNLOCK_SRC.as_bytes());
     for i in 0..8u64 {
@@ -113,6 +114,7 @@ fn w1_fixture_world(seed: u64) -> World {
                 unlock: unlock.clone(),
             })),
             clock: NodeClock::perfect(epoch),
+            start_at: distlock_sim::time::SimTime::ZERO,
         });
     }
     let link = LinkSpec::new(100_000, NS_PER_MS, Ratio::NEVER);

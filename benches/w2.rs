@@ -84,6 +84,7 @@ fn loop_core(c: &mut Criterion) {
                     peer: ProcId(i ^ 1),
                 })),
                 clock: NodeClock::perfect(0),
+                start_at: distlock_sim::time::SimTime::ZERO,
             })
             .collect();
         let limits = Limits {

@@ -84,6 +84,7 @@ fn small_world(seed: u64) -> World {
         name: "redis".into(),
         actor: Actor::Redis(Box::new(RedisProcess::new(RedisConfig::default()))),
         clock: NodeClock::new(epoch, 0, 200),
+        start_at: distlock_sim::time::SimTime::ZERO,
     }];
     for i in 0..4 {
         procs.push(ProcSpec {
@@ -94,6 +95,7 @@ fn small_world(seed: u64) -> World {
                 unlock: Script::new(UNLOCK_SRC.as_bytes()),
             })),
             clock: NodeClock::new(epoch, i * 3, -100),
+            start_at: distlock_sim::time::SimTime::ZERO,
         });
     }
     let lossy_jittery = LinkSpec::new(100_000, 5 * NS_PER_MS, Ratio::new(1, 20).unwrap());

@@ -20,7 +20,7 @@ fn world(faults: &str) -> World {
              hold: ("10ms", "20ms"), think: ("10ms", "20ms"), retry: ("5ms", "10ms")),
         ],
         faults: [{faults}],
-        check: ["mutual_exclusion"],
+        check: ["liveness"],
     )"#
     );
     let sc = scenario::load_str("faults", "faults.ron", &text).unwrap_or_else(|e| panic!("{e}"));
@@ -311,7 +311,7 @@ fn a_fault_aimed_at_an_empty_role_does_nothing_and_says_so() {
         description: "aim",
         duration: "5s",
         nodes: [(name: "redis")],
-        clients: [(name: "c", algorithm: "set-px-cad", node: "redis", ttl: "2s",
+        clients: [(name: "c", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "2s",
                    hold: ("200ms", "300ms"), retry: ("5ms", "10ms"), rounds: 1)],
         faults: [pause(target: "@holder", at: "4s", duration: "3s")],
         check: ["mutual_exclusion"],

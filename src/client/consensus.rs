@@ -940,21 +940,25 @@ mod tests {
                 name: "zk".into(),
                 actor: Actor::Custom(Box::new(service)),
                 clock: clock(),
+                start_at: crate::time::SimTime::ZERO,
             },
             ProcSpec {
                 name: "resource".into(),
                 actor: Actor::Resource(Resource::new(fencing)),
                 clock: clock(),
+                start_at: crate::time::SimTime::ZERO,
             },
             ProcSpec {
                 name: "c1".into(),
                 actor: Actor::Custom(Box::new(ConsensusClient::new(c1))),
                 clock: clock(),
+                start_at: crate::time::SimTime::ZERO,
             },
             ProcSpec {
                 name: "c2".into(),
                 actor: Actor::Custom(Box::new(ConsensusClient::new(c2))),
                 clock: clock(),
+                start_at: crate::time::SimTime::ZERO,
             },
         ];
         let limits = Limits {

@@ -545,21 +545,25 @@ mod tests {
                 name: "redis".into(),
                 actor: Actor::Redis(Box::new(RedisProcess::new(RedisConfig::default()))),
                 clock: clock(),
+                start_at: crate::time::SimTime::ZERO,
             },
             ProcSpec {
                 name: "resource".into(),
                 actor: Actor::Resource(Resource::new(false)),
                 clock: clock(),
+                start_at: crate::time::SimTime::ZERO,
             },
             ProcSpec {
                 name: "a".into(),
                 actor: Actor::Custom(Box::new(WatchdogClient::new(a))),
                 clock: clock(),
+                start_at: crate::time::SimTime::ZERO,
             },
             ProcSpec {
                 name: "b".into(),
                 actor: Actor::Custom(Box::new(WatchdogClient::new(b))),
                 clock: clock(),
+                start_at: crate::time::SimTime::ZERO,
             },
         ];
         let limits = Limits {

@@ -223,6 +223,7 @@ pub fn run_case(case: &Case) -> CaseResult {
             name: name.into(),
             actor: Actor::Redis(Box::new(RedisProcess::new(config))),
             clock: NodeClock::perfect(start),
+            start_at: crate::time::SimTime::ZERO,
         }
     };
     let driver = Driver {
@@ -241,6 +242,7 @@ pub fn run_case(case: &Case) -> CaseResult {
             name: "driver".into(),
             actor: Actor::Custom(Box::new(driver)),
             clock: NodeClock::perfect(start),
+            start_at: crate::time::SimTime::ZERO,
         },
     ];
     let last_ms = case.steps.last().map_or(0, |s| s.at_ms);

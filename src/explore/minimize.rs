@@ -19,7 +19,7 @@ use crate::time::{NS_PER_MS, ProcId};
 
 /// A fault of the realised schedule as a model states it (`faults: [...]` entry).
 pub fn fault_spec(f: &Fault, name: &dyn Fn(ProcId) -> String) -> FaultSpec {
-    let n = |p: &ProcId| Name(name(*p));
+    let n = |p: &ProcId| Name::new(name(*p));
     let list = |v: &[ProcId]| v.iter().map(n).collect::<Vec<_>>();
     let at = Dur(f.at.0);
     let dur = f.duration_ns.map(Dur);

@@ -112,22 +112,17 @@ impl Scenario {
         self.procs
             .iter()
             .filter(|(_, k)| *k == ProcKind::Client)
-            .map(|(n, _)| Name(n.clone()))
+            .map(|(n, _)| Name::new(n.clone()))
             .collect()
     }
 
     /// The algorithm all of `clients` run, when they run the same one.
     fn common_client_kind(&self, clients: &[Name]) -> Option<ClientKind> {
         let mut kinds = clients.iter().map(|c| {
-            self.model.clients.iter().find_map(|g| {
-                let count = g.count.map_or(1, |c| c.0);
-                let named = if count == 1 {
-                    g.name == *c
-                } else {
-                    (1..=count).any(|i| format!("{}{i}", g.name.0) == c.0)
-                };
-                named.then_some(g.algorithm.0)
-            })
+            self.model
+                .clients
+                .iter()
+                .find_map(|g| g.members().contains(c).then_some(g.kind()))
         });
         let first = kinds.next()??;
         kinds.all(|k| k == Some(first)).then_some(first)

@@ -2,13 +2,15 @@
 //! and lowering into worlds.
 
 pub mod adversary;
+pub mod clients;
+pub mod marks;
 pub mod model;
 pub mod units;
 
 use std::fmt;
 use std::path::Path;
 
-pub use model::{Expect, Model, ProcKind, Scenario};
+pub use model::{Expect, Locator, Model, ProcKind, Scenario};
 
 /// Largest model file accepted.
 pub const MAX_MODEL_BYTES: u64 = 1024 * 1024;
@@ -86,24 +88,61 @@ pub fn load(path: &Path) -> Result<Scenario, ModelError> {
 
 /// Parses and validates model text; `path` is used in messages and replay commands.
 pub fn load_str(name: &str, path: &str, text: &str) -> Result<Scenario, ModelError> {
-    let model: Model = ron::Options::default()
-        .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
-        .from_str(text)
-        .map_err(|e| ModelError {
-            path: path.to_string(),
-            line: e.span.start.line,
-            col: e.span.start.col,
-            message: explain_ron(&e.code),
-        })?;
-    Scenario::new(name.to_string(), path.to_string(), model).map_err(|inv| {
-        let (line, col) = inv.near.as_deref().map_or((1, 1), |n| locate(text, n));
-        ModelError {
-            path: path.to_string(),
-            line,
-            col,
-            message: inv.message,
+    let error = |(line, col): (usize, usize), message: String| ModelError {
+        path: path.to_string(),
+        line,
+        col,
+        message,
+    };
+    let model = match parse(text, None).map_err(|b| *b) {
+        Ok(m) => m,
+        // An error about a value read earlier (a client group's field its algorithm does not
+        // take): at that value.
+        Err((_, Some((mark, message)))) => {
+            return Err(error(position(text, mark, &message), message));
         }
+        Err((e, None)) => {
+            return Err(error(
+                (e.span.start.line, e.span.start.col),
+                explain_ron(&e.code),
+            ));
+        }
+    };
+    Scenario::new(name.to_string(), path.to_string(), model).map_err(|inv| {
+        let at = match &inv.at {
+            Locator::Mark(m) => position(text, *m, &inv.message),
+            Locator::Text(t) => locate(text, t),
+            Locator::Nowhere => (1, 1),
+        };
+        error(at, inv.message)
     })
+}
+
+type ParseError = Box<(ron::error::SpannedError, Option<(marks::Mark, String)>)>;
+
+/// One parse of `text`, with marks from 1; `fail_at` to relocate a mark.
+fn parse(text: &str, fail_at: Option<(marks::Mark, String)>) -> Result<Model, ParseError> {
+    marks::begin(fail_at);
+    let r = ron::Options::default()
+        .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+        .from_str::<Model>(text);
+    let pending = marks::end();
+    r.map_err(|e| Box::new((e, pending)))
+}
+
+/// Line and column of the value marked `mark`: parse again failing right before it, then
+/// step over the blanks and comments between the span and the value.
+fn position(text: &str, mark: marks::Mark, message: &str) -> (usize, usize) {
+    if mark.is_none() {
+        return (1, 1);
+    }
+    match parse(text, Some((mark, message.to_string()))).map_err(|b| *b) {
+        Err((e, _)) if e.code == ron::Error::Message(message.to_string()) => {
+            marks::skip_blanks(text, e.span.start.line, e.span.start.col)
+        }
+        // Not reached: the same text parses the same way. Say where we do not know.
+        _ => (1, 1),
+    }
 }
 
 fn explain_ron(e: &ron::Error) -> String {
@@ -179,6 +218,366 @@ mod tests {
                 .message
                 .contains("unknown algorithm")
         );
+    }
+}
+
+/// Refused models, each located at its value: a `@` in the text marks where the error must
+/// point (and is removed before loading).
+#[cfg(test)]
+mod strict_tests {
+    use super::*;
+
+    /// The error for `marked` (with its `@` removed), and the line:col of the `@`.
+    fn refused(marked: &str) -> (ModelError, (usize, usize)) {
+        let i = marked.find('@').expect("a @ marks the expected position");
+        let before = &marked[..i];
+        let want = (
+            1 + before.matches('\n').count(),
+            1 + before.chars().rev().take_while(|&c| c != '\n').count(),
+        );
+        let text = marked.replacen('@', "", 1);
+        let e = load_str("t", "t.ron", &text).expect_err("refused");
+        (e, want)
+    }
+
+    fn assert_at(marked: &str, words: &[&str]) {
+        let (e, want) = refused(marked);
+        assert_eq!((e.line, e.col), want, "{e}");
+        for w in words {
+            assert!(e.message.contains(w), "{w:?} not in: {e}");
+        }
+    }
+
+    /// A one-node model with `clients` and the rest of the model in `rest`.
+    fn model(clients: &str, rest: &str) -> String {
+        format!(
+            "(\n    description: \"t\",\n    duration: \"60s\",\n    nodes: [(name: \"redis\")],\n    clients: [\n{clients}\n    ],\n{rest}\n)"
+        )
+    }
+
+    const WD: &str = r#"        (name: "c", count: 2, algorithm: "watchdog", node: "redis", ttl: "10s",
+         hold: ("1s", "2s"), retry: ("10ms", "20ms")"#;
+
+    fn watchdog_with(field: &str) -> String {
+        model(
+            &format!("{WD},\n         @{field}),"),
+            "    check: [\"mutual_exclusion\"],",
+        )
+    }
+
+    #[test]
+    fn a_field_the_watchdog_does_not_read_is_refused_at_the_field() {
+        assert_at(
+            &watchdog_with("via_sentinels: true"),
+            &["`via_sentinels`", "\"watchdog\"", "single-instance"],
+        );
+        assert_at(&watchdog_with("max_attempts: 3"), &["`max_attempts`"]);
+        assert_at(
+            &watchdog_with("redlock: (preset: \"redis-docs\")"),
+            &["`redlock`", "redlock"],
+        );
+        assert_at(&watchdog_with("nodes: [\"redis\"]"), &["`nodes`"]);
+        assert_at(
+            &watchdog_with("present_token: true"),
+            &["`present_token`", "consensus"],
+        );
+        assert_at(
+            &watchdog_with("wait: (replicas: 1, timeout: \"1s\")"),
+            &["set-px-wait-cad"],
+        );
+    }
+
+    #[test]
+    fn an_ignored_field_before_the_algorithm_is_refused_at_the_field() {
+        let text = model(
+            r#"        (name: "c", count: 2, @max_attempts: 3, algorithm: "watchdog", node: "redis",
+         ttl: "10s", hold: ("1s", "2s"), retry: ("10ms", "20ms")),"#,
+            "    check: [\"mutual_exclusion\"],",
+        );
+        assert_at(&text, &["`max_attempts`", "\"watchdog\""]);
+    }
+
+    #[test]
+    fn wait_on_set_px_cad_and_watchdog_on_redlock_are_refused_at_the_field() {
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: ("1s", "2s"), retry: ("10ms", "20ms"), @wait: (replicas: 1, timeout: "1s")),"#,
+            "    check: [\"mutual_exclusion\"],",
+        );
+        assert_at(&text, &["`wait`", "\"set-px-cad\"", "set-px-wait-cad"]);
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: "redlock", nodes: ["redis"], ttl: "10s",
+         hold: ("1s", "2s"), @watchdog: (renew_every: "1s")),"#,
+            "    check: [\"mutual_exclusion\"],",
+        );
+        assert_at(&text, &["`watchdog`", "\"redlock\""]);
+        // Redlock retries as its options say: `retry` would be believed and never used.
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: "redlock", nodes: ["redis"], ttl: "10s",
+         hold: ("1s", "2s"), @retry: ("10ms", "20ms")),"#,
+            "    check: [\"mutual_exclusion\"],",
+        );
+        assert_at(&text, &["`retry`", "\"redlock\""]);
+    }
+
+    #[test]
+    fn a_field_an_algorithm_needs_is_asked_for_at_the_algorithm() {
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: @"redlock", ttl: "10s", hold: ("1s", "2s")),"#,
+            "    check: [\"mutual_exclusion\"],",
+        );
+        assert_at(&text, &["needs `nodes"]);
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: @"watchdog", node: "redis", ttl: "10s", hold: "1s"),"#,
+            "    check: [\"mutual_exclusion\"],",
+        );
+        assert_at(&text, &["needs `retry"]);
+    }
+
+    #[test]
+    fn a_description_naming_a_field_does_not_attract_the_error() {
+        let text = r#"(
+    description: "ttl: 0ms; latency nodes \"redis\" check liveness_bound",
+    duration: "60s",
+    nodes: [(name: "redis")],
+    clients: [(name: "c", count: 2, algorithm: "set-px-cad", node: "redis",
+               ttl: @"0ms", hold: "1s", retry: "10ms")],
+    check: ["mutual_exclusion"],
+)"#;
+        assert_at(text, &["below 1ms"]);
+    }
+
+    fn nodes_model(nodes: &str) -> String {
+        format!(
+            r#"(
+    description: "replica_of",
+    duration: "60s",
+    nodes: [{nodes}],
+    clients: [(name: "c", count: 2, algorithm: "set-px-cad", node: "a", ttl: "10s",
+               hold: "1s", retry: "10ms")],
+    check: ["mutual_exclusion"],
+)"#
+        )
+    }
+
+    #[test]
+    fn a_replica_of_cycle_is_refused_at_its_closing_reference() {
+        assert_at(
+            &nodes_model(r#"(name: "a", replica_of: @"b"), (name: "b", replica_of: "a")"#),
+            &["cycle", "a -> b -> a"],
+        );
+        assert_at(
+            &nodes_model(
+                r#"(name: "a", replica_of: @"b"), (name: "b", replica_of: "c"),
+               (name: "c", replica_of: "a")"#,
+            ),
+            &["cycle", "a -> b -> c -> a"],
+        );
+    }
+
+    #[test]
+    fn a_replica_of_a_replica_is_refused_as_a_chain() {
+        assert_at(
+            &nodes_model(
+                r#"(name: "a"), (name: "b", replica_of: "a"), (name: "c", replica_of: @"b")"#,
+            ),
+            &["chained replication"],
+        );
+    }
+
+    #[test]
+    fn a_zero_liveness_bound_is_refused_at_its_value() {
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: "1s", retry: "10ms"),"#,
+            "    check: [\"liveness\"],\n    liveness_bound: @\"0ms\",",
+        );
+        assert_at(&text, &["liveness_bound must be above 0"]);
+    }
+
+    #[test]
+    fn a_liveness_bound_without_liveness_is_refused() {
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: "1s", retry: "10ms"),"#,
+            "    check: [\"mutual_exclusion\"],\n    liveness_bound: @\"10s\",",
+        );
+        assert_at(&text, &["only by `liveness`"]);
+    }
+
+    const PX: &str = r#"        (name: "c", count: 3, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: "1s", retry: "10ms"),"#;
+
+    #[test]
+    fn a_sentinel_named_like_a_client_is_refused_at_the_sentinel_name() {
+        let text = model(
+            r#"        (name: "s1", algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: "1s", retry: "10ms"),
+        (name: "c", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: "1s", retry: "10ms"),"#,
+            "    sentinels: (name: @\"s\", count: 3, quorum: 2, monitor: \"redis\"),\n    check: [\"mutual_exclusion\"],",
+        );
+        assert_at(&text, &["sentinel 1", "client \"s1\""]);
+        // Default sentinel names (s1, s2, ...) are made from `count`.
+        let text = model(
+            r#"        (name: "s", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: "1s", retry: "10ms"),"#,
+            "    sentinels: (count: @3, quorum: 2, monitor: \"redis\"),\n    check: [\"mutual_exclusion\"],",
+        );
+        assert_at(&text, &["sentinel 1", "client 1 of group \"s\""]);
+    }
+
+    #[test]
+    fn a_generated_client_name_colliding_with_a_node_is_refused_at_the_group_name() {
+        let text = r#"(
+    description: "t",
+    duration: "60s",
+    nodes: [(name: "redis"), (name: "c2")],
+    clients: [(name: @"c", count: 3, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+               hold: "1s", retry: "10ms")],
+    check: ["mutual_exclusion"],
+)"#;
+        assert_at(text, &["client 2 of group \"c\"", "node \"c2\""]);
+    }
+
+    #[test]
+    fn a_resource_or_consensus_service_named_like_a_node_or_client_is_refused_at_its_name() {
+        assert_at(
+            &model(
+                PX,
+                "    resource: (name: @\"redis\"),\n    check: [\"mutual_exclusion\"],",
+            ),
+            &["the resource", "node \"redis\""],
+        );
+        assert_at(
+            &model(
+                PX,
+                "    consensus: (name: @\"c3\"),\n    check: [\"mutual_exclusion\"],",
+            ),
+            &["the consensus service", "client 3 of group"],
+        );
+    }
+
+    #[test]
+    fn properties_that_cannot_be_violated_are_refused_at_their_name() {
+        assert_at(
+            &model(
+                PX,
+                "    check: [\"mutual_exclusion\", @\"resource_safety\"],",
+            ),
+            &["cannot be violated", "no `resource`"],
+        );
+        assert_at(
+            &model(
+                PX,
+                "    resource: (name: \"db\"),\n    check: [@\"fencing_monotonic\"],",
+            ),
+            &["no client presents fencing tokens"],
+        );
+        assert_at(
+            &model(
+                r#"        (name: "c", count: 3, algorithm: "set-px-cad-fencing", node: "redis",
+         ttl: "10s", hold: "1s", retry: "10ms"),"#,
+                "    resource: (name: \"db\", fencing: true),\n    check: [\"resource_safety\", @\"fencing_monotonic\"],",
+            ),
+            &["refuses every lower token itself"],
+        );
+        let one = r#"        (name: "c", algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: "1s", retry: "10ms"),"#;
+        assert_at(
+            &model(one, "    check: [@\"mutual_exclusion\"],"),
+            &["no lock key is used by two clients"],
+        );
+        assert_at(
+            &model(
+                PX,
+                "    check: [@\"liveness\"],\n    liveness_bound: \"60s\",",
+            ),
+            &["not shorter than the run"],
+        );
+        let zk = r#"(
+    description: "t",
+    duration: "60s",
+    consensus: (name: "zk"),
+    clients: [(name: "z", count: 2, algorithm: "consensus", ttl: "10s", hold: "1s",
+               retry: "10ms")],
+    check: ["mutual_exclusion", @"foreign_unlock"],
+)"#;
+        assert_at(zk, &["delete Redis keys"]);
+    }
+
+    #[test]
+    fn fencing_monotonic_stays_checkable_where_tokens_reach_an_unfenced_resource() {
+        let zk = r#"(
+    description: "t",
+    duration: "60s",
+    consensus: (name: "zk"),
+    resource: (name: "db"),
+    clients: [(name: "z", count: 2, algorithm: "consensus", ttl: "10s", hold: "1s",
+               retry: "10ms", present_token: true)],
+    check: ["fencing_monotonic", "resource_safety"],
+)"#;
+        load_str("t", "t.ron", zk).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn a_single_value_is_accepted_wherever_a_range_is() {
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: "1s", think: "5ms", retry: "10ms", start: "2s"),"#,
+            r#"    random_faults: [clock_step(targets: ["redis"], every: "10s", delta: "+5s")],
+    triggers: [clock_step_after_grant(targets: ["redis"], delta: "-1s")],
+    check: ["mutual_exclusion"],"#,
+        );
+        load_str("t", "t.ron", &text).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn a_value_that_is_neither_a_range_nor_a_single_value_says_which_is_expected() {
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: 5, retry: "10ms"),"#,
+            "    check: [\"mutual_exclusion\"],",
+        );
+        let e = load_str("t", "t.ron", &text).unwrap_err();
+        assert!(e.message.contains(units::RANGE_EXPECTED), "{e}");
+        assert_eq!(e.line, 7, "{e}");
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: "5 parsecs", retry: "10ms"),"#,
+            "    check: [\"mutual_exclusion\"],",
+        );
+        let e = load_str("t", "t.ron", &text).unwrap_err();
+        assert!(
+            e.message.contains("unknown unit") && e.message.contains(units::RANGE_EXPECTED),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_client_with_a_start_offset_makes_no_request_before_it() {
+        let text = model(
+            r#"        (name: "c", count: 2, algorithm: "set-px-cad", node: "redis", ttl: "10s",
+         hold: "100ms", retry: "10ms", start: ("1s", "2s")),"#,
+            "    check: [\"mutual_exclusion\"],",
+        );
+        let sc = load_str("t", "t.ron", &text).unwrap();
+        for seed in 0..5 {
+            let (mut w, _) = sc.build(seed, crate::sim::TraceMode::Off);
+            w.start();
+            w.run();
+            let first = w
+                .history
+                .records
+                .iter()
+                .find(|r| matches!(r.obs, crate::history::Observation::Attempt { .. }))
+                .expect("an attempt");
+            assert!(
+                first.at.0 >= 1_000_000_000,
+                "first attempt at {:?}",
+                first.at
+            );
+        }
     }
 }
 

@@ -3,14 +3,8 @@
 use serde::Deserialize;
 
 use crate::check::Property;
-use crate::client::consensus::{
-    ConsensusClient, ConsensusClientConfig, ConsensusService, ConsensusServiceConfig,
-};
-use crate::client::redlock::{
-    ElapsedClock, ExtendMode, RedlockClient, RedlockConfig, RedlockOptions,
-};
-use crate::client::watchdog::{WatchdogClient, WatchdogConfig};
-use crate::client::{Algorithm, ClientConfig, LockClient, NsRange, Resource};
+use crate::client::consensus::{ConsensusService, ConsensusServiceConfig};
+use crate::client::{ClientConfig, Resource};
 use crate::clock::NodeClock;
 use crate::net::LinkSpec;
 use crate::proto::Bytes;
@@ -18,6 +12,11 @@ use crate::redis::node::{Fsync, Persistence};
 use crate::redis::sentinel::{Sentinel, SentinelConfig};
 use crate::redis::{RedisConfig, RedisProcess};
 use crate::rng::{Ratio, Seed};
+pub use crate::scenario::clients::{
+    AlgName, AlgorithmSpec, ClientGroup, ClientKind, ElapsedClockSpec, ExtendModeSpec, ExtendSpec,
+    RedlockSpec, Retrying, WaitSpec, WatchdogSpec,
+};
+use crate::scenario::marks::{Mark, Pos};
 use crate::scenario::units::{Bounded, Dur, DurRange, Name, SignedDur, SignedDurRange};
 use crate::sim::adversary::{SendKind, Trigger, TriggerKind};
 use crate::sim::fault::Aim;
@@ -44,7 +43,7 @@ pub struct Model {
     /// One line for `distlock-sim list`.
     pub description: String,
     /// Simulated time of one run.
-    pub duration: Dur,
+    pub duration: Pos<Dur>,
     #[serde(default)]
     pub max_events: Option<Bounded<1, 1_000_000_000>>,
     /// Unix time (ms) at true time 0.
@@ -52,10 +51,10 @@ pub struct Model {
     pub epoch_unix_ms: Option<Bounded<0, 4_102_444_800_000>>,
     /// Redis nodes (may be empty when every client uses the consensus service).
     #[serde(default)]
-    pub nodes: Vec<NodeSpec>,
+    pub nodes: Pos<Vec<NodeSpec>>,
     #[serde(default)]
     pub resource: Option<ResourceSpec>,
-    pub clients: Vec<ClientGroup>,
+    pub clients: Pos<Vec<ClientGroup>>,
     #[serde(default)]
     pub sentinels: Option<SentinelSpec>,
     #[serde(default)]
@@ -72,10 +71,10 @@ pub struct Model {
     #[serde(default)]
     pub swarm: Option<SwarmSpec>,
     /// Properties to check.
-    pub check: Vec<PropName>,
+    pub check: Pos<Vec<PropName>>,
     /// `liveness`: how long the lock may stay unobtainable while wanted (default 3 × TTL).
     #[serde(default)]
-    pub liveness_bound: Option<Dur>,
+    pub liveness_bound: Option<Pos<Dur>>,
     #[serde(default)]
     pub expect: Option<Expect>,
 }
@@ -102,13 +101,13 @@ pub struct NodeSpec {
     #[serde(default)]
     pub priority: Option<Bounded<0, 1_000_000>>,
     #[serde(default)]
-    pub persistence: Option<PersistenceSpec>,
+    pub persistence: Option<Pos<PersistenceSpec>>,
     /// `min-replicas-to-write` (0: off).
     #[serde(default)]
     pub min_replicas_to_write: Option<Bounded<0, 64>>,
     /// `min-replicas-max-lag` (whole seconds; default 10s).
     #[serde(default)]
-    pub min_replicas_max_lag: Option<Dur>,
+    pub min_replicas_max_lag: Option<Pos<Dur>>,
     /// Propagate TTLs the pre-7.0 way (relative), instead of absolute times.
     #[serde(default)]
     pub relative_ttl_propagation: bool,
@@ -138,16 +137,16 @@ pub struct SentinelSpec {
     /// Sentinels are named `<name>1`, `<name>2`, ... (default "s").
     #[serde(default)]
     pub name: Option<Name>,
-    pub count: Bounded<1, 16>,
-    pub quorum: Bounded<1, 16>,
+    pub count: Pos<Bounded<1, 16>>,
+    pub quorum: Pos<Bounded<1, 16>>,
     /// The master they monitor.
     pub monitor: Name,
     /// `down-after-milliseconds` (default 30s).
     #[serde(default)]
-    pub down_after: Option<Dur>,
+    pub down_after: Option<Pos<Dur>>,
     /// `failover-timeout` (default 180s).
     #[serde(default)]
-    pub failover_timeout: Option<Dur>,
+    pub failover_timeout: Option<Pos<Dur>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -158,232 +157,41 @@ pub struct ResourceSpec {
     pub fencing: bool,
 }
 
-/// Which kind of lock client a group runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientKind {
-    /// A single-instance algorithm on one node (`node`).
-    Single(Algorithm),
-    /// Redlock over independent masters (`nodes`, `redlock` options).
-    Redlock,
-    /// Redisson-style lock renewed by a watchdog (`node`; `ttl` is the lease).
-    Watchdog,
-    /// ZooKeeper-style lock on the model's `consensus` service (`ttl` is the session timeout).
-    Consensus,
-}
-
-/// An algorithm name, checked where it is read.
+/// A property name, checked where it is read. The mark is not part of its identity.
 #[derive(Clone, Copy, Debug)]
-pub struct AlgName(pub ClientKind);
+pub struct PropName(pub Property, pub Mark);
 
-impl<'de> Deserialize<'de> for AlgName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        let kind = match s.as_str() {
-            "redlock" => Some(ClientKind::Redlock),
-            "watchdog" => Some(ClientKind::Watchdog),
-            "consensus" => Some(ClientKind::Consensus),
-            _ => Algorithm::from_name(&s).map(ClientKind::Single),
-        };
-        kind.map(AlgName).ok_or_else(|| {
-            let mut names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-            names.extend(["redlock", "watchdog", "consensus"]);
-            serde::de::Error::custom(format!(
-                "unknown algorithm {s:?}; known: {}",
-                names.join(", ")
-            ))
-        })
+impl PartialEq for PropName {
+    fn eq(&self, other: &PropName) -> bool {
+        self.0 == other.0
     }
 }
-
-/// A property name, checked where it is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct PropName(pub Property);
+impl Eq for PropName {}
+impl PartialOrd for PropName {
+    fn partial_cmp(&self, other: &PropName) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for PropName {
+    fn cmp(&self, other: &PropName) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
 
 impl<'de> Deserialize<'de> for PropName {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mark = Mark::take()?;
         let s = String::deserialize(d)?;
-        Property::from_name(&s).map(PropName).ok_or_else(|| {
-            let names: Vec<_> = Property::ALL.iter().map(|p| p.name()).collect();
-            serde::de::Error::custom(format!(
-                "unknown property {s:?}; known: {}",
-                names.join(", ")
-            ))
-        })
+        Property::from_name(&s)
+            .map(|p| PropName(p, mark))
+            .ok_or_else(|| {
+                let names: Vec<_> = Property::ALL.iter().map(|p| p.name()).collect();
+                serde::de::Error::custom(format!(
+                    "unknown property {s:?}; known: {}",
+                    names.join(", ")
+                ))
+            })
     }
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClientGroup {
-    /// The client's name, or with `count > 1` the prefix of `name1`, `name2`, ...
-    pub name: Name,
-    #[serde(default)]
-    pub count: Option<Bounded<1, 256>>,
-    pub algorithm: AlgName,
-    /// The Redis node it locks on (single-instance algorithms).
-    #[serde(default)]
-    pub node: Option<Name>,
-    /// The independent masters it locks on (redlock).
-    #[serde(default)]
-    pub nodes: Vec<Name>,
-    /// Redlock options: a library preset and overrides.
-    #[serde(default)]
-    pub redlock: Option<RedlockSpec>,
-    /// Watchdog options (defaults: renew every ttl/3, failures not reported).
-    #[serde(default)]
-    pub watchdog: Option<WatchdogSpec>,
-    /// Consensus lock: present the node's zxid to the resource as a fencing token (default true).
-    #[serde(default)]
-    pub present_token: Option<bool>,
-    /// The lock key.
-    #[serde(default)]
-    pub key: Option<String>,
-    pub ttl: Dur,
-    /// Critical section length (between the resource read and write).
-    pub hold: DurRange,
-    /// Pause between a release and the next acquisition.
-    #[serde(default)]
-    pub think: Option<DurRange>,
-    /// Delay before retrying a failed attempt (single-instance algorithms; redlock retries
-    /// as its options say).
-    #[serde(default)]
-    pub retry: Option<DurRange>,
-    #[serde(default)]
-    pub request_timeout: Option<Dur>,
-    #[serde(default)]
-    pub max_attempts: Option<Bounded<1, 1_000_000>>,
-    #[serde(default)]
-    pub rounds: Option<Bounded<1, 1_000_000_000>>,
-    #[serde(default)]
-    pub clock: ClockSpec,
-    /// Find the master through the model's sentinels (at start, and after an error or a
-    /// timeout) instead of always using `node`.
-    #[serde(default)]
-    pub via_sentinels: bool,
-    /// `set-px-wait-cad`: `WAIT replicas timeout` after acquiring.
-    #[serde(default)]
-    pub wait: Option<WaitSpec>,
-}
-
-/// Redlock as a library runs it: `preset` names the library defaults (redis-docs,
-/// redlock-rb, redlock-py, node-redlock, redsync); every other field overrides one default.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RedlockSpec {
-    #[serde(default)]
-    pub preset: Option<String>,
-    /// What elapsed time is measured with.
-    #[serde(default)]
-    pub clock: Option<ElapsedClockSpec>,
-    #[serde(default)]
-    pub drift_factor_ppm: Option<Bounded<0, 1_000_000>>,
-    #[serde(default)]
-    pub drift_plus_2ms: Option<bool>,
-    #[serde(default)]
-    pub per_node_timeout: Option<Dur>,
-    #[serde(default)]
-    pub retry_count: Option<Bounded<1, 100_000>>,
-    #[serde(default)]
-    pub retry_delay: Option<Dur>,
-    #[serde(default)]
-    pub retry_jitter: Option<Dur>,
-    #[serde(default)]
-    pub random_delay: Option<bool>,
-    #[serde(default)]
-    pub skip_validity_check: Option<bool>,
-    /// The careful caller: give the critical section up when the believed validity runs out.
-    #[serde(default)]
-    pub stop_at_validity: Option<bool>,
-    #[serde(default)]
-    pub extend: Option<ExtendSpec>,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ElapsedClockSpec {
-    Monotonic,
-    Wall,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExtendSpec {
-    /// Extend this long after acquiring (and after each extend).
-    pub every: Dur,
-    pub mode: ExtendModeSpec,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExtendModeSpec {
-    Script,
-    ReSet,
-    SetIfMissing,
-}
-
-impl RedlockSpec {
-    /// The options this spec gives for `ttl_ms`, or why not.
-    pub fn options(&self, ttl_ms: u64) -> Result<RedlockOptions, String> {
-        let preset = self.preset.as_deref().unwrap_or("redis-docs");
-        let mut o = RedlockOptions::preset(preset, ttl_ms).ok_or_else(|| {
-            format!(
-                "unknown redlock preset {preset:?}; known: {}",
-                RedlockOptions::PRESETS.join(", ")
-            )
-        })?;
-        if let Some(c) = self.clock {
-            o.clock = match c {
-                ElapsedClockSpec::Monotonic => ElapsedClock::Monotonic,
-                ElapsedClockSpec::Wall => ElapsedClock::Wall,
-            };
-        }
-        if let Some(v) = self.drift_factor_ppm {
-            o.drift_factor_ppm = v.0 as u64;
-        }
-        if let Some(v) = self.drift_plus_2ms {
-            o.drift_plus_2ms = v;
-        }
-        if let Some(v) = self.per_node_timeout {
-            o.per_node_timeout_ms = v.ns() / NS_PER_MS;
-        }
-        if let Some(v) = self.retry_count {
-            o.retry_count = v.0 as u32;
-        }
-        if let Some(v) = self.retry_delay {
-            o.retry_delay_ms = v.ns() / NS_PER_MS;
-        }
-        if let Some(v) = self.retry_jitter {
-            o.retry_jitter_ms = v.ns() / NS_PER_MS;
-        }
-        if let Some(v) = self.random_delay {
-            o.random_delay = v;
-        }
-        if let Some(v) = self.skip_validity_check {
-            o.skip_validity_check = v;
-        }
-        if let Some(v) = self.stop_at_validity {
-            o.stop_at_validity = v;
-        }
-        if let Some(e) = self.extend {
-            let mode = match e.mode {
-                ExtendModeSpec::Script => ExtendMode::Script,
-                ExtendModeSpec::ReSet => ExtendMode::ReSet,
-                ExtendModeSpec::SetIfMissing => ExtendMode::SetIfMissing,
-            };
-            o.extend = Some((e.every.ns() / NS_PER_MS, mode));
-        }
-        o.validate()?;
-        Ok(o)
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WatchdogSpec {
-    #[serde(default)]
-    pub renew_every: Option<Dur>,
-    #[serde(default)]
-    pub report_renewal_failure: bool,
 }
 
 /// The consensus lock service (one logical, linearizable process).
@@ -396,18 +204,11 @@ pub struct ConsensusSpec {
     pub tick: Option<Dur>,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WaitSpec {
-    pub replicas: Bounded<1, 64>,
-    pub timeout: Dur,
-}
-
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkSpec {
     /// One-way delay per message, drawn uniformly.
-    pub latency: DurRange,
+    pub latency: Pos<DurRange>,
     #[serde(default)]
     pub loss_ppm: Option<Bounded<0, 1_000_000>>,
 }
@@ -415,10 +216,10 @@ pub struct NetworkSpec {
 impl Default for NetworkSpec {
     fn default() -> Self {
         NetworkSpec {
-            latency: DurRange {
+            latency: Pos::new(DurRange {
                 min: Dur(100_000),
                 max: Dur(1_000_000),
-            },
+            }),
             loss_ppm: None,
         }
     }
@@ -536,49 +337,49 @@ pub enum FaultSpec {
 pub enum RandomFaultSpec {
     Pause {
         targets: Vec<Name>,
-        every: DurRange,
+        every: Pos<DurRange>,
         duration: DurRange,
         #[serde(default)]
-        at_once: Option<Bounded<1, 64>>,
+        at_once: Option<Pos<Bounded<1, 64>>>,
     },
     Crash {
         targets: Vec<Name>,
-        every: DurRange,
+        every: Pos<DurRange>,
         down: DurRange,
         #[serde(default)]
         keep_data: bool,
         #[serde(default)]
-        at_once: Option<Bounded<1, 64>>,
+        at_once: Option<Pos<Bounded<1, 64>>>,
     },
     ClockStep {
         targets: Vec<Name>,
-        every: DurRange,
+        every: Pos<DurRange>,
         delta: SignedDurRange,
         #[serde(default)]
-        at_once: Option<Bounded<1, 64>>,
+        at_once: Option<Pos<Bounded<1, 64>>>,
     },
     /// Cut a target off from every other process (both ways) for `duration`.
     Partition {
         targets: Vec<Name>,
-        every: DurRange,
+        every: Pos<DurRange>,
         duration: DurRange,
         #[serde(default)]
-        at_once: Option<Bounded<1, 64>>,
+        at_once: Option<Pos<Bounded<1, 64>>>,
     },
     /// Add `ppm` (drawn in the range) to a node's drift rate for `duration`.
     Drift {
         targets: Vec<Name>,
-        every: DurRange,
+        every: Pos<DurRange>,
         duration: DurRange,
-        ppm: (Bounded<-500_000, 500_000>, Bounded<-500_000, 500_000>),
+        ppm: Pos<(Bounded<-500_000, 500_000>, Bounded<-500_000, 500_000>)>,
         #[serde(default)]
-        at_once: Option<Bounded<1, 64>>,
+        at_once: Option<Pos<Bounded<1, 64>>>,
     },
     /// Add `extra` latency to the links from `from` to `to` for `duration`.
     LatencySpike {
         from: Vec<Name>,
         to: Vec<Name>,
-        every: DurRange,
+        every: Pos<DurRange>,
         duration: DurRange,
         extra: DurRange,
     },
@@ -586,9 +387,9 @@ pub enum RandomFaultSpec {
     Loss {
         from: Vec<Name>,
         to: Vec<Name>,
-        every: DurRange,
+        every: Pos<DurRange>,
         duration: DurRange,
-        loss_ppm: (Bounded<0, 1_000_000>, Bounded<0, 1_000_000>),
+        loss_ppm: Pos<(Bounded<0, 1_000_000>, Bounded<0, 1_000_000>)>,
     },
 }
 
@@ -628,6 +429,11 @@ impl RandomFaultSpec {
     }
 
     pub fn every(&self) -> DurRange {
+        self.every_pos().value
+    }
+
+    /// `every` with the mark of where it was read.
+    pub fn every_pos(&self) -> Pos<DurRange> {
         match self {
             RandomFaultSpec::Pause { every, .. }
             | RandomFaultSpec::Crash { every, .. }
@@ -639,7 +445,7 @@ impl RandomFaultSpec {
         }
     }
 
-    fn every_mut(&mut self) -> &mut DurRange {
+    fn every_mut(&mut self) -> &mut Pos<DurRange> {
         match self {
             RandomFaultSpec::Pause { every, .. }
             | RandomFaultSpec::Crash { every, .. }
@@ -658,8 +464,20 @@ impl RandomFaultSpec {
             | RandomFaultSpec::Crash { at_once, .. }
             | RandomFaultSpec::ClockStep { at_once, .. }
             | RandomFaultSpec::Partition { at_once, .. }
-            | RandomFaultSpec::Drift { at_once, .. } => at_once.map(|b| b.0 as usize),
+            | RandomFaultSpec::Drift { at_once, .. } => at_once.map(|b| b.value.0 as usize),
             RandomFaultSpec::LatencySpike { .. } | RandomFaultSpec::Loss { .. } => None,
+        }
+    }
+
+    /// Where `at_once` was read.
+    fn at_once_mark(&self) -> Mark {
+        match self {
+            RandomFaultSpec::Pause { at_once, .. }
+            | RandomFaultSpec::Crash { at_once, .. }
+            | RandomFaultSpec::ClockStep { at_once, .. }
+            | RandomFaultSpec::Partition { at_once, .. }
+            | RandomFaultSpec::Drift { at_once, .. } => at_once.map_or(Mark::NONE, |b| b.mark),
+            RandomFaultSpec::LatencySpike { .. } | RandomFaultSpec::Loss { .. } => Mark::NONE,
         }
     }
 
@@ -855,18 +673,32 @@ pub struct Scenario {
     pub fault_keep: Ratio,
 }
 
-/// A validation error before positions are attached: the message, and a snippet of the
-/// source to locate it by (the offending value, quoted as in the file).
+/// A validation error before positions are attached: the message, and where it is.
 #[derive(Clone, Debug)]
 pub struct Invalid {
     pub message: String,
-    pub near: Option<String>,
+    pub at: Locator,
 }
 
-fn invalid(message: impl Into<String>, near: Option<String>) -> Invalid {
-    Invalid {
-        message: message.into(),
-        near,
+/// Where an error is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Locator {
+    /// At the value (or field name) read with this mark: found from the parser's span.
+    Mark(Mark),
+    /// Near the first occurrence of this text outside comments: the old way, for sites not
+    /// yet given a mark. It can land inside a description string; prefer `Mark`.
+    Text(String),
+    /// At the start of the file (a value made by code, or a model without the field).
+    Nowhere,
+}
+
+impl From<Mark> for Locator {
+    fn from(m: Mark) -> Locator {
+        if m.is_none() {
+            Locator::Nowhere
+        } else {
+            Locator::Mark(m)
+        }
     }
 }
 
@@ -878,8 +710,83 @@ fn first_repeat(names: &[Name]) -> Option<&Name> {
         .find_map(|(i, n)| names[..i].contains(n).then_some(n))
 }
 
-fn quoted(n: &Name) -> Option<String> {
-    Some(format!("\"{}\"", n.0))
+impl From<Option<String>> for Locator {
+    fn from(near: Option<String>) -> Locator {
+        near.map_or(Locator::Nowhere, Locator::Text)
+    }
+}
+
+pub(crate) fn invalid(message: impl Into<String>, at: impl Into<Locator>) -> Invalid {
+    Invalid {
+        message: message.into(),
+        at: at.into(),
+    }
+}
+
+/// Where a name was read (or, for a name made by code, its text quoted as in the file).
+pub(crate) fn quoted(n: &Name) -> Locator {
+    if n.1.is_none() {
+        Locator::Text(format!("\"{}\"", n.0))
+    } else {
+        Locator::Mark(n.1)
+    }
+}
+
+/// Why `p` cannot be violated in `model` whatever the faults do, if it cannot: a check that
+/// cannot fail reads as a guarantee the model never tested.
+fn vacuous(model: &Model, p: Property, liveness_bound_ns: u64) -> Option<String> {
+    // Clients per lock key: a lock needs two clients to be contended.
+    let mut per_key: Vec<(Bytes, i64, i64)> = Vec::new();
+    for g in model.clients.iter() {
+        let k = g.key_bytes();
+        let deleters = if g.kind().deletes_keys() {
+            g.count()
+        } else {
+            0
+        };
+        match per_key.iter_mut().find(|(x, _, _)| *x == k) {
+            Some(e) => {
+                e.1 += g.count();
+                e.2 += deleters;
+            }
+            None => per_key.push((k, g.count(), deleters)),
+        }
+    }
+    let clients: i64 = per_key.iter().map(|e| e.1).sum();
+    match p {
+        Property::MutualExclusion => per_key
+            .iter()
+            .all(|e| e.1 < 2)
+            .then(|| "no lock key is used by two clients, so no two can hold one lock".into()),
+        Property::ForeignUnlock => per_key.iter().all(|e| e.2 < 2).then(|| {
+            "no lock key is used by two clients that delete Redis keys (consensus clients never do)"
+                .into()
+        }),
+        Property::ResourceSafety => match &model.resource {
+            None => Some("there is no `resource`".into()),
+            Some(_) if clients < 2 => Some("one client cannot interleave with another".into()),
+            Some(_) => None,
+        },
+        Property::FencingMonotonic => match &model.resource {
+            None => Some("there is no `resource`".into()),
+            // The resource admits a token only if none higher was accepted before, and keeps
+            // that across restarts: exactly what the property looks for, refused.
+            Some(r) if r.fencing => Some(
+                "the resource checks fencing (`fencing: true`) and so refuses every lower token itself; check `resource_safety`".into(),
+            ),
+            Some(_) if !model.clients.iter().any(|g| g.presents_tokens()) => {
+                Some("no client presents fencing tokens".into())
+            }
+            Some(_) => None,
+        },
+        Property::Liveness => (liveness_bound_ns >= model.duration.ns()).then(|| {
+            format!(
+                "liveness_bound {} is not shorter than the run ({})",
+                crate::time::fmt_duration_ns(liveness_bound_ns),
+                model.duration
+            )
+        }),
+    }
 }
 
 impl Scenario {
@@ -887,8 +794,8 @@ impl Scenario {
     /// their life on every node).
     pub fn lock_keys(&self) -> Vec<Bytes> {
         let mut keys: Vec<Bytes> = Vec::new();
-        for g in &self.model.clients {
-            let k = Bytes::from_slice(g.key.as_deref().unwrap_or("lock").as_bytes());
+        for g in self.model.clients.iter() {
+            let k = g.key_bytes();
             if !keys.contains(&k) {
                 keys.push(k);
             }
@@ -898,18 +805,25 @@ impl Scenario {
 
     /// Checks cross-references and sizes, and computes the process table.
     pub fn new(name: String, path: String, model: Model) -> Result<Scenario, Invalid> {
+        // Each process with the kind it is and a description for collision messages.
         let mut procs: Vec<(String, ProcKind)> = Vec::new();
-        let add = |n: &Name,
-                   kind: ProcKind,
-                   procs: &mut Vec<(String, ProcKind)>|
+        let mut what: Vec<String> = Vec::new();
+        let mut add = |n: &Name,
+                       kind: ProcKind,
+                       described: String,
+                       procs: &mut Vec<(String, ProcKind)>|
          -> Result<(), Invalid> {
-            if procs.iter().any(|(p, _)| *p == n.0) {
+            if let Some(i) = procs.iter().position(|(p, _)| *p == n.0) {
                 return Err(invalid(
-                    format!("duplicate process name \"{}\"", n.0),
+                    format!(
+                        "duplicate process name \"{}\": {described} has the name of {}",
+                        n.0, what[i]
+                    ),
                     quoted(n),
                 ));
             }
             procs.push((n.0.clone(), kind));
+            what.push(described);
             Ok(())
         };
         if model.network.latency.max.ns() > crate::net::LATENCY_NS_LIMIT {
@@ -918,198 +832,78 @@ impl Scenario {
                     "network latency {} is above the limit of 1h",
                     model.network.latency.max
                 ),
-                Some("latency".into()),
+                model.network.latency.mark,
             ));
         }
-        let needs_redis = model
+        if let Some(g) = model
             .clients
             .iter()
-            .any(|g| g.algorithm.0 != ClientKind::Consensus);
-        if model.nodes.is_empty() && needs_redis {
+            .find(|g| g.kind() != ClientKind::Consensus)
+            && model.nodes.is_empty()
+        {
             return Err(invalid(
-                "a model needs at least one Redis node in `nodes`",
-                Some("nodes".into()),
+                format!(
+                    "algorithm \"{}\" needs a Redis node: `nodes` names none",
+                    g.kind().name()
+                ),
+                model.nodes.mark.or(g.algorithm_mark),
             ));
         }
         if model.nodes.len() > MAX_NODES {
             return Err(invalid(
                 format!("{} nodes: at most {MAX_NODES} allowed", model.nodes.len()),
-                Some("nodes".into()),
+                model.nodes.mark,
             ));
         }
-        for n in &model.nodes {
-            add(&n.name, ProcKind::Redis, &mut procs)?;
+        for n in model.nodes.iter() {
+            add(
+                &n.name,
+                ProcKind::Redis,
+                format!("node \"{}\"", n.name.0),
+                &mut procs,
+            )?;
         }
         if let Some(r) = &model.resource {
-            add(&r.name, ProcKind::Resource, &mut procs)?;
+            add(
+                &r.name,
+                ProcKind::Resource,
+                format!("the resource \"{}\"", r.name.0),
+                &mut procs,
+            )?;
         }
         if model.clients.is_empty() {
             return Err(invalid(
                 "a model needs at least one client group in `clients`",
-                Some("clients".into()),
+                model.clients.mark,
             ));
         }
-        let total: i64 = model
-            .clients
-            .iter()
-            .map(|g| g.count.map_or(1, |c| c.0))
-            .sum();
-        if total as usize > MAX_CLIENTS {
-            return Err(invalid(
-                format!("{total} clients: at most {MAX_CLIENTS} allowed"),
-                Some("count".into()),
-            ));
+        let mut total: i64 = 0;
+        for g in model.clients.iter() {
+            total += g.count();
+            if total as usize > MAX_CLIENTS {
+                return Err(invalid(
+                    format!("{total} clients: at most {MAX_CLIENTS} allowed"),
+                    g.count.map_or(g.name.1, |c| c.mark),
+                ));
+            }
         }
-        for g in &model.clients {
-            let count = g.count.map_or(1, |c| c.0);
-            for i in 1..=count {
-                let n = if count == 1 {
-                    g.name.clone()
+        for g in model.clients.iter() {
+            for (i, n) in g.members().iter().enumerate() {
+                let described = if g.count() == 1 {
+                    format!("client \"{}\"", n.0)
                 } else {
-                    Name(format!("{}{i}", g.name.0))
+                    format!(
+                        "client {} of group \"{}\" (count {})",
+                        i + 1,
+                        g.name.0,
+                        g.count()
+                    )
                 };
-                add(&n, ProcKind::Client, &mut procs)?;
+                add(n, ProcKind::Client, described, &mut procs)?;
             }
-            let known = |n: &Name| model.nodes.iter().any(|x| x.name == *n);
-            match g.algorithm.0 {
-                ClientKind::Consensus => {
-                    if model.consensus.is_none() {
-                        return Err(invalid(
-                            "algorithm \"consensus\" needs a `consensus: (name: ...)` service",
-                            Some("consensus".into()),
-                        ));
-                    }
-                    if g.retry.is_none() {
-                        return Err(invalid(
-                            format!(
-                                "client group \"{}\" needs `retry`: the delay before retrying",
-                                g.name.0
-                            ),
-                            quoted(&g.name),
-                        ));
-                    }
-                }
-                ClientKind::Single(_) | ClientKind::Watchdog => {
-                    let Some(node) = &g.node else {
-                        return Err(invalid(
-                            format!(
-                                "client group \"{}\" needs `node`: the Redis node it locks on",
-                                g.name.0
-                            ),
-                            quoted(&g.name),
-                        ));
-                    };
-                    if !known(node) {
-                        return Err(invalid(
-                            format!(
-                                "client group \"{}\" locks on unknown node \"{}\"",
-                                g.name.0, node.0
-                            ),
-                            quoted(node),
-                        ));
-                    }
-                    if g.retry.is_none() {
-                        return Err(invalid(
-                            format!(
-                                "client group \"{}\" needs `retry`: the delay before retrying",
-                                g.name.0
-                            ),
-                            quoted(&g.name),
-                        ));
-                    }
-                }
-                ClientKind::Redlock => {
-                    if g.nodes.is_empty() {
-                        return Err(invalid(
-                            format!(
-                                "redlock group \"{}\" needs `nodes`: its independent masters",
-                                g.name.0
-                            ),
-                            quoted(&g.name),
-                        ));
-                    }
-                    for (i, n) in g.nodes.iter().enumerate() {
-                        if !known(n) {
-                            return Err(invalid(
-                                format!("redlock locks on unknown node \"{}\"", n.0),
-                                quoted(n),
-                            ));
-                        }
-                        if g.nodes[..i].contains(n) {
-                            return Err(invalid(
-                                format!("node \"{}\" listed twice", n.0),
-                                quoted(n),
-                            ));
-                        }
-                    }
-                    if let Err(e) = g
-                        .redlock
-                        .clone()
-                        .unwrap_or_default()
-                        .options(g.ttl.ns() / NS_PER_MS)
-                    {
-                        return Err(invalid(e, Some("redlock".into())));
-                    }
-                }
-            }
-            if g.ttl.ns() < NS_PER_MS {
-                return Err(invalid(
-                    format!("ttl {} is below 1ms: Redis refuses PX 0", g.ttl),
-                    Some("ttl".into()),
-                ));
-            }
-            if g.ttl.ns() % NS_PER_MS != 0 {
-                return Err(invalid(
-                    format!("ttl {} is not a whole number of ms (PX takes ms)", g.ttl),
-                    Some("ttl".into()),
-                ));
-            }
-            if g.request_timeout.is_some_and(|t| t.ns() == 0) {
-                return Err(invalid(
-                    "request_timeout must be above 0",
-                    Some("request_timeout".into()),
-                ));
-            }
-            if g.retry.is_some_and(|r| r.max.ns() == 0) && g.max_attempts.is_none() {
-                return Err(invalid(
-                    "retry (\"0ms\", \"0ms\") with unbounded attempts would spin without time passing; give retry a positive delay",
-                    Some("retry".into()),
-                ));
-            }
-            if let Some(k) = &g.key
-                && (k.is_empty() || k.len() > 512)
-            {
-                return Err(invalid("key must be 1-512 bytes", Some("key".into())));
-            }
-            let think_zero = g.think.is_none_or(|t| t.max.ns() == 0);
-            if think_zero && g.hold.max.ns() == 0 {
-                return Err(invalid(
-                    "hold and think both zero: a client would loop without time passing",
-                    Some("hold".into()),
-                ));
-            }
-            if g.algorithm.0 == ClientKind::Single(Algorithm::SetPxCadFencing)
-                && model.resource.as_ref().is_none_or(|r| !r.fencing)
-            {
-                return Err(invalid(
-                    "algorithm \"set-px-cad-fencing\" needs a `resource` with `fencing: true` to present its tokens to",
-                    Some("set-px-cad-fencing".into()),
-                ));
-            }
-            if g.algorithm.0 == ClientKind::Single(Algorithm::SetPxWaitCad) && g.wait.is_none() {
-                return Err(invalid(
-                    "algorithm \"set-px-wait-cad\" needs `wait: (replicas: N, timeout: \"100ms\")`",
-                    Some("set-px-wait-cad".into()),
-                ));
-            }
-            if g.via_sentinels && model.sentinels.is_none() {
-                return Err(invalid(
-                    "via_sentinels: true needs a `sentinels` section",
-                    Some("via_sentinels".into()),
-                ));
-            }
+            g.validate(&model)?;
         }
-        for n in &model.nodes {
+        for n in model.nodes.iter() {
             if let Some(m) = &n.replica_of {
                 if *m == n.name {
                     return Err(invalid(
@@ -1117,9 +911,43 @@ impl Scenario {
                         quoted(m),
                     ));
                 }
-                if !model.nodes.iter().any(|x| x.name == *m) {
+                let Some(master) = model.nodes.iter().find(|x| x.name == *m) else {
                     return Err(invalid(
                         format!("replica_of names unknown node \"{}\"", m.0),
+                        quoted(m),
+                    ));
+                };
+                if let Some(grand) = &master.replica_of {
+                    // Follow the chain: back to this node is a cycle, which no node would
+                    // ever master; otherwise a chain, which the simulated replica does not
+                    // serve (it does not forward the stream it applies).
+                    let mut chain = vec![n.name.0.clone(), m.0.clone()];
+                    let mut at = master;
+                    let cycle = loop {
+                        let Some(next) = &at.replica_of else {
+                            break false;
+                        };
+                        chain.push(next.0.clone());
+                        if *next == n.name {
+                            break true;
+                        }
+                        match model.nodes.iter().find(|x| x.name == *next) {
+                            Some(x) if chain.len() <= model.nodes.len() + 1 => at = x,
+                            _ => break false,
+                        }
+                    };
+                    return Err(invalid(
+                        if cycle {
+                            format!(
+                                "replica_of makes a cycle ({}): every node in it is a replica and none is the master",
+                                chain.join(" -> ")
+                            )
+                        } else {
+                            format!(
+                                "node \"{}\" is a replica of \"{}\", itself a replica of \"{}\": chained replication is not modelled (a replica does not forward its stream); name the master",
+                                n.name.0, m.0, grand.0
+                            )
+                        },
                         quoted(m),
                     ));
                 }
@@ -1129,16 +957,14 @@ impl Scenario {
             {
                 return Err(invalid(
                     "min_replicas_max_lag is in whole seconds (redis.conf takes seconds), at least 1s",
-                    Some("min_replicas_max_lag".into()),
+                    lag.mark,
                 ));
             }
-            if let Some(PersistenceSpec::Rdb { every }) = n.persistence
+            if let Some(p) = n.persistence
+                && let PersistenceSpec::Rdb { every } = p.value
                 && every.ns() < NS_PER_S
             {
-                return Err(invalid(
-                    "rdb snapshots `every` must be at least 1s",
-                    Some("every".into()),
-                ));
+                return Err(invalid("rdb snapshots `every` must be at least 1s", p.mark));
             }
         }
         if let Some(sp) = &model.sentinels {
@@ -1148,8 +974,16 @@ impl Scenario {
                         "quorum {} is larger than the {} sentinels",
                         sp.quorum.0, sp.count.0
                     ),
-                    Some("quorum".into()),
+                    sp.quorum.mark,
                 ));
+            }
+            for d in [sp.down_after, sp.failover_timeout].into_iter().flatten() {
+                if d.ns() == 0 {
+                    return Err(invalid(
+                        "sentinel timeouts must be above 0 (0 would fail over at every ping)",
+                        d.mark,
+                    ));
+                }
             }
             match model.nodes.iter().find(|n| n.name == sp.monitor) {
                 None => {
@@ -1166,17 +1000,27 @@ impl Scenario {
                 }
                 Some(_) => {}
             }
-            let base = sp.name.clone().unwrap_or_else(|| Name("s".into()));
+            // Generated names are reported at the name they are made from, or at `count`.
+            let base = sp
+                .name
+                .clone()
+                .unwrap_or_else(|| Name("s".into(), sp.count.mark));
             for i in 1..=sp.count.0 {
                 add(
-                    &Name(format!("{}{i}", base.0)),
+                    &Name(format!("{}{i}", base.0), base.1),
                     ProcKind::Sentinel,
+                    format!("sentinel {i} (named from \"{}\")", base.0),
                     &mut procs,
                 )?;
             }
         }
         if let Some(c) = &model.consensus {
-            add(&c.name, ProcKind::Consensus, &mut procs)?;
+            add(
+                &c.name,
+                ProcKind::Consensus,
+                format!("the consensus service \"{}\"", c.name.0),
+                &mut procs,
+            )?;
         }
         let lookup = |n: &Name| -> Result<(), Invalid> {
             if procs.iter().any(|(p, _)| *p == n.0) {
@@ -1291,14 +1135,15 @@ impl Scenario {
                         "random {kind}: at_once {k} is more than its {} targets",
                         f.targets().len()
                     ),
-                    Some("at_once".into()),
+                    Locator::Mark(f.at_once_mark()),
                 ));
             }
             let every = f.every();
+            let every_at = Locator::Mark(f.every_pos().mark);
             if every.min.ns() < NS_PER_MS {
                 return Err(invalid(
                     "`every` must be at least 1ms (faults need time between them)",
-                    Some("every".into()),
+                    every_at,
                 ));
             }
             let per_stream = model.duration.ns() / every.min.ns();
@@ -1308,19 +1153,20 @@ impl Scenario {
                         "`every` minimum {} over a {} run could draw more than {MAX_RANDOM_FAULTS_PER_TARGET} faults per target",
                         every.min, model.duration
                     ),
-                    Some("every".into()),
+                    every_at,
                 ));
             }
             let per_draw = f.at_once().unwrap_or(1) as u64;
             drawable += (per_stream + 1) * per_draw * f.streams() as u64;
-        }
-        if drawable > MAX_SCHEDULED_FAULTS {
-            return Err(invalid(
-                format!(
-                    "the random faults could draw up to {drawable} faults in one run: at most {MAX_SCHEDULED_FAULTS} allowed (raise `every`, or fewer targets)"
-                ),
-                Some("random_faults".into()),
-            ));
+            // Located at the entry that takes the schedule over the limit.
+            if drawable > MAX_SCHEDULED_FAULTS {
+                return Err(invalid(
+                    format!(
+                        "the random faults could draw up to {drawable} faults in one run by this entry: at most {MAX_SCHEDULED_FAULTS} allowed (raise `every`, or fewer targets)"
+                    ),
+                    every_at,
+                ));
+            }
         }
         for f in model.random_faults.iter().chain(swarm_faults) {
             if let RandomFaultSpec::Drift { ppm, .. } = f
@@ -1328,7 +1174,7 @@ impl Scenario {
             {
                 return Err(invalid(
                     "drift `ppm` range has its minimum above its maximum",
-                    Some("ppm".into()),
+                    Locator::Mark(ppm.mark),
                 ));
             }
             if let RandomFaultSpec::Loss { loss_ppm, .. } = f
@@ -1336,7 +1182,7 @@ impl Scenario {
             {
                 return Err(invalid(
                     "`loss_ppm` range has its minimum above its maximum",
-                    Some("loss_ppm".into()),
+                    Locator::Mark(loss_ppm.mark),
                 ));
             }
         }
@@ -1354,7 +1200,10 @@ impl Scenario {
             ));
         }
         if model.check.is_empty() {
-            return Err(invalid("`check` names no property", Some("check".into())));
+            return Err(invalid("`check` names no property", model.check.mark));
+        }
+        if model.duration.ns() == 0 {
+            return Err(invalid("duration must be above 0", model.duration.mark));
         }
         let mut properties: Vec<Property> = model.check.iter().map(|p| p.0).collect();
         properties.sort();
@@ -1370,7 +1219,7 @@ impl Scenario {
                 if !properties.contains(&p.0) {
                     return Err(invalid(
                         format!("expect names {} but `check` does not", p.0),
-                        Some(format!("\"{}\"", p.0)),
+                        p.1,
                     ));
                 }
             }
@@ -1379,13 +1228,32 @@ impl Scenario {
         let liveness_bound_ns = model
             .liveness_bound
             .map_or(3 * max_ttl.max(NS_PER_S), |d| d.ns());
+        if let Some(b) = model.liveness_bound {
+            if b.ns() == 0 {
+                return Err(invalid(
+                    "liveness_bound must be above 0: every instant the lock is free would violate it",
+                    b.mark,
+                ));
+            }
+            if !properties.contains(&Property::Liveness) {
+                return Err(invalid(
+                    "liveness_bound is read only by `liveness`, which `check` does not name",
+                    b.mark,
+                ));
+            }
+        }
+        for p in model.check.iter() {
+            if let Some(why) = vacuous(&model, p.0, liveness_bound_ns) {
+                return Err(invalid(
+                    format!("`{}` cannot be violated in this model: {why}", p.0),
+                    p.1,
+                ));
+            }
+        }
         let limits = Limits {
             max_time: SimTime(model.duration.ns()),
             max_events: model.max_events.map_or(DEFAULT_MAX_EVENTS, |b| b.0 as u64),
         };
-        if model.duration.ns() == 0 {
-            return Err(invalid("duration must be above 0", Some("duration".into())));
-        }
         let epoch_unix_ms = model.epoch_unix_ms.map_or(DEFAULT_EPOCH_UNIX_MS, |b| b.0);
         Ok(Scenario {
             name,
@@ -1422,7 +1290,7 @@ impl Scenario {
         )
     }
 
-    fn clock(&self, spec: &ClockSpec) -> NodeClock {
+    pub(crate) fn clock(&self, spec: &ClockSpec) -> NodeClock {
         let offset_ms = spec.offset.map_or(0, |o| o.ms());
         NodeClock::new(
             self.epoch_unix_ms,
@@ -1458,7 +1326,7 @@ impl Scenario {
                 )
             })
             .collect();
-        for n in &m.nodes {
+        for n in m.nodes.iter() {
             let config = RedisConfig {
                 observe_keys: true,
                 name: crate::proto::Bytes::from(n.name.0.as_str()),
@@ -1467,7 +1335,7 @@ impl Scenario {
                 min_replicas_to_write: n.min_replicas_to_write.map_or(0, |b| b.0 as u32),
                 min_replicas_max_lag_s: n.min_replicas_max_lag.map_or(10, |d| d.ns() / NS_PER_S),
                 relative_ttl_propagation: n.relative_ttl_propagation,
-                persistence: match n.persistence {
+                persistence: match n.persistence.map(|p| p.value) {
                     None | Some(PersistenceSpec::None) => Persistence::None,
                     Some(PersistenceSpec::Rdb { every }) => Persistence::Rdb {
                         every_ns: every.ns(),
@@ -1483,6 +1351,7 @@ impl Scenario {
                 name: n.name.0.clone(),
                 actor: Actor::Redis(Box::new(RedisProcess::new(config))),
                 clock: self.clock(&n.clock),
+                start_at: crate::time::SimTime::ZERO,
             });
         }
         let sentinel_ids: Vec<ProcId> = self
@@ -1497,149 +1366,26 @@ impl Scenario {
                 name: r.name.0.clone(),
                 actor: Actor::Resource(Resource::new(r.fencing)),
                 clock: NodeClock::perfect(self.epoch_unix_ms),
+                start_at: crate::time::SimTime::ZERO,
             });
             ProcId((specs.len() - 1) as u32)
         });
-        let mut keys: Vec<crate::proto::Bytes> = Vec::new();
-        for g in &m.clients {
-            let count = g.count.map_or(1, |c| c.0);
-            let key =
-                crate::proto::Bytes::from_slice(g.key.as_deref().unwrap_or("lock").as_bytes());
-            let lock = match keys.iter().position(|k| *k == key) {
-                Some(i) => i,
-                None => {
-                    keys.push(key.clone());
-                    keys.len() - 1
-                }
-            } as u32;
-            for i in 1..=count {
-                let name = if count == 1 {
-                    g.name.0.clone()
-                } else {
-                    format!("{}{i}", g.name.0)
-                };
-                let algorithm = match g.algorithm.0 {
-                    ClientKind::Single(a) => a,
-                    ClientKind::Watchdog => {
-                        let w = g.watchdog.unwrap_or_default();
-                        let retry = g.retry.expect("validated");
-                        let mut config = WatchdogConfig::new(
-                            lock,
-                            key.clone(),
-                            self.proc_id(&g.node.as_ref().expect("validated").0),
-                            &name,
-                        );
-                        config.resource = resource_id;
-                        config.lease_ms = g.ttl.ns() / NS_PER_MS;
-                        config.renew_every_ms = w
-                            .renew_every
-                            .map_or(config.lease_ms / 3, |d| d.ns() / NS_PER_MS)
-                            .max(1);
-                        config.report_renewal_failure = w.report_renewal_failure;
-                        config.hold = NsRange::new(g.hold.min.ns(), g.hold.max.ns());
-                        config.think = g
-                            .think
-                            .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns()));
-                        config.retry = NsRange::new(retry.min.ns(), retry.max.ns());
-                        if let Some(t) = g.request_timeout {
-                            config.request_timeout_ns = t.ns();
-                        }
-                        config.rounds = g.rounds.map(|b| b.0 as u64);
-                        specs.push(ProcSpec {
-                            name,
-                            actor: Actor::Watchdog(Box::new(WatchdogClient::new(config))),
-                            clock: self.clock(&g.clock),
-                        });
-                        continue;
-                    }
-                    ClientKind::Consensus => {
-                        let service =
-                            self.proc_id(&m.consensus.as_ref().expect("validated").name.0);
-                        let retry = g.retry.expect("validated");
-                        let mut config = ConsensusClientConfig::new(lock, service, &name);
-                        config.resource = resource_id;
-                        config.session_timeout_ms = g.ttl.ns() / NS_PER_MS;
-                        config.hold = NsRange::new(g.hold.min.ns(), g.hold.max.ns());
-                        config.think = g
-                            .think
-                            .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns()));
-                        config.retry = NsRange::new(retry.min.ns(), retry.max.ns());
-                        if let Some(t) = g.request_timeout {
-                            config.request_timeout_ns = t.ns();
-                        }
-                        config.present_token = g.present_token.unwrap_or(true);
-                        config.rounds = g.rounds.map(|b| b.0 as u64);
-                        specs.push(ProcSpec {
-                            name,
-                            actor: Actor::ConsensusClient(Box::new(ConsensusClient::new(config))),
-                            clock: self.clock(&g.clock),
-                        });
-                        continue;
-                    }
-                    ClientKind::Redlock => {
-                        let options = g
-                            .redlock
-                            .clone()
-                            .unwrap_or_default()
-                            .options(g.ttl.ns() / NS_PER_MS)
-                            .expect("validated");
-                        let config = RedlockConfig {
-                            lock,
-                            key: key.clone(),
-                            nodes: g.nodes.iter().map(|n| self.proc_id(&n.0)).collect(),
-                            resource: resource_id,
-                            hold: NsRange::new(g.hold.min.ns(), g.hold.max.ns()),
-                            think: g.think.map_or(NsRange::fixed(0), |t| {
-                                NsRange::new(t.min.ns(), t.max.ns())
-                            }),
-                            rounds: g.rounds.map(|b| b.0 as u64),
-                            token_prefix: name.clone(),
-                            options,
-                        };
-                        specs.push(ProcSpec {
-                            name,
-                            actor: Actor::Redlock(Box::new(RedlockClient::new(config))),
-                            clock: self.clock(&g.clock),
-                        });
-                        continue;
-                    }
-                };
-                let retry = g.retry.expect("validated");
-                let cfg = ClientConfig {
-                    algorithm,
-                    lock,
-                    key: key.clone(),
-                    redis: self.proc_id(&g.node.as_ref().expect("validated").0),
-                    resource: resource_id,
-                    ttl_ms: g.ttl.ns() / NS_PER_MS,
-                    hold: NsRange::new(g.hold.min.ns(), g.hold.max.ns()),
-                    think: g
-                        .think
-                        .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns())),
-                    retry: NsRange::new(retry.min.ns(), retry.max.ns()),
-                    request_timeout_ns: g.request_timeout.map_or(NS_PER_S, |d| d.ns()),
-                    max_attempts: g.max_attempts.map(|b| b.0 as u32),
-                    rounds: g.rounds.map(|b| b.0 as u64),
-                    fence_key: crate::proto::Bytes::from_slice(b"fence"),
-                    token_prefix: name.clone(),
-                    sentinels: if g.via_sentinels {
-                        sentinel_ids.clone()
-                    } else {
-                        Vec::new()
-                    },
-                    wait_replicas: g.wait.map_or(0, |w| w.replicas.0 as u32),
-                    wait_timeout_ms: g.wait.map_or(0, |w| w.timeout.ns() / NS_PER_MS),
-                };
-                let actor = match custom {
-                    Some(make) => Actor::Custom(make(&cfg)),
-                    None => Actor::Client(Box::new(LockClient::new(cfg))),
-                };
-                specs.push(ProcSpec {
-                    name,
-                    actor,
-                    clock: self.clock(&g.clock),
-                });
-            }
+        let lowering = crate::scenario::clients::Lowering {
+            scenario: self,
+            seed: Seed(seed),
+            resource: resource_id,
+            sentinels: &sentinel_ids,
+            consensus: m.consensus.as_ref().map(|c| self.proc_id(&c.name.0)),
+            custom,
+        };
+        let keys = self.lock_keys();
+        for g in m.clients.iter() {
+            let key = g.key_bytes();
+            let lock = keys
+                .iter()
+                .position(|k| *k == key)
+                .expect("every key listed") as u32;
+            g.lower(&lowering, lock, &mut specs);
         }
         if let Some(sp) = &m.sentinels {
             let nodes: Vec<(ProcId, String, u32)> = m
@@ -1668,6 +1414,7 @@ impl Scenario {
                     name: self.procs[id.index()].0.clone(),
                     actor: Actor::Sentinel(Box::new(Sentinel::new(config))),
                     clock: NodeClock::perfect(self.epoch_unix_ms),
+                    start_at: crate::time::SimTime::ZERO,
                 });
             }
         }
@@ -1680,6 +1427,7 @@ impl Scenario {
                 name: c.name.0.clone(),
                 actor: Actor::ConsensusService(Box::new(ConsensusService::new(config))),
                 clock: NodeClock::perfect(self.epoch_unix_ms),
+                start_at: crate::time::SimTime::ZERO,
             });
         }
         assert_eq!(
@@ -1831,7 +1579,10 @@ impl Scenario {
                     }
                 };
                 let mut drawn = f.clone();
-                *drawn.every_mut() = every(&mut rng, f.every());
+                *drawn.every_mut() = Pos {
+                    value: every(&mut rng, f.every()),
+                    mark: f.every_pos().mark,
+                };
                 match &mut drawn {
                     RandomFaultSpec::Pause { duration, .. }
                     | RandomFaultSpec::Partition { duration, .. } => {
@@ -1852,7 +1603,10 @@ impl Scenario {
                         let (lo, hi) = (ppm.0.0, ppm.1.0);
                         let h = rng.range_i64(lo.max(0).min(hi), hi);
                         let l = rng.range_i64(lo, hi.min(0).max(lo));
-                        *ppm = (Bounded(l.min(h)), Bounded(h.max(l)));
+                        *ppm = Pos {
+                            value: (Bounded(l.min(h)), Bounded(h.max(l))),
+                            mark: ppm.mark,
+                        };
                     }
                     RandomFaultSpec::LatencySpike {
                         duration, extra, ..
@@ -1865,7 +1619,10 @@ impl Scenario {
                     } => {
                         *duration = narrow(&mut rng, *duration);
                         let hi = rng.range_i64(loss_ppm.0.0, loss_ppm.1.0);
-                        *loss_ppm = (loss_ppm.0, Bounded(hi));
+                        *loss_ppm = Pos {
+                            value: (loss_ppm.0, Bounded(hi)),
+                            mark: loss_ppm.mark,
+                        };
                     }
                 }
                 on.then_some(drawn)

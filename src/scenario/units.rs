@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 
+use crate::scenario::marks::Mark;
 use crate::time::{NS_PER_MS, NS_PER_S, NS_PER_US, fmt_duration_ns};
 
 /// Longest duration a model may name anywhere (a day of simulated time is already far more
@@ -101,13 +102,7 @@ impl Dur {
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = d.deserialize_str(StrVisitor("a duration string such as \"250ms\" or \"10s\""))?;
-        let v = parse_duration_ns(&s).map_err(de::Error::custom)?;
-        if v < 0 {
-            return Err(de::Error::custom(format!(
-                "duration {s:?} is negative; only clock steps may be negative"
-            )));
-        }
-        Ok(Dur(v as u64))
+        parse_dur(&s).map_err(de::Error::custom)
     }
 }
 
@@ -132,11 +127,65 @@ impl<'de> Deserialize<'de> for SignedDur {
     }
 }
 
+impl fmt::Display for SignedDur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0 < 0 { "-" } else { "+" };
+        write!(f, "{sign}{}", fmt_duration_ns(self.0.unsigned_abs()))
+    }
+}
+
 impl SignedDur {
     /// Whole milliseconds (clock steps are applied in ms, the unit of Redis's clock).
     pub fn ms(self) -> i64 {
         self.0 / NS_PER_MS as i64
     }
+}
+
+/// What a range-typed field accepts, in every message about one.
+pub const RANGE_EXPECTED: &str = "a range (\"a\", \"b\") or a single value is expected";
+
+/// Reads `("a", "b")` or a single `"d"` (= `("d", "d")`) of values parsed by `parse`; a bad
+/// value keeps its own message (and its own position, inside a pair).
+fn range<'de, D: Deserializer<'de>, T: Deserialize<'de> + Copy + PartialOrd + fmt::Display>(
+    d: D,
+    parse: fn(&str) -> Result<T, String>,
+) -> Result<(T, T), D::Error> {
+    struct V<T>(fn(&str) -> Result<T, String>);
+    impl<'de, T: Deserialize<'de> + Copy + PartialOrd + fmt::Display> Visitor<'de> for V<T> {
+        type Value = (T, T);
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(RANGE_EXPECTED)
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<(T, T), E> {
+            let x = (self.0)(v).map_err(|e| E::custom(format!("{e}; {RANGE_EXPECTED}")))?;
+            Ok((x, x))
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<(T, T), A::Error> {
+            let two = |n| de::Error::invalid_length(n, &"a range of two values (\"a\", \"b\")");
+            let a: T = seq.next_element()?.ok_or_else(|| two(0))?;
+            let b: T = seq.next_element()?.ok_or_else(|| two(1))?;
+            if seq.next_element::<de::IgnoredAny>()?.is_some() {
+                return Err(two(3));
+            }
+            if a > b {
+                return Err(de::Error::custom(format!(
+                    "range ({a}, {b}) has its minimum above its maximum"
+                )));
+            }
+            Ok((a, b))
+        }
+    }
+    d.deserialize_any(V(parse))
+}
+
+fn parse_dur(s: &str) -> Result<Dur, String> {
+    let v = parse_duration_ns(s)?;
+    if v < 0 {
+        return Err(format!(
+            "duration {s:?} is negative; only clock steps may be negative"
+        ));
+    }
+    Ok(Dur(v as u64))
 }
 
 /// `("min", "max")`, or a single `"d"` for a fixed duration; min ≤ max.
@@ -146,29 +195,20 @@ pub struct DurRange {
     pub max: Dur,
 }
 
-impl<'de> Deserialize<'de> for DurRange {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            One(Dur),
-            Two(Dur, Dur),
-        }
-        match Raw::deserialize(d).map_err(|_| {
-            de::Error::custom(
-                "expected a duration \"d\" or a range (\"min\", \"max\") such as (\"100us\", \"1ms\")",
-            )
-        })? {
-            Raw::One(x) => Ok(DurRange { min: x, max: x }),
-            Raw::Two(a, b) if a <= b => Ok(DurRange { min: a, max: b }),
-            Raw::Two(a, b) => {
-                Err(de::Error::custom(format!("range ({a}, {b}) has its minimum above its maximum")))
-            }
-        }
+impl DurRange {
+    pub fn fixed(d: Dur) -> DurRange {
+        DurRange { min: d, max: d }
     }
 }
 
-/// `("min", "max")` of signed durations.
+impl<'de> Deserialize<'de> for DurRange {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (min, max) = range(d, parse_dur)?;
+        Ok(DurRange { min, max })
+    }
+}
+
+/// `("min", "max")` of signed durations, or a single `"d"`; min ≤ max.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SignedDurRange {
     pub min: SignedDur,
@@ -177,20 +217,43 @@ pub struct SignedDurRange {
 
 impl<'de> Deserialize<'de> for SignedDurRange {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (a, b) = <(SignedDur, SignedDur)>::deserialize(d)?;
-        if a > b {
-            return Err(de::Error::custom("range has its minimum above its maximum"));
-        }
-        Ok(SignedDurRange { min: a, max: b })
+        let (min, max) = range(d, |s| parse_duration_ns(s).map(SignedDur))?;
+        Ok(SignedDurRange { min, max })
     }
 }
 
-/// A process name: 1–32 characters of `[a-z0-9_-]`, starting with a letter.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Name(pub String);
+/// A process name: 1–32 characters of `[a-z0-9_-]`, starting with a letter. The mark says
+/// where it was read (`Mark::NONE` for a name made by code); it is not part of its identity.
+#[derive(Clone, Debug)]
+pub struct Name(pub String, pub Mark);
+
+impl Name {
+    /// A name made by code (a generated member name, a default), with no position.
+    pub fn new(s: impl Into<String>) -> Name {
+        Name(s.into(), Mark::NONE)
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Name) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Name {}
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Name) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Name {
+    fn cmp(&self, other: &Name) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
 
 impl<'de> Deserialize<'de> for Name {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mark = Mark::take()?;
         let s = d.deserialize_str(StrVisitor("a name such as \"redis\" or \"c1\""))?;
         let ok = (1..=32).contains(&s.len())
             && s.as_bytes()[0].is_ascii_lowercase()
@@ -201,7 +264,7 @@ impl<'de> Deserialize<'de> for Name {
                 "invalid name {s:?}: use 1-32 characters of a-z, 0-9, '-', '_', starting with a letter"
             )));
         }
-        Ok(Name(s))
+        Ok(Name(s, mark))
     }
 }
 

@@ -94,6 +94,9 @@ enum Event {
     },
     /// Open (`close: false`) or close the fault of index `id` in `World::faults`.
     Fault { id: u32, close: bool },
+    /// A process whose start is offset (`ProcSpec::start_at`) starts now, unless it crashed
+    /// before (a restart starts it) — or waits for its resume, if paused.
+    Start { proc: ProcId, incarnation: u32 },
 }
 
 /// Queue entry, one `u128`: `time << 64 | seq << 24 | slot`. Ordering by it is ordering by
@@ -193,6 +196,8 @@ pub struct World {
     /// it schedules takes its place, one sift instead of a pop and a push.
     top_spent: bool,
     started: bool,
+    /// Per process, when `start` starts it.
+    start_at: Vec<SimTime>,
 }
 
 /// A process to add to a world.
@@ -200,6 +205,8 @@ pub struct ProcSpec {
     pub name: String,
     pub actor: Actor,
     pub clock: NodeClock,
+    /// When the process starts (true time): 0 for all but clients given a `start` offset.
+    pub start_at: SimTime,
 }
 
 impl World {
@@ -211,6 +218,7 @@ impl World {
         trace: TraceMode,
     ) -> World {
         let n = procs.len();
+        let start_at = procs.iter().map(|p| p.start_at).collect();
         let (procs, slots) = procs
             .into_iter()
             .enumerate()
@@ -257,6 +265,7 @@ impl World {
             events_handled: 0,
             top_spent: false,
             started: false,
+            start_at,
         }
     }
 
@@ -386,7 +395,8 @@ impl World {
         }
     }
 
-    /// Starts every process (at true time 0). Idempotent.
+    /// Starts every process: now (true time 0), or at its `start_at` through a queued event
+    /// (after the faults already scheduled for that instant). Idempotent.
     pub fn start(&mut self) {
         if self.started {
             return;
@@ -394,6 +404,17 @@ impl World {
         self.started = true;
         for i in 0..self.slots.len() {
             let p = ProcId(i as u32);
+            if self.start_at[i] > self.now {
+                let incarnation = self.slots[i].incarnation;
+                self.push(
+                    self.start_at[i],
+                    Event::Start {
+                        proc: p,
+                        incarnation,
+                    },
+                );
+                continue;
+            }
             self.trace_entry(p, TraceKind::Start);
             dispatch!(self, p, |actor, cx| actor.on_start(cx));
         }
@@ -545,6 +566,19 @@ impl World {
             }
             Event::Fault { id, close: false } => self.open_fault(id),
             Event::Fault { id, close: true } => self.close_fault(id),
+            Event::Start { proc, incarnation } => {
+                let slot = &mut self.slots[proc.index()];
+                if slot.incarnation != incarnation || slot.state == RunState::Down {
+                    return;
+                }
+                if slot.state == RunState::Paused {
+                    slot.parked
+                        .push((Event::Start { proc, incarnation }, self.now));
+                    return;
+                }
+                self.trace_entry(proc, TraceKind::Start);
+                dispatch!(self, proc, |actor, cx| actor.on_start(cx));
+            }
         }
     }
 

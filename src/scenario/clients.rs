@@ -1,0 +1,899 @@
+//! Client groups: one variant per algorithm, with the fields every algorithm reads shared,
+//! and each algorithm's lowering into processes next to its type.
+//!
+//! The file format is the flat record of docs/model-format.md (`algorithm: "watchdog"`
+//! selects the variant, wherever it stands in the record). A field the chosen algorithm does
+//! not read is an error at that field: a model that says `max_attempts: 3` for a watchdog
+//! would otherwise be believed to give up after three tries, and it never does.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+
+use crate::client::consensus::{ConsensusClient, ConsensusClientConfig};
+use crate::client::redlock::{
+    ElapsedClock, ExtendMode, RedlockClient, RedlockConfig, RedlockOptions,
+};
+use crate::client::watchdog::{WatchdogClient, WatchdogConfig};
+use crate::client::{Algorithm, ClientConfig, LockClient, NsRange};
+use crate::proto::Bytes;
+use crate::rng::Seed;
+use crate::scenario::marks::{Mark, Pos, located};
+use crate::scenario::model::{ClientFactory, ClockSpec, Invalid, Model, Scenario, invalid, quoted};
+use crate::scenario::units::{Bounded, Dur, DurRange, Name};
+use crate::sim::{Actor, ProcSpec};
+use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime};
+
+/// Which kind of lock client a group runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientKind {
+    /// A single-instance algorithm on one node (`node`).
+    Single(Algorithm),
+    /// Redlock over independent masters (`nodes`, `redlock` options).
+    Redlock,
+    /// Redisson-style lock renewed by a watchdog (`node`; `ttl` is the lease).
+    Watchdog,
+    /// ZooKeeper-style lock on the model's `consensus` service (`ttl` is the session timeout).
+    Consensus,
+}
+
+impl ClientKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientKind::Single(a) => a.name(),
+            ClientKind::Redlock => "redlock",
+            ClientKind::Watchdog => "watchdog",
+            ClientKind::Consensus => "consensus",
+        }
+    }
+
+    fn from_name(s: &str) -> Option<ClientKind> {
+        match s {
+            "redlock" => Some(ClientKind::Redlock),
+            "watchdog" => Some(ClientKind::Watchdog),
+            "consensus" => Some(ClientKind::Consensus),
+            _ => Algorithm::from_name(s).map(ClientKind::Single),
+        }
+    }
+
+    /// Every algorithm, single-instance ones first.
+    pub fn all() -> Vec<ClientKind> {
+        let mut v: Vec<ClientKind> = Algorithm::ALL.into_iter().map(ClientKind::Single).collect();
+        v.extend([
+            ClientKind::Redlock,
+            ClientKind::Watchdog,
+            ClientKind::Consensus,
+        ]);
+        v
+    }
+
+    /// Whether a client of this kind deletes lock keys in Redis (`foreign_unlock` can fail).
+    pub fn deletes_keys(self) -> bool {
+        self != ClientKind::Consensus
+    }
+}
+
+/// An algorithm name, checked where it is read.
+#[derive(Clone, Copy, Debug)]
+pub struct AlgName(pub ClientKind);
+
+impl<'de> Deserialize<'de> for AlgName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ClientKind::from_name(&s).map(AlgName).ok_or_else(|| {
+            let names: Vec<_> = ClientKind::all().iter().map(|k| k.name()).collect();
+            de::Error::custom(format!(
+                "unknown algorithm {s:?}; known: {}",
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+/// Redlock as a library runs it: `preset` names the library defaults (redis-docs,
+/// redlock-rb, redlock-py, node-redlock, redsync); every other field overrides one default.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedlockSpec {
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// What elapsed time is measured with.
+    #[serde(default)]
+    pub clock: Option<ElapsedClockSpec>,
+    #[serde(default)]
+    pub drift_factor_ppm: Option<Bounded<0, 1_000_000>>,
+    #[serde(default)]
+    pub drift_plus_2ms: Option<bool>,
+    #[serde(default)]
+    pub per_node_timeout: Option<Dur>,
+    #[serde(default)]
+    pub retry_count: Option<Bounded<1, 100_000>>,
+    #[serde(default)]
+    pub retry_delay: Option<Dur>,
+    #[serde(default)]
+    pub retry_jitter: Option<Dur>,
+    #[serde(default)]
+    pub random_delay: Option<bool>,
+    #[serde(default)]
+    pub skip_validity_check: Option<bool>,
+    /// The careful caller: give the critical section up when the believed validity runs out.
+    #[serde(default)]
+    pub stop_at_validity: Option<bool>,
+    #[serde(default)]
+    pub extend: Option<ExtendSpec>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElapsedClockSpec {
+    Monotonic,
+    Wall,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendSpec {
+    /// Extend this long after acquiring (and after each extend).
+    pub every: Dur,
+    pub mode: ExtendModeSpec,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtendModeSpec {
+    Script,
+    ReSet,
+    SetIfMissing,
+}
+
+impl RedlockSpec {
+    /// The options this spec gives for `ttl_ms`, or why not.
+    pub fn options(&self, ttl_ms: u64) -> Result<RedlockOptions, String> {
+        let preset = self.preset.as_deref().unwrap_or("redis-docs");
+        let mut o = RedlockOptions::preset(preset, ttl_ms).ok_or_else(|| {
+            format!(
+                "unknown redlock preset {preset:?}; known: {}",
+                RedlockOptions::PRESETS.join(", ")
+            )
+        })?;
+        if let Some(c) = self.clock {
+            o.clock = match c {
+                ElapsedClockSpec::Monotonic => ElapsedClock::Monotonic,
+                ElapsedClockSpec::Wall => ElapsedClock::Wall,
+            };
+        }
+        if let Some(v) = self.drift_factor_ppm {
+            o.drift_factor_ppm = v.0 as u64;
+        }
+        if let Some(v) = self.drift_plus_2ms {
+            o.drift_plus_2ms = v;
+        }
+        if let Some(v) = self.per_node_timeout {
+            o.per_node_timeout_ms = v.ns() / NS_PER_MS;
+        }
+        if let Some(v) = self.retry_count {
+            o.retry_count = v.0 as u32;
+        }
+        if let Some(v) = self.retry_delay {
+            o.retry_delay_ms = v.ns() / NS_PER_MS;
+        }
+        if let Some(v) = self.retry_jitter {
+            o.retry_jitter_ms = v.ns() / NS_PER_MS;
+        }
+        if let Some(v) = self.random_delay {
+            o.random_delay = v;
+        }
+        if let Some(v) = self.skip_validity_check {
+            o.skip_validity_check = v;
+        }
+        if let Some(v) = self.stop_at_validity {
+            o.stop_at_validity = v;
+        }
+        if let Some(e) = self.extend {
+            let mode = match e.mode {
+                ExtendModeSpec::Script => ExtendMode::Script,
+                ExtendModeSpec::ReSet => ExtendMode::ReSet,
+                ExtendModeSpec::SetIfMissing => ExtendMode::SetIfMissing,
+            };
+            o.extend = Some((e.every.ns() / NS_PER_MS, mode));
+        }
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchdogSpec {
+    #[serde(default)]
+    pub renew_every: Option<Dur>,
+    #[serde(default)]
+    pub report_renewal_failure: bool,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitSpec {
+    pub replicas: Bounded<1, 64>,
+    pub timeout: Dur,
+}
+
+/// How a client that retries by itself (not Redlock, whose options say) waits: the delay
+/// before retrying a failed attempt and how long a request may take.
+#[derive(Clone, Copy, Debug)]
+pub struct Retrying {
+    pub retry: Pos<DurRange>,
+    pub request_timeout: Option<Pos<Dur>>,
+}
+
+/// What one algorithm reads beyond the common fields.
+#[derive(Clone, Debug)]
+pub enum AlgorithmSpec {
+    /// A single-instance algorithm on `node`.
+    Single {
+        algorithm: Algorithm,
+        node: Name,
+        retrying: Retrying,
+        max_attempts: Option<Bounded<1, 1_000_000>>,
+        /// Find the master through the model's sentinels (at start, and after an error or a
+        /// timeout) instead of always using `node`; the mark of a `true`.
+        via_sentinels: Option<Mark>,
+        /// `set-px-wait-cad` only (and required there): `WAIT replicas timeout`.
+        wait: Option<WaitSpec>,
+    },
+    /// Redlock over independent masters.
+    Redlock {
+        nodes: Vec<Name>,
+        redlock: Pos<RedlockSpec>,
+    },
+    /// A lease on `node` renewed by a watchdog.
+    Watchdog {
+        node: Name,
+        retrying: Retrying,
+        watchdog: WatchdogSpec,
+    },
+    /// A lock on the model's consensus service.
+    Consensus {
+        retrying: Retrying,
+        /// Present the node's zxid to the resource as a fencing token (default true).
+        present_token: bool,
+    },
+}
+
+/// A group of identical clients.
+#[derive(Clone, Debug)]
+pub struct ClientGroup {
+    /// The client's name, or with `count > 1` the prefix of `name1`, `name2`, ...
+    pub name: Name,
+    pub count: Option<Pos<Bounded<1, 256>>>,
+    /// Where `algorithm` was read: what an algorithm needs is reported there.
+    pub algorithm_mark: Mark,
+    /// The lock key (default "lock").
+    pub key: Option<Pos<String>>,
+    pub ttl: Pos<Dur>,
+    /// Critical section length (between the resource read and write).
+    pub hold: Pos<DurRange>,
+    /// Pause between a release and the next acquisition.
+    pub think: Option<DurRange>,
+    pub rounds: Option<Bounded<1, 1_000_000_000>>,
+    pub clock: ClockSpec,
+    /// When each member starts (default: at 0), drawn per member.
+    pub start: Option<DurRange>,
+    pub spec: AlgorithmSpec,
+}
+
+/// The fields of a client group, in the file's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Name,
+    Count,
+    Algorithm,
+    Node,
+    Nodes,
+    Redlock,
+    Watchdog,
+    PresentToken,
+    Key,
+    Ttl,
+    Hold,
+    Think,
+    Retry,
+    RequestTimeout,
+    MaxAttempts,
+    Rounds,
+    Clock,
+    ViaSentinels,
+    Wait,
+    Start,
+}
+
+const FIELDS: [(Field, &str); 20] = [
+    (Field::Name, "name"),
+    (Field::Count, "count"),
+    (Field::Algorithm, "algorithm"),
+    (Field::Node, "node"),
+    (Field::Nodes, "nodes"),
+    (Field::Redlock, "redlock"),
+    (Field::Watchdog, "watchdog"),
+    (Field::PresentToken, "present_token"),
+    (Field::Key, "key"),
+    (Field::Ttl, "ttl"),
+    (Field::Hold, "hold"),
+    (Field::Think, "think"),
+    (Field::Retry, "retry"),
+    (Field::RequestTimeout, "request_timeout"),
+    (Field::MaxAttempts, "max_attempts"),
+    (Field::Rounds, "rounds"),
+    (Field::Clock, "clock"),
+    (Field::ViaSentinels, "via_sentinels"),
+    (Field::Wait, "wait"),
+    (Field::Start, "start"),
+];
+
+const FIELD_NAMES: &[&str] = &[
+    "name",
+    "count",
+    "algorithm",
+    "node",
+    "nodes",
+    "redlock",
+    "watchdog",
+    "present_token",
+    "key",
+    "ttl",
+    "hold",
+    "think",
+    "retry",
+    "request_timeout",
+    "max_attempts",
+    "rounds",
+    "clock",
+    "via_sentinels",
+    "wait",
+    "start",
+];
+
+impl Field {
+    fn name(self) -> &'static str {
+        FIELDS
+            .iter()
+            .find(|(f, _)| *f == self)
+            .expect("every field")
+            .1
+    }
+
+    /// Whether the lowering of `kind` reads this field (docs/model-format.md has the table).
+    fn read_by(self, kind: ClientKind) -> bool {
+        use ClientKind as K;
+        match self {
+            Field::Name
+            | Field::Count
+            | Field::Algorithm
+            | Field::Key
+            | Field::Ttl
+            | Field::Hold
+            | Field::Think
+            | Field::Rounds
+            | Field::Clock
+            | Field::Start => true,
+            Field::Node => matches!(kind, K::Single(_) | K::Watchdog),
+            Field::Nodes | Field::Redlock => kind == K::Redlock,
+            Field::Watchdog => kind == K::Watchdog,
+            Field::PresentToken => kind == K::Consensus,
+            Field::Retry | Field::RequestTimeout => kind != K::Redlock,
+            Field::MaxAttempts | Field::ViaSentinels => matches!(kind, K::Single(_)),
+            Field::Wait => kind == K::Single(Algorithm::SetPxWaitCad),
+        }
+    }
+
+    /// The algorithms that read this field, in words.
+    fn readers(self) -> String {
+        let all = ClientKind::all();
+        let singles = all
+            .iter()
+            .filter(|k| matches!(k, ClientKind::Single(_)))
+            .all(|&k| self.read_by(k));
+        let mut names: Vec<&str> = Vec::new();
+        if singles {
+            names.push("the single-instance algorithms");
+        }
+        for k in all {
+            if self.read_by(k) && !(singles && matches!(k, ClientKind::Single(_))) {
+                names.push(k.name());
+            }
+        }
+        names.join(", ")
+    }
+}
+
+/// Reads a field name, marked where it stands.
+struct FieldSeed;
+
+impl<'de> DeserializeSeed<'de> for FieldSeed {
+    type Value = (Field, Mark);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(Field, Mark), D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Field;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a client group field")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Field, E> {
+                FIELDS
+                    .iter()
+                    .find(|(_, n)| *n == v)
+                    .map(|(f, _)| *f)
+                    .ok_or_else(|| E::unknown_field(v, FIELD_NAMES))
+            }
+        }
+        let mark = Mark::take()?;
+        Ok((d.deserialize_identifier(V)?, mark))
+    }
+}
+
+/// Every field as written, before the algorithm decides which it takes.
+#[derive(Default)]
+struct Raw {
+    name: Option<Name>,
+    count: Option<Pos<Bounded<1, 256>>>,
+    algorithm: Option<Pos<AlgName>>,
+    node: Option<Name>,
+    nodes: Option<Vec<Name>>,
+    redlock: Option<Pos<RedlockSpec>>,
+    watchdog: Option<WatchdogSpec>,
+    present_token: Option<bool>,
+    key: Option<Pos<String>>,
+    ttl: Option<Pos<Dur>>,
+    hold: Option<Pos<DurRange>>,
+    think: Option<DurRange>,
+    retry: Option<Pos<DurRange>>,
+    request_timeout: Option<Pos<Dur>>,
+    max_attempts: Option<Bounded<1, 1_000_000>>,
+    rounds: Option<Bounded<1, 1_000_000_000>>,
+    clock: Option<ClockSpec>,
+    via_sentinels: Option<Pos<bool>>,
+    wait: Option<WaitSpec>,
+    start: Option<DurRange>,
+}
+
+impl<'de> Deserialize<'de> for ClientGroup {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ClientGroup;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a client group (name: ..., algorithm: ..., ...)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClientGroup, A::Error> {
+                let mut raw = Raw::default();
+                // Fields given (a `None` gives nothing), with the marks of their names.
+                let mut given: Vec<(Field, Mark)> = Vec::new();
+                while let Some((field, mark)) = map.next_key_seed(FieldSeed)? {
+                    if given.iter().any(|(f, _)| *f == field) {
+                        return Err(de::Error::duplicate_field(field.name()));
+                    }
+                    // Optional fields accept `Some(x)` and `None` as well as `x`, as derived
+                    // fields did.
+                    let some = match field {
+                        Field::Name => set(&mut raw.name, map.next_value()?),
+                        Field::Count => set(&mut raw.count, map.next_value()?),
+                        Field::Algorithm => set(&mut raw.algorithm, map.next_value()?),
+                        Field::Node => set(&mut raw.node, map.next_value()?),
+                        Field::Nodes => set(&mut raw.nodes, Some(map.next_value()?)),
+                        Field::Redlock => set(&mut raw.redlock, map.next_value()?),
+                        Field::Watchdog => set(&mut raw.watchdog, map.next_value()?),
+                        Field::PresentToken => set(&mut raw.present_token, map.next_value()?),
+                        Field::Key => set(&mut raw.key, map.next_value()?),
+                        Field::Ttl => set(&mut raw.ttl, map.next_value()?),
+                        Field::Hold => set(&mut raw.hold, map.next_value()?),
+                        Field::Think => set(&mut raw.think, map.next_value()?),
+                        Field::Retry => set(&mut raw.retry, map.next_value()?),
+                        Field::RequestTimeout => set(&mut raw.request_timeout, map.next_value()?),
+                        Field::MaxAttempts => set(&mut raw.max_attempts, map.next_value()?),
+                        Field::Rounds => set(&mut raw.rounds, map.next_value()?),
+                        Field::Clock => set(&mut raw.clock, Some(map.next_value()?)),
+                        Field::ViaSentinels => set(&mut raw.via_sentinels, map.next_value()?),
+                        Field::Wait => set(&mut raw.wait, map.next_value()?),
+                        Field::Start => set(&mut raw.start, map.next_value()?),
+                    };
+                    if some {
+                        given.push((field, mark));
+                    }
+                }
+                raw.into_group(&given)
+            }
+        }
+        d.deserialize_struct("ClientGroup", FIELD_NAMES, V)
+    }
+}
+
+fn set<T>(slot: &mut Option<T>, v: Option<T>) -> bool {
+    let some = v.is_some();
+    *slot = v;
+    some
+}
+
+impl Raw {
+    /// The typed group, or an error at the field the algorithm does not take (or at the
+    /// algorithm, for a field it needs).
+    fn into_group<E: de::Error>(self, given: &[(Field, Mark)]) -> Result<ClientGroup, E> {
+        let name = self.name.ok_or_else(|| E::missing_field("name"))?;
+        let alg = self
+            .algorithm
+            .ok_or_else(|| E::missing_field("algorithm"))?;
+        let (kind, am) = (alg.value.0, alg.mark);
+        for &(f, mark) in given {
+            if !f.read_by(kind) {
+                return Err(located(
+                    mark,
+                    format!(
+                        "`{}` is not read by algorithm {:?} (client group {:?}); it is read by {}",
+                        f.name(),
+                        kind.name(),
+                        name.0,
+                        f.readers()
+                    ),
+                ));
+            }
+        }
+        let needs = |what: &str| {
+            located::<E>(
+                am,
+                format!(
+                    "algorithm {:?} needs `{what}` (client group {:?})",
+                    kind.name(),
+                    name.0
+                ),
+            )
+        };
+        let retrying = |retry: Option<Pos<DurRange>>| -> Result<Retrying, E> {
+            Ok(Retrying {
+                retry: retry.ok_or_else(|| needs("retry: the delay before retrying"))?,
+                request_timeout: self.request_timeout,
+            })
+        };
+        let spec = match kind {
+            ClientKind::Single(algorithm) => AlgorithmSpec::Single {
+                algorithm,
+                node: self
+                    .node
+                    .ok_or_else(|| needs("node: the Redis node it locks on"))?,
+                retrying: retrying(self.retry)?,
+                max_attempts: self.max_attempts,
+                via_sentinels: self.via_sentinels.filter(|v| v.value).map(|v| v.mark),
+                wait: match (algorithm, self.wait) {
+                    (Algorithm::SetPxWaitCad, None) => {
+                        return Err(needs("wait: (replicas: N, timeout: \"100ms\")"));
+                    }
+                    (_, w) => w,
+                },
+            },
+            ClientKind::Redlock => AlgorithmSpec::Redlock {
+                nodes: match self.nodes {
+                    Some(n) if !n.is_empty() => n,
+                    _ => return Err(needs("nodes: its independent masters")),
+                },
+                redlock: self.redlock.unwrap_or_default(),
+            },
+            ClientKind::Watchdog => AlgorithmSpec::Watchdog {
+                node: self
+                    .node
+                    .ok_or_else(|| needs("node: the Redis node it locks on"))?,
+                retrying: retrying(self.retry)?,
+                watchdog: self.watchdog.unwrap_or_default(),
+            },
+            ClientKind::Consensus => AlgorithmSpec::Consensus {
+                retrying: retrying(self.retry)?,
+                present_token: self.present_token.unwrap_or(true),
+            },
+        };
+        Ok(ClientGroup {
+            name,
+            count: self.count,
+            algorithm_mark: am,
+            key: self.key,
+            ttl: self.ttl.ok_or_else(|| E::missing_field("ttl"))?,
+            hold: self.hold.ok_or_else(|| E::missing_field("hold"))?,
+            think: self.think,
+            rounds: self.rounds,
+            clock: self.clock.unwrap_or_default(),
+            start: self.start,
+            spec,
+        })
+    }
+}
+
+impl ClientGroup {
+    pub fn kind(&self) -> ClientKind {
+        match &self.spec {
+            AlgorithmSpec::Single { algorithm, .. } => ClientKind::Single(*algorithm),
+            AlgorithmSpec::Redlock { .. } => ClientKind::Redlock,
+            AlgorithmSpec::Watchdog { .. } => ClientKind::Watchdog,
+            AlgorithmSpec::Consensus { .. } => ClientKind::Consensus,
+        }
+    }
+
+    pub fn count(&self) -> i64 {
+        self.count.map_or(1, |c| c.0)
+    }
+
+    /// The members' names: the group's name, or `name1`, `name2`, ... (marked at the group's
+    /// name, where a collision of a generated name is reported).
+    pub fn members(&self) -> Vec<Name> {
+        let n = self.count();
+        if n == 1 {
+            return vec![self.name.clone()];
+        }
+        (1..=n)
+            .map(|i| Name(format!("{}{i}", self.name.0), self.name.1))
+            .collect()
+    }
+
+    pub fn key_bytes(&self) -> Bytes {
+        Bytes::from_slice(self.key.as_ref().map_or("lock", |k| k.as_str()).as_bytes())
+    }
+
+    /// Whether its clients present fencing tokens to the resource.
+    pub fn presents_tokens(&self) -> bool {
+        match &self.spec {
+            AlgorithmSpec::Single { algorithm, .. } => *algorithm == Algorithm::SetPxCadFencing,
+            AlgorithmSpec::Consensus { present_token, .. } => *present_token,
+            AlgorithmSpec::Redlock { .. } | AlgorithmSpec::Watchdog { .. } => false,
+        }
+    }
+
+    /// Checks what needs the rest of the model (nodes, services) and the values' ranges.
+    pub(crate) fn validate(&self, model: &Model) -> Result<(), Invalid> {
+        let g = &self.name.0;
+        let known = |n: &Name| -> Result<(), Invalid> {
+            if model.nodes.iter().any(|x| x.name == *n) {
+                Ok(())
+            } else {
+                Err(invalid(
+                    format!("client group \"{g}\" locks on unknown node \"{}\"", n.0),
+                    quoted(n),
+                ))
+            }
+        };
+        let retrying = match &self.spec {
+            AlgorithmSpec::Single {
+                algorithm,
+                node,
+                retrying,
+                via_sentinels,
+                ..
+            } => {
+                known(node)?;
+                if *algorithm == Algorithm::SetPxCadFencing
+                    && model.resource.as_ref().is_none_or(|r| !r.fencing)
+                {
+                    return Err(invalid(
+                        "algorithm \"set-px-cad-fencing\" needs a `resource` with `fencing: true` to present its tokens to",
+                        self.algorithm_mark,
+                    ));
+                }
+                if let Some(m) = via_sentinels
+                    && model.sentinels.is_none()
+                {
+                    return Err(invalid(
+                        "via_sentinels: true needs a `sentinels` section",
+                        *m,
+                    ));
+                }
+                Some(retrying)
+            }
+            AlgorithmSpec::Watchdog { node, retrying, .. } => {
+                known(node)?;
+                Some(retrying)
+            }
+            AlgorithmSpec::Consensus { retrying, .. } => {
+                if model.consensus.is_none() {
+                    return Err(invalid(
+                        "algorithm \"consensus\" needs a `consensus: (name: ...)` service",
+                        self.algorithm_mark,
+                    ));
+                }
+                Some(retrying)
+            }
+            AlgorithmSpec::Redlock { nodes, redlock } => {
+                for (i, n) in nodes.iter().enumerate() {
+                    known(n)?;
+                    if nodes[..i].contains(n) {
+                        return Err(invalid(format!("node \"{}\" listed twice", n.0), quoted(n)));
+                    }
+                }
+                if let Err(e) = redlock.options(self.ttl.ns() / NS_PER_MS) {
+                    // Options made from the ttl alone are the ttl's fault.
+                    return Err(invalid(e, redlock.mark.or(self.ttl.mark)));
+                }
+                None
+            }
+        };
+        if self.ttl.ns() < NS_PER_MS {
+            return Err(invalid(
+                format!("ttl {} is below 1ms: Redis refuses PX 0", self.ttl),
+                self.ttl.mark,
+            ));
+        }
+        if !self.ttl.ns().is_multiple_of(NS_PER_MS) {
+            return Err(invalid(
+                format!("ttl {} is not a whole number of ms (PX takes ms)", self.ttl),
+                self.ttl.mark,
+            ));
+        }
+        if let Some(r) = retrying {
+            if let Some(t) = r.request_timeout
+                && t.ns() == 0
+            {
+                return Err(invalid("request_timeout must be above 0", t.mark));
+            }
+            let max_attempts = match &self.spec {
+                AlgorithmSpec::Single { max_attempts, .. } => *max_attempts,
+                _ => None,
+            };
+            if r.retry.max.ns() == 0 && max_attempts.is_none() {
+                return Err(invalid(
+                    "retry (\"0ms\", \"0ms\") with unbounded attempts would spin without time passing; give retry a positive delay",
+                    r.retry.mark,
+                ));
+            }
+        }
+        if let Some(k) = &self.key
+            && (k.is_empty() || k.len() > 512)
+        {
+            return Err(invalid("key must be 1-512 bytes", k.mark));
+        }
+        let think_zero = self.think.is_none_or(|t| t.max.ns() == 0);
+        if think_zero && self.hold.max.ns() == 0 {
+            return Err(invalid(
+                "hold and think both zero: a client would loop without time passing",
+                self.hold.mark,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The processes of this group, appended to `specs`: `lock` is the index of its key in the
+    /// model's lock table.
+    pub(crate) fn lower(&self, cx: &Lowering<'_>, lock: u32, specs: &mut Vec<ProcSpec>) {
+        let key = self.key_bytes();
+        let hold = NsRange::new(self.hold.min.ns(), self.hold.max.ns());
+        let think = self
+            .think
+            .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns()));
+        let rounds = self.rounds.map(|b| b.0 as u64);
+        let sc = cx.scenario;
+        for member in self.members() {
+            let name = member.0;
+            let id = sc.proc_id(&name);
+            let actor = match &self.spec {
+                AlgorithmSpec::Single {
+                    algorithm,
+                    node,
+                    retrying,
+                    max_attempts,
+                    via_sentinels,
+                    wait,
+                } => {
+                    let cfg = ClientConfig {
+                        algorithm: *algorithm,
+                        lock,
+                        key: key.clone(),
+                        redis: sc.proc_id(&node.0),
+                        resource: cx.resource,
+                        ttl_ms: self.ttl.ns() / NS_PER_MS,
+                        hold,
+                        think,
+                        retry: range(retrying.retry.value),
+                        request_timeout_ns: retrying.request_timeout.map_or(NS_PER_S, |d| d.ns()),
+                        max_attempts: max_attempts.map(|b| b.0 as u32),
+                        rounds,
+                        fence_key: Bytes::from_slice(b"fence"),
+                        token_prefix: name.clone(),
+                        sentinels: if via_sentinels.is_some() {
+                            cx.sentinels.to_vec()
+                        } else {
+                            Vec::new()
+                        },
+                        wait_replicas: wait.map_or(0, |w| w.replicas.0 as u32),
+                        wait_timeout_ms: wait.map_or(0, |w| w.timeout.ns() / NS_PER_MS),
+                    };
+                    match cx.custom {
+                        Some(make) => Actor::Custom(make(&cfg)),
+                        None => Actor::Client(Box::new(LockClient::new(cfg))),
+                    }
+                }
+                AlgorithmSpec::Redlock { nodes, redlock } => {
+                    let options = redlock
+                        .options(self.ttl.ns() / NS_PER_MS)
+                        .expect("validated");
+                    Actor::Redlock(Box::new(RedlockClient::new(RedlockConfig {
+                        lock,
+                        key: key.clone(),
+                        nodes: nodes.iter().map(|n| sc.proc_id(&n.0)).collect(),
+                        resource: cx.resource,
+                        hold,
+                        think,
+                        rounds,
+                        token_prefix: name.clone(),
+                        options,
+                    })))
+                }
+                AlgorithmSpec::Watchdog {
+                    node,
+                    retrying,
+                    watchdog,
+                } => {
+                    let mut config =
+                        WatchdogConfig::new(lock, key.clone(), sc.proc_id(&node.0), &name);
+                    config.resource = cx.resource;
+                    config.lease_ms = self.ttl.ns() / NS_PER_MS;
+                    config.renew_every_ms = watchdog
+                        .renew_every
+                        .map_or(config.lease_ms / 3, |d| d.ns() / NS_PER_MS)
+                        .max(1);
+                    config.report_renewal_failure = watchdog.report_renewal_failure;
+                    config.hold = hold;
+                    config.think = think;
+                    config.retry = range(retrying.retry.value);
+                    if let Some(t) = retrying.request_timeout {
+                        config.request_timeout_ns = t.ns();
+                    }
+                    config.rounds = rounds;
+                    Actor::Watchdog(Box::new(WatchdogClient::new(config)))
+                }
+                AlgorithmSpec::Consensus {
+                    retrying,
+                    present_token,
+                } => {
+                    let service = cx.consensus.expect("validated");
+                    let mut config = ConsensusClientConfig::new(lock, service, &name);
+                    config.resource = cx.resource;
+                    config.session_timeout_ms = self.ttl.ns() / NS_PER_MS;
+                    config.hold = hold;
+                    config.think = think;
+                    config.retry = range(retrying.retry.value);
+                    if let Some(t) = retrying.request_timeout {
+                        config.request_timeout_ns = t.ns();
+                    }
+                    config.present_token = *present_token;
+                    config.rounds = rounds;
+                    Actor::ConsensusClient(Box::new(ConsensusClient::new(config)))
+                }
+            };
+            // Drawn from a stream of its own per client, so that a start offset changes no
+            // other draw (and a model without one draws nothing).
+            let start_at = self.start.map_or(SimTime::ZERO, |s| {
+                let ns = if s.min == s.max {
+                    s.min.ns()
+                } else {
+                    cx.seed
+                        .stream("client-start", u64::from(id.0))
+                        .range_inclusive(s.min.ns(), s.max.ns())
+                };
+                SimTime(ns)
+            });
+            specs.push(ProcSpec {
+                name,
+                actor,
+                clock: sc.clock(&self.clock),
+                start_at,
+            });
+        }
+    }
+}
+
+fn range(r: DurRange) -> NsRange {
+    NsRange::new(r.min.ns(), r.max.ns())
+}
+
+/// What lowering a client group needs from the rest of the world.
+pub(crate) struct Lowering<'a> {
+    pub scenario: &'a Scenario,
+    pub seed: Seed,
+    pub resource: Option<ProcId>,
+    pub sentinels: &'a [ProcId],
+    pub consensus: Option<ProcId>,
+    pub custom: Option<&'a ClientFactory>,
+}
