@@ -438,6 +438,25 @@ impl LockClient {
         }
     }
 
+    /// The read that opens the critical section went unanswered within the request timeout
+    /// (lost, or late: the late answer is ignored, as `pending_id` moved on). The client does
+    /// not know the resource's state, so it must not write: a write on the previous round's
+    /// `base_version` would be a lost update no real client makes. A real client's read
+    /// raises a timeout error, and its `with lock:` (or `try … finally: unlock`) gives the
+    /// lock back on the way out, without writing; so does this one. (Re-reading instead would
+    /// keep the lock through an outage of the resource, and a TTL is not meant for that.)
+    fn read_timed_out(&mut self, cx: &mut Cx<'_>) {
+        self.give_back(cx);
+    }
+
+    /// Ends a critical section that did not happen (no token, no read): the lock is released
+    /// as usual, but the round does not count towards `rounds`, so the client tries again.
+    fn give_back(&mut self, cx: &mut Cx<'_>) {
+        self.release(cx);
+        // `release` counted the round.
+        self.rounds_done -= 1;
+    }
+
     /// `[config.key]`, shared; made afresh only if the (public) config's key was changed.
     fn script_keys(&self) -> Arc<[Bytes]> {
         if self.script_keys[0] == self.config.key {
@@ -511,10 +530,7 @@ impl LockClient {
                     self.acquired(cx);
                 }
                 // No token, no safe write: give the lock back and retry.
-                _ => {
-                    self.rounds_done = self.rounds_done.saturating_sub(1);
-                    self.release(cx);
-                }
+                _ => self.give_back(cx),
             },
             Phase::ReleaseGet => {
                 if matches!(&reply, Reply::Bulk(v) if v[..] == self.token[..]) {
@@ -606,7 +622,7 @@ impl Process for LockClient {
                 let d = self.config.retry.draw(cx);
                 self.arm(cx, d);
             }
-            Phase::Reading => self.hold(cx),
+            Phase::Reading => self.read_timed_out(cx),
             Phase::Holding => self.end_critical_section(cx),
             Phase::Writing => self.release(cx),
             Phase::ReleaseGet | Phase::Releasing => {
