@@ -433,7 +433,7 @@ impl LockClient {
             }
             Algorithm::SetPxGetDel => self.request(cx, Phase::ReleaseGet, Command::Get(key)),
             Algorithm::SetPxCad | Algorithm::SetPxCadFencing | Algorithm::SetPxWaitCad => {
-                self.send_unlock_script(cx)
+                self.send_unlock_script(cx, Phase::Releasing)
             }
         }
     }
@@ -466,7 +466,9 @@ impl LockClient {
         }
     }
 
-    fn send_unlock_script(&mut self, cx: &mut Cx<'_>) {
+    /// The unlock script, as EVALSHA (or EVAL once a node said NOSCRIPT); `phase` is the one
+    /// that waits for its reply (a release, or giving back a lock with too few WAIT acks).
+    fn send_unlock_script(&mut self, cx: &mut Cx<'_>, phase: Phase) {
         let script = if self.use_eval {
             ScriptRef::Source(self.unlock.clone())
         } else {
@@ -478,7 +480,7 @@ impl LockClient {
             args: Arc::new([self.token.clone()]),
             read_only: false,
         };
-        self.request(cx, Phase::Releasing, cmd);
+        self.request(cx, phase, cmd);
     }
 
     fn think(&mut self, cx: &mut Cx<'_>) {
@@ -518,11 +520,14 @@ impl LockClient {
             Phase::AwaitingReplicas => match reply {
                 Reply::Int(n) if n >= i64::from(self.config.wait_replicas) => self.acquired(cx),
                 // Too few replicas have the lock: a failover could lose it. Give it back.
-                _ => {
-                    self.send_unlock_script(cx);
-                    self.phase = Phase::Abandoning;
-                }
+                _ => self.send_unlock_script(cx, Phase::Abandoning),
             },
+            // As the release path: a node that lost its script cache (a restart) answers
+            // EVALSHA with NOSCRIPT, and the key would linger until its TTL.
+            Phase::Abandoning if matches!(&reply, Reply::Error(e) if e == NOSCRIPT) => {
+                self.use_eval = true;
+                self.send_unlock_script(cx, Phase::Abandoning);
+            }
             Phase::Abandoning => self.acquire_failed(cx),
             Phase::Fencing => match reply {
                 Reply::Int(n) if n > 0 => {
@@ -547,7 +552,7 @@ impl LockClient {
                 if matches!(&reply, Reply::Error(e) if e == NOSCRIPT) {
                     // redis-py's Script and most libraries: EVALSHA, and EVAL on NOSCRIPT.
                     self.use_eval = true;
-                    self.send_unlock_script(cx);
+                    self.send_unlock_script(cx, Phase::Releasing);
                 } else {
                     self.think(cx);
                 }

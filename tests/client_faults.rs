@@ -1,11 +1,14 @@
-//! A client whose resource read goes unanswered within its request timeout does not know
-//! the resource's state: it must give the lock back without writing, not write on the
-//! previous round's base (a lost update no real client makes, which `resource_safety` would
-//! then report against a fenced, safe model).
+//! Clients under faults do what real clients do:
+//! - a client whose resource read goes unanswered within its request timeout does not know
+//!   the resource's state: it gives the lock back without writing, not write on the previous
+//!   round's base (a lost update no real client makes, which `resource_safety` would then
+//!   report against a fenced, safe model);
+//! - a `set-px-wait-cad` client giving back a lock with too few WAIT acks falls back from
+//!   EVALSHA to EVAL on NOSCRIPT, as its release does, so the key does not linger to its TTL.
 
 use distlock_sim::check::Property;
 use distlock_sim::explore::run_world;
-use distlock_sim::history::Observation;
+use distlock_sim::history::{Observation, Removal};
 use distlock_sim::scenario;
 use distlock_sim::sim::TraceMode;
 
@@ -112,4 +115,61 @@ fn a_watchdog_client_whose_read_times_out_gives_the_lock_back_unwritten() {
 fn a_consensus_client_whose_read_times_out_gives_the_lock_back_unwritten() {
     assert_no_false_lost_update("consensus, spike", CONSENSUS, SPIKE);
     assert_no_false_lost_update("consensus, paused resource", CONSENSUS, PAUSE);
+}
+
+#[test]
+fn a_lock_given_back_for_too_few_wait_acks_is_deleted_promptly_after_a_node_restart() {
+    // No replica, so every WAIT falls short and every lock is given back. c1's first give-back
+    // meets an empty script cache (NOSCRIPT) and loads the script with EVAL; c2 then finds it
+    // cached and keeps using EVALSHA, until the node restarts and forgets its scripts.
+    let text = r#"(
+    description: "every WAIT falls short: each lock is given back",
+    duration: "20s",
+    nodes: [(name: "redis")],
+    clients: [(name: "c", count: 2, algorithm: "set-px-wait-cad", node: "redis",
+        ttl: "10s", hold: "100ms", think: ("500ms", "1s"), retry: ("200ms", "400ms"),
+        wait: (replicas: 1, timeout: "50ms"))],
+    faults: [crash(target: "redis", at: "5.5s", restart_after: "1s", keep_data: true)],
+    check: ["mutual_exclusion"],
+)"#;
+    let sc = scenario::load_str("wait", "wait.ron", text).unwrap_or_else(|e| panic!("{e}"));
+    for seed in 0..5 {
+        let (_, w) = run_world(&sc, seed, TraceMode::Off);
+        let mut written = std::collections::BTreeMap::new();
+        let mut after_restart = 0;
+        for r in &w.history.records {
+            match &r.obs {
+                Observation::KeyWritten { value, .. } => {
+                    written.insert(value.clone(), r.at);
+                }
+                Observation::KeyRemoved { value, how, .. } => {
+                    let at = written.remove(value).expect("a removed key was written");
+                    assert!(
+                        *how == Removal::Del && r.at.0 - at.0 < 1_000_000_000,
+                        "seed {seed}: key {} written at {at} left at {} by {how:?}, not given back",
+                        String::from_utf8_lossy(value),
+                        r.at
+                    );
+                    if at.0 > 6_500_000_000 {
+                        after_restart += 1;
+                    }
+                }
+                // Without persistence the node restarts empty: what it held is gone.
+                Observation::Crashed if w.names()[r.proc.index()] == "redis" => written.clear(),
+                _ => {}
+            }
+        }
+        assert!(
+            after_restart > 2,
+            "seed {seed}: the clients went on after the restart"
+        );
+        // Keys still stored at the end were written in its last second.
+        for (v, at) in &written {
+            assert!(
+                w.now().0 - at.0 < 1_000_000_000,
+                "seed {seed}: key {} written at {at} never given back",
+                String::from_utf8_lossy(v)
+            );
+        }
+    }
 }
