@@ -2,6 +2,7 @@
 //! and lowering into worlds.
 
 pub mod adversary;
+pub mod expectation;
 pub mod model;
 pub mod units;
 
