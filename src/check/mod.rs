@@ -398,8 +398,15 @@ pub fn liveness(
         // The waiter trying longest right now (the one the bound was broken for).
         let &(who, since) = st.trying.iter().min_by_key(|(_, t)| *t)?;
         let start = st.wanted_since.unwrap_or(since);
-        let how = if st.pauses == 0 {
+        let how = if st.pauses == 0 && since == start {
             format!("{} waiting since {start}", name(who))
+        } else if st.pauses == 0 {
+            // The waiter came after the stretch began (one waiter took over from another,
+            // which crashed or gave up) or began trying while someone still held the lock.
+            format!(
+                "free and wanted since {start}; {} waiting since {since}",
+                name(who)
+            )
         } else {
             // Said in full: the gaps are why this is more than one waiter's wait.
             format!(
