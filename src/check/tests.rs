@@ -340,3 +340,21 @@ fn liveness_passes_when_nobody_tries_after_the_holder_is_gone() {
     ];
     assert_eq!(liveness(&hist(recs), &live_cfg(600_000), &name), None);
 }
+
+#[test]
+fn liveness_counts_a_waiter_whose_round_spans_another_clients_acquisition() {
+    // c2 starts one long round (retries are not reported again) while c1 holds; c3 takes the
+    // lock in between and lets go at 2 s; c2 keeps trying and nobody gets the lock after.
+    let recs = vec![
+        (0, 1, acquired(0, "a")),
+        (1, 2, attempt(0, "b")),
+        (1_000, 1, released(0, "a")),
+        (1_000, 3, acquired(0, "c")),
+        (2_000, 3, released(0, "c")),
+        (15_000, 2, gave_up(0)),
+    ];
+    let v = liveness(&hist(recs), &live_cfg(20_000), &name)
+        .expect("c2 was trying all along: its round did not end at c3's acquisition");
+    assert_eq!(v.at, ms(12_000), "free and wanted from c3's release at 2 s");
+    assert_eq!(v.actors, vec![p(2)]);
+}
