@@ -6,7 +6,6 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::check::Property;
 use crate::explore::timeline::{self, Messages, TimelineOptions};
 use crate::explore::{self, Shard, SweepSummary};
 use crate::scenario::{Expect, Scenario};
@@ -184,9 +183,60 @@ fn end_text(end: RunEnd) -> &'static str {
     }
 }
 
+/// What a run or a sweep amounts to; each has its exit code (2, bad input, is the loader's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every checked property held, in runs that all reached their end.
+    Held,
+    /// Some property was violated (whatever else happened: a violation is a fact).
+    Violated,
+    /// No violation, but some run stopped on a budget before its duration: what held there
+    /// held only as far as it ran.
+    Inconclusive,
+}
+
+impl Outcome {
+    /// Violations win over inconclusive runs.
+    pub fn of(violated: bool, inconclusive: bool) -> Outcome {
+        match (violated, inconclusive) {
+            (true, _) => Outcome::Violated,
+            (false, true) => Outcome::Inconclusive,
+            (false, false) => Outcome::Held,
+        }
+    }
+    /// 0 held, 1 violated, 3 inconclusive.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Outcome::Held => 0,
+            Outcome::Violated => 1,
+            Outcome::Inconclusive => 3,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Held => "held",
+            Outcome::Violated => "violated",
+            Outcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// `inconclusive: event budget of N events reached at t=... before the model's duration (D)`
+/// for a run that stopped on a budget at `at`; None for a run that reached its end.
+pub fn inconclusive_text(sc: &Scenario, end: RunEnd, at: crate::time::SimTime) -> Option<String> {
+    match end {
+        RunEnd::TimeLimit | RunEnd::Quiescent => None,
+        RunEnd::EventLimit => Some(format!(
+            "inconclusive: event budget of {} events reached at t={at} before the model's duration ({})",
+            sc.limits.max_events,
+            fmt_duration_ns(sc.limits.max_time.0)
+        )),
+    }
+}
+
 /// `run` and `replay`: verdict, realised faults, and the timeline. Returns the text and
-/// whether a checked property was violated.
-pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool) {
+/// what the run amounts to.
+pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, Outcome) {
     let (outcome, world) = explore::run_world(sc, seed, TraceMode::Full);
     let mut s = String::new();
     let _ = writeln!(s, "model {} ({}), seed {seed}", sc.name, sc.path);
@@ -237,12 +287,32 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool
         TimelineOptions { messages },
     ));
     let _ = writeln!(s);
-    s.push_str(&verdict_text(sc, seed, &outcome.violations));
-    (s, !outcome.violations.is_empty())
+    let inconclusive = inconclusive_text(sc, outcome.end, outcome.ended_at);
+    if let Some(t) = &inconclusive {
+        let _ = writeln!(s, "{t}");
+    }
+    s.push_str(&verdict_text(
+        sc,
+        seed,
+        &outcome.violations,
+        inconclusive.is_some(),
+    ));
+    let _ = writeln!(
+        s,
+        "{}",
+        run_expectation_line(sc, &outcome.violations, inconclusive.is_some())
+    );
+    (s, Outcome::of(outcome.violated(), outcome.inconclusive()))
 }
 
-/// Per-property verdict lines, with the replay command for violations.
-pub fn verdict_text(sc: &Scenario, seed: u64, violations: &[crate::check::Violation]) -> String {
+/// Per-property verdict lines, with the replay command for violations. `inconclusive`: the
+/// run stopped on a budget, so what held, held only as far as it ran.
+pub fn verdict_text(
+    sc: &Scenario,
+    seed: u64,
+    violations: &[crate::check::Violation],
+    inconclusive: bool,
+) -> String {
     let mut s = String::new();
     for p in &sc.properties {
         match violations.iter().find(|v| v.property == *p) {
@@ -252,6 +322,9 @@ pub fn verdict_text(sc: &Scenario, seed: u64, violations: &[crate::check::Violat
                     "VIOLATED {p} at {} (seed {seed}):\n         {}",
                     v.at, v.message
                 );
+            }
+            None if inconclusive => {
+                let _ = writeln!(s, "held     {p} (as far as the run went: inconclusive)");
             }
             None => {
                 let _ = writeln!(s, "held     {p}");
@@ -264,42 +337,63 @@ pub fn verdict_text(sc: &Scenario, seed: u64, violations: &[crate::check::Violat
     s
 }
 
+/// `sweep`: the declared verdict against the set of properties violated in any seed,
+/// compared as sets (`scenario::expectation`).
 fn expectation_line(sc: &Scenario, summary: &SweepSummary) -> String {
-    let observed = summary.violated_properties();
-    match &sc.model.expect {
-        None => "expected: nothing declared".into(),
-        Some(Expect::Holds) if observed.is_empty() => {
-            "expected: holds — observed: holds (as declared)".into()
-        }
-        Some(Expect::Holds) => {
-            format!(
-                "expected: holds — observed: VIOLATED {} (NOT as declared)",
-                names(&observed)
-            )
-        }
-        Some(Expect::Violates(v)) => {
-            let want: Vec<Property> = v.iter().map(|p| p.0).collect();
-            let all = want.iter().all(|p| observed.contains(p));
-            format!(
-                "expected: violates({}) — observed: {} ({})",
-                names(&want),
-                if observed.is_empty() {
-                    "holds".into()
-                } else {
-                    format!("violates({})", names(&observed))
-                },
-                if all {
-                    "as declared"
-                } else {
-                    "NOT as declared"
-                }
-            )
-        }
-    }
+    let Some(expect) = &sc.model.expect else {
+        return "expected: nothing declared".into();
+    };
+    let c = expect.compare(summary.violated_properties());
+    let judgement = if !c.matches() {
+        format!("NOT as declared: {}", c.differences(""))
+    } else if summary.inconclusive_seeds > 0 {
+        format!(
+            "as declared, over the {} conclusive seeds; {} inconclusive",
+            summary.conclusive_seeds(),
+            summary.inconclusive_seeds
+        )
+    } else {
+        "as declared".into()
+    };
+    format!(
+        "expected: {} — observed: {} ({judgement})",
+        expect_text(Some(expect)),
+        c.observed_text()
+    )
 }
 
-fn names(ps: &[Property]) -> String {
-    ps.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+/// `run`: the declared verdict against this one seed. A property violated but not declared
+/// contradicts the declaration; a declared one not violated here does not (an unsafe model
+/// need not fail in every seed: a sweep decides).
+pub fn run_expectation_line(
+    sc: &Scenario,
+    violations: &[crate::check::Violation],
+    inconclusive: bool,
+) -> String {
+    let Some(expect) = &sc.model.expect else {
+        return "expected: nothing declared".into();
+    };
+    let c = expect.compare(violations.iter().map(|v| v.property));
+    let judgement = if c.matches() {
+        // A violation is a fact however the run ended; "holds" is only as far as it went.
+        if inconclusive && c.declared.is_empty() {
+            "as declared so far: the run was inconclusive".to_string()
+        } else {
+            "as declared".to_string()
+        }
+    } else if !c.undeclared().is_empty() {
+        format!("NOT as declared: {}", c.differences(" in this seed"))
+    } else {
+        format!(
+            "{}; a declared violation need not happen in every seed: `sweep` decides",
+            c.differences(" in this seed")
+        )
+    };
+    format!(
+        "expected: {} — observed in this seed: {} ({judgement})",
+        expect_text(Some(expect)),
+        c.observed_text()
+    )
 }
 
 fn shard_text(shard: Shard) -> String {
@@ -358,6 +452,15 @@ pub fn sweep_text(
                     summary.seeds_run
                 );
             }
+            None if summary.inconclusive_seeds > 0 => {
+                let _ = writeln!(
+                    s,
+                    "  {:<18} held in all {} conclusive seeds ({} inconclusive: held as far as they ran)",
+                    p.name(),
+                    summary.conclusive_seeds(),
+                    summary.inconclusive_seeds
+                );
+            }
             None => {
                 let _ = writeln!(
                     s,
@@ -391,11 +494,15 @@ pub fn sweep_text(
             hist.join(", ")
         );
     }
-    if summary.event_limit_seeds > 0 {
+    if let Some((seed, end, at)) = summary.first_inconclusive {
         let _ = writeln!(
             s,
-            "  {} seeds stopped at the event limit (inconclusive)",
-            summary.event_limit_seeds
+            "  inconclusive: {} of {} seeds stopped before the model's duration (first: seed {seed}, {})",
+            summary.inconclusive_seeds,
+            summary.seeds_run,
+            inconclusive_text(sc, end, at)
+                .unwrap_or_default()
+                .trim_start_matches("inconclusive: ")
         );
     }
     match summary.first_violating_seed {
@@ -422,6 +529,12 @@ pub fn sweep_text(
     }
     let _ = writeln!(s, "{}", expectation_line(sc, summary));
     s
+}
+
+/// What a sweep amounts to: violated if any seed violated, else inconclusive if any seed
+/// stopped on a budget, else held.
+pub fn sweep_outcome(summary: &SweepSummary) -> Outcome {
+    Outcome::of(summary.violating_seeds > 0, summary.inconclusive_seeds > 0)
 }
 
 /// `--json`: the line of one violating seed (printed as the sweep finds it).
@@ -484,6 +597,15 @@ pub fn sweep_json(
         "violations_per_property": per,
         "first_violating_seed": summary.first_violating_seed,
         "event_limit_seeds": summary.event_limit_seeds,
+        "inconclusive_seeds": summary.inconclusive_seeds,
+        "first_inconclusive_seed": summary.first_inconclusive.map(|(seed, _, _)| seed),
+        "first_inconclusive_at_ns": summary.first_inconclusive.map(|(_, _, at)| at.0),
+        "outcome": sweep_outcome(summary).name(),
+        "as_declared": sc
+            .model
+            .expect
+            .as_ref()
+            .map(|e| e.compare(summary.violated_properties()).matches()),
         "longest_overlap_ns": summary.longest_overlap.map(|(ns, _)| ns),
         "longest_overlap_seed": summary.longest_overlap.map(|(_, seed)| seed),
         "mean_overlap_ns_per_seed": summary.total_overlap_ns / summary.seeds_run.max(1),

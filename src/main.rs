@@ -383,9 +383,9 @@ fn main() -> ExitCode {
         } => match load(&model) {
             Ok(sc) if check_determinism => determinism_report(&sc, seed..seed + 1, 1),
             Ok(sc) => {
-                let (text, violated) = cli::run_report(&sc, seed, Messages::None);
+                let (text, outcome) = cli::run_report(&sc, seed, Messages::None);
                 out(&text);
-                exit_for(violated)
+                exit_with(outcome)
             }
             Err(code) => code,
         },
@@ -409,7 +409,7 @@ fn main() -> ExitCode {
                     MessagesArg::All => Messages::All,
                     MessagesArg::None => Messages::None,
                 };
-                let (text, violated) = match format {
+                let (text, outcome) = match format {
                     FormatArg::Text => cli::run_report(&sc, seed, messages),
                     FormatArg::Json | FormatArg::Chrome | FormatArg::Html | FormatArg::Svg => {
                         let (o, world) =
@@ -424,7 +424,7 @@ fn main() -> ExitCode {
                             FormatArg::Html => explore::report::html(&sc, seed, &world, v, w),
                             _ => explore::report::svg(&sc, seed, &world, v, w),
                         };
-                        (text, o.violated())
+                        (text, cli::Outcome::of(o.violated(), o.inconclusive()))
                     }
                 };
                 match path {
@@ -435,7 +435,7 @@ fn main() -> ExitCode {
                     }
                     None => out(&text),
                 }
-                exit_for(violated)
+                exit_with(outcome)
             }
             Err(code) => code,
         },
@@ -513,7 +513,7 @@ fn main() -> ExitCode {
                         Err(e) => return bad_input(&e),
                     }
                 }
-                exit_for(summary.violating_seeds > 0)
+                exit_with(cli::sweep_outcome(&summary))
             }
             Err(code) => code,
         },
@@ -592,6 +592,12 @@ fn out(text: &str) {
 fn bad_input(msg: &str) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(2)
+}
+
+/// Exit code: 0 every property held, 1 a property was violated, 3 nothing violated but a run
+/// stopped on its budget before its duration (inconclusive); 2 is bad input.
+fn exit_with(outcome: cli::Outcome) -> ExitCode {
+    ExitCode::from(outcome.exit_code())
 }
 
 fn exit_for(violated: bool) -> ExitCode {

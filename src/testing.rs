@@ -76,6 +76,42 @@ pub fn assert_model_holds(path: impl AsRef<Path>) {
     }
 }
 
+/// Sweeps the model at `path` and panics unless the set of properties violated over the seeds
+/// is exactly the set its `expect` declares (as sets: an extra violated property fails as a
+/// missing one does), or if a seed stopped on a budget (inconclusive). A model without
+/// `expect` must hold.
+pub fn assert_model_shows_declared_verdict(path: impl AsRef<Path>) {
+    let path = path.as_ref();
+    let sc = scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let expect = sc.model.expect.clone().unwrap_or(scenario::Expect::Holds);
+    let mut observed = std::collections::BTreeSet::new();
+    let mut first_seed = std::collections::BTreeMap::new();
+    for seed in seeds_from_env() {
+        let o = run_seed(&sc, seed);
+        assert!(
+            !o.inconclusive(),
+            "model {}: seed {seed} stopped on a budget at {} ({:?}): inconclusive\n  reproduce: DISTLOCK_SEED={seed} cargo test {}",
+            sc.name,
+            o.ended_at,
+            o.end,
+            test_name()
+        );
+        for v in &o.violations {
+            observed.insert(v.property);
+            first_seed.entry(v.property).or_insert(seed);
+        }
+    }
+    let c = expect.compare(observed);
+    assert!(
+        c.matches(),
+        "model {}: NOT as declared: {} (first violating seed per property: {:?})\n  reproduce: DISTLOCK_SEED=<seed> cargo test {}",
+        sc.name,
+        c.differences(""),
+        first_seed,
+        test_name()
+    );
+}
+
 /// Sweeps a world built in Rust by `build(seed)`, checking `props` over its history.
 pub fn assert_world_holds(
     what: &str,

@@ -331,3 +331,122 @@ fn sweep_report_writes_the_page_of_the_first_violating_seed() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(bad.stdout.is_empty(), "nothing swept");
 }
+
+/// `single-px-del-pause`, declaring only one of the two properties it violates.
+fn declares_a_subset() -> PathBuf {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/models/single-px-del-pause.ron"
+    ))
+    .unwrap()
+    .replace(
+        r#"expect: violates(["mutual_exclusion", "foreign_unlock"])"#,
+        r#"expect: violates(["foreign_unlock"])"#,
+    );
+    scratch("declares-a-subset.ron", &text)
+}
+
+#[test]
+fn a_sweep_violating_more_than_declared_is_not_as_declared_and_says_what_differs() {
+    let p = declares_a_subset();
+    let o = run(&["sweep", p.to_str().unwrap(), "--seeds", "0..20"]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(!out.contains("(as declared)"), "{out}");
+    assert!(
+        out.contains(
+            "expected: violates(foreign_unlock) — observed: violates(mutual_exclusion, foreign_unlock) (NOT as declared: observed also mutual_exclusion, not declared)"
+        ),
+        "{out}"
+    );
+    let o = run(&["sweep", "single-px-del-pause", "--seeds", "0..20"]);
+    assert!(text(&o).0.contains("(as declared)"), "{}", text(&o).0);
+}
+
+#[test]
+fn a_run_prints_the_declared_verdict_against_its_seed() {
+    let p = declares_a_subset();
+    let o = run(&["run", p.to_str().unwrap(), "--seed", "0"]);
+    let (out, _) = text(&o);
+    // The exit code says what happened in the run, not whether it matched the declaration.
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("expected: violates(foreign_unlock) — observed in this seed: violates(mutual_exclusion, foreign_unlock) (NOT as declared: observed also mutual_exclusion, not declared)"),
+        "{out}"
+    );
+    let o = run(&["run", "single-px-del-pause", "--seed", "0"]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains(
+            "observed in this seed: violates(mutual_exclusion, foreign_unlock) (as declared)"
+        ),
+        "{out}"
+    );
+    let o = run(&["run", "single-px-cad-fencing", "--seed", "0"]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("expected: holds — observed in this seed: holds (as declared)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_run_stopped_at_its_event_budget_exits_3_and_says_inconclusive() {
+    let p = scratch(
+        "tiny-budget.ron",
+        &GOOD.replace("duration: \"5s\",", "duration: \"5s\", max_events: 50,"),
+    );
+    let o = run(&["run", p.to_str().unwrap(), "--seed", "0"]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(
+        out.contains("inconclusive: event budget of 50 events reached at t=")
+            && out.contains("before the model's duration (5s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("held     mutual_exclusion (as far as the run went: inconclusive)"),
+        "{out}"
+    );
+
+    let o = run(&["sweep", p.to_str().unwrap(), "--seeds", "0..4"]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(
+        out.contains("mutual_exclusion   held in all 0 conclusive seeds (4 inconclusive"),
+        "{out}"
+    );
+    assert!(
+        out.contains("inconclusive: 4 of 4 seeds stopped before the model's duration (first: seed 0, event budget of 50 events reached at t="),
+        "{out}"
+    );
+    let json = run(&["sweep", p.to_str().unwrap(), "--seeds", "0..4", "--json"]);
+    assert_eq!(json.status.code(), Some(3));
+    let summary = text(&json).0;
+    assert!(summary.contains("\"inconclusive_seeds\":4"), "{summary}");
+    assert!(
+        summary.contains("\"outcome\":\"inconclusive\""),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_violation_wins_over_an_inconclusive_run() {
+    // Enough budget to reach the first violation of single-px-del-pause's seed 0, not its end.
+    let text_ = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/models/single-px-del-pause.ron"
+    ))
+    .unwrap()
+    .replace("duration: \"60s\",", "duration: \"60s\", max_events: 2500,");
+    let p = scratch("violates-then-stops.ron", &text_);
+    let o = run(&["run", p.to_str().unwrap(), "--seed", "0"]);
+    let (out, _) = text(&o);
+    assert!(out.contains("VIOLATED mutual_exclusion"), "{out}");
+    assert!(
+        out.contains("inconclusive: event budget of 2500 events"),
+        "{out}"
+    );
+    assert_eq!(o.status.code(), Some(1), "{out}");
+}

@@ -22,7 +22,8 @@ pub enum Property {
     ForeignUnlock,
     /// The resource accepted a token lower than one it had seen.
     FencingMonotonic,
-    /// The lock stayed unobtainable longer than the bound while no live client held it.
+    /// The lock stayed unobtainable longer than the bound while no live client held it: its
+    /// free-and-wanted time since the last acquisition, summed, passed the bound.
     Liveness,
 }
 
@@ -318,9 +319,23 @@ pub fn fencing_monotonic(history: &History, name: &dyn Fn(ProcId) -> String) -> 
 /// The lock is wanted (some live client has an attempt open) but nobody gets it for longer
 /// than the bound, while no live client holds it.
 ///
-/// Per lock, the state changes only at that lock's own records (and at crashes), so the gap
-/// is measured there: when a gap is found longer than the bound, the violation is dated at
-/// gap start + bound, the first instant the promise was broken.
+/// What is measured, per lock, is the time during which the lock was *free and wanted*,
+/// summed since the last acquisition of that lock:
+/// - free: no live client believes it holds the lock;
+/// - wanted: some live client has a round open (between its `Attempt` and its `Acquired`,
+///   `GaveUp` or crash) — by anyone: one waiter taking over from another keeps the clock
+///   running.
+///
+/// The clock stops (without resetting) while nobody wants the lock — a waiter thinking after
+/// a give-up, down after a crash, or no waiter at all — so that idleness is never counted as
+/// unavailability. It resets only when someone acquires the lock, the one proof that the lock
+/// was obtainable. So a lock that every waiter keeps failing to get is caught however often
+/// the waiters give up, crash and come back (a livelock is a string of give-ups; a stuck key
+/// with crashing waiters is a string of crashes), and the unavailability is never measured
+/// from an attempt made before an idle stretch.
+///
+/// The state changes only at the lock's own records (and at crashes), so the clock is read
+/// there; a violation is dated at the instant the summed time passed the bound.
 pub fn liveness(
     history: &History,
     cfg: &CheckConfig,
@@ -329,40 +344,85 @@ pub fn liveness(
     #[derive(Default)]
     struct LockState {
         holders: Vec<ProcId>,
-        /// Live clients that want the lock, since when (with nobody acquiring since), and
-        /// whether they are trying right now. A client that gave up a round keeps its
-        /// `since`: if it tries again before anyone acquires, it has wanted the lock all along
-        /// (a livelock is a string of give-ups).
-        wanting: Vec<(ProcId, SimTime, bool)>,
-        /// When the last holder left (or the start of the run).
-        free_since: SimTime,
+        /// Live clients with a round open, and when their round began.
+        trying: Vec<(ProcId, SimTime)>,
+        /// Free-and-wanted time since the last acquisition, up to `running_since`.
+        blocked_ns: u64,
+        /// Invariant: `Some` exactly when the lock is free and wanted (`holders` empty,
+        /// `trying` not); the instant the current free-and-wanted stretch began.
+        running_since: Option<SimTime>,
+        /// When the lock was first free and wanted since the last acquisition (for people).
+        wanted_since: Option<SimTime>,
+        /// Times the clock stopped for a while since then (nobody wanting the lock).
+        pauses: u32,
+        /// When the clock last stopped: a stretch resumed at that same instant (one waiter
+        /// crashing as another starts) is no pause.
+        stopped_at: Option<SimTime>,
     }
     impl LockState {
-        /// The instant since which the lock has been both free and wanted, if it is.
-        fn blocked_since(&self) -> Option<(SimTime, ProcId)> {
-            if !self.holders.is_empty() {
-                return None;
+        /// After any change: start or stop the clock to match the invariant.
+        fn settle(&mut self, now: SimTime) {
+            let blocked = self.holders.is_empty() && !self.trying.is_empty();
+            match (blocked, self.running_since) {
+                (true, None) => {
+                    self.running_since = Some(now);
+                    self.wanted_since.get_or_insert(now);
+                    if self.stopped_at.take() == Some(now) {
+                        self.pauses -= 1;
+                    }
+                }
+                (false, Some(t)) => {
+                    self.blocked_ns += now.saturating_sub(t);
+                    self.running_since = None;
+                    // Stopped because nobody wants it (a holder stopping it is an acquisition,
+                    // which resets everything).
+                    if self.holders.is_empty() {
+                        self.pauses += 1;
+                        self.stopped_at = Some(now);
+                    }
+                }
+                _ => {}
             }
-            let &(who, since, _) = self
-                .wanting
-                .iter()
-                .filter(|(_, _, active)| *active)
-                .min_by_key(|(_, t, _)| *t)?;
-            Some((since.max(self.free_since), who))
+        }
+        /// The instant the summed free-and-wanted time passed `bound`, if it has by `now`.
+        fn overdue_at(&self, now: SimTime, bound: u64) -> Option<SimTime> {
+            let t = self.running_since?;
+            let total = self.blocked_ns + now.saturating_sub(t);
+            (total > bound).then(|| t.plus_ns(bound.saturating_sub(self.blocked_ns)))
         }
     }
     let bound = cfg.liveness_bound_ns;
     let mut locks: BTreeMap<u32, LockState> = BTreeMap::new();
     let overdue = |st: &LockState, lock: u32, now: SimTime| -> Option<Violation> {
-        let (start, who) = st.blocked_since()?;
-        (now.saturating_sub(start) > bound).then(|| Violation {
+        let at = st.overdue_at(now, bound)?;
+        // The waiter trying longest right now (the one the bound was broken for).
+        let &(who, since) = st.trying.iter().min_by_key(|(_, t)| *t)?;
+        let start = st.wanted_since.unwrap_or(since);
+        let how = if st.pauses == 0 && since == start {
+            format!("{} waiting since {start}", name(who))
+        } else if st.pauses == 0 {
+            // The waiter came after the stretch began (one waiter took over from another,
+            // which crashed or gave up) or began trying while someone still held the lock.
+            format!(
+                "free and wanted since {start}; {} waiting since {since}",
+                name(who)
+            )
+        } else {
+            // Said in full: the gaps are why this is more than one waiter's wait.
+            format!(
+                "free and wanted for {} in all since {start}, in {} stretches with nobody trying in between and nobody acquiring it; {} waiting since {since}",
+                fmt_duration_ns(bound),
+                st.pauses + 1,
+                name(who)
+            )
+        };
+        Some(Violation {
             property: Property::Liveness,
-            at: start.plus_ns(bound),
+            at,
             actors: vec![who],
             message: format!(
-                "lock {lock} unobtainable for more than {} while no live client held it ({} waiting since {start})",
+                "lock {lock} unobtainable for more than {} while no live client held it ({how})",
                 fmt_duration_ns(bound),
-                name(who)
             ),
         })
     };
@@ -376,7 +436,7 @@ pub fn liveness(
             Observation::Crashed => None,
             _ => continue,
         };
-        // Judge the gap up to this instant before the record changes it.
+        // Judge the clock up to this instant before the record changes it.
         match lock {
             Some(l) => {
                 if let Some(v) = locks.get(&l).and_then(|st| overdue(st, l, r.at)) {
@@ -395,47 +455,45 @@ pub fn liveness(
         match (&r.obs, lock) {
             (Observation::Attempt { .. }, Some(l)) => {
                 let st = locks.entry(l).or_default();
-                match st.wanting.iter_mut().find(|(q, _, _)| *q == p) {
-                    Some(w) => w.2 = true,
-                    None => st.wanting.push((p, r.at, true)),
+                if !st.trying.iter().any(|(q, _)| *q == p) {
+                    st.trying.push((p, r.at));
                 }
+                st.settle(r.at);
             }
             (Observation::Acquired { .. }, Some(l)) => {
                 let st = locks.entry(l).or_default();
                 st.holders.push(p);
-                // The lock was obtainable: every waiter's clock restarts at its next attempt.
-                st.wanting.clear();
+                st.trying.retain(|(q, _)| *q != p);
+                // The lock was obtainable: the clock restarts from zero.
+                st.running_since = None;
+                st.blocked_ns = 0;
+                st.wanted_since = None;
+                st.pauses = 0;
+                st.stopped_at = None;
+                // Other waiters' rounds go on, but they wait behind a holder now.
+                st.settle(r.at);
             }
             (Observation::GaveUp { .. }, Some(l)) => {
-                if let Some(w) = locks
-                    .entry(l)
-                    .or_default()
-                    .wanting
-                    .iter_mut()
-                    .find(|(q, _, _)| *q == p)
-                {
-                    w.2 = false;
-                }
+                let st = locks.entry(l).or_default();
+                st.trying.retain(|(q, _)| *q != p);
+                st.settle(r.at);
             }
             (Observation::Released { .. } | Observation::Lost { .. }, Some(l)) => {
                 let st = locks.entry(l).or_default();
                 if let Some(i) = st.holders.iter().position(|q| *q == p) {
                     st.holders.swap_remove(i);
-                    if st.holders.is_empty() {
-                        st.free_since = r.at;
-                    }
                 }
+                st.settle(r.at);
             }
             _ => {
-                // A crashed client neither holds nor wants anything.
+                // A crashed client neither holds nor wants anything; the time it was trying
+                // stays on the clock (only an acquisition resets it).
                 for st in locks.values_mut() {
                     if let Some(i) = st.holders.iter().position(|q| *q == p) {
                         st.holders.swap_remove(i);
-                        if st.holders.is_empty() {
-                            st.free_since = r.at;
-                        }
                     }
-                    st.wanting.retain(|(q, _, _)| *q != p);
+                    st.trying.retain(|(q, _)| *q != p);
+                    st.settle(r.at);
                 }
             }
         }

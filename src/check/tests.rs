@@ -231,3 +231,130 @@ fn longest_overlap_measures_the_widest_two_holder_window() {
         0
     );
 }
+
+fn gave_up(lock: u32) -> Observation {
+    Observation::GaveUp { lock }
+}
+
+/// A lock taken by a client that crashed, with no TTL (the key stays), and one waiter that
+/// crashes every 4 s of trying and is back 1 s later.
+fn stuck_lock_with_a_crashing_waiter() -> Vec<(u64, u32, Observation)> {
+    let mut recs = vec![
+        (0, 1, attempt(0, "a")),
+        (1, 1, acquired(0, "a")),
+        (2, 1, Observation::Crashed),
+    ];
+    for i in 0..10u64 {
+        let t = 3 + i * 5_000;
+        recs.push((t, 2, attempt(0, &format!("b{i}"))));
+        recs.push((t + 4_000, 2, Observation::Crashed));
+        recs.push((t + 5_000 - 1, 2, Observation::Restarted { with_data: true }));
+    }
+    recs
+}
+
+#[test]
+fn liveness_fails_on_a_stuck_lock_whose_waiters_crash_and_restart() {
+    let recs = stuck_lock_with_a_crashing_waiter();
+    let v = liveness(&hist(recs), &live_cfg(60_000), &name)
+        .expect("a lock nobody could take for 40 s of trying must be caught");
+    // Tries of 4 s from 3 ms, 5.003 s, 10.003 s: 8 s are summed by 10.003 s, the bound is
+    // passed 2 s into the third try.
+    assert_eq!(v.at, ms(12_003));
+    assert_eq!(v.actors, vec![p(2)]);
+    assert!(v.message.contains("in 3 stretches"), "{}", v.message);
+}
+
+#[test]
+fn liveness_fails_when_two_waiters_take_turns_crashing() {
+    // "By anyone": c2 and c3 alternate, each crashing after 3 s; nobody ever gets the lock.
+    let mut recs = vec![(0, 1, acquired(0, "a")), (1, 1, Observation::Crashed)];
+    for i in 0..8u64 {
+        let who = 2 + (i % 2) as u32;
+        let t = 2 + i * 3_000;
+        recs.push((t, who, attempt(0, &format!("t{i}"))));
+        recs.push((t + 3_000, who, Observation::Crashed));
+    }
+    let v = liveness(&hist(recs), &live_cfg(30_000), &name).expect("must be caught");
+    assert_eq!(v.at, ms(10_002), "one continuous stretch from 2 ms");
+    assert!(!v.message.contains("stretches"), "{}", v.message);
+}
+
+#[test]
+fn liveness_fails_on_a_livelock_of_give_ups() {
+    // Two clients split the votes, give up, think 500 ms, try again: 1.5 s of trying per
+    // 2 s; 10 s of trying are summed after 6 rounds and 1 s of a seventh.
+    let mut recs = vec![];
+    for i in 0..10u64 {
+        let t = i * 2_000;
+        recs.push((t, 1, attempt(0, &format!("a{i}"))));
+        recs.push((t, 2, attempt(0, &format!("b{i}"))));
+        recs.push((t + 1_500, 1, gave_up(0)));
+        recs.push((t + 1_500, 2, gave_up(0)));
+    }
+    let v = liveness(&hist(recs), &live_cfg(20_000), &name).expect("livelock must be caught");
+    assert_eq!(v.at, ms(13_000));
+}
+
+#[test]
+fn liveness_passes_when_a_crashing_waiter_gets_the_lock_in_time() {
+    // The same crash loop, but the lock is taken in between: each acquisition resets the
+    // clock, so no stretch of trying without an acquisition reaches 10 s.
+    let mut recs = vec![];
+    for i in 0..10u64 {
+        let t = i * 5_000;
+        recs.push((t, 2, attempt(0, &format!("b{i}"))));
+        recs.push((t + 4_000, 2, Observation::Crashed));
+        recs.push((t + 4_500, 3, acquired(0, &format!("c{i}"))));
+        recs.push((t + 4_600, 3, released(0, &format!("c{i}"))));
+    }
+    assert_eq!(liveness(&hist(recs), &live_cfg(60_000), &name), None);
+}
+
+#[test]
+fn liveness_does_not_count_time_when_nobody_wants_the_lock() {
+    // 8 s of failed trying, a minute when nobody wants the lock (c2 gave up and thinks), 1.5 s
+    // more, then success: 9.5 s of wanting, under the 10 s bound, though the first attempt
+    // was 70 s before the acquisition.
+    let recs = vec![
+        (0, 1, acquired(0, "a")),
+        (1, 1, Observation::Crashed),
+        (2, 2, attempt(0, "b1")),
+        (8_002, 2, gave_up(0)),
+        (70_000, 2, attempt(0, "b3")),
+        (71_500, 2, acquired(0, "b3")),
+        (72_000, 2, released(0, "b3")),
+    ];
+    assert_eq!(liveness(&hist(recs), &live_cfg(80_000), &name), None);
+}
+
+#[test]
+fn liveness_passes_when_nobody_tries_after_the_holder_is_gone() {
+    // The key may be stuck, but nobody wants it: no unavailability to report.
+    let recs = vec![
+        (0, 1, attempt(0, "a")),
+        (1, 1, acquired(0, "a")),
+        (2, 1, Observation::Crashed),
+        (3, 2, attempt(0, "b")),
+        (5_000, 2, gave_up(0)),
+    ];
+    assert_eq!(liveness(&hist(recs), &live_cfg(600_000), &name), None);
+}
+
+#[test]
+fn liveness_counts_a_waiter_whose_round_spans_another_clients_acquisition() {
+    // c2 starts one long round (retries are not reported again) while c1 holds; c3 takes the
+    // lock in between and lets go at 2 s; c2 keeps trying and nobody gets the lock after.
+    let recs = vec![
+        (0, 1, acquired(0, "a")),
+        (1, 2, attempt(0, "b")),
+        (1_000, 1, released(0, "a")),
+        (1_000, 3, acquired(0, "c")),
+        (2_000, 3, released(0, "c")),
+        (15_000, 2, gave_up(0)),
+    ];
+    let v = liveness(&hist(recs), &live_cfg(20_000), &name)
+        .expect("c2 was trying all along: its round did not end at c3's acquisition");
+    assert_eq!(v.at, ms(12_000), "free and wanted from c3's release at 2 s");
+    assert_eq!(v.actors, vec![p(2)]);
+}

@@ -828,8 +828,16 @@ impl ConsensusClient {
             | ClientPhase::Creating
             | ClientPhase::Watching
             | ClientPhase::Releasing => self.start_over(cx, "request failed", false),
-            // The resource did not answer: as the Redis clients do, go on.
-            ClientPhase::Reading => self.hold(cx),
+            // As `LockClient::read_timed_out`: without the read, the client does not know the
+            // resource's state and must not write on an old base (a lost update no real
+            // client makes); its read raises, and the lock is given back unwritten.
+            ClientPhase::Reading => {
+                let before = self.rounds_done;
+                self.release(cx);
+                // Not a completed critical section (`release` counted it, unless it found no
+                // node and started over).
+                self.rounds_done = before;
+            }
             ClientPhase::Writing => self.release(cx),
             ClientPhase::Idle
             | ClientPhase::Queued

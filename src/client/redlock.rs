@@ -745,8 +745,14 @@ impl RedlockClient {
         {
             self.resource_wait = None;
             match self.phase {
-                // As `LockClient`: a read that goes unanswered does not stop the work.
-                Phase::Reading => self.hold(cx),
+                // As `LockClient::read_timed_out`: without the read, the client does not know
+                // the resource's state and must not write on an old base (a lost update no
+                // real client makes); its read raises, and the lock is given back unwritten.
+                Phase::Reading => {
+                    self.release(cx);
+                    // Not a completed critical section.
+                    self.rounds_done -= 1;
+                }
                 Phase::Writing => self.release(cx),
                 _ => {}
             }

@@ -433,9 +433,28 @@ impl LockClient {
             }
             Algorithm::SetPxGetDel => self.request(cx, Phase::ReleaseGet, Command::Get(key)),
             Algorithm::SetPxCad | Algorithm::SetPxCadFencing | Algorithm::SetPxWaitCad => {
-                self.send_unlock_script(cx)
+                self.send_unlock_script(cx, Phase::Releasing)
             }
         }
+    }
+
+    /// The read that opens the critical section went unanswered within the request timeout
+    /// (lost, or late: the late answer is ignored, as `pending_id` moved on). The client does
+    /// not know the resource's state, so it must not write: a write on the previous round's
+    /// `base_version` would be a lost update no real client makes. A real client's read
+    /// raises a timeout error, and its `with lock:` (or `try … finally: unlock`) gives the
+    /// lock back on the way out, without writing; so does this one. (Re-reading instead would
+    /// keep the lock through an outage of the resource, and a TTL is not meant for that.)
+    fn read_timed_out(&mut self, cx: &mut Cx<'_>) {
+        self.give_back(cx);
+    }
+
+    /// Ends a critical section that did not happen (no token, no read): the lock is released
+    /// as usual, but the round does not count towards `rounds`, so the client tries again.
+    fn give_back(&mut self, cx: &mut Cx<'_>) {
+        self.release(cx);
+        // `release` counted the round.
+        self.rounds_done -= 1;
     }
 
     /// `[config.key]`, shared; made afresh only if the (public) config's key was changed.
@@ -447,7 +466,9 @@ impl LockClient {
         }
     }
 
-    fn send_unlock_script(&mut self, cx: &mut Cx<'_>) {
+    /// The unlock script, as EVALSHA (or EVAL once a node said NOSCRIPT); `phase` is the one
+    /// that waits for its reply (a release, or giving back a lock with too few WAIT acks).
+    fn send_unlock_script(&mut self, cx: &mut Cx<'_>, phase: Phase) {
         let script = if self.use_eval {
             ScriptRef::Source(self.unlock.clone())
         } else {
@@ -459,7 +480,7 @@ impl LockClient {
             args: Arc::new([self.token.clone()]),
             read_only: false,
         };
-        self.request(cx, Phase::Releasing, cmd);
+        self.request(cx, phase, cmd);
     }
 
     fn think(&mut self, cx: &mut Cx<'_>) {
@@ -499,11 +520,14 @@ impl LockClient {
             Phase::AwaitingReplicas => match reply {
                 Reply::Int(n) if n >= i64::from(self.config.wait_replicas) => self.acquired(cx),
                 // Too few replicas have the lock: a failover could lose it. Give it back.
-                _ => {
-                    self.send_unlock_script(cx);
-                    self.phase = Phase::Abandoning;
-                }
+                _ => self.send_unlock_script(cx, Phase::Abandoning),
             },
+            // As the release path: a node that lost its script cache (a restart) answers
+            // EVALSHA with NOSCRIPT, and the key would linger until its TTL.
+            Phase::Abandoning if matches!(&reply, Reply::Error(e) if e == NOSCRIPT) => {
+                self.use_eval = true;
+                self.send_unlock_script(cx, Phase::Abandoning);
+            }
             Phase::Abandoning => self.acquire_failed(cx),
             Phase::Fencing => match reply {
                 Reply::Int(n) if n > 0 => {
@@ -511,10 +535,7 @@ impl LockClient {
                     self.acquired(cx);
                 }
                 // No token, no safe write: give the lock back and retry.
-                _ => {
-                    self.rounds_done = self.rounds_done.saturating_sub(1);
-                    self.release(cx);
-                }
+                _ => self.give_back(cx),
             },
             Phase::ReleaseGet => {
                 if matches!(&reply, Reply::Bulk(v) if v[..] == self.token[..]) {
@@ -531,7 +552,7 @@ impl LockClient {
                 if matches!(&reply, Reply::Error(e) if e == NOSCRIPT) {
                     // redis-py's Script and most libraries: EVALSHA, and EVAL on NOSCRIPT.
                     self.use_eval = true;
-                    self.send_unlock_script(cx);
+                    self.send_unlock_script(cx, Phase::Releasing);
                 } else {
                     self.think(cx);
                 }
@@ -606,7 +627,7 @@ impl Process for LockClient {
                 let d = self.config.retry.draw(cx);
                 self.arm(cx, d);
             }
-            Phase::Reading => self.hold(cx),
+            Phase::Reading => self.read_timed_out(cx),
             Phase::Holding => self.end_critical_section(cx),
             Phase::Writing => self.release(cx),
             Phase::ReleaseGet | Phase::Releasing => {

@@ -403,7 +403,14 @@ impl WatchdogClient {
             // The SET may have succeeded on the server; the client cannot know, so it
             // retries with a new token (the orphan key expires with its lease).
             Phase::Acquiring => self.retry(cx),
-            Phase::Reading => self.hold(cx),
+            // As `LockClient::read_timed_out`: without the read, the client does not know the
+            // resource's state and must not write on an old base (a lost update no real
+            // client makes); its read raises, and the lock is given back unwritten.
+            Phase::Reading => {
+                self.release(cx);
+                // Not a completed critical section.
+                self.rounds_done -= 1;
+            }
             Phase::Writing => self.release(cx),
             Phase::Releasing => self.think(cx),
             Phase::Idle | Phase::Holding | Phase::Waiting | Phase::Done => {}

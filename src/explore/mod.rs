@@ -16,12 +16,15 @@ use crate::check::{CheckConfig, Property, Violation, check_all};
 use crate::history::Observation;
 use crate::scenario::Scenario;
 use crate::sim::{Fault, RunEnd, TraceMode, World};
+use crate::time::SimTime;
 
 /// The result of one seed.
 #[derive(Clone, Debug)]
 pub struct RunOutcome {
     pub seed: u64,
     pub end: RunEnd,
+    /// True time at which the run stopped (the duration, or earlier on a budget).
+    pub ended_at: SimTime,
     pub violations: Vec<Violation>,
     pub events: u64,
     pub acquisitions: u64,
@@ -42,6 +45,11 @@ pub struct RunOutcome {
 impl RunOutcome {
     pub fn violated(&self) -> bool {
         !self.violations.is_empty()
+    }
+
+    /// Stopped on a budget before the model's duration (see `RunEnd::is_inconclusive`).
+    pub fn inconclusive(&self) -> bool {
+        self.end.is_inconclusive()
     }
 }
 
@@ -75,6 +83,7 @@ pub fn run_world_with(
     let outcome = RunOutcome {
         seed,
         end,
+        ended_at: world.now(),
         violations,
         events: world.events_handled(),
         acquisitions,
@@ -137,6 +146,11 @@ pub struct SweepSummary {
     pub first_seed_per_property: BTreeMap<Property, u64>,
     /// Seeds that hit the event limit before their duration (inconclusive).
     pub event_limit_seeds: u64,
+    /// Seeds that stopped on any budget before their duration (`RunEnd::is_inconclusive`):
+    /// what held in them held only as far as they ran.
+    pub inconclusive_seeds: u64,
+    /// The first inconclusive seed, how it ended and when.
+    pub first_inconclusive: Option<(u64, RunEnd, SimTime)>,
     pub events: u64,
     pub acquisitions: u64,
     /// The longest two-holder overlap of any seed, and that seed (the first, on ties).
@@ -172,6 +186,11 @@ impl SweepSummary {
         if o.end == RunEnd::EventLimit {
             self.event_limit_seeds += 1;
         }
+        if o.inconclusive() {
+            self.inconclusive_seeds += 1;
+            self.first_inconclusive
+                .get_or_insert((o.seed, o.end, o.ended_at));
+        }
         if o.violated() {
             self.violating_seeds += 1;
             for v in &o.violations {
@@ -185,6 +204,11 @@ impl SweepSummary {
                 self.first_violations = o.violations;
             }
         }
+    }
+
+    /// Seeds that ran to their end: where "held" is a verdict.
+    pub fn conclusive_seeds(&self) -> u64 {
+        self.seeds_run - self.inconclusive_seeds
     }
 
     /// Properties violated by at least one seed.

@@ -33,6 +33,18 @@ pub enum RunEnd {
     Quiescent,
 }
 
+impl RunEnd {
+    /// The run stopped on a budget before the model's duration: a property that held may
+    /// still fail later in the run, so "held" is not a verdict for this run. (Matched
+    /// exhaustively, so that a new way of stopping has to say which it is.)
+    pub fn is_inconclusive(self) -> bool {
+        match self {
+            RunEnd::TimeLimit | RunEnd::Quiescent => false,
+            RunEnd::EventLimit => true,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunState {
     Up,
