@@ -88,7 +88,11 @@ mod tests {
     use crate::scenario::model::PropName;
 
     fn violates(ps: &[Property]) -> Expect {
-        Expect::Violates(ps.iter().map(|p| PropName(*p)).collect())
+        Expect::Violates(
+            ps.iter()
+                .map(|p| PropName(*p, crate::scenario::marks::Mark::NONE))
+                .collect(),
+        )
     }
 
     #[test]
