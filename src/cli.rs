@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::check::Property;
+use crate::check::witness::Hazard;
 use crate::explore::timeline::{self, Messages, TimelineOptions};
 use crate::explore::{self, Shard, SweepSummary};
 use crate::scenario::{Expect, Scenario};
@@ -187,6 +188,22 @@ fn end_text(end: RunEnd) -> &'static str {
 /// `run` and `replay`: verdict, realised faults, and the timeline. Returns the text and
 /// whether a checked property was violated.
 pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool) {
+    let r = run_report_full(sc, seed, messages);
+    (r.text, r.violated)
+}
+
+/// What `run` prints and what its exit code depends on.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    pub text: String,
+    /// A checked property was violated.
+    pub violated: bool,
+    /// Hazards the model requires (`witness`) that this seed did not reach.
+    pub missing_witnesses: Vec<Hazard>,
+}
+
+/// `run_report`, with the hazards this seed failed to reach.
+pub fn run_report_full(sc: &Scenario, seed: u64, messages: Messages) -> RunReport {
     let (outcome, world) = explore::run_world(sc, seed, TraceMode::Full);
     let mut s = String::new();
     let _ = writeln!(s, "model {} ({}), seed {seed}", sc.name, sc.path);
@@ -238,7 +255,109 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool
     ));
     let _ = writeln!(s);
     s.push_str(&verdict_text(sc, seed, &outcome.violations));
-    (s, !outcome.violations.is_empty())
+    let names = world.names();
+    let reached = crate::check::witness::witnesses(&world.history);
+    s.push_str(&run_witness_text(sc, &reached, &|p| {
+        names[p.index()].clone()
+    }));
+    let missing = outcome.missing_witnesses(sc);
+    if outcome.violations.is_empty() && !missing.is_empty() {
+        let _ = writeln!(
+            s,
+            "VACUOUS: this seed never reached {} (required by `witness`): that nothing broke says nothing about it",
+            hazard_names(&missing)
+        );
+    }
+    RunReport {
+        text: s,
+        violated: !outcome.violations.is_empty(),
+        missing_witnesses: missing,
+    }
+}
+
+fn hazard_names(hs: &[Hazard]) -> String {
+    hs.iter().map(|h| h.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// `run`: the hazards one seed reached, each at its first occurrence.
+pub fn run_witness_text(
+    sc: &Scenario,
+    reached: &[crate::check::witness::Witness],
+    name: &dyn Fn(crate::time::ProcId) -> String,
+) -> String {
+    let mut s = String::new();
+    if reached.is_empty() {
+        let _ = writeln!(s, "witnesses: none reached");
+    } else {
+        let items: Vec<String> = reached
+            .iter()
+            .map(|w| {
+                let who: Vec<String> = w.actors.iter().map(|p| name(*p)).collect();
+                format!("{} (at {}, {})", w.hazard, w.at, who.join("/"))
+            })
+            .collect();
+        let _ = writeln!(s, "witnesses: {}", items.join(", "));
+    }
+    if !sc.model.witness.is_empty() {
+        let _ = writeln!(
+            s,
+            "{}",
+            required_text(sc, &|h| reached.iter().any(|w| w.hazard == h))
+        );
+    }
+    s
+}
+
+/// `required: a (reached), b (NOT reached)`.
+fn required_text(sc: &Scenario, was_reached: &dyn Fn(Hazard) -> bool) -> String {
+    let items: Vec<String> = sc
+        .model
+        .witness
+        .iter()
+        .map(|h| {
+            let how = if was_reached(h.0) {
+                "reached"
+            } else {
+                "NOT reached"
+            };
+            format!("{} ({how})", h.0)
+        })
+        .collect();
+    format!("required witnesses: {}", items.join(", "))
+}
+
+/// The sweep's witness lines: each hazard reached, in how many seeds and first where; then
+/// the model's required hazards.
+pub fn sweep_witness_text(sc: &Scenario, summary: &SweepSummary) -> String {
+    let mut s = String::new();
+    if summary.witnesses.is_empty() {
+        let _ = writeln!(s, "  witnesses: none reached");
+    } else {
+        let items: Vec<String> = summary
+            .witnesses
+            .iter()
+            .map(|(h, (n, first))| format!("{h} {n}/{} (first seed {first})", summary.seeds_run))
+            .collect();
+        let _ = writeln!(s, "  witnesses: {}", items.join(", "));
+    }
+    if !sc.model.witness.is_empty() {
+        let _ = writeln!(
+            s,
+            "  {}",
+            required_text(sc, &|h| summary.witnesses.contains_key(&h))
+        );
+    }
+    s
+}
+
+/// The vacuous verdict, when it applies: nothing violated, and a required hazard unreached.
+pub fn vacuity_line(sc: &Scenario, summary: &SweepSummary) -> Option<String> {
+    summary.vacuous(sc).then(|| {
+        format!(
+            "VACUOUS: no seed reached {} (required by `witness`): that nothing broke says nothing about it",
+            hazard_names(&summary.missing_witnesses(sc))
+        )
+    })
 }
 
 /// Per-property verdict lines, with the replay command for violations.
@@ -368,6 +487,7 @@ pub fn sweep_text(
             }
         }
     }
+    s.push_str(&sweep_witness_text(sc, summary));
     if let Some((ns, seed)) = summary.longest_overlap {
         let mean = summary.total_overlap_ns / summary.seeds_run.max(1);
         let _ = writeln!(
@@ -421,6 +541,9 @@ pub fn sweep_text(
         }
     }
     let _ = writeln!(s, "{}", expectation_line(sc, summary));
+    if let Some(line) = vacuity_line(sc, summary) {
+        let _ = writeln!(s, "{line}");
+    }
     s
 }
 
@@ -447,6 +570,21 @@ pub fn violating_seed_json(sc: &Scenario, seed: u64, vs: &[crate::check::Violati
         "replay": replay_command(sc, seed),
     })
     .to_string()
+}
+
+/// `"witnesses": {"pause_outlived_key": {"seeds": 812, "first": 0}, ...}`: hazards reached.
+pub fn witnesses_json(summary: &SweepSummary) -> serde_json::Value {
+    let m: serde_json::Map<String, serde_json::Value> = summary
+        .witnesses
+        .iter()
+        .map(|(h, (n, first))| {
+            (
+                h.name().to_string(),
+                serde_json::json!({"seeds": n, "first": first}),
+            )
+        })
+        .collect();
+    serde_json::Value::Object(m)
 }
 
 /// `--json`: the summary line that ends the output.
@@ -490,6 +628,10 @@ pub fn sweep_json(
         "min_safety_margin_ns": summary.min_margin.map(|(ns, _)| ns),
         "min_safety_margin_seed": summary.min_margin.map(|(_, seed)| seed),
         "safety_margins": margins,
+        "witnesses": witnesses_json(summary),
+        "witness_required": sc.model.witness.iter().map(|h| h.0.name()).collect::<Vec<_>>(),
+        "witness_missing": summary.missing_witnesses(sc).iter().map(|h| h.name()).collect::<Vec<_>>(),
+        "vacuous": summary.vacuous(sc),
         "jobs": jobs,
         "wall_s": (wall_s * 1000.0).round() / 1000.0,
         "seeds_per_s": (summary.seeds_run as f64 / wall_s.max(1e-9) * 10.0).round() / 10.0,

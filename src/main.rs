@@ -385,9 +385,9 @@ fn main() -> ExitCode {
         } => match load(&model) {
             Ok(sc) if check_determinism => determinism_report(&sc, seed..seed + 1, 1),
             Ok(sc) => {
-                let (text, violated) = cli::run_report(&sc, seed, Messages::None);
-                out(&text);
-                exit_for(violated)
+                let r = cli::run_report_full(&sc, seed, Messages::None);
+                out(&r.text);
+                exit_for_verdict(r.violated, !r.missing_witnesses.is_empty())
             }
             Err(code) => code,
         },
@@ -515,7 +515,7 @@ fn main() -> ExitCode {
                         Err(e) => return bad_input(&e),
                     }
                 }
-                exit_for(summary.violating_seeds > 0)
+                exit_for_verdict(summary.violating_seeds > 0, summary.vacuous(&sc))
             }
             Err(code) => code,
         },
@@ -594,6 +594,18 @@ fn out(text: &str) {
 fn bad_input(msg: &str) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(2)
+}
+
+/// Exit code 4: nothing was violated, but a hazard the model requires (`witness`) was never
+/// reached, so "held" would claim more than the runs showed. A violation (1) comes first.
+const EXIT_VACUOUS: u8 = 4;
+
+fn exit_for_verdict(violated: bool, vacuous: bool) -> ExitCode {
+    if !violated && vacuous {
+        ExitCode::from(EXIT_VACUOUS)
+    } else {
+        exit_for(violated)
+    }
 }
 
 fn exit_for(violated: bool) -> ExitCode {

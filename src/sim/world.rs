@@ -579,6 +579,9 @@ impl World {
         self.history
             .push(self.now, subject, Observation::Fault { what: text });
         let now = self.now;
+        if let Some(fact) = fault_fact(&f) {
+            self.history.push(now, subject, Observation::Fact(fact));
+        }
         match f {
             FaultAction::Pause(p) => {
                 let slot = &mut self.slots[p.index()];
@@ -733,6 +736,26 @@ impl OutputSink for Router<'_> {
     }
     fn observe(&mut self, obs: Observation) {
         self.world.observe(self.from, obs);
+    }
+}
+
+/// What a fault does, as a fact the hazard detectors can read (the `Fault` text is for
+/// people). Pauses, crashes and restarts have their own observations already.
+fn fault_fact(f: &FaultAction) -> Option<crate::history::Fact> {
+    use crate::history::Fact;
+    match f {
+        FaultAction::ClockStep { delta_ms, .. } => Some(Fact::ClockStepped {
+            delta_ms: *delta_ms,
+        }),
+        FaultAction::Drift { drift_ppm, .. } => Some(Fact::DriftChanged {
+            drift_ppm: *drift_ppm,
+        }),
+        FaultAction::Partition { from, to, blocked } => Some(Fact::Links {
+            from: from.clone(),
+            to: to.clone(),
+            blocked: *blocked,
+        }),
+        _ => None,
     }
 }
 
