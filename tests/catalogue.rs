@@ -1,5 +1,6 @@
 //! Every bundled model shows the verdict it declares: unsafe models are shown to violate
-//! exactly the properties they name, safe ones to hold over at least 200 seeds.
+//! exactly the properties they name, safe ones to hold over at least 200 seeds — and to
+//! reach the hazards they require (`witness`), so that holding is not vacuous.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -51,6 +52,14 @@ fn every_catalogue_model_shows_its_declared_verdict() {
             "{}: seeds hit the event limit",
             sc.name
         );
+        // A safe model must also have gone through the danger it claims to survive.
+        if summary.vacuous(&sc) {
+            report.push(format!(
+                "{}: vacuous over {seeds} seeds: never reached {:?}",
+                sc.name,
+                summary.missing_witnesses(&sc)
+            ));
+        }
         if declared != observed {
             report.push(format!(
                 "{}: declared {:?}, observed {:?} over {seeds} seeds (first violating seed {:?})",
@@ -406,4 +415,23 @@ fn a_sparser_schedule_is_a_subset_of_the_full_one_about_k_times_smaller() {
     );
     // And `--sparser 1` changes nothing.
     assert_eq!(sc.sparser(1).fault_schedule(3), sc.fault_schedule(3));
+}
+
+#[test]
+fn every_safe_catalogue_model_requires_the_hazard_it_survives_or_says_why_not() {
+    for path in models() {
+        let sc = scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        if sc.model.expect != Some(Expect::Holds) || !sc.model.witness.is_empty() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.lines()
+                .take_while(|l| l.starts_with("//"))
+                .any(|l| l.contains("Requires no witness")),
+            "{}: a safe model names the hazards it survives in `witness: [...]`, or its header \
+             says why it requires none (\"Requires no witness: ...\")",
+            path.display()
+        );
+    }
 }
