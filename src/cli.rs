@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use crate::check::witness::Hazard;
 use crate::explore::timeline::{self, Messages, TimelineOptions};
 use crate::explore::{self, Shard, SweepSummary};
 use crate::scenario::{Expect, Scenario};
@@ -193,23 +194,29 @@ pub enum Outcome {
     /// No violation, but some run stopped on a budget before its duration: what held there
     /// held only as far as it ran.
     Inconclusive,
+    /// No violation and every run reached its end, but a hazard the model requires
+    /// (`witness`) was never reached: "held" would claim more than the runs showed.
+    Vacuous,
 }
 
 impl Outcome {
-    /// Violations win over inconclusive runs.
-    pub fn of(violated: bool, inconclusive: bool) -> Outcome {
-        match (violated, inconclusive) {
-            (true, _) => Outcome::Violated,
-            (false, true) => Outcome::Inconclusive,
-            (false, false) => Outcome::Held,
+    /// Violations win over inconclusive runs, and those over a hazard not reached (a run
+    /// stopped early may simply not have got there).
+    pub fn of(violated: bool, inconclusive: bool, vacuous: bool) -> Outcome {
+        match (violated, inconclusive, vacuous) {
+            (true, _, _) => Outcome::Violated,
+            (false, true, _) => Outcome::Inconclusive,
+            (false, false, true) => Outcome::Vacuous,
+            (false, false, false) => Outcome::Held,
         }
     }
-    /// 0 held, 1 violated, 3 inconclusive.
+    /// 0 held, 1 violated, 3 inconclusive, 4 vacuous.
     pub fn exit_code(self) -> u8 {
         match self {
             Outcome::Held => 0,
             Outcome::Violated => 1,
             Outcome::Inconclusive => 3,
+            Outcome::Vacuous => 4,
         }
     }
     pub fn name(self) -> &'static str {
@@ -217,6 +224,7 @@ impl Outcome {
             Outcome::Held => "held",
             Outcome::Violated => "violated",
             Outcome::Inconclusive => "inconclusive",
+            Outcome::Vacuous => "vacuous",
         }
     }
 }
@@ -302,7 +310,110 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, Outc
         "{}",
         run_expectation_line(sc, &outcome.violations, inconclusive.is_some())
     );
-    (s, Outcome::of(outcome.violated(), outcome.inconclusive()))
+    let names = world.names();
+    let reached = crate::check::witness::witnesses(&world.history);
+    s.push_str(&run_witness_text(sc, &reached, &|p| {
+        names[p.index()].clone()
+    }));
+    let missing = outcome.missing_witnesses(sc);
+    if outcome.violations.is_empty() && !missing.is_empty() {
+        let _ = writeln!(
+            s,
+            "VACUOUS: this seed never reached {} (required by `witness`): that nothing broke says nothing about it",
+            hazard_names(&missing)
+        );
+    }
+    let outcome = Outcome::of(
+        outcome.violated(),
+        outcome.inconclusive(),
+        !missing.is_empty(),
+    );
+    (s, outcome)
+}
+
+fn hazard_names(hs: &[Hazard]) -> String {
+    hs.iter().map(|h| h.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// `run`: the hazards one seed reached, each at its first occurrence.
+pub fn run_witness_text(
+    sc: &Scenario,
+    reached: &[crate::check::witness::Witness],
+    name: &dyn Fn(crate::time::ProcId) -> String,
+) -> String {
+    let mut s = String::new();
+    if reached.is_empty() {
+        let _ = writeln!(s, "witnesses: none reached");
+    } else {
+        let items: Vec<String> = reached
+            .iter()
+            .map(|w| {
+                let who: Vec<String> = w.actors.iter().map(|p| name(*p)).collect();
+                format!("{} (at {}, {})", w.hazard, w.at, who.join("/"))
+            })
+            .collect();
+        let _ = writeln!(s, "witnesses: {}", items.join(", "));
+    }
+    if !sc.model.witness.is_empty() {
+        let _ = writeln!(
+            s,
+            "{}",
+            required_text(sc, &|h| reached.iter().any(|w| w.hazard == h))
+        );
+    }
+    s
+}
+
+/// `required: a (reached), b (NOT reached)`.
+fn required_text(sc: &Scenario, was_reached: &dyn Fn(Hazard) -> bool) -> String {
+    let items: Vec<String> = sc
+        .model
+        .witness
+        .iter()
+        .map(|h| {
+            let how = if was_reached(h.0) {
+                "reached"
+            } else {
+                "NOT reached"
+            };
+            format!("{} ({how})", h.0)
+        })
+        .collect();
+    format!("required witnesses: {}", items.join(", "))
+}
+
+/// The sweep's witness lines: each hazard reached, in how many seeds and first where; then
+/// the model's required hazards.
+pub fn sweep_witness_text(sc: &Scenario, summary: &SweepSummary) -> String {
+    let mut s = String::new();
+    if summary.witnesses.is_empty() {
+        let _ = writeln!(s, "  witnesses: none reached");
+    } else {
+        let items: Vec<String> = summary
+            .witnesses
+            .iter()
+            .map(|(h, (n, first))| format!("{h} {n}/{} (first seed {first})", summary.seeds_run))
+            .collect();
+        let _ = writeln!(s, "  witnesses: {}", items.join(", "));
+    }
+    if !sc.model.witness.is_empty() {
+        let _ = writeln!(
+            s,
+            "  {}",
+            required_text(sc, &|h| summary.witnesses.contains_key(&h))
+        );
+    }
+    s
+}
+
+/// The vacuous verdict, when it applies: nothing violated, and a required hazard unreached.
+pub fn vacuity_line(sc: &Scenario, summary: &SweepSummary) -> Option<String> {
+    summary.vacuous(sc).then(|| {
+        format!(
+            "VACUOUS: no seed reached {} (required by `witness`): that nothing broke says nothing about it",
+            hazard_names(&summary.missing_witnesses(sc))
+        )
+    })
 }
 
 /// Per-property verdict lines, with the replay command for violations. `inconclusive`: the
@@ -471,6 +582,7 @@ pub fn sweep_text(
             }
         }
     }
+    s.push_str(&sweep_witness_text(sc, summary));
     if let Some((ns, seed)) = summary.longest_overlap {
         let mean = summary.total_overlap_ns / summary.seeds_run.max(1);
         let _ = writeln!(
@@ -528,13 +640,20 @@ pub fn sweep_text(
         }
     }
     let _ = writeln!(s, "{}", expectation_line(sc, summary));
+    if let Some(line) = vacuity_line(sc, summary) {
+        let _ = writeln!(s, "{line}");
+    }
     s
 }
 
 /// What a sweep amounts to: violated if any seed violated, else inconclusive if any seed
 /// stopped on a budget, else held.
-pub fn sweep_outcome(summary: &SweepSummary) -> Outcome {
-    Outcome::of(summary.violating_seeds > 0, summary.inconclusive_seeds > 0)
+pub fn sweep_outcome(sc: &Scenario, summary: &SweepSummary) -> Outcome {
+    Outcome::of(
+        summary.violating_seeds > 0,
+        summary.inconclusive_seeds > 0,
+        summary.vacuous(sc),
+    )
 }
 
 /// `--json`: the line of one violating seed (printed as the sweep finds it).
@@ -560,6 +679,21 @@ pub fn violating_seed_json(sc: &Scenario, seed: u64, vs: &[crate::check::Violati
         "replay": replay_command(sc, seed),
     })
     .to_string()
+}
+
+/// `"witnesses": {"pause_outlived_key": {"seeds": 812, "first": 0}, ...}`: hazards reached.
+pub fn witnesses_json(summary: &SweepSummary) -> serde_json::Value {
+    let m: serde_json::Map<String, serde_json::Value> = summary
+        .witnesses
+        .iter()
+        .map(|(h, (n, first))| {
+            (
+                h.name().to_string(),
+                serde_json::json!({"seeds": n, "first": first}),
+            )
+        })
+        .collect();
+    serde_json::Value::Object(m)
 }
 
 /// `--json`: the summary line that ends the output.
@@ -600,7 +734,7 @@ pub fn sweep_json(
         "inconclusive_seeds": summary.inconclusive_seeds,
         "first_inconclusive_seed": summary.first_inconclusive.map(|(seed, _, _)| seed),
         "first_inconclusive_at_ns": summary.first_inconclusive.map(|(_, _, at)| at.0),
-        "outcome": sweep_outcome(summary).name(),
+        "outcome": sweep_outcome(sc, summary).name(),
         "as_declared": sc
             .model
             .expect
@@ -612,6 +746,10 @@ pub fn sweep_json(
         "min_safety_margin_ns": summary.min_margin.map(|(ns, _)| ns),
         "min_safety_margin_seed": summary.min_margin.map(|(_, seed)| seed),
         "safety_margins": margins,
+        "witnesses": witnesses_json(summary),
+        "witness_required": sc.model.witness.iter().map(|h| h.0.name()).collect::<Vec<_>>(),
+        "witness_missing": summary.missing_witnesses(sc).iter().map(|h| h.name()).collect::<Vec<_>>(),
+        "vacuous": summary.vacuous(sc),
         "jobs": jobs,
         "wall_s": (wall_s * 1000.0).round() / 1000.0,
         "seeds_per_s": (summary.seeds_run as f64 / wall_s.max(1e-9) * 10.0).round() / 10.0,

@@ -109,6 +109,31 @@ pub enum Observation {
     },
     /// Free text from a process (user algorithms may use it; shown in timelines).
     Note(String),
+    /// A fact for checkers and hazard detectors (`check::witness`) that the texts of `Fault`
+    /// and `Replication` give only in words. Not drawn in timelines nor exported: those
+    /// texts already say it for people.
+    Fact(Fact),
+}
+
+/// Structured facts about faults and roles, recorded beside their texts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fact {
+    /// This Redis node became a master (`REPLICAOF NO ONE`: a failover's promotion).
+    Promoted,
+    /// This process's wall clock was stepped by `delta_ms` (negative: back).
+    ClockStepped { delta_ms: i64 },
+    /// This process's clock drift was set to `drift_ppm`.
+    DriftChanged { drift_ppm: i64 },
+    /// Every directed link from a member of `from` to a member of `to` was cut
+    /// (`blocked: true`) or healed.
+    Links {
+        from: Vec<ProcId>,
+        to: Vec<ProcId>,
+        blocked: bool,
+    },
+    /// This process was cut off from every other, both ways (no list kept: see
+    /// `FaultKind::Isolate`).
+    Isolated,
 }
 
 /// A history entry: who observed what, when (true time).

@@ -424,7 +424,10 @@ fn main() -> ExitCode {
                             FormatArg::Html => explore::report::html(&sc, seed, &world, v, w),
                             _ => explore::report::svg(&sc, seed, &world, v, w),
                         };
-                        (text, cli::Outcome::of(o.violated(), o.inconclusive()))
+                        (
+                            text,
+                            cli::Outcome::of(o.violated(), o.inconclusive(), false),
+                        )
                     }
                 };
                 match path {
@@ -513,7 +516,7 @@ fn main() -> ExitCode {
                         Err(e) => return bad_input(&e),
                     }
                 }
-                exit_with(cli::sweep_outcome(&summary))
+                exit_with(cli::sweep_outcome(&sc, &summary))
             }
             Err(code) => code,
         },
@@ -595,7 +598,8 @@ fn bad_input(msg: &str) -> ExitCode {
 }
 
 /// Exit code: 0 every property held, 1 a property was violated, 3 nothing violated but a run
-/// stopped on its budget before its duration (inconclusive); 2 is bad input.
+/// stopped on its budget before its duration (inconclusive), 4 nothing violated but a hazard
+/// the model requires (`witness`) was never reached (vacuous); 2 is bad input.
 fn exit_with(outcome: cli::Outcome) -> ExitCode {
     ExitCode::from(outcome.exit_code())
 }

@@ -60,12 +60,20 @@ fn failure(what: &str, seed: u64, v: &Violation, replay: Option<String>) -> Stri
     msg
 }
 
-/// Sweeps the model at `path` and panics at the first seed that violates a property it checks.
+/// Sweeps the model at `path` and panics at the first seed that violates a property it checks,
+/// or, after a sweep of many seeds, when no seed reached a hazard the model requires
+/// (`witness`): a vacuous sweep is not a pass.
 pub fn assert_model_holds(path: impl AsRef<Path>) {
     let path = path.as_ref();
     let sc = scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
-    for seed in seeds_from_env() {
+    let seeds = seeds_from_env();
+    // One seed (`DISTLOCK_SEED`) reproduces a failure; it need not reach every hazard.
+    let judge_witnesses = std::env::var("DISTLOCK_SEED").is_err();
+    let mut unreached: Vec<crate::check::witness::Hazard> =
+        sc.model.witness.iter().map(|h| h.0).collect();
+    for &seed in &seeds {
         let o = run_seed(&sc, seed);
+        unreached.retain(|h| !o.witnesses.contains(*h));
         if let Some(v) = o.violations.first() {
             let replay = format!("distlock-sim replay {} --seed {seed}", path.display());
             panic!(
@@ -73,6 +81,16 @@ pub fn assert_model_holds(path: impl AsRef<Path>) {
                 failure(&format!("model {}", sc.name), seed, v, Some(replay))
             );
         }
+    }
+    if judge_witnesses && !unreached.is_empty() {
+        let names: Vec<&str> = unreached.iter().map(|h| h.name()).collect();
+        panic!(
+            "model {} is vacuous: none of its {} seeds reached {} (required by `witness`); \
+             widen the sweep with DISTLOCK_SEEDS=N or make its faults reach the hazard",
+            sc.name,
+            seeds.len(),
+            names.join(", ")
+        );
     }
 }
 

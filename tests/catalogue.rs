@@ -1,11 +1,12 @@
 //! Every bundled model shows the verdict it declares: unsafe models are shown to violate
-//! exactly the properties they name, safe ones to hold over at least 200 seeds.
+//! exactly the properties they name, safe ones to hold over at least 200 seeds — and to
+//! reach the hazards they require (`witness`), so that holding is not vacuous.
 
 use std::path::{Path, PathBuf};
 
 use distlock_sim::check::Property;
 use distlock_sim::explore::{Shard, sweep};
-use distlock_sim::scenario;
+use distlock_sim::scenario::{self, Expect};
 
 /// Seeds swept per model (at least 200, as the catalogue promises for models that hold)...
 const SEEDS: u64 = 200;
@@ -45,6 +46,14 @@ fn every_catalogue_model_shows_its_declared_verdict() {
             "{}: seeds stopped on a budget (first: {:?})",
             sc.name, summary.first_inconclusive
         );
+        // A safe model must also have gone through the danger it claims to survive.
+        if summary.vacuous(&sc) {
+            report.push(format!(
+                "{}: vacuous over {seeds} seeds: never reached {:?}",
+                sc.name,
+                summary.missing_witnesses(&sc)
+            ));
+        }
         // As sets: an extra violated property is as wrong as a missing one.
         let c = expect.compare(summary.violated_properties());
         if !c.matches() {
@@ -418,4 +427,23 @@ fn a_sparser_schedule_is_a_subset_of_the_full_one_about_k_times_smaller() {
     );
     // And `--sparser 1` changes nothing.
     assert_eq!(sc.sparser(1).fault_schedule(3), sc.fault_schedule(3));
+}
+
+#[test]
+fn every_safe_catalogue_model_requires_the_hazard_it_survives_or_says_why_not() {
+    for path in models() {
+        let sc = scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        if sc.model.expect != Some(Expect::Holds) || !sc.model.witness.is_empty() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.lines()
+                .take_while(|l| l.starts_with("//"))
+                .any(|l| l.contains("Requires no witness")),
+            "{}: a safe model names the hazards it survives in `witness: [...]`, or its header \
+             says why it requires none (\"Requires no witness: ...\")",
+            path.display()
+        );
+    }
 }

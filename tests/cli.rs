@@ -382,13 +382,17 @@ fn a_run_prints_the_declared_verdict_against_its_seed() {
         ),
         "{out}"
     );
-    let o = run(&["run", "single-px-cad-fencing", "--seed", "0"]);
+    // Seed 1 reaches both hazards the model requires (seed 0 never meets a stale token: it
+    // exits 4, vacuous).
+    let o = run(&["run", "single-px-cad-fencing", "--seed", "1"]);
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
         out.contains("expected: holds — observed in this seed: holds (as declared)"),
         "{out}"
     );
+    let o = run(&["run", "single-px-cad-fencing", "--seed", "0"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o).0);
 }
 
 #[test]
@@ -449,4 +453,122 @@ fn a_violation_wins_over_an_inconclusive_run() {
         "{out}"
     );
     assert_eq!(o.status.code(), Some(1), "{out}");
+}
+
+/// A fencing model whose pauses are too short to outlive the key: it holds, but it never
+/// went through the danger it claims to survive.
+const VACUOUS: &str = r#"// v
+(
+    description: "fencing, but the pauses are shorter than the TTL",
+    duration: "20s",
+    nodes: [(name: "redis")],
+    resource: (name: "db", fencing: true),
+    clients: [(name: "c", count: 2, algorithm: "set-px-cad-fencing", node: "redis",
+               ttl: "10s", hold: ("100ms", "300ms"), retry: ("50ms", "100ms"))],
+    random_faults: [pause(targets: ["c1", "c2"], every: ("2s", "4s"), duration: ("10ms", "50ms"))],
+    check: ["resource_safety"],
+    expect: holds,
+    witness: ["pause_outlived_key", "stale_token_rejected"],
+)
+"#;
+
+#[test]
+fn a_safe_sweep_that_never_reaches_its_required_hazard_is_vacuous_and_exits_4() {
+    let p = scratch("vacuous.ron", VACUOUS);
+    let o = run(&["sweep", p.to_str().unwrap(), "--seeds", "0..30"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{out}{err}");
+    assert!(
+        out.contains("required witnesses: pause_outlived_key (NOT reached), stale_token_rejected (NOT reached)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("VACUOUS: no seed reached pause_outlived_key, stale_token_rejected"),
+        "{out}"
+    );
+    let o = run(&["sweep", p.to_str().unwrap(), "--seeds", "0..30", "--json"]);
+    let last = text(&o).0.lines().last().unwrap().to_string();
+    let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(o.status.code(), Some(4));
+    assert_eq!(v["summary"]["vacuous"], serde_json::json!(true));
+    assert_eq!(
+        v["summary"]["witness_missing"],
+        serde_json::json!(["pause_outlived_key", "stale_token_rejected"])
+    );
+    // `run` judges its one seed the same way.
+    let o = run(&["run", p.to_str().unwrap(), "--seed", "3"]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{out}");
+    assert!(out.contains("VACUOUS: this seed never reached"), "{out}");
+}
+
+#[test]
+fn the_same_model_with_pauses_past_the_ttl_reaches_its_hazards_and_exits_0() {
+    let p = scratch(
+        "not-vacuous.ron",
+        &VACUOUS.replace(
+            r#"every: ("2s", "4s"), duration: ("10ms", "50ms")"#,
+            r#"every: ("2s", "4s"), duration: ("11s", "12s")"#,
+        ),
+    );
+    let o = run(&["sweep", p.to_str().unwrap(), "--seeds", "0..30", "--json"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let w = &v["summary"]["witnesses"];
+    assert!(
+        w["pause_outlived_key"]["seeds"].as_u64().unwrap() > 0,
+        "{w}"
+    );
+    assert!(
+        w["stale_token_rejected"]["seeds"].as_u64().unwrap() > 0,
+        "{w}"
+    );
+    assert_eq!(v["summary"]["vacuous"], serde_json::json!(false));
+}
+
+#[test]
+fn a_violating_sweep_exits_1_even_when_a_required_hazard_was_not_reached() {
+    let p = scratch(
+        "violating-unwitnessed.ron",
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/models/single-px-del-pause.ron"
+        ))
+        .unwrap()
+        .replace(
+            "    expect:",
+            "    witness: [\"restart_lost_keys\"],\n    expect:",
+        ),
+    );
+    let o = run(&["sweep", p.to_str().unwrap(), "--seeds", "0..20"]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(!out.contains("VACUOUS"), "{out}");
+}
+
+#[test]
+fn an_unknown_hazard_is_named_with_a_suggestion_and_exits_2() {
+    let (code, err) = bad_model(
+        "bad-witness.ron",
+        "check: [\"mutual_exclusion\"],",
+        "check: [\"mutual_exclusion\"], witness: [\"pause_outlived_keys\"],",
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("unknown hazard \"pause_outlived_keys\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("did you mean \"pause_outlived_key\"?"),
+        "{err}"
+    );
+    assert!(err.contains("known: pause_outlived_key, "), "{err}");
+    let (code, err) = bad_model(
+        "twice-witness.ron",
+        "check: [\"mutual_exclusion\"],",
+        "check: [\"mutual_exclusion\"], witness: [\"holder_crashed\", \"holder_crashed\"],",
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("witness names holder_crashed twice"), "{err}");
 }

@@ -12,6 +12,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use crate::check::witness::{Hazard, Hazards};
 use crate::check::{CheckConfig, Property, Violation, check_all};
 use crate::history::Observation;
 use crate::scenario::Scenario;
@@ -40,6 +41,8 @@ pub struct RunOutcome {
     /// and a histogram over `MARGIN_BUCKETS`.
     pub min_margin_ns: Option<i64>,
     pub margin_histogram: [u64; 6],
+    /// The hazards this seed reached (`check::witness`).
+    pub witnesses: Hazards,
 }
 
 impl RunOutcome {
@@ -50,6 +53,16 @@ impl RunOutcome {
     /// Stopped on a budget before the model's duration (see `RunEnd::is_inconclusive`).
     pub fn inconclusive(&self) -> bool {
         self.end.is_inconclusive()
+    }
+
+    /// The hazards the model requires that this seed did not reach.
+    pub fn missing_witnesses(&self, sc: &Scenario) -> Vec<Hazard> {
+        sc.model
+            .witness
+            .iter()
+            .map(|h| h.0)
+            .filter(|h| !self.witnesses.contains(*h))
+            .collect()
     }
 }
 
@@ -93,6 +106,7 @@ pub fn run_world_with(
         total_overlap_ns: 0,
         min_margin_ns: None,
         margin_histogram: [0; 6],
+        witnesses: crate::check::witness::reached(&world.history),
     };
     let (longest, total) = crate::check::overlaps_ns(&world.history);
     let mut outcome = RunOutcome {
@@ -160,11 +174,17 @@ pub struct SweepSummary {
     /// The smallest safety margin of any seed, and that seed.
     pub min_margin: Option<(i64, u64)>,
     pub margin_histogram: [u64; 6],
+    /// Per hazard reached by at least one seed: (seeds that reached it, the first of them).
+    pub witnesses: BTreeMap<Hazard, (u64, u64)>,
 }
 
 impl SweepSummary {
     fn add(&mut self, o: RunOutcome) {
         self.seeds_run += 1;
+        for h in o.witnesses.iter() {
+            let e = self.witnesses.entry(h).or_insert((0, o.seed));
+            e.0 += 1;
+        }
         self.total_overlap_ns += o.total_overlap_ns;
         for (a, b) in self.margin_histogram.iter_mut().zip(o.margin_histogram) {
             *a += b;
@@ -209,6 +229,22 @@ impl SweepSummary {
     /// Seeds that ran to their end: where "held" is a verdict.
     pub fn conclusive_seeds(&self) -> u64 {
         self.seeds_run - self.inconclusive_seeds
+    }
+
+    /// The hazards the model requires that no seed reached. Non-empty with no violation:
+    /// the sweep is vacuous (it never went through the danger it is about).
+    pub fn missing_witnesses(&self, sc: &Scenario) -> Vec<Hazard> {
+        sc.model
+            .witness
+            .iter()
+            .map(|h| h.0)
+            .filter(|h| !self.witnesses.contains_key(h))
+            .collect()
+    }
+
+    /// No seed violated a property, but a required hazard was never reached.
+    pub fn vacuous(&self, sc: &Scenario) -> bool {
+        self.violating_seeds == 0 && !self.missing_witnesses(sc).is_empty()
     }
 
     /// Properties violated by at least one seed.

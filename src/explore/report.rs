@@ -631,6 +631,8 @@ fn scene(
                 kind: MarkKind::Info,
                 tip: format!("{} at {at}: {what}", names[p]),
             }),
+            // Said in words by the fault and replication marks.
+            Observation::Fact(_) => {}
         }
     }
     for (c, s) in trying {

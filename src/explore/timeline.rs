@@ -329,7 +329,9 @@ pub fn render(
                     Observation::Crashed
                     | Observation::Restarted { .. }
                     | Observation::Paused
-                    | Observation::Resumed => continue,
+                    | Observation::Resumed
+                    // Said in words by the fault and replication lines.
+                    | Observation::Fact(_) => continue,
                 };
                 (at, p, text)
             }

@@ -870,6 +870,19 @@ impl RedisNode {
             Persistence::Aof(_) if keep_data => self.keyspace.clone(),
             Persistence::Aof(_) => self.disk.snapshot.clone(),
         };
+        // What the restart lost, in the history: a key that came back with another value, or
+        // not at all, left this node now (the crash itself kept the keyspace in memory).
+        if self.config.observe_keys {
+            let lost: Vec<(Bytes, Entry)> = self
+                .keyspace
+                .iter()
+                .filter(|(k, e)| restored.raw(k).is_none_or(|r| r.value != e.value))
+                .map(|(k, e)| (k.clone(), e.clone()))
+                .collect();
+            for (k, e) in &lost {
+                self.note_removed(k, e, Removal::Flushed, None);
+            }
+        }
         self.keyspace = restored;
         self.disk.loading = true;
         self.scripts.clear();
@@ -891,7 +904,9 @@ impl RedisNode {
                 .map(|(k, _)| k.clone())
                 .collect();
             for k in expired {
-                self.keyspace.remove(&k);
+                if let Some((k, e)) = self.keyspace.remove(&k) {
+                    self.note_removed(&k, &e, Removal::Expired, None);
+                }
             }
         }
         self.disk.snapshot_at_mono_ns = now_mono_ns;

@@ -246,6 +246,8 @@ impl RedisNode {
                     self.note(format!(
                         "REPLICAOF NO ONE: promoted to master at offset {off}"
                     ));
+                    self.pending
+                        .push(Observation::Fact(crate::history::Fact::Promoted));
                 }
                 Reply::Ok
             }

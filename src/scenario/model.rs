@@ -3,6 +3,7 @@
 use serde::Deserialize;
 
 use crate::check::Property;
+use crate::check::witness::Hazard;
 use crate::client::consensus::{ConsensusService, ConsensusServiceConfig};
 use crate::client::{ClientConfig, Resource};
 use crate::clock::NodeClock;
@@ -77,6 +78,10 @@ pub struct Model {
     pub liveness_bound: Option<Pos<Dur>>,
     #[serde(default)]
     pub expect: Option<Expect>,
+    /// Hazards the model must reach (`check::witness`): a sweep in which none of its seeds
+    /// reached one of them, and nothing was violated, is vacuous rather than holding.
+    #[serde(default)]
+    pub witness: Vec<HazardName>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -192,6 +197,53 @@ impl<'de> Deserialize<'de> for PropName {
                 ))
             })
     }
+}
+
+/// A hazard name (`witness: [...]`), checked where it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct HazardName(pub Hazard);
+
+impl<'de> Deserialize<'de> for HazardName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Hazard::from_name(&s).map(HazardName).ok_or_else(|| {
+            let names: Vec<_> = Hazard::ALL.iter().map(|h| h.name()).collect();
+            let hint =
+                closest_hazard(&s).map_or(String::new(), |h| format!(" (did you mean {h:?}?)"));
+            serde::de::Error::custom(format!(
+                "unknown hazard {s:?}{hint}; known: {}",
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+/// The known hazard nearest to a misspelt one, when it is near enough to be a typo.
+fn closest_hazard(s: &str) -> Option<&'static str> {
+    fn distance(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let cur = row[j + 1];
+                row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+                prev = cur;
+            }
+        }
+        row[b.len()]
+    }
+    // Names are short; a long input is no typo of one (and is not worth the work).
+    if s.len() > 64 {
+        return None;
+    }
+    Hazard::ALL
+        .iter()
+        .map(|h| (distance(s, h.name()), h.name()))
+        .min()
+        .filter(|(d, name)| *d <= name.len() / 3)
+        .map(|(_, name)| name)
 }
 
 /// The consensus lock service (one logical, linearizable process).
@@ -1222,6 +1274,14 @@ impl Scenario {
                         p.1,
                     ));
                 }
+            }
+        }
+        for (i, h) in model.witness.iter().enumerate() {
+            if model.witness[..i].contains(h) {
+                return Err(invalid(
+                    format!("witness names {} twice", h.0),
+                    Some("witness".into()),
+                ));
             }
         }
         let max_ttl = model.clients.iter().map(|g| g.ttl.ns()).max().unwrap_or(0);

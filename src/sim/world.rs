@@ -2,7 +2,7 @@
 //! state machines, the network, per-node clocks, faults, history and trace.
 
 use crate::clock::NodeClock;
-use crate::history::{History, Observation};
+use crate::history::{Fact, History, Observation};
 use crate::net::{DropReason, LinkSpec, Network};
 use crate::process::{Cx, OutputSink, Process};
 use crate::proto::Msg;
@@ -699,7 +699,7 @@ impl World {
                     self.holders.remove(i);
                 }
             }
-            Observation::Replication { what } if what.contains("promoted to master") => {
+            Observation::Fact(crate::history::Fact::Promoted) => {
                 self.promoted_at[p.index()] = self.now;
             }
             _ => {}
@@ -772,6 +772,10 @@ impl World {
             }
             FaultKind::ClockStep { proc, delta_ms } => {
                 self.slots[proc.index()].clock.add_step(now, *delta_ms);
+                let fact = Fact::ClockStepped {
+                    delta_ms: *delta_ms,
+                };
+                self.history.push(now, *proc, Observation::Fact(fact));
             }
             FaultKind::Drift { proc, drift_ppm } => {
                 let slot = &mut self.slots[proc.index()];
@@ -780,14 +784,27 @@ impl World {
                 } else {
                     slot.drift_base_ppm = *drift_ppm;
                 }
-                slot.apply_drift(now);
+                self.apply_drift(*proc);
             }
             FaultKind::Partition {
                 from,
                 to,
                 both_ways,
-            } => self.cut_links(from, to, *both_ways, true),
-            FaultKind::Isolate(p) => self.isolate(*p, true),
+            } => {
+                self.cut_links(from, to, *both_ways, true);
+                let fact = Fact::Links {
+                    from: from.clone(),
+                    to: to.clone(),
+                    blocked: true,
+                };
+                let subject = f.subject().unwrap_or(ProcId(0));
+                self.history.push(now, subject, Observation::Fact(fact));
+            }
+            FaultKind::Isolate(p) => {
+                self.isolate(*p, true);
+                self.history
+                    .push(now, *p, Observation::Fact(Fact::Isolated));
+            }
             FaultKind::LatencySpike { from, to, extra_ns } => {
                 for &a in from {
                     for &b in to {
@@ -867,15 +884,23 @@ impl World {
             }
             FaultKind::ClockStep { .. } => unreachable!("instant faults have no closing"),
             FaultKind::Drift { proc, drift_ppm } => {
-                let slot = &mut self.slots[proc.index()];
-                slot.drift_windows_ppm -= drift_ppm;
-                slot.apply_drift(now);
+                self.slots[proc.index()].drift_windows_ppm -= drift_ppm;
+                self.apply_drift(*proc);
             }
             FaultKind::Partition {
                 from,
                 to,
                 both_ways,
-            } => self.cut_links(from, to, *both_ways, false),
+            } => {
+                self.cut_links(from, to, *both_ways, false);
+                let fact = Fact::Links {
+                    from: from.clone(),
+                    to: to.clone(),
+                    blocked: false,
+                };
+                let subject = f.subject().unwrap_or(ProcId(0));
+                self.history.push(now, subject, Observation::Fact(fact));
+            }
             FaultKind::Isolate(p) => self.isolate(*p, false),
             FaultKind::LatencySpike { from, to, extra_ns } => {
                 for &a in from {
@@ -961,13 +986,18 @@ impl World {
     }
 }
 
-impl Slot {
-    /// Sets the clock's rate to the base plus the open windows, clamped to what a clock takes.
-    fn apply_drift(&mut self, now: SimTime) {
+impl World {
+    /// Sets `p`'s clock rate to its base plus the open windows, clamped to what a clock
+    /// takes, and records the change as a fact.
+    fn apply_drift(&mut self, p: ProcId) {
+        let now = self.now;
+        let slot = &mut self.slots[p.index()];
         let limit = crate::clock::DRIFT_PPM_LIMIT;
-        let ppm = (self.drift_base_ppm + self.drift_windows_ppm).clamp(-limit, limit);
-        if ppm != self.clock.drift_ppm(now) {
-            self.clock.set_drift(now, ppm);
+        let ppm = (slot.drift_base_ppm + slot.drift_windows_ppm).clamp(-limit, limit);
+        if ppm != slot.clock.drift_ppm(now) {
+            slot.clock.set_drift(now, ppm);
+            let fact = Fact::DriftChanged { drift_ppm: ppm };
+            self.history.push(now, p, Observation::Fact(fact));
         }
     }
 }

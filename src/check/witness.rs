@@ -1,0 +1,452 @@
+//! Hazards reached: which of the dangers a lock must survive actually happened in a run.
+//!
+//! A verdict of "holds" says nothing unless the run went through the danger the model is
+//! about: a fencing model whose pauses never outlived a key has not shown that fencing
+//! works. Each detector here reads only the history (like the checkers) and says whether,
+//! and first when, its hazard occurred. A sweep counts the seeds that reached each hazard,
+//! and a model that requires a hazard (`witness: [...]`) which no seed reached is vacuous.
+//!
+//! "Holds" below means what the checkers mean: from `Acquired` until `Released`, `Lost` or
+//! the client's crash. A token is "live on a node" from its `KeyWritten` there until its
+//! `KeyRemoved` there.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use indexmap::IndexMap;
+use rustc_hash::FxBuildHasher;
+
+use crate::history::{Fact, History, Observation, Removal};
+use crate::proto::Bytes;
+use crate::time::{ProcId, SimTime};
+
+/// The hazards the detectors know. Closed: a model names them in `witness: [...]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Hazard {
+    /// A client paused while holding, and its key left a node that had granted it (expired,
+    /// overwritten, flushed, or deleted by another) before the client resumed.
+    PauseOutlivedKey,
+    /// A holder's key expired on a node while the holder still held the lock.
+    KeyExpiredWhileHeld,
+    /// The resource rejected a read or write (a stale fencing token).
+    StaleTokenRejected,
+    /// A node was promoted to master while some holder's token, granted on another node,
+    /// was not in its keyspace: the failover lost an acknowledged lock.
+    PromotedReplicaLackedLock,
+    /// As `PromotedReplicaLackedLock`, and another replica did have the holder's token: the
+    /// replica that could acknowledge a `WAIT` was not the one promoted.
+    LockReplicaNotPromoted,
+    /// A node's wall clock was stepped (or its drift changed) while it kept a held lock's key
+    /// with an expiry: the step moved when that key expires in true time.
+    ClockMovedExpiry,
+    /// A holder's own clock was stepped (or its drift changed) while it held.
+    HolderClockMoved,
+    /// A holder's renewal or extend failed (it learnt it lost the lock).
+    RenewalFailed,
+    /// A holder's believed validity ran out while it still held: it gave the lock up early
+    /// (`Lost`, "validity ran out") or kept on past its belief.
+    ValidityRanOut,
+    /// A holder held past the end of the validity it acquired with, on renewed validity
+    /// (critical sections longer than the lease, kept safe by renewal).
+    HeldBeyondLease,
+    /// A node restarted without a key it had before its crash.
+    RestartLostKeys,
+    /// A node crashed while it kept a held lock's key.
+    NodeCrashedWithLock,
+    /// A client crashed while holding (without a TTL, its lock stays forever).
+    HolderCrashed,
+    /// A holder was cut off from a node that kept its key (either direction).
+    HolderPartitioned,
+}
+
+impl Hazard {
+    pub const ALL: [Hazard; 14] = [
+        Hazard::PauseOutlivedKey,
+        Hazard::KeyExpiredWhileHeld,
+        Hazard::StaleTokenRejected,
+        Hazard::PromotedReplicaLackedLock,
+        Hazard::LockReplicaNotPromoted,
+        Hazard::ClockMovedExpiry,
+        Hazard::HolderClockMoved,
+        Hazard::RenewalFailed,
+        Hazard::ValidityRanOut,
+        Hazard::HeldBeyondLease,
+        Hazard::RestartLostKeys,
+        Hazard::NodeCrashedWithLock,
+        Hazard::HolderCrashed,
+        Hazard::HolderPartitioned,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Hazard::PauseOutlivedKey => "pause_outlived_key",
+            Hazard::KeyExpiredWhileHeld => "key_expired_while_held",
+            Hazard::StaleTokenRejected => "stale_token_rejected",
+            Hazard::PromotedReplicaLackedLock => "promoted_replica_lacked_lock",
+            Hazard::LockReplicaNotPromoted => "lock_replica_not_promoted",
+            Hazard::ClockMovedExpiry => "clock_moved_expiry",
+            Hazard::HolderClockMoved => "holder_clock_moved",
+            Hazard::RenewalFailed => "renewal_failed",
+            Hazard::ValidityRanOut => "validity_ran_out",
+            Hazard::HeldBeyondLease => "held_beyond_lease",
+            Hazard::RestartLostKeys => "restart_lost_keys",
+            Hazard::NodeCrashedWithLock => "node_crashed_with_lock",
+            Hazard::HolderCrashed => "holder_crashed",
+            Hazard::HolderPartitioned => "holder_partitioned",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Hazard> {
+        Hazard::ALL.into_iter().find(|h| h.name() == s)
+    }
+
+    fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+impl fmt::Display for Hazard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A set of hazards, as bits: what one seed reached, kept per outcome in sweeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hazards(u32);
+
+impl Hazards {
+    pub fn insert(&mut self, h: Hazard) {
+        self.0 |= h.bit();
+    }
+    pub fn contains(self, h: Hazard) -> bool {
+        self.0 & h.bit() != 0
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// In `Hazard::ALL` order.
+    pub fn iter(self) -> impl Iterator<Item = Hazard> {
+        Hazard::ALL.into_iter().filter(move |h| self.contains(*h))
+    }
+}
+
+/// The first time a run reached a hazard, and who was involved (holder first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Witness {
+    pub hazard: Hazard,
+    pub at: SimTime,
+    pub actors: Vec<ProcId>,
+}
+
+/// A lock held right now.
+struct Hold {
+    client: ProcId,
+    /// Believed end at acquisition (true time), if the client measures validity.
+    initial_until: Option<SimTime>,
+    /// Believed end now (extensions move it).
+    until: Option<SimTime>,
+    extended: bool,
+}
+
+/// A key as a node keeps it.
+struct Kept {
+    value: Bytes,
+    has_expiry: bool,
+    /// Written by the master's stream (no client named), not by a client's command.
+    replicated: bool,
+}
+
+#[derive(Default)]
+struct Scan<'h> {
+    found: Vec<Witness>,
+    seen: Hazards,
+    /// token -> its hold. Fixed-hasher map: deterministic and cheap over many tokens.
+    holds: IndexMap<&'h Bytes, Hold, FxBuildHasher>,
+    /// Paused clients and the tokens they held when the pause began.
+    paused: BTreeMap<ProcId, Vec<&'h Bytes>>,
+    /// node -> key -> what it keeps.
+    nodes: BTreeMap<ProcId, IndexMap<&'h Bytes, Kept, FxBuildHasher>>,
+    /// Tokens a client's own command wrote on some node (granted, not just replicated).
+    granted: IndexMap<&'h Bytes, ProcId, FxBuildHasher>,
+    /// When each node last restarted.
+    restarted_at: BTreeMap<ProcId, SimTime>,
+}
+
+impl<'h> Scan<'h> {
+    fn hit(&mut self, hazard: Hazard, at: SimTime, actors: Vec<ProcId>) {
+        if !self.seen.contains(hazard) {
+            self.seen.insert(hazard);
+            self.found.push(Witness { hazard, at, actors });
+        }
+    }
+
+    fn holder_of(&self, token: &Bytes) -> Option<ProcId> {
+        self.holds.get(token).map(|h| h.client)
+    }
+
+    /// Nodes on which `token` is live.
+    fn nodes_keeping<'s>(&'s self, token: &'s Bytes) -> impl Iterator<Item = ProcId> + 's {
+        self.nodes
+            .iter()
+            .filter(move |(_, ks)| ks.values().any(|k| k.value == *token))
+            .map(|(n, _)| *n)
+    }
+
+    /// A hold ends: judge validity and lease on the way out.
+    fn end_hold(&mut self, token: &Bytes, at: SimTime) {
+        let Some(h) = self.holds.swap_remove(token) else {
+            return;
+        };
+        self.judge_hold_end(&h, at);
+    }
+
+    fn judge_hold_end(&mut self, h: &Hold, at: SimTime) {
+        if h.until.is_some_and(|u| at > u) {
+            self.hit(Hazard::ValidityRanOut, at, vec![h.client]);
+        }
+        if h.extended && h.initial_until.is_some_and(|u| at > u) {
+            self.hit(Hazard::HeldBeyondLease, at, vec![h.client]);
+        }
+    }
+}
+
+/// Every hazard the run reached, each with its first occurrence, in order of time.
+pub fn witnesses(history: &History) -> Vec<Witness> {
+    let mut s = Scan::default();
+    let mut last = SimTime::ZERO;
+    for r in &history.records {
+        last = r.at;
+        let (at, p) = (r.at, r.proc);
+        match &r.obs {
+            Observation::Acquired {
+                token,
+                believed_until,
+                ..
+            } => {
+                s.holds.insert(
+                    token,
+                    Hold {
+                        client: p,
+                        initial_until: *believed_until,
+                        until: *believed_until,
+                        extended: false,
+                    },
+                );
+            }
+            Observation::Extended {
+                token,
+                believed_until,
+                ..
+            } => {
+                if let Some(h) = s.holds.get_mut(token) {
+                    h.extended = true;
+                    h.until = *believed_until;
+                }
+            }
+            Observation::Released { token, .. } => s.end_hold(token, at),
+            Observation::Lost { token, reason, .. } => {
+                if s.holds.contains_key(token) {
+                    match *reason {
+                        "renewal failed" | "extend failed" => {
+                            s.hit(Hazard::RenewalFailed, at, vec![p]);
+                        }
+                        "validity ran out" => s.hit(Hazard::ValidityRanOut, at, vec![p]),
+                        _ => {}
+                    }
+                }
+                s.end_hold(token, at);
+            }
+            Observation::Crashed => {
+                let held: Vec<&Bytes> = s
+                    .holds
+                    .iter()
+                    .filter(|(_, h)| h.client == p)
+                    .map(|(t, _)| *t)
+                    .collect();
+                if !held.is_empty() {
+                    s.hit(Hazard::HolderCrashed, at, vec![p]);
+                }
+                for t in held {
+                    s.end_hold(t, at);
+                }
+                s.paused.remove(&p);
+                // A node that crashes keeps its keyspace until it restarts (what it then
+                // finds depends on persistence); a held lock on it is at risk.
+                if let Some(ks) = s.nodes.get(&p) {
+                    let holder = ks.values().find_map(|k| s.holder_of(&k.value));
+                    if let Some(h) = holder {
+                        s.hit(Hazard::NodeCrashedWithLock, at, vec![h, p]);
+                    }
+                }
+            }
+            Observation::Restarted { .. } => {
+                s.restarted_at.insert(p, at);
+            }
+            Observation::Paused => {
+                let held: Vec<&Bytes> = s
+                    .holds
+                    .iter()
+                    .filter(|(_, h)| h.client == p)
+                    .map(|(t, _)| *t)
+                    .collect();
+                if !held.is_empty() {
+                    s.paused.insert(p, held);
+                }
+            }
+            Observation::Resumed => {
+                s.paused.remove(&p);
+            }
+            Observation::ResourceRead {
+                client,
+                accepted: false,
+                ..
+            }
+            | Observation::ResourceWrite {
+                client,
+                accepted: false,
+                ..
+            } => s.hit(Hazard::StaleTokenRejected, at, vec![*client]),
+            Observation::KeyWritten {
+                key,
+                value,
+                expire_at_ms,
+                by,
+            } => {
+                if let Some(c) = by {
+                    s.granted.entry(value).or_insert(*c);
+                }
+                s.nodes.entry(p).or_default().insert(
+                    key,
+                    Kept {
+                        value: value.clone(),
+                        has_expiry: expire_at_ms.is_some(),
+                        replicated: by.is_none(),
+                    },
+                );
+            }
+            Observation::KeyRemoved {
+                key,
+                value,
+                how,
+                by,
+            } => {
+                if let Some(ks) = s.nodes.get_mut(&p) {
+                    ks.swap_remove(key);
+                }
+                let holder = s.holder_of(value);
+                // The holder's own unlock, or a replica applying its master's DEL (no client
+                // named), is not the key leaving under the holder.
+                let own_del = *how == Removal::Del && by.is_none_or(|b| Some(b) == holder);
+                if let Some(h) = holder
+                    && !own_del
+                {
+                    if *how == Removal::Expired {
+                        s.hit(Hazard::KeyExpiredWhileHeld, at, vec![h, p]);
+                    }
+                    if s.paused.get(&h).is_some_and(|ts| ts.contains(&value)) {
+                        s.hit(Hazard::PauseOutlivedKey, at, vec![h, p]);
+                    }
+                }
+                if *how == Removal::Flushed && s.restarted_at.get(&p) == Some(&at) {
+                    s.hit(Hazard::RestartLostKeys, at, vec![p]);
+                }
+            }
+            Observation::Fact(Fact::Promoted) => {
+                let empty = IndexMap::default();
+                let mine = s.nodes.get(&p).unwrap_or(&empty);
+                let mut lacked = None;
+                let mut elsewhere = None;
+                for (t, h) in &s.holds {
+                    let granted_elsewhere = s.granted.contains_key(t);
+                    if !granted_elsewhere || mine.values().any(|k| k.value == **t) {
+                        continue;
+                    }
+                    lacked.get_or_insert(h.client);
+                    let on_replica = s.nodes.iter().any(|(n, ks)| {
+                        *n != p && ks.values().any(|k| k.replicated && k.value == **t)
+                    });
+                    if on_replica {
+                        elsewhere.get_or_insert(h.client);
+                    }
+                }
+                if let Some(h) = lacked {
+                    s.hit(Hazard::PromotedReplicaLackedLock, at, vec![h, p]);
+                }
+                if let Some(h) = elsewhere {
+                    s.hit(Hazard::LockReplicaNotPromoted, at, vec![h, p]);
+                }
+            }
+            Observation::Fact(Fact::ClockStepped { .. } | Fact::DriftChanged { .. }) => {
+                let moved = !matches!(r.obs, Observation::Fact(Fact::ClockStepped { delta_ms: 0 }));
+                if moved {
+                    if s.holds.values().any(|h| h.client == p) {
+                        s.hit(Hazard::HolderClockMoved, at, vec![p]);
+                    }
+                    let holder = s.nodes.get(&p).and_then(|ks| {
+                        ks.values()
+                            .filter(|k| k.has_expiry)
+                            .find_map(|k| s.holder_of(&k.value))
+                    });
+                    if let Some(h) = holder {
+                        s.hit(Hazard::ClockMovedExpiry, at, vec![h, p]);
+                    }
+                }
+            }
+            Observation::Fact(Fact::Links {
+                from,
+                to,
+                blocked: true,
+            }) => {
+                let mut cut = None;
+                'holds: for (t, h) in &s.holds {
+                    for n in s.nodes_keeping(t) {
+                        let c = h.client;
+                        if (from.contains(&c) && to.contains(&n))
+                            || (from.contains(&n) && to.contains(&c))
+                        {
+                            cut = Some((c, n));
+                            break 'holds;
+                        }
+                    }
+                }
+                if let Some((c, n)) = cut {
+                    s.hit(Hazard::HolderPartitioned, at, vec![c, n]);
+                }
+            }
+            Observation::Fact(Fact::Isolated) => {
+                // Cut off from everyone: a holder from its nodes, or a node from its holders.
+                let cut = s.holds.iter().find_map(|(t, h)| {
+                    let mut nodes = s.nodes_keeping(t);
+                    if h.client == p {
+                        nodes.next().map(|n| (p, n))
+                    } else {
+                        nodes.any(|n| n == p).then_some((h.client, p))
+                    }
+                });
+                if let Some((c, n)) = cut {
+                    s.hit(Hazard::HolderPartitioned, at, vec![c, n]);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Holds still open at the end are judged at the last record.
+    let open: Vec<Hold> = std::mem::take(&mut s.holds).into_values().collect();
+    for h in &open {
+        s.judge_hold_end(h, last);
+    }
+    s.found
+}
+
+/// The hazards a run reached, as a set.
+pub fn reached(history: &History) -> Hazards {
+    let mut set = Hazards::default();
+    for w in witnesses(history) {
+        set.insert(w.hazard);
+    }
+    set
+}
+
+#[cfg(test)]
+mod tests;
