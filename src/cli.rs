@@ -13,8 +13,31 @@ use crate::scenario::{Expect, Scenario};
 use crate::sim::{RunEnd, TraceMode};
 use crate::time::fmt_duration_ns;
 
-/// Largest seed count one sweep accepts.
+/// Largest seed count one sweep accepts (and most seeds one hunt runs).
 pub const MAX_SWEEP_SEEDS: u64 = 1_000_000_000;
+
+/// Most worker threads any command accepts (`--jobs`). Each run is single-threaded and a
+/// worker holds one run's world at a time, so memory grows with jobs; past the machine's
+/// cores more workers only add memory. 256 leaves room for large machines and refuses the
+/// absurd (every subcommand with `--jobs` checks it the same way: exit 2, naming `--jobs`).
+pub const MAX_JOBS: usize = 256;
+
+/// `--jobs N`: 1..=MAX_JOBS.
+pub fn parse_jobs(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of worker threads"))?;
+    if n == 0 || n > MAX_JOBS {
+        return Err(format!("{n} is not in 1..={MAX_JOBS}"));
+    }
+    Ok(n)
+}
+
+/// The default `--jobs`: the available cores, within `MAX_JOBS`.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_JOBS))
+}
 
 /// `A..B` on the command line.
 #[derive(Clone, Debug)]

@@ -2,7 +2,11 @@
 //! runs diverge. A run is a pure function of model and seed; this is how a regression of
 //! that promise is caught and located.
 
-use crate::explore::run_world;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::explore::{CHUNK, Shard, run_world};
 use crate::scenario::Scenario;
 use crate::sim::TraceMode;
 
@@ -78,6 +82,49 @@ pub fn check_seed(sc: &Scenario, seed: u64) -> Result<(), Divergence> {
         });
     }
     Ok(())
+}
+
+/// What `--check-determinism` found over a range of seeds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeterminismSummary {
+    pub seeds_run: u64,
+    pub divergent_seeds: u64,
+    /// The divergence of the lowest divergent seed.
+    pub first: Option<Divergence>,
+}
+
+/// Runs every seed of `seeds` in `shard` twice on `jobs` threads. Seeds are handed out in
+/// chunks and only the first divergence is kept, so memory stays flat however many seeds
+/// the range holds (a range is never collected).
+pub fn check_seeds(
+    sc: &Scenario,
+    seeds: Range<u64>,
+    shard: Shard,
+    jobs: usize,
+) -> DeterminismSummary {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .expect("thread pool");
+    let mut summary = DeterminismSummary::default();
+    let mut start = seeds.start;
+    while start < seeds.end {
+        let end = seeds.end.min(start.saturating_add(CHUNK));
+        let found: Vec<Divergence> = pool.install(|| {
+            (start..end)
+                .into_par_iter()
+                .filter(|s| shard.contains(*s))
+                .filter_map(|s| check_seed(sc, s).err())
+                .collect()
+        });
+        summary.seeds_run += shard.count_in(&(start..end));
+        summary.divergent_seeds += found.len() as u64;
+        if summary.first.is_none() {
+            summary.first = found.into_iter().next();
+        }
+        start = end;
+    }
+    summary
 }
 
 #[cfg(test)]

@@ -120,6 +120,14 @@ impl Shard {
     pub fn contains(self, seed: u64) -> bool {
         seed % self.count == self.index
     }
+
+    /// How many seeds of `seeds` this shard runs, without walking the range (a sweep may
+    /// span a billion seeds).
+    pub fn count_in(self, seeds: &Range<u64>) -> u64 {
+        // Seeds below `x` with seed % count == index.
+        let below = |x: u64| x / self.count + u64::from(x % self.count > self.index);
+        below(seeds.end).saturating_sub(below(seeds.start))
+    }
 }
 
 /// What a sweep found. Identical for any number of jobs (results are gathered in seed order).
@@ -194,6 +202,10 @@ impl SweepSummary {
     }
 }
 
+/// Seeds a sweep hands to its workers at once: results are gathered (in seed order) and
+/// folded per chunk, so memory stays flat in the number of seeds.
+pub(crate) const CHUNK: u64 = 4096;
+
 /// Sweeps `seeds` (restricted to `shard`) on `jobs` threads. `on_done` is called once per
 /// finished seed (progress bars); results do not depend on `jobs`.
 pub fn sweep(
@@ -222,7 +234,6 @@ pub fn sweep_each(
         .expect("thread pool");
     let mut summary = SweepSummary::default();
     // Chunks keep memory flat in the number of seeds: only violating seeds are kept.
-    const CHUNK: u64 = 4096;
     let mut start = seeds.start;
     while start < seeds.end {
         let end = seeds.end.min(start.saturating_add(CHUNK));
