@@ -204,6 +204,9 @@ fn end_text(end: RunEnd) -> &'static str {
             "STOPPED at the event limit (inconclusive: raise max_events or look for a livelock)"
         }
         RunEnd::Quiescent => "stopped: nothing left to do",
+        RunEnd::HistoryLimit => {
+            "STOPPED at the history memory budget (inconclusive: the verdict covers the run up to here; shorten the duration)"
+        }
     }
 }
 
@@ -221,6 +224,9 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, bool
         outcome.acquisitions,
         end_text(outcome.end)
     );
+    if let Some(cap) = world.trace.cap() {
+        let _ = writeln!(s, "{}", cap.note());
+    }
     let swarm = sc.swarm_text(seed);
     if !swarm.is_empty() {
         let _ = writeln!(s, "swarm drawn by this seed: {}", swarm.join("; "));
@@ -421,6 +427,14 @@ pub fn sweep_text(
             summary.event_limit_seeds
         );
     }
+    if summary.history_limit_seeds > 0 {
+        let _ = writeln!(
+            s,
+            "  {} seeds stopped at the history memory budget of {} MB (inconclusive)",
+            summary.history_limit_seeds,
+            crate::history::HISTORY_BUDGET_BYTES >> 20
+        );
+    }
     match summary.first_violating_seed {
         Some(seed) => {
             let _ = writeln!(s, "first violating seed: {seed}");
@@ -507,6 +521,7 @@ pub fn sweep_json(
         "violations_per_property": per,
         "first_violating_seed": summary.first_violating_seed,
         "event_limit_seeds": summary.event_limit_seeds,
+        "history_limit_seeds": summary.history_limit_seeds,
         "longest_overlap_ns": summary.longest_overlap.map(|(ns, _)| ns),
         "longest_overlap_seed": summary.longest_overlap.map(|(_, seed)| seed),
         "mean_overlap_ns_per_seed": summary.total_overlap_ns / summary.seeds_run.max(1),

@@ -423,6 +423,10 @@ fn main() -> ExitCode {
                         let (o, world) =
                             explore::run_world(&sc, seed, distlock_sim::sim::TraceMode::Full);
                         let v = &o.violations;
+                        // On stderr: the output itself stays a valid JSON / HTML / SVG file.
+                        if let Some(cap) = world.trace.cap() {
+                            eprintln!("note: {}", cap.note());
+                        }
                         let w = window.map(|w| (w.0, w.1));
                         let text = match format {
                             FormatArg::Json => explore::export::json_lines(&sc, seed, &world, v),
@@ -458,8 +462,7 @@ fn main() -> ExitCode {
         } => match load(&model) {
             Ok(sc) if check_determinism => {
                 let shard = shard.map_or(Shard::WHOLE, |s| s.0);
-                let summary =
-                    explore::determinism::check_seeds(&sc, seeds.0.clone(), shard, jobs);
+                let summary = explore::determinism::check_seeds(&sc, seeds.0.clone(), shard, jobs);
                 determinism_report(&sc, &summary)
             }
             Ok(sc) => {

@@ -173,7 +173,11 @@ fn file_kind(t: std::fs::FileType) -> &'static str {
             return "a socket";
         }
     }
-    if t.is_dir() { "a directory" } else { "not a regular file" }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Reads one corpus file: a regular file of at most `MAX_FILE_BYTES`, whatever its metadata

@@ -146,6 +146,8 @@ pub struct SweepSummary {
     pub first_seed_per_property: BTreeMap<Property, u64>,
     /// Seeds that hit the event limit before their duration (inconclusive).
     pub event_limit_seeds: u64,
+    /// Seeds whose history outgrew its memory budget before their duration (inconclusive).
+    pub history_limit_seeds: u64,
     pub events: u64,
     pub acquisitions: u64,
     /// The longest two-holder overlap of any seed, and that seed (the first, on ties).
@@ -178,8 +180,10 @@ impl SweepSummary {
         }
         self.events += o.events;
         self.acquisitions += o.acquisitions;
-        if o.end == RunEnd::EventLimit {
-            self.event_limit_seeds += 1;
+        match o.end {
+            RunEnd::EventLimit => self.event_limit_seeds += 1,
+            RunEnd::HistoryLimit => self.history_limit_seeds += 1,
+            RunEnd::TimeLimit | RunEnd::Quiescent => {}
         }
         if o.violated() {
             self.violating_seeds += 1;
