@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::explore::{CHUNK, Shard, run_world};
+use crate::explore::{Shard, run_world};
 use crate::scenario::Scenario;
 use crate::sim::TraceMode;
 
@@ -103,22 +103,18 @@ pub fn check_seeds(
         .build()
         .expect("thread pool");
     let mut summary = DeterminismSummary::default();
-    let mut start = seeds.start;
-    while start < seeds.end {
-        let end = seeds.end.min(start.saturating_add(CHUNK));
+    for ranks in shard.chunks(&seeds) {
+        summary.seeds_run += ranks.end - ranks.start;
         let found: Vec<Divergence> = pool.install(|| {
-            (start..end)
+            ranks
                 .into_par_iter()
-                .filter(|s| shard.contains(*s))
-                .filter_map(|s| check_seed(sc, s).err())
+                .filter_map(|k| check_seed(sc, shard.nth_in(&seeds, k)).err())
                 .collect()
         });
-        summary.seeds_run += shard.count_in(&(start..end));
         summary.divergent_seeds += found.len() as u64;
         if summary.first.is_none() {
             summary.first = found.into_iter().next();
         }
-        start = end;
     }
     summary
 }
@@ -126,6 +122,29 @@ pub fn check_seeds(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shard_counts_and_ranks_its_seeds_as_walking_the_range_would() {
+        for count in 1..7u64 {
+            for index in 0..count {
+                let shard = Shard { index, count };
+                for range in [0..0u64, 0..1, 3..4, 5..23, 7..8, 1..100] {
+                    let walked: Vec<u64> = range.clone().filter(|s| shard.contains(*s)).collect();
+                    assert_eq!(shard.count_in(&range), walked.len() as u64);
+                    let ranked: Vec<u64> = (0..walked.len() as u64)
+                        .map(|k| shard.nth_in(&range, k))
+                        .collect();
+                    assert_eq!(ranked, walked, "shard {index}/{count} of {range:?}");
+                }
+            }
+        }
+        let top = u64::MAX - 10..u64::MAX;
+        let shard = Shard { index: 3, count: 4 };
+        assert_eq!(
+            shard.count_in(&top),
+            top.clone().filter(|s| s % 4 == 3).count() as u64
+        );
+    }
 
     #[test]
     fn the_first_difference_is_located() {

@@ -128,6 +128,25 @@ impl Shard {
         let below = |x: u64| x / self.count + u64::from(x % self.count > self.index);
         below(seeds.end).saturating_sub(below(seeds.start))
     }
+
+    /// The `k`-th seed of `seeds` this shard runs (`k < count_in(seeds)`).
+    pub fn nth_in(self, seeds: &Range<u64>, k: u64) -> u64 {
+        let r = seeds.start % self.count;
+        // Written so that nothing overflows, whatever the count.
+        let offset = if self.index >= r {
+            self.index - r
+        } else {
+            self.count - r + self.index
+        };
+        seeds.start + offset + k * self.count
+    }
+
+    /// This shard's seeds of `seeds` in chunks of at most `CHUNK`, each as the range of
+    /// their ranks (`nth_in`): a sparse shard of a huge range is not walked seed by seed.
+    pub(crate) fn chunks(self, seeds: &Range<u64>) -> impl Iterator<Item = Range<u64>> {
+        let n = self.count_in(seeds);
+        (0..n.div_ceil(CHUNK)).map(move |c| c * CHUNK..n.min((c + 1) * CHUNK))
+    }
 }
 
 /// What a sweep found. Identical for any number of jobs (results are gathered in seed order).
@@ -238,14 +257,12 @@ pub fn sweep_each(
         .expect("thread pool");
     let mut summary = SweepSummary::default();
     // Chunks keep memory flat in the number of seeds: only violating seeds are kept.
-    let mut start = seeds.start;
-    while start < seeds.end {
-        let end = seeds.end.min(start.saturating_add(CHUNK));
+    for ranks in shard.chunks(&seeds) {
         let outcomes: Vec<RunOutcome> = pool.install(|| {
-            (start..end)
+            ranks
                 .into_par_iter()
-                .filter(|s| shard.contains(*s))
-                .map(|s| {
+                .map(|k| {
+                    let s = shard.nth_in(&seeds, k);
                     let mut o = run_seed(sc, s);
                     // Dropped, not cleared: a chunk holds thousands of outcomes.
                     o.faults = Vec::new();
@@ -260,7 +277,6 @@ pub fn sweep_each(
             }
             summary.add(o);
         }
-        start = end;
     }
     summary
 }
