@@ -13,8 +13,31 @@ use crate::scenario::{Expect, Scenario};
 use crate::sim::{RunEnd, TraceMode};
 use crate::time::fmt_duration_ns;
 
-/// Largest seed count one sweep accepts.
+/// Largest seed count one sweep accepts (and most seeds one hunt runs).
 pub const MAX_SWEEP_SEEDS: u64 = 1_000_000_000;
+
+/// Most worker threads any command accepts (`--jobs`). Each run is single-threaded and a
+/// worker holds one run's world at a time, so memory grows with jobs; past the machine's
+/// cores more workers only add memory. 256 leaves room for large machines and refuses the
+/// absurd (every subcommand with `--jobs` checks it the same way: exit 2, naming `--jobs`).
+pub const MAX_JOBS: usize = 256;
+
+/// `--jobs N`: 1..=MAX_JOBS.
+pub fn parse_jobs(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of worker threads"))?;
+    if n == 0 || n > MAX_JOBS {
+        return Err(format!("{n} is not in 1..={MAX_JOBS}"));
+    }
+    Ok(n)
+}
+
+/// The default `--jobs`: the available cores, within `MAX_JOBS`.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_JOBS))
+}
 
 /// `A..B` on the command line.
 #[derive(Clone, Debug)]
@@ -181,6 +204,9 @@ fn end_text(end: RunEnd) -> &'static str {
             "STOPPED at the event limit (inconclusive: raise max_events or look for a livelock)"
         }
         RunEnd::Quiescent => "stopped: nothing left to do",
+        RunEnd::HistoryLimit => {
+            "STOPPED at the history memory budget (inconclusive: the verdict covers the run up to here; shorten the duration)"
+        }
     }
 }
 
@@ -239,6 +265,11 @@ pub fn inconclusive_text(sc: &Scenario, end: RunEnd, at: crate::time::SimTime) -
             sc.limits.max_events,
             fmt_duration_ns(sc.limits.max_time.0)
         )),
+        RunEnd::HistoryLimit => Some(format!(
+            "inconclusive: history memory budget of {} MiB reached at t={at} before the model's duration ({})",
+            crate::history::HISTORY_BUDGET_BYTES >> 20,
+            fmt_duration_ns(sc.limits.max_time.0)
+        )),
     }
 }
 
@@ -256,6 +287,9 @@ pub fn run_report(sc: &Scenario, seed: u64, messages: Messages) -> (String, Outc
         outcome.acquisitions,
         end_text(outcome.end)
     );
+    if let Some(cap) = world.trace.cap() {
+        let _ = writeln!(s, "{}", cap.note());
+    }
     let swarm = sc.swarm_text(seed);
     if !swarm.is_empty() {
         let _ = writeln!(s, "swarm drawn by this seed: {}", swarm.join("; "));
@@ -617,6 +651,14 @@ pub fn sweep_text(
                 .trim_start_matches("inconclusive: ")
         );
     }
+    if summary.history_limit_seeds > 0 {
+        let _ = writeln!(
+            s,
+            "  {} seeds stopped at the history memory budget of {} MB (inconclusive)",
+            summary.history_limit_seeds,
+            crate::history::HISTORY_BUDGET_BYTES >> 20
+        );
+    }
     match summary.first_violating_seed {
         Some(seed) => {
             let _ = writeln!(s, "first violating seed: {seed}");
@@ -740,6 +782,7 @@ pub fn sweep_json(
             .expect
             .as_ref()
             .map(|e| e.compare(summary.violated_properties()).matches()),
+        "history_limit_seeds": summary.history_limit_seeds,
         "longest_overlap_ns": summary.longest_overlap.map(|(ns, _)| ns),
         "longest_overlap_seed": summary.longest_overlap.map(|(_, seed)| seed),
         "mean_overlap_ns_per_seed": summary.total_overlap_ns / summary.seeds_run.max(1),

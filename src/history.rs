@@ -144,18 +144,96 @@ pub struct Record {
     pub obs: Observation,
 }
 
+/// Bytes of history one run may hold before it stops (`RunEnd::HistoryLimit`). A sweep
+/// worker holds one run's history at a time, so this bounds a sweep's memory at
+/// jobs x this; `run` and `replay` hold one. The bundled models stay far below it (the
+/// largest, bench-w1, holds ~1 MB per seed); a day-long busy model at the default event
+/// budget would otherwise hold ~1.8 GB.
+pub const HISTORY_BUDGET_BYTES: u64 = 128 << 20;
+
 /// The history of one run, in order of true time (ties in loop order).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct History {
     pub records: Vec<Record>,
+    /// Estimated bytes of `records`: the records themselves and the heap text and byte
+    /// strings they own (not the vector's spare capacity).
+    // Invariant: the sum of `Record::bytes` over `records`.
+    bytes: u64,
+    budget_bytes: u64,
+}
+
+impl Default for History {
+    fn default() -> History {
+        History::with_budget(HISTORY_BUDGET_BYTES)
+    }
 }
 
 impl History {
+    /// An empty history that reports `over_budget` past `budget_bytes`.
+    pub fn with_budget(budget_bytes: u64) -> History {
+        History {
+            records: Vec::new(),
+            bytes: 0,
+            budget_bytes,
+        }
+    }
+
+    /// Records an observation. Never refuses one: the loop checks `over_budget` between
+    /// events and ends the run there, so a history is never cut inside an event.
     pub fn push(&mut self, at: SimTime, proc: ProcId, obs: Observation) {
         debug_assert!(
             self.records.last().is_none_or(|r| r.at <= at),
             "history goes back in time"
         );
-        self.records.push(Record { at, proc, obs });
+        let r = Record { at, proc, obs };
+        self.bytes += r.bytes();
+        self.records.push(r);
+    }
+
+    /// Estimated bytes held (see `bytes`).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn budget_bytes(&self) -> u64 {
+        self.budget_bytes
+    }
+
+    /// Whether the history has grown past its budget.
+    #[inline]
+    pub fn over_budget(&self) -> bool {
+        self.bytes > self.budget_bytes
+    }
+}
+
+impl Record {
+    /// Estimated bytes: the record and what it owns on the heap.
+    fn bytes(&self) -> u64 {
+        let heap = Bytes::heap_bytes;
+        let owned = match &self.obs {
+            Observation::Fault { what }
+            | Observation::Sentinel { what }
+            | Observation::Replication { what }
+            | Observation::Note(what) => what.len(),
+            Observation::Attempt { token, .. }
+            | Observation::Acquired { token, .. }
+            | Observation::Released { token, .. }
+            | Observation::Lost { token, .. }
+            | Observation::Extended { token, .. } => heap(token),
+            Observation::KeyRemoved { key, value, .. }
+            | Observation::KeyWritten { key, value, .. } => heap(key) + heap(value),
+            Observation::Fact(Fact::Links { from, to, .. }) => {
+                (from.len() + to.len()) * std::mem::size_of::<ProcId>()
+            }
+            Observation::Fact(_) => 0,
+            Observation::GaveUp { .. }
+            | Observation::ResourceRead { .. }
+            | Observation::ResourceWrite { .. }
+            | Observation::Crashed
+            | Observation::Restarted { .. }
+            | Observation::Paused
+            | Observation::Resumed => 0,
+        };
+        (std::mem::size_of::<Record>() + owned) as u64
     }
 }

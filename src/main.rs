@@ -40,8 +40,9 @@ enum Cmd {
         /// Seeds to run, as A..B (B excluded), e.g. 0..1000.
         #[arg(long, default_value = "0..1000")]
         seeds: SeedRange,
-        /// Worker threads (each run is single-threaded; results do not depend on this).
-        #[arg(long, default_value_t = default_jobs())]
+        /// Worker threads, 1..=256 (each run is single-threaded; results do not depend on
+        /// this).
+        #[arg(long, default_value_t = cli::default_jobs(), value_parser = cli::parse_jobs)]
         jobs: usize,
         /// Run only the seeds with seed % N == I, written I/N (to split a sweep across machines).
         #[arg(long)]
@@ -89,13 +90,15 @@ enum Cmd {
     /// points until one violates; print seeds and wall time to each, and the median.
     Hunt {
         model: String,
-        /// Independent hunts, starting at seeds 0, 1e6, 2e6, ...
-        #[arg(long, default_value_t = 10)]
+        /// Independent hunts, starting at seeds 0, 1e6, 2e6, ... (1..=10000).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
         repeats: u64,
-        /// Give up a hunt after this many seeds.
-        #[arg(long, default_value_t = 10_000)]
+        /// Give up a hunt after this many seeds (1..=1000000000).
+        #[arg(long, default_value_t = 10_000,
+              value_parser = clap::value_parser!(u64).range(1..=cli::MAX_SWEEP_SEEDS))]
         max_seeds: u64,
-        #[arg(long, default_value_t = default_jobs())]
+        /// Worker threads, 1..=256.
+        #[arg(long, default_value_t = cli::default_jobs(), value_parser = cli::parse_jobs)]
         jobs: usize,
         /// Time the model's random faults uniformly, as a swarm, or at protocol triggers
         /// (same kinds and magnitudes; for the efficiency table in docs/efficiency.md).
@@ -128,7 +131,8 @@ enum Cmd {
         /// Where to write it (default: print it); its pictures go to `pitfalls/` beside it.
         #[arg(long)]
         out: Option<PathBuf>,
-        #[arg(long, default_value_t = default_jobs())]
+        /// Worker threads, 1..=256.
+        #[arg(long, default_value_t = cli::default_jobs(), value_parser = cli::parse_jobs)]
         jobs: usize,
     },
     /// Replay a recorded Redis conformance corpus (a directory of *.txt files) against the model.
@@ -178,10 +182,6 @@ fn write_guide(p: &std::path::Path, guide: &explore::pitfalls::Guide) -> Result<
     Ok(())
 }
 
-fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -207,7 +207,7 @@ fn main() -> ExitCode {
             Err(e) => bad_input(&e.to_string()),
         },
         Cmd::Pitfalls { out: path, jobs } => {
-            match explore::pitfalls::render(&cli::models_dir(), jobs.max(1)) {
+            match explore::pitfalls::render(&cli::models_dir(), jobs) {
                 Ok(guide) => match path {
                     Some(p) => match write_guide(&p, &guide) {
                         Ok(()) => ExitCode::SUCCESS,
@@ -235,9 +235,6 @@ fn main() -> ExitCode {
                     Err(code) => return code,
                 };
                 use rayon::prelude::*;
-                if repeats == 0 || repeats > 10_000 || max_seeds == 0 {
-                    return bad_input("--repeats must be 1..=10000 and --max-seeds at least 1");
-                }
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(jobs.max(1))
                     .build()
@@ -381,7 +378,16 @@ fn main() -> ExitCode {
             seed,
             check_determinism,
         } => match load(&model) {
-            Ok(sc) if check_determinism => determinism_report(&sc, seed..seed + 1, 1),
+            Ok(sc) if check_determinism => {
+                // One seed, checked as itself: `seed..seed + 1` would wrap at u64::MAX.
+                let first = explore::determinism::check_seed(&sc, seed).err();
+                let summary = explore::determinism::DeterminismSummary {
+                    seeds_run: 1,
+                    divergent_seeds: u64::from(first.is_some()),
+                    first,
+                };
+                determinism_report(&sc, &summary)
+            }
             Ok(sc) => {
                 let (text, outcome) = cli::run_report(&sc, seed, Messages::None);
                 out(&text);
@@ -415,6 +421,10 @@ fn main() -> ExitCode {
                         let (o, world) =
                             explore::run_world(&sc, seed, distlock_sim::sim::TraceMode::Full);
                         let v = &o.violations;
+                        // On stderr: the output itself stays a valid JSON / HTML / SVG file.
+                        if let Some(cap) = world.trace.cap() {
+                            eprintln!("note: {}", cap.note());
+                        }
                         let w = window.map(|w| (w.0, w.1));
                         let text = match format {
                             FormatArg::Json => explore::export::json_lines(&sc, seed, &world, v),
@@ -453,15 +463,10 @@ fn main() -> ExitCode {
         } => match load(&model) {
             Ok(sc) if check_determinism => {
                 let shard = shard.map_or(Shard::WHOLE, |s| s.0);
-                let seeds: Vec<u64> = (seeds.0.start..seeds.0.end)
-                    .filter(|s| shard.contains(*s))
-                    .collect();
-                determinism_report_seeds(&sc, &seeds, jobs)
+                let summary = explore::determinism::check_seeds(&sc, seeds.0.clone(), shard, jobs);
+                determinism_report(&sc, &summary)
             }
             Ok(sc) => {
-                if jobs == 0 || jobs > 1024 {
-                    return bad_input("--jobs must be between 1 and 1024");
-                }
                 // A directory that cannot be made is bad input, before a long sweep.
                 if let Some(dir) = &report
                     && let Err(e) = std::fs::create_dir_all(dir)
@@ -469,9 +474,7 @@ fn main() -> ExitCode {
                     return bad_input(&format!("--report {}: {e}", dir.display()));
                 }
                 let shard = shard.map_or(Shard::WHOLE, |s| s.0);
-                let total = (seeds.0.start..seeds.0.end)
-                    .filter(|s| shard.contains(*s))
-                    .count() as u64;
+                let total = shard.count_in(&seeds.0);
                 let bar = (std::io::stderr().is_terminal() && !json).then(|| {
                     let b = indicatif::ProgressBar::new(total);
                     b.set_style(
@@ -532,35 +535,16 @@ fn write_report(sc: &scenario::Scenario, seed: u64, dir: &Path) -> Result<PathBu
     Ok(path)
 }
 
+/// `--check-determinism`: every seed twice; exit 1 if any diverged.
 fn determinism_report(
     sc: &scenario::Scenario,
-    seeds: std::ops::Range<u64>,
-    jobs: usize,
+    summary: &explore::determinism::DeterminismSummary,
 ) -> ExitCode {
-    let seeds: Vec<u64> = seeds.collect();
-    determinism_report_seeds(sc, &seeds, jobs)
-}
-
-/// `--check-determinism`: every seed twice; exit 1 if any diverged.
-fn determinism_report_seeds(sc: &scenario::Scenario, seeds: &[u64], jobs: usize) -> ExitCode {
-    use rayon::prelude::*;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .expect("thread pool");
-    let divergences: Vec<explore::determinism::Divergence> = pool.install(|| {
-        seeds
-            .par_iter()
-            .filter_map(|&s| explore::determinism::check_seed(sc, s).err())
-            .collect()
-    });
     out(&format!(
         "model {}: {} seeds run twice, {} divergences\n",
-        sc.name,
-        seeds.len(),
-        divergences.len()
+        sc.name, summary.seeds_run, summary.divergent_seeds
     ));
-    match divergences.first() {
+    match &summary.first {
         Some(d) => {
             out(&format!("{d}\n"));
             ExitCode::from(1)

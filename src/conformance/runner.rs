@@ -155,13 +155,87 @@ pub enum CorpusError {
 /// Largest corpus file accepted (the recorded ones are ~100 KB).
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// What a path is, in words, for an error that refuses it.
+fn file_kind(t: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Reads one corpus file: a regular file of at most `MAX_FILE_BYTES`, whatever its metadata
+/// claims. The type is checked on the opened file (a symlink is followed to what it names,
+/// and a path swapped after a check cannot slip through), and the read goes through
+/// `take(MAX_FILE_BYTES + 1)`, so a file that grows, or a device that reports length 0, is
+/// cut off at the cap instead of being read to its end.
+pub fn read_corpus_file(path: &Path) -> Result<Vec<u8>, CorpusError> {
+    use std::io::Read;
+    let p = path.display().to_string();
+    let io = |e: std::io::Error| CorpusError::Io {
+        path: p.clone(),
+        source: e,
+    };
+    let refuse = |message: String| CorpusError::Malformed {
+        path: p.clone(),
+        line: 1,
+        message,
+    };
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    // Opening a FIFO for reading blocks until a writer appears; non-blocking, the open
+    // returns at once and the type check below refuses it. (Regular files ignore the flag.)
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        open.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = open.open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(refuse(format!(
+            "{} is not a regular file: a corpus file must be one",
+            file_kind(meta.file_type())
+        )));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(refuse(format!("file larger than {MAX_FILE_BYTES} bytes")));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(refuse(format!("file larger than {MAX_FILE_BYTES} bytes")));
+    }
+    Ok(bytes)
+}
+
 /// Replays every `*.txt` file of `dir` in name order (a single file also works).
 pub fn run_dir(dir: &Path) -> Result<DirReport, CorpusError> {
     let io = |e: std::io::Error| CorpusError::Io {
         path: dir.display().to_string(),
         source: e,
     };
-    let mut paths: Vec<PathBuf> = if dir.is_file() {
+    // Anything but a directory is taken as one file; `read_corpus_file` refuses what is
+    // not a regular file.
+    let mut paths: Vec<PathBuf> = if !std::fs::metadata(dir).map_err(io)?.is_dir() {
         vec![dir.to_path_buf()]
     } else {
         std::fs::read_dir(dir)
@@ -177,21 +251,7 @@ pub fn run_dir(dir: &Path) -> Result<DirReport, CorpusError> {
     let mut report = DirReport::default();
     for path in paths {
         let p = path.display().to_string();
-        let meta = std::fs::metadata(&path).map_err(|e| CorpusError::Io {
-            path: p.clone(),
-            source: e,
-        })?;
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(CorpusError::Malformed {
-                path: p,
-                line: 1,
-                message: format!("file larger than {MAX_FILE_BYTES} bytes"),
-            });
-        }
-        let bytes = std::fs::read(&path).map_err(|e| CorpusError::Io {
-            path: p.clone(),
-            source: e,
-        })?;
+        let bytes = read_corpus_file(&path)?;
         let text = String::from_utf8(bytes).map_err(|e| {
             let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
                 .iter()

@@ -2,7 +2,11 @@
 //! runs diverge. A run is a pure function of model and seed; this is how a regression of
 //! that promise is caught and located.
 
-use crate::explore::run_world;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::explore::{Shard, run_world};
 use crate::scenario::Scenario;
 use crate::sim::TraceMode;
 
@@ -44,12 +48,8 @@ pub fn check_seed(sc: &Scenario, seed: u64) -> Result<(), Divergence> {
         .map(|_| {
             let (_, w) = run_world(sc, seed, TraceMode::Full);
             let names = w.names();
-            let trace: Vec<String> = w
-                .trace
-                .render_text(&|p| names[p.index()].clone())
-                .lines()
-                .map(str::to_string)
-                .collect();
+            // The entries kept, and past the trace's cap their count and hash.
+            let trace: Vec<String> = w.trace.lines(&|p| names[p.index()].clone());
             let history: Vec<String> = w
                 .history
                 .records
@@ -80,9 +80,71 @@ pub fn check_seed(sc: &Scenario, seed: u64) -> Result<(), Divergence> {
     Ok(())
 }
 
+/// What `--check-determinism` found over a range of seeds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeterminismSummary {
+    pub seeds_run: u64,
+    pub divergent_seeds: u64,
+    /// The divergence of the lowest divergent seed.
+    pub first: Option<Divergence>,
+}
+
+/// Runs every seed of `seeds` in `shard` twice on `jobs` threads. Seeds are handed out in
+/// chunks and only the first divergence is kept, so memory stays flat however many seeds
+/// the range holds (a range is never collected).
+pub fn check_seeds(
+    sc: &Scenario,
+    seeds: Range<u64>,
+    shard: Shard,
+    jobs: usize,
+) -> DeterminismSummary {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .expect("thread pool");
+    let mut summary = DeterminismSummary::default();
+    for ranks in shard.chunks(&seeds) {
+        summary.seeds_run += ranks.end - ranks.start;
+        let found: Vec<Divergence> = pool.install(|| {
+            ranks
+                .into_par_iter()
+                .filter_map(|k| check_seed(sc, shard.nth_in(&seeds, k)).err())
+                .collect()
+        });
+        summary.divergent_seeds += found.len() as u64;
+        if summary.first.is_none() {
+            summary.first = found.into_iter().next();
+        }
+    }
+    summary
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shard_counts_and_ranks_its_seeds_as_walking_the_range_would() {
+        for count in 1..7u64 {
+            for index in 0..count {
+                let shard = Shard { index, count };
+                for range in [0..0u64, 0..1, 3..4, 5..23, 7..8, 1..100] {
+                    let walked: Vec<u64> = range.clone().filter(|s| shard.contains(*s)).collect();
+                    assert_eq!(shard.count_in(&range), walked.len() as u64);
+                    let ranked: Vec<u64> = (0..walked.len() as u64)
+                        .map(|k| shard.nth_in(&range, k))
+                        .collect();
+                    assert_eq!(ranked, walked, "shard {index}/{count} of {range:?}");
+                }
+            }
+        }
+        let top = u64::MAX - 10..u64::MAX;
+        let shard = Shard { index: 3, count: 4 };
+        assert_eq!(
+            shard.count_in(&top),
+            top.clone().filter(|s| s % 4 == 3).count() as u64
+        );
+    }
 
     #[test]
     fn the_first_difference_is_located() {

@@ -124,9 +124,10 @@ fn violation_json(v: &Violation, name: &dyn Fn(ProcId) -> String) -> Value {
 pub fn json_lines(sc: &Scenario, seed: u64, world: &World, violations: &[Violation]) -> String {
     let names = world.names();
     let name = |p: ProcId| names[p.index()].clone();
-    let mut rows: Vec<(SimTime, u8, usize, Value)> = Vec::new();
-    for (i, e) in world.trace.entries.iter().enumerate() {
-        let v = match &e.kind {
+    // Rows are ordered as keys and each is made into JSON only as it is written: a long run's
+    // rows held as `Value`s at once would take several times the text they print as.
+    let trace_row = |e: &crate::sim::trace::TraceEntry| {
+        let mut v = match &e.kind {
             TraceKind::Start => json!({"kind": "start"}),
             TraceKind::Recv { from, msg, sent_at } => {
                 json!({"kind": "recv", "from": name(*from), "sent_ns": sent_at.0, "msg_kind": msg.kind(), "msg": describe_msg(msg)})
@@ -144,24 +145,33 @@ pub fn json_lines(sc: &Scenario, seed: u64, world: &World, violations: &[Violati
             TraceKind::Fault(f) => json!({"kind": "fault", "what": f}),
             TraceKind::Parked => json!({"kind": "parked"}),
         };
-        let mut v = v;
         v["t_ns"] = json!(e.at.0);
         v["proc"] = json!(name(e.proc));
         v["wall_ms"] = json!(e.wall_ms);
-        rows.push((e.at, 0, i, v));
-    }
-    for (i, r) in world.history.records.iter().enumerate() {
-        // Facts repeat the fault and replication texts for checkers: the lines stay as they were.
-        if matches!(r.obs, Observation::Fact(_)) {
-            continue;
-        }
-        let v = json!({"kind": "obs", "t_ns": r.at.0, "proc": name(r.proc), "obs": observation_json(&r.obs, &name)});
-        rows.push((r.at, 1, i, v));
-    }
-    for (i, v) in violations.iter().enumerate() {
-        rows.push((v.at, 2, i, violation_json(v, &name)));
-    }
-    rows.sort_by_key(|(t, k, i, _)| (*t, *k, *i));
+        v
+    };
+    let mut rows: Vec<(SimTime, u8, usize)> = Vec::new();
+    rows.extend(
+        world
+            .trace
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.at, 0, i)),
+    );
+    rows.extend(
+        world
+            .history
+            .records
+            .iter()
+            .enumerate()
+            // Facts repeat the fault and replication texts for checkers: the lines stay as
+            // they were.
+            .filter(|(_, r)| !matches!(r.obs, Observation::Fact(_)))
+            .map(|(i, r)| (r.at, 1, i)),
+    );
+    rows.extend(violations.iter().enumerate().map(|(i, v)| (v.at, 2, i)));
+    rows.sort_unstable();
     let header = json!({
         "kind": "run", "format": 1, "model": sc.name, "path": sc.path, "seed": seed,
         "epoch_unix_ms": sc.epoch_unix_ms, "end_ns": world.now().0,
@@ -169,7 +179,15 @@ pub fn json_lines(sc: &Scenario, seed: u64, world: &World, violations: &[Violati
     });
     let mut out = header.to_string();
     out.push('\n');
-    for (_, _, _, v) in rows {
+    for (_, k, i) in rows {
+        let v = match k {
+            0 => trace_row(&world.trace.entries[i]),
+            1 => {
+                let r = &world.history.records[i];
+                json!({"kind": "obs", "t_ns": r.at.0, "proc": name(r.proc), "obs": observation_json(&r.obs, &name)})
+            }
+            _ => violation_json(&violations[i], &name),
+        };
         out.push_str(&v.to_string());
         out.push('\n');
     }
@@ -195,7 +213,7 @@ fn us(t: SimTime) -> f64 {
 /// role), lock holds and key lifetimes as complete events, faults and violations as instants.
 pub fn chrome_trace(sc: &Scenario, seed: u64, world: &World, violations: &[Violation]) -> String {
     let names = world.names();
-    let mut ev: Vec<Value> = Vec::new();
+    let mut ev = Events::default();
     for (i, n) in names.iter().enumerate() {
         ev.push(
             json!({"ph": "M", "name": "process_name", "pid": i, "tid": 0, "args": {"name": n}}),
@@ -207,17 +225,13 @@ pub fn chrome_trace(sc: &Scenario, seed: u64, world: &World, violations: &[Viola
     // Open spans: (pid, name) -> (start, args).
     let mut holds: Vec<(usize, Bytes, SimTime, Value)> = Vec::new();
     let mut keys: Vec<(usize, Bytes, Bytes, SimTime)> = Vec::new();
-    let close = |ev: &mut Vec<Value>,
-                 pid: usize,
-                 name: String,
-                 start: SimTime,
-                 stop: SimTime,
-                 args: Value| {
-        ev.push(json!({
-            "ph": "X", "name": name, "cat": "lock", "pid": pid, "tid": 0,
-            "ts": us(start), "dur": us(SimTime(stop.0.saturating_sub(start.0))), "args": args,
-        }));
-    };
+    let close =
+        |ev: &mut Events, pid: usize, name: String, start: SimTime, stop: SimTime, args: Value| {
+            ev.push(json!({
+                "ph": "X", "name": name, "cat": "lock", "pid": pid, "tid": 0,
+                "ts": us(start), "dur": us(SimTime(stop.0.saturating_sub(start.0))), "args": args,
+            }));
+        };
     for r in &world.history.records {
         let pid = r.proc.index();
         match &r.obs {
@@ -313,12 +327,29 @@ pub fn chrome_trace(sc: &Scenario, seed: u64, world: &World, violations: &[Viola
                        "pid": v.actors.first().map_or(0, |a| a.index()), "tid": 0, "ts": us(v.at),
                        "args": {"message": v.message}}));
     }
-    json!({
-        "traceEvents": ev,
-        "displayTimeUnit": "ms",
-        "otherData": {"model": sc.name, "seed": seed, "replay": crate::cli::replay_command(sc, seed)},
-    })
-    .to_string()
+    // The object serde_json would print (keys in order), with the events already text.
+    let other =
+        json!({"model": sc.name, "seed": seed, "replay": crate::cli::replay_command(sc, seed)});
+    let mut out = format!("{{\"displayTimeUnit\":\"ms\",\"otherData\":{other},\"traceEvents\":[");
+    for (i, e) in ev.0.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(e);
+    }
+    out.push_str("]}");
+    out
+}
+
+/// Chrome events, each kept as its JSON text: a long run's events held as `Value`s would
+/// take several times the text they print as.
+#[derive(Default)]
+struct Events(Vec<String>);
+
+impl Events {
+    fn push(&mut self, v: Value) {
+        self.0.push(v.to_string());
+    }
 }
 
 /// Checks a Chrome trace against the Trace Event format's requirements for the event types it

@@ -142,6 +142,33 @@ impl Shard {
     pub fn contains(self, seed: u64) -> bool {
         seed % self.count == self.index
     }
+
+    /// How many seeds of `seeds` this shard runs, without walking the range (a sweep may
+    /// span a billion seeds).
+    pub fn count_in(self, seeds: &Range<u64>) -> u64 {
+        // Seeds below `x` with seed % count == index.
+        let below = |x: u64| x / self.count + u64::from(x % self.count > self.index);
+        below(seeds.end).saturating_sub(below(seeds.start))
+    }
+
+    /// The `k`-th seed of `seeds` this shard runs (`k < count_in(seeds)`).
+    pub fn nth_in(self, seeds: &Range<u64>, k: u64) -> u64 {
+        let r = seeds.start % self.count;
+        // Written so that nothing overflows, whatever the count.
+        let offset = if self.index >= r {
+            self.index - r
+        } else {
+            self.count - r + self.index
+        };
+        seeds.start + offset + k * self.count
+    }
+
+    /// This shard's seeds of `seeds` in chunks of at most `CHUNK`, each as the range of
+    /// their ranks (`nth_in`): a sparse shard of a huge range is not walked seed by seed.
+    pub(crate) fn chunks(self, seeds: &Range<u64>) -> impl Iterator<Item = Range<u64>> {
+        let n = self.count_in(seeds);
+        (0..n.div_ceil(CHUNK)).map(move |c| c * CHUNK..n.min((c + 1) * CHUNK))
+    }
 }
 
 /// What a sweep found. Identical for any number of jobs (results are gathered in seed order).
@@ -165,6 +192,8 @@ pub struct SweepSummary {
     pub inconclusive_seeds: u64,
     /// The first inconclusive seed, how it ended and when.
     pub first_inconclusive: Option<(u64, RunEnd, SimTime)>,
+    /// Seeds whose history outgrew its memory budget before their duration (inconclusive).
+    pub history_limit_seeds: u64,
     pub events: u64,
     pub acquisitions: u64,
     /// The longest two-holder overlap of any seed, and that seed (the first, on ties).
@@ -203,8 +232,10 @@ impl SweepSummary {
         }
         self.events += o.events;
         self.acquisitions += o.acquisitions;
-        if o.end == RunEnd::EventLimit {
-            self.event_limit_seeds += 1;
+        match o.end {
+            RunEnd::EventLimit => self.event_limit_seeds += 1,
+            RunEnd::HistoryLimit => self.history_limit_seeds += 1,
+            RunEnd::TimeLimit | RunEnd::Quiescent => {}
         }
         if o.inconclusive() {
             self.inconclusive_seeds += 1;
@@ -253,6 +284,10 @@ impl SweepSummary {
     }
 }
 
+/// Seeds a sweep hands to its workers at once: results are gathered (in seed order) and
+/// folded per chunk, so memory stays flat in the number of seeds.
+pub(crate) const CHUNK: u64 = 4096;
+
 /// Sweeps `seeds` (restricted to `shard`) on `jobs` threads. `on_done` is called once per
 /// finished seed (progress bars); results do not depend on `jobs`.
 pub fn sweep(
@@ -281,15 +316,12 @@ pub fn sweep_each(
         .expect("thread pool");
     let mut summary = SweepSummary::default();
     // Chunks keep memory flat in the number of seeds: only violating seeds are kept.
-    const CHUNK: u64 = 4096;
-    let mut start = seeds.start;
-    while start < seeds.end {
-        let end = seeds.end.min(start.saturating_add(CHUNK));
+    for ranks in shard.chunks(&seeds) {
         let outcomes: Vec<RunOutcome> = pool.install(|| {
-            (start..end)
+            ranks
                 .into_par_iter()
-                .filter(|s| shard.contains(*s))
-                .map(|s| {
+                .map(|k| {
+                    let s = shard.nth_in(&seeds, k);
                     let mut o = run_seed(sc, s);
                     // Dropped, not cleared: a chunk holds thousands of outcomes.
                     o.faults = Vec::new();
@@ -304,7 +336,6 @@ pub fn sweep_each(
             }
             summary.add(o);
         }
-        start = end;
     }
     summary
 }

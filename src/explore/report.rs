@@ -337,6 +337,36 @@ fn client_colour(sc: &Scenario, p: usize) -> &'static str {
     PALETTE[clients_before % PALETTE.len()]
 }
 
+/// Beliefs (client, from, believed until, ended) with the still-open ones indexed, so that
+/// closing a client's beliefs does not scan every belief of the run (a day-long run has
+/// hundreds of thousands).
+#[derive(Default)]
+struct Beliefs {
+    all: Vec<(usize, SimTime, SimTime, Option<SimTime>)>,
+    // Invariant: exactly the indices of `all` whose end is `None`.
+    open: Vec<usize>,
+}
+
+impl Beliefs {
+    fn push(&mut self, c: usize, at: SimTime, until: SimTime) {
+        self.open.push(self.all.len());
+        self.all.push((c, at, until, None));
+    }
+
+    /// Ends every open belief of client `c` at `at`.
+    fn close(&mut self, c: usize, at: SimTime) {
+        let all = &mut self.all;
+        self.open.retain(|&i| {
+            if all[i].0 == c {
+                all[i].3 = Some(at);
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
 fn scene(
     sc: &Scenario,
     world: &World,
@@ -348,7 +378,7 @@ fn scene(
     let end = world.now();
     let mut spans: Vec<Span> = Vec::new();
     // (client, from, until, hold end once known)
-    let mut beliefs: Vec<(usize, SimTime, SimTime, Option<SimTime>)> = Vec::new();
+    let mut beliefs = Beliefs::default();
     let mut marks = Vec::new();
     // Open intervals.
     let mut trying: Vec<(usize, SimTime)> = Vec::new();
@@ -365,14 +395,12 @@ fn scene(
 
     let close_hold = |spans: &mut Vec<Span>,
                       closed: &mut Vec<(usize, u32, SimTime, SimTime)>,
-                      beliefs: &mut Vec<(usize, SimTime, SimTime, Option<SimTime>)>,
+                      beliefs: &mut Beliefs,
                       h: (usize, u32, Bytes, Option<u64>, SimTime),
                       at: SimTime,
                       how: &str| {
         let (c, lock, token, fence, start) = h;
-        for b in beliefs.iter_mut().filter(|b| b.0 == c && b.3.is_none()) {
-            b.3 = Some(at);
-        }
+        beliefs.close(c, at);
         let fence = fence.map_or(String::new(), |f| format!(", fence {f}"));
         spans.push(Span {
             lane_proc: c,
@@ -435,7 +463,7 @@ fn scene(
                 }
                 holds.push((p, *lock, token.clone(), *fence, at));
                 if let Some(u) = believed_until {
-                    beliefs.push((p, at, *u, None));
+                    beliefs.push(p, at, *u);
                     marks.push(Mark {
                         proc: p,
                         at,
@@ -453,7 +481,7 @@ fn scene(
                 believed_until: Some(u),
                 ..
             } => {
-                beliefs.push((p, at, *u, None));
+                beliefs.push(p, at, *u);
             }
             Observation::Extended { .. } => {}
             Observation::GaveUp { .. } => {
@@ -674,13 +702,27 @@ fn scene(
     network_fault_spans(world, &names, &mut spans);
 
     // Two holders of one lock at once: where safety broke.
+    // Candidates by a sweep over the holds sorted by start (a day-long run has hundreds of
+    // thousands: every pair would be ~10^10), then taken in the order of the pairs' indices.
     let mut overlaps = Vec::new();
-    for (i, a) in closed_holds.iter().enumerate() {
-        for b in &closed_holds[i + 1..] {
-            let (s, e) = (a.2.max(b.2), a.3.min(b.3));
-            if a.0 != b.0 && a.1 == b.1 && s < e {
-                overlaps.push((a.0, b.0, s, e));
+    let mut by_start: Vec<usize> = (0..closed_holds.len()).collect();
+    by_start.sort_unstable_by_key(|&i| (closed_holds[i].2, i));
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for (x, &i) in by_start.iter().enumerate() {
+        for &j in &by_start[x + 1..] {
+            // Sorted by start: once one starts after `i` ends, so do all the rest.
+            if closed_holds[j].2 >= closed_holds[i].3 {
+                break;
             }
+            pairs.push((i.min(j), i.max(j)));
+        }
+    }
+    pairs.sort_unstable();
+    for (i, j) in pairs {
+        let (a, b) = (closed_holds[i], closed_holds[j]);
+        let (s, e) = (a.2.max(b.2), a.3.min(b.3));
+        if a.0 != b.0 && a.1 == b.1 && s < e {
+            overlaps.push((a.0, b.0, s, e));
         }
     }
     // Clock steps and drift changes show where they happen.
@@ -697,6 +739,7 @@ fn scene(
     Scene {
         spans,
         beliefs: beliefs
+            .all
             .into_iter()
             .map(|(c, a, u, e)| (c, a, u, e.unwrap_or(end)))
             .collect(),

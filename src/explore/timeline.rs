@@ -60,6 +60,11 @@ pub struct TimelineOptions {
     pub messages: Messages,
 }
 
+/// Lines of events a timeline prints at most (violations are always printed): a day-long
+/// run has millions of events, and a timeline of them all would be gigabytes of text that
+/// nobody reads. The bundled models print a few thousand.
+pub const MAX_TIMELINE_LINES: usize = 200_000;
+
 /// Window of messages shown around a violation: from this long before it...
 pub const WINDOW_BEFORE_NS: u64 = 2 * crate::time::NS_PER_S;
 /// ...to this long after.
@@ -148,6 +153,7 @@ pub fn render(
     }
     rows.sort_by_key(|(t, k, i, _)| (*t, *k, *i));
 
+    let (mut printed, mut not_printed) = (0usize, 0u64);
     for (_, _, _, row) in rows {
         let (at, proc, text) = match row {
             Row::Violation(v) => {
@@ -336,11 +342,22 @@ pub fn render(
                 (at, p, text)
             }
         };
+        if printed >= MAX_TIMELINE_LINES {
+            not_printed += 1;
+            continue;
+        }
+        printed += 1;
         let lanes_str: String = lanes.iter().map(LaneState::glyph).collect();
         let w = wall(world.clock(proc).wall_ms(at), epoch_ms);
         let head = format!("{:>11} {lanes_str} {w:>10}  ", at.to_string());
         let room = WIDTH.saturating_sub(head.chars().count()).max(20);
         let _ = writeln!(s, "{head}{}", fit(&text, room));
+    }
+    if not_printed > 0 {
+        let _ = writeln!(
+            s,
+            "... timeline capped at {MAX_TIMELINE_LINES} lines: {not_printed} later events not shown (violations are; replay --format json has them all)"
+        );
     }
     s
 }

@@ -53,6 +53,13 @@ impl Bytes {
             Bytes(Repr::Heap(s.to_vec()))
         }
     }
+    /// Bytes held on the heap (0 when inline): for memory budgets.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.0 {
+            Repr::Inline { .. } => 0,
+            Repr::Heap(v) => v.len(),
+        }
+    }
     pub fn push(&mut self, b: u8) {
         self.extend_from_slice(&[b]);
     }

@@ -275,6 +275,20 @@ impl Frozen {
 pub const SCRIPT_INSTRUCTION_BUDGET: u64 = 50_000_000;
 const SCRIPT_HOOK_EVERY: u32 = 10_000;
 
+/// Bytes one node's Lua state may hold (the sandbox itself takes ~100 KB). Redis 7.0 puts
+/// no cap on its Lua heap and a script that exhausts the machine's memory gets Lua's
+/// "not enough memory"; here the cap stands for the machine, so that one script (a single
+/// `string.rep` is one instruction) cannot allocate without limit. The count is of the
+/// bytes Lua asks its allocator for, so where a script hits it is deterministic.
+pub const SCRIPT_MEMORY_LIMIT_BYTES: usize = 64 << 20;
+/// Lua 5.1 has no emergency collection: an allocation over the cap fails even when most
+/// of the heap is garbage. A state left above this after a script is collected in full,
+/// so that the next script starts well below the cap, as on a server with free memory.
+const SCRIPT_MEMORY_COLLECT_ABOVE: usize = SCRIPT_MEMORY_LIMIT_BYTES / 4;
+/// Lua 5.1's `MEMERRMSG`: the error object of an allocation failure, which skips the
+/// error handler, so EVAL replies `Error running script <sha>, not enough memory`.
+const LUA_MEMORY_ERROR: &[u8] = b"not enough memory";
+
 fn over_budget() -> String {
     format!(
         "script exceeded the simulator's budget of {SCRIPT_INSTRUCTION_BUDGET} Lua instructions"
@@ -344,6 +358,10 @@ impl LuaEngine {
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
             self.invoke(&func, sha1_hex, keys, argv, call, &host_panic)
         }));
+        if self.lua.used_memory() > SCRIPT_MEMORY_COLLECT_ABOVE {
+            // Deterministic: the heap's contents are a function of the scripts run.
+            let _ = self.lua.gc_collect();
+        }
         // A panic of the host is its own bug: hand it back instead of hiding it in a reply.
         if let Some(payload) = host_panic.into_inner() {
             panic::resume_unwind(payload);
@@ -351,6 +369,9 @@ impl LuaEngine {
         match outcome {
             Ok(Ok(reply)) => reply,
             // Only failures outside the script's protected call (out of memory) land here.
+            Ok(Err(mlua::Error::MemoryError(_))) => {
+                Reply::Error(running_error(sha1_hex, LUA_MEMORY_ERROR))
+            }
             Ok(Err(err)) => Reply::Error(running_error(sha1_hex, err.to_string().as_bytes())),
             // mlua panics when a call passes more values than its ~8000 handle slots
             // (e.g. redis.call(unpack(t)) with #t near 8000). mlua carries the panic
@@ -554,6 +575,7 @@ impl LuaEngine {
 
         let handler =
             lua.create_function(move |lua, err: Value| error_handler(lua, err, &tostring))?;
+        lua.set_memory_limit(SCRIPT_MEMORY_LIMIT_BYTES)?;
         Ok(LuaEngine {
             lua,
             scripts: RefCell::new(BTreeMap::new()),
@@ -1511,6 +1533,62 @@ mod tests {
             args,
         )
         .to_string()
+    }
+
+    #[test]
+    fn a_script_past_the_memory_cap_gets_redis_not_enough_memory_error() {
+        for script in [
+            // One instruction that asks for 1.26 GB (3^31 is cut to an int by string.rep).
+            "return #string.rep('x', 3^31)",
+            // A table grown in a loop, well inside the instruction budget.
+            "local t = {} for i = 1, 1e9 do t[i] = i end return #t",
+            // Strings kept alive by doubling.
+            "local s = 'x' local k = {} for i = 1, 40 do s = s .. s k[i] = s end return #s",
+        ] {
+            assert_eq!(
+                eval(script, &[], &[]),
+                format!(
+                    "(error) ERR Error running script {}, not enough memory",
+                    sha(script)
+                ),
+                "{script}"
+            );
+        }
+    }
+
+    #[test]
+    fn pcall_catches_running_out_of_memory_as_the_plain_lua_message() {
+        assert_eq!(
+            eval(
+                "local ok, e = pcall(string.rep, 'x', 3^31) return {tostring(ok), e}",
+                &[],
+                &[]
+            ),
+            "[\"false\", \"not enough memory\"]"
+        );
+    }
+
+    #[test]
+    fn a_state_that_ran_out_of_memory_runs_the_next_script_with_its_memory_back() {
+        let engine = LuaEngine::new();
+        let mut redis = FakeRedis::default();
+        let big = "return #string.rep('x', 3^31)";
+        assert!(
+            eval_with(&engine, &mut redis, big, &[], &[])
+                .to_string()
+                .ends_with("not enough memory")
+        );
+        assert!(engine.lua.used_memory() <= SCRIPT_MEMORY_COLLECT_ABOVE);
+        // A script that builds an 8 MiB string (a few times that in pieces on the way) runs,
+        // again and again: garbage from the failed run, or from the previous one, never
+        // counts against it.
+        let big_but_fits = "return #string.rep('x', 8 * 1024 * 1024)";
+        for _ in 0..5 {
+            assert_eq!(
+                eval_with(&engine, &mut redis, big_but_fits, &[], &[]).to_string(),
+                "(integer) 8388608"
+            );
+        }
     }
 
     #[test]

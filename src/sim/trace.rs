@@ -49,11 +49,49 @@ pub struct TraceEntry {
     pub kind: TraceKind,
 }
 
+/// Entries a `Full` trace keeps (`run`, `replay`, determinism checks). An entry holds the
+/// message it records, ~190 bytes with its share of the heap, so this bounds a trace at
+/// ~190 MB; the bundled models stay far below it (the largest, bench-w1, ~110,000 events
+/// per seed). Past the cap the trace stops keeping entries and folds them into a hash
+/// (the history, and so the verdict, still covers the whole run).
+pub const MAX_TRACE_ENTRIES: usize = 1_000_000;
+/// Bytes per kept entry, as measured on a day-long 3-client model (peak RSS of `run` less
+/// that of a one-seed `sweep`, over the 1,000,000 entries kept); only for telling people
+/// what the cap means.
+pub const TRACE_ENTRY_BYTES_MEASURED: u64 = 190;
+
 #[derive(Clone, Debug)]
 pub struct Trace {
     pub mode: TraceMode,
+    // Invariant: at most `MAX_TRACE_ENTRIES` long.
     pub entries: Vec<TraceEntry>,
     hash: u64,
+    /// `Full` past the cap: the true time of the first entry not kept, and how many were not.
+    capped_at: Option<SimTime>,
+    dropped: u64,
+}
+
+/// Where a `Full` trace stopped keeping entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceCap {
+    pub at: SimTime,
+    pub kept: usize,
+    pub dropped: u64,
+    /// Hash of the entries not kept (compared by determinism checks).
+    pub dropped_hash: u64,
+}
+
+impl TraceCap {
+    /// The line `run` and `replay` print when the cap was hit.
+    pub fn note(&self) -> String {
+        format!(
+            "trace capped at {} entries (~{} MB) at t={}: {} later entries are not kept; the verdict covers the whole run",
+            self.kept,
+            self.kept as u64 * TRACE_ENTRY_BYTES_MEASURED / 1_000_000,
+            self.at,
+            self.dropped
+        )
+    }
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -73,7 +111,19 @@ impl Trace {
             mode,
             entries: Vec::new(),
             hash: FNV_OFFSET,
+            capped_at: None,
+            dropped: 0,
         }
+    }
+
+    /// `Full` only: where the trace stopped keeping entries, if it did.
+    pub fn cap(&self) -> Option<TraceCap> {
+        self.capped_at.map(|at| TraceCap {
+            at,
+            kept: self.entries.len(),
+            dropped: self.dropped,
+            dropped_hash: self.hash,
+        })
     }
 
     #[inline]
@@ -84,24 +134,32 @@ impl Trace {
     pub fn record(&mut self, entry: TraceEntry) {
         match self.mode {
             TraceMode::Off => {}
-            TraceMode::Hash => {
-                let mut h = fnv(self.hash, entry.at.0);
-                h = fnv(h, u64::from(entry.proc.0));
-                h = fnv(h, entry.wall_ms as u64);
-                let (tag, a, b) = match &entry.kind {
-                    TraceKind::Start => (0, 0, 0),
-                    TraceKind::Recv { from, msg, .. } => (1, u64::from(from.0), msg_id(msg)),
-                    TraceKind::Timer { tag } => (2, *tag, 0),
-                    TraceKind::Dropped { from, msg, .. } => (3, u64::from(from.0), msg_id(msg)),
-                    TraceKind::Fault(s) => (4, s.len() as u64, 0),
-                    TraceKind::Parked => (5, 0, 0),
-                };
-                h = fnv(h, tag);
-                h = fnv(h, a);
-                self.hash = fnv(h, b);
+            TraceMode::Hash => self.fold(&entry),
+            TraceMode::Full if self.entries.len() < MAX_TRACE_ENTRIES => self.entries.push(entry),
+            TraceMode::Full => {
+                self.capped_at.get_or_insert(entry.at);
+                self.dropped += 1;
+                self.fold(&entry);
             }
-            TraceMode::Full => self.entries.push(entry),
         }
+    }
+
+    /// Folds an entry into the running hash.
+    fn fold(&mut self, entry: &TraceEntry) {
+        let mut h = fnv(self.hash, entry.at.0);
+        h = fnv(h, u64::from(entry.proc.0));
+        h = fnv(h, entry.wall_ms as u64);
+        let (tag, a, b) = match &entry.kind {
+            TraceKind::Start => (0, 0, 0),
+            TraceKind::Recv { from, msg, .. } => (1, u64::from(from.0), msg_id(msg)),
+            TraceKind::Timer { tag } => (2, *tag, 0),
+            TraceKind::Dropped { from, msg, .. } => (3, u64::from(from.0), msg_id(msg)),
+            TraceKind::Fault(s) => (4, s.len() as u64, 0),
+            TraceKind::Parked => (5, 0, 0),
+        };
+        h = fnv(h, tag);
+        h = fnv(h, a);
+        self.hash = fnv(h, b);
     }
 
     /// Hash of the trace: in `Hash` mode the running hash, in `Full` mode the hash of the
@@ -109,43 +167,80 @@ impl Trace {
     pub fn digest(&self) -> u64 {
         match self.mode {
             TraceMode::Full => {
-                let text = self.render_text(&|p| p.0.to_string());
-                text.bytes().fold(FNV_OFFSET, |h, b| {
-                    (h ^ u64::from(b)).wrapping_mul(FNV_PRIME)
-                })
+                // Line by line, so that hashing never holds the whole text at once.
+                let mut line = String::new();
+                let mut h = FNV_OFFSET;
+                for e in &self.entries {
+                    line.clear();
+                    write_entry(&mut line, e, &|p| p.0.to_string());
+                    h = line
+                        .bytes()
+                        .fold(h, |h, b| (h ^ u64::from(b)).wrapping_mul(FNV_PRIME));
+                }
+                match self.cap() {
+                    Some(cap) => fnv(fnv(h, cap.dropped), cap.dropped_hash),
+                    None => h,
+                }
             }
             _ => self.hash,
         }
     }
 
-    /// One line per entry; `name` renders a process id.
+    /// One line per entry kept; `name` renders a process id.
     pub fn render_text(&self, name: &dyn Fn(ProcId) -> String) -> String {
         let mut s = String::new();
         for e in &self.entries {
-            let _ = write!(s, "{} {} wall={} ", e.at, name(e.proc), e.wall_ms);
-            let _ = match &e.kind {
-                TraceKind::Start => writeln!(s, "start"),
-                TraceKind::Recv { from, msg, .. } => {
-                    writeln!(s, "recv from {} {}", name(*from), describe_msg(msg))
-                }
-                TraceKind::Timer { tag } => writeln!(s, "timer {tag}"),
-                TraceKind::Dropped {
-                    from, msg, reason, ..
-                } => {
-                    writeln!(
-                        s,
-                        "drop from {} ({}) {}",
-                        name(*from),
-                        reason.as_str(),
-                        describe_msg(msg)
-                    )
-                }
-                TraceKind::Fault(f) => writeln!(s, "fault {f}"),
-                TraceKind::Parked => writeln!(s, "parked (paused)"),
-            };
+            write_entry(&mut s, e, name);
         }
         s
     }
+
+    /// One line per entry kept, and a last line for the entries past the cap (their count
+    /// and hash), so that two runs that differ only past the cap still compare different.
+    pub fn lines(&self, name: &dyn Fn(ProcId) -> String) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .entries
+            .iter()
+            .map(|e| {
+                let mut s = String::new();
+                write_entry(&mut s, e, name);
+                s.pop();
+                s
+            })
+            .collect();
+        if let Some(cap) = self.cap() {
+            lines.push(format!(
+                "(capped at {}: {} entries not kept, hash {:016x})",
+                cap.at, cap.dropped, cap.dropped_hash
+            ));
+        }
+        lines
+    }
+}
+
+/// One line of `render_text`, newline included.
+fn write_entry(s: &mut String, e: &TraceEntry, name: &dyn Fn(ProcId) -> String) {
+    let _ = write!(s, "{} {} wall={} ", e.at, name(e.proc), e.wall_ms);
+    let _ = match &e.kind {
+        TraceKind::Start => writeln!(s, "start"),
+        TraceKind::Recv { from, msg, .. } => {
+            writeln!(s, "recv from {} {}", name(*from), describe_msg(msg))
+        }
+        TraceKind::Timer { tag } => writeln!(s, "timer {tag}"),
+        TraceKind::Dropped {
+            from, msg, reason, ..
+        } => {
+            writeln!(
+                s,
+                "drop from {} ({}) {}",
+                name(*from),
+                reason.as_str(),
+                describe_msg(msg)
+            )
+        }
+        TraceKind::Fault(f) => writeln!(s, "fault {f}"),
+        TraceKind::Parked => writeln!(s, "parked (paused)"),
+    };
 }
 
 fn msg_id(m: &Msg) -> u64 {

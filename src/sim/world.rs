@@ -31,17 +31,27 @@ pub enum RunEnd {
     EventLimit,
     /// No event was left to handle.
     Quiescent,
+    /// The history outgrew its memory budget (`history::HISTORY_BUDGET_BYTES`) before
+    /// `max_time`: the run stopped between two events, like `EventLimit` a budget stop whose
+    /// verdict covers only the run so far (inconclusive where it reports no violation).
+    HistoryLimit,
 }
 
 impl RunEnd {
-    /// The run stopped on a budget before the model's duration: a property that held may
-    /// still fail later in the run, so "held" is not a verdict for this run. (Matched
-    /// exhaustively, so that a new way of stopping has to say which it is.)
-    pub fn is_inconclusive(self) -> bool {
+    /// A run cut short by one of its budgets (events, history memory) rather than ended by
+    /// its duration or by running out of work.
+    pub fn is_budget_stop(self) -> bool {
         match self {
+            RunEnd::EventLimit | RunEnd::HistoryLimit => true,
             RunEnd::TimeLimit | RunEnd::Quiescent => false,
-            RunEnd::EventLimit => true,
         }
+    }
+
+    /// The run stopped on a budget before the model's duration: a property that held may
+    /// still fail later in the run, so "held" is not a verdict for this run. (Every budget
+    /// stop is; matched exhaustively there, so a new way of stopping has to say which it is.)
+    pub fn is_inconclusive(self) -> bool {
+        self.is_budget_stop()
     }
 }
 
@@ -483,6 +493,9 @@ impl World {
         }
         if self.events_handled >= self.limits.max_events {
             return Some(RunEnd::EventLimit);
+        }
+        if self.history.over_budget() {
+            return Some(RunEnd::HistoryLimit);
         }
         // The event's key stays at the top of the queue until its handler schedules an event
         // in its place, or is popped after the handler.
