@@ -228,9 +228,15 @@ fn replace(text: &str, start: usize, end: usize, with: &str) -> String {
     s
 }
 
-/// How many times a duplicated element is repeated: mostly a few, sometimes thousands.
-fn repeat_count(rng: &mut ChaCha8Rng) -> usize {
-    *pick(rng, &[2, 2, 3, 5, 10, 50, 100, 300, 1000, 5000])
+/// Most bytes one repetition adds: a mutant beyond the caller's cap is dropped anyway, and
+/// 5,000 copies of a 50 KB list would cost the fuzzer 250 MB for nothing.
+const MAX_GROWTH: usize = 256 << 10;
+
+/// How many times a duplicated element of `len` bytes is repeated: mostly a few, sometimes
+/// thousands.
+fn repeat_count(rng: &mut ChaCha8Rng, len: usize) -> usize {
+    let n = *pick(rng, &[2, 2, 3, 5, 10, 50, 100, 300, 1000, 5000]);
+    n.min(1 + MAX_GROWTH / len.max(1))
 }
 
 /// Which mutations to draw from.
@@ -325,7 +331,7 @@ pub fn mutate_once(rng: &mut ChaCha8Rng, text: &str, donors: &[String], style: S
             }
             let (s, e) = *pick(rng, &elems);
             let el = text[s..e].trim();
-            let n = repeat_count(rng);
+            let n = repeat_count(rng, el.len() + 2);
             let mut with = String::with_capacity((el.len() + 2) * n);
             for _ in 0..n {
                 with.push_str(el);
@@ -437,7 +443,7 @@ pub fn mutate_once(rng: &mut ChaCha8Rng, text: &str, donors: &[String], style: S
                 if i == k {
                     match below(rng, 3) {
                         0 => {
-                            for _ in 0..repeat_count(rng) {
+                            for _ in 0..repeat_count(rng, l.len()) {
                                 out.push_str(l);
                                 if !l.ends_with('\n') {
                                     out.push('\n');
