@@ -18,8 +18,5 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     bounds::clamp(&mut sc);
-    if bounds::known_issue(&sc).is_some() {
-        return;
-    }
     let _ = distlock_sim::explore::run_seed(&sc, 1);
 });
