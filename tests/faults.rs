@@ -218,7 +218,7 @@ fn at_once_hits_that_many_distinct_targets_at_the_same_instant() {
     )
     .unwrap();
     let s = sc.fault_schedule(0);
-    assert!(s.len() >= 10 && s.len() % 2 == 0, "{}", s.len());
+    assert!(s.len() >= 10 && s.len().is_multiple_of(2), "{}", s.len());
     for pair in s.chunks(2) {
         assert_eq!(pair[0].at, pair[1].at);
         let procs: Vec<_> = pair
