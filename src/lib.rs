@@ -1,8 +1,9 @@
 //! distlock-sim: a deterministic discrete-event simulator of Redis-based distributed locks.
 //!
-//! Layers, dependencies pointing down only (see docs/ARCHITECTURE.md):
-//! `time` → `rng`, `clock`, `net` → `proto`, `history`, `process` → `redis` → `sim` →
-//! `conformance`.
+//! Layers, dependencies pointing down (see docs/ARCHITECTURE.md for the map and the edges
+//! that still point up): `time` → `rng`, `clock`, `net` → `proto`, `history`, `process` →
+//! `redis`, `client` → `sim` → `check` → `conformance`, `scenario` → `explore` → `testing`,
+//! `cli`.
 #![forbid(unsafe_code)]
 
 pub mod check;
