@@ -326,3 +326,78 @@ fn a_fault_aimed_at_an_empty_role_does_nothing_and_says_so() {
     let e = scenario::load_str("aim", "aim.ron", &text.replace("@holder", "@leader")).unwrap_err();
     assert!(e.message.contains("unknown role"), "{e}");
 }
+
+/// Line and column (1-based) of the first occurrence of `needle` in `text`.
+fn position_of(text: &str, needle: &str) -> (usize, usize) {
+    let off = text.find(needle).expect("needle in text");
+    let line = 1 + text[..off].matches('\n').count();
+    let col = 1 + text[..off].chars().rev().take_while(|&c| c != '\n').count();
+    (line, col)
+}
+
+#[test]
+fn fault_errors_are_located_at_the_value_that_is_wrong_not_at_a_word_elsewhere() {
+    // The description names the words an old text search would have found first.
+    let base = r#"(
+        description: "c1 c1 every faults triggers witness at_once",
+        duration: "100s",
+        nodes: [(name: "r1")],
+        clients: [(name: "c", count: 2, algorithm: "set-px-cad", node: "r1", ttl: "2s",
+                   hold: "10ms", retry: "5ms")],
+        RANDOM
+        check: ["mutual_exclusion"],
+    )"#;
+    let cases = [
+        (
+            r#"random_faults: [pause(targets: ["c1", "c2", "c1" ], every: "1s", duration: "1ms")],"#,
+            r#""c1" ]"#,
+            "names target \"c1\" twice",
+        ),
+        (
+            r#"random_faults: [pause(targets: ["c1"], every: "1s", duration: "1ms"), pause(targets: ["c2"], every:   "50us", duration: "1ms")],"#,
+            r#""50us""#,
+            "at least 1ms",
+        ),
+        (
+            r#"random_faults: [clock_step(targets: ["c1", "c2"], every: "1s", delta: "1s", at_once:  3)],"#,
+            "3)",
+            "at_once 3 is more than its 2 targets",
+        ),
+    ];
+    // Nine swarm entries of 100,001 draws each stay under the limit; the tenth passes it.
+    let swarm = format!(
+        r#"swarm: (faults: [{} pause(targets: ["c2"], every:  "1ms", duration: "0ms")]),"#,
+        r#"pause(targets: ["c1"], every: "1ms", duration: "0ms"),"#.repeat(9)
+    );
+    let cases = cases
+        .iter()
+        .map(|(r, a, w)| (r.to_string(), *a, *w))
+        .chain([(swarm, r#""1ms", duration: "0ms")])"#, "at most 1000000")]);
+    for (random, at, says) in cases {
+        let text = base.replace("RANDOM", &random);
+        let e = scenario::load_str("t", "t.ron", &text).unwrap_err();
+        assert!(e.message.contains(says), "{e}");
+        assert_eq!((e.line, e.col), position_of(&text, at), "{e}\n{text}");
+    }
+}
+
+#[test]
+fn a_fault_aimed_at_the_master_of_a_model_without_redis_is_refused_at_the_role() {
+    let text = r#"(
+        description: "@master",
+        duration: "10s",
+        consensus: (name: "zk"),
+        resource: (name: "db"),
+        clients: [(name: "z", count: 2, algorithm: "consensus", ttl: "2s", hold: "10ms",
+                   retry: "5ms")],
+        faults: [pause(target:  "@master", at: "1s", duration: "1s")],
+        check: ["resource_safety"],
+    )"#;
+    let e = scenario::load_str("t", "t.ron", text).unwrap_err();
+    assert!(e.message.contains("no Redis node"), "{e}");
+    assert_eq!(
+        (e.line, e.col),
+        position_of(text, r#""@master", at"#),
+        "{e}"
+    );
+}

@@ -199,22 +199,33 @@ impl<'de> Deserialize<'de> for PropName {
     }
 }
 
-/// A hazard name (`witness: [...]`), checked where it is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct HazardName(pub Hazard);
+/// A hazard name (`witness: [...]`), checked where it is read. The mark is not part of its
+/// identity.
+#[derive(Clone, Copy, Debug)]
+pub struct HazardName(pub Hazard, pub Mark);
+
+impl PartialEq for HazardName {
+    fn eq(&self, other: &HazardName) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for HazardName {}
 
 impl<'de> Deserialize<'de> for HazardName {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mark = Mark::take()?;
         let s = String::deserialize(d)?;
-        Hazard::from_name(&s).map(HazardName).ok_or_else(|| {
-            let names: Vec<_> = Hazard::ALL.iter().map(|h| h.name()).collect();
-            let hint =
-                closest_hazard(&s).map_or(String::new(), |h| format!(" (did you mean {h:?}?)"));
-            serde::de::Error::custom(format!(
-                "unknown hazard {s:?}{hint}; known: {}",
-                names.join(", ")
-            ))
-        })
+        Hazard::from_name(&s)
+            .map(|h| HazardName(h, mark))
+            .ok_or_else(|| {
+                let names: Vec<_> = Hazard::ALL.iter().map(|h| h.name()).collect();
+                let hint =
+                    closest_hazard(&s).map_or(String::new(), |h| format!(" (did you mean {h:?}?)"));
+                serde::de::Error::custom(format!(
+                    "unknown hazard {s:?}{hint}; known: {}",
+                    names.join(", ")
+                ))
+            })
     }
 }
 
@@ -281,38 +292,51 @@ impl Default for NetworkSpec {
 /// `"@holder"`: the client that most recently acquired a lock and still believes it holds
 /// it; `"@master"`: the Redis node that is master now (the most recently promoted one, if
 /// several believe they are). With nobody in the role then, the fault does nothing.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Target {
     Proc(Name),
-    Holder,
-    Master,
+    /// With the mark of where it was read (not part of its identity).
+    Holder(Mark),
+    Master(Mark),
 }
 
 impl<'de> Deserialize<'de> for Target {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mark = Mark::take()?;
         let s = String::deserialize(d)?;
         match s.as_str() {
-            "@holder" => Ok(Target::Holder),
-            "@master" => Ok(Target::Master),
+            "@holder" => Ok(Target::Holder(mark)),
+            "@master" => Ok(Target::Master(mark)),
             _ if s.starts_with('@') => Err(serde::de::Error::custom(format!(
                 "unknown role {s:?}: a fault may aim at \"@holder\" or \"@master\", or name a process"
             ))),
             _ => {
                 use serde::de::IntoDeserializer;
                 let d: serde::de::value::StringDeserializer<D::Error> = s.into_deserializer();
-                Name::deserialize(d).map(Target::Proc)
+                Name::deserialize(d).map(|n| Target::Proc(Name(n.0, mark)))
             }
         }
     }
 }
+
+impl PartialEq for Target {
+    fn eq(&self, other: &Target) -> bool {
+        match (self, other) {
+            (Target::Proc(a), Target::Proc(b)) => a == b,
+            (Target::Holder(_), Target::Holder(_)) | (Target::Master(_), Target::Master(_)) => true,
+            _ => false,
+        }
+    }
+}
+impl Eq for Target {}
 
 impl Target {
     /// As a model writes it.
     pub fn text(&self) -> &str {
         match self {
             Target::Proc(n) => &n.0,
-            Target::Holder => "@holder",
-            Target::Master => "@master",
+            Target::Holder(_) => "@holder",
+            Target::Master(_) => "@master",
         }
     }
 }
@@ -443,6 +467,27 @@ pub enum RandomFaultSpec {
         duration: DurRange,
         loss_ppm: Pos<(Bounded<0, 1_000_000>, Bounded<0, 1_000_000>)>,
     },
+}
+
+impl FaultSpec {
+    /// Where the entry was read: the mark of the first process it names.
+    fn mark(&self) -> Mark {
+        match self {
+            FaultSpec::Pause { target, .. }
+            | FaultSpec::Crash { target, .. }
+            | FaultSpec::ClockStep { target, .. }
+            | FaultSpec::Drift { target, .. }
+            | FaultSpec::Isolate { target, .. } => match target {
+                Target::Proc(n) => n.1,
+                Target::Holder(m) | Target::Master(m) => *m,
+            },
+            FaultSpec::Partition { from, to, .. }
+            | FaultSpec::LatencySpike { from, to, .. }
+            | FaultSpec::Loss { from, to, .. } => {
+                from.iter().chain(to).next().map_or(Mark::NONE, |n| n.1)
+            }
+        }
+    }
 }
 
 impl RandomFaultSpec {
@@ -647,6 +692,21 @@ pub enum TriggerSpec {
 }
 
 impl TriggerSpec {
+    /// Where the entry was read: the mark of its first target.
+    fn mark(&self) -> Mark {
+        match self {
+            TriggerSpec::PauseBeforeSend { targets, .. }
+            | TriggerSpec::PauseAfterAcquire { targets, .. }
+            | TriggerSpec::PauseAfterRead { targets, .. }
+            | TriggerSpec::PartitionAfterAcquire { targets, .. }
+            | TriggerSpec::DelayRepliesAfterAttempt { targets, .. }
+            | TriggerSpec::ClockStepAfterGrant { targets, .. }
+            | TriggerSpec::CrashAfterGrant { targets, .. } => {
+                targets.first().map_or(Mark::NONE, |n| n.1)
+            }
+        }
+    }
+
     /// The declared bound on firings per run (None: the default, 1).
     pub fn max(&self) -> Option<Bounded<1, 1_000_000>> {
         match self {
@@ -1082,10 +1142,28 @@ impl Scenario {
             }
         };
         let n_faults = model.faults.len() + model.random_faults.len();
+        // The marks of every entry in order (scripted, random, swarm, triggers): a count past
+        // the limit is located at the first entry beyond it.
+        let swarm_entries = model.swarm.as_ref().map_or(&[][..], |s| &s.faults[..]);
+        let entry_marks: Vec<Mark> = model
+            .faults
+            .iter()
+            .map(FaultSpec::mark)
+            .chain(
+                model
+                    .random_faults
+                    .iter()
+                    .chain(swarm_entries)
+                    .map(|f| f.every_pos().mark),
+            )
+            .chain(model.triggers.iter().map(TriggerSpec::mark))
+            .collect();
+        let beyond =
+            |limit: usize| Locator::Mark(entry_marks.get(limit).copied().unwrap_or(Mark::NONE));
         if n_faults > MAX_FAULTS {
             return Err(invalid(
                 format!("{n_faults} faults: at most {MAX_FAULTS} allowed"),
-                Some("faults".into()),
+                beyond(MAX_FAULTS),
             ));
         }
         for f in &model.faults {
@@ -1098,10 +1176,12 @@ impl Scenario {
                     if let Target::Proc(n) = target {
                         lookup(n)?;
                     }
-                    if *target == Target::Master && model.nodes.is_empty() {
+                    if let Target::Master(m) = target
+                        && model.nodes.is_empty()
+                    {
                         return Err(invalid(
                             "a fault aims at \"@master\" but the model has no Redis node",
-                            Some("\"@master\"".into()),
+                            Locator::Mark(*m),
                         ));
                     }
                 }
@@ -1148,7 +1228,7 @@ impl Scenario {
                 format!(
                     "{n_entries} fault entries (faults, random faults, swarm and triggers): at most {MAX_FAULTS} allowed"
                 ),
-                Some("faults".into()),
+                beyond(MAX_FAULTS),
             ));
         }
         // An upper bound on the faults a seed can draw, so that the schedule (and the event
@@ -1238,18 +1318,18 @@ impl Scenario {
                 ));
             }
         }
-        let firings: i64 = model
-            .triggers
-            .iter()
-            .map(|t| t.max().map_or(1, |m| m.0))
-            .sum();
-        if firings > MAX_TRIGGER_FIRINGS {
-            return Err(invalid(
-                format!(
-                    "the triggers may fire {firings} times in one run: at most {MAX_TRIGGER_FIRINGS} allowed in all"
-                ),
-                Some("triggers".into()),
-            ));
+        let mut firings: i64 = 0;
+        for t in &model.triggers {
+            firings += t.max().map_or(1, |m| m.0);
+            // Located at the trigger that takes the total over the limit.
+            if firings > MAX_TRIGGER_FIRINGS {
+                return Err(invalid(
+                    format!(
+                        "the triggers may fire {firings} times in one run: at most {MAX_TRIGGER_FIRINGS} allowed in all"
+                    ),
+                    Locator::Mark(t.mark()),
+                ));
+            }
         }
         if model.check.is_empty() {
             return Err(invalid("`check` names no property", model.check.mark));
@@ -1280,7 +1360,7 @@ impl Scenario {
             if model.witness[..i].contains(h) {
                 return Err(invalid(
                     format!("witness names {} twice", h.0),
-                    Some("witness".into()),
+                    Locator::Mark(h.1),
                 ));
             }
         }
@@ -1919,8 +1999,8 @@ impl Scenario {
             | FaultSpec::Drift { target, .. }
             | FaultSpec::Isolate { target, .. } => match target {
                 Target::Proc(_) => None,
-                Target::Holder => Some(Aim::Holder),
-                Target::Master => Some(Aim::Master),
+                Target::Holder(_) => Some(Aim::Holder),
+                Target::Master(_) => Some(Aim::Master),
             },
             _ => None,
         };
@@ -1931,7 +2011,7 @@ impl Scenario {
     fn target_id(&self, t: &Target) -> ProcId {
         match t {
             Target::Proc(n) => self.proc_id(&n.0),
-            Target::Holder | Target::Master => ProcId(0),
+            Target::Holder(_) | Target::Master(_) => ProcId(0),
         }
     }
 
