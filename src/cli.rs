@@ -597,6 +597,14 @@ pub fn sweep_text(
                     summary.seeds_run
                 );
             }
+            None if summary.conclusive_seeds() == 0 => {
+                let _ = writeln!(
+                    s,
+                    "  {:<18} not decided: no seed ran to its end ({} inconclusive: held as far as they ran)",
+                    p.name(),
+                    summary.inconclusive_seeds
+                );
+            }
             None if summary.inconclusive_seeds > 0 => {
                 let _ = writeln!(
                     s,
@@ -651,10 +659,11 @@ pub fn sweep_text(
                 .trim_start_matches("inconclusive: ")
         );
     }
-    if summary.history_limit_seeds > 0 {
+    // The line above names the first seed's budget; say so when the seeds stopped on both.
+    if summary.history_limit_seeds > 0 && summary.history_limit_seeds < summary.inconclusive_seeds {
         let _ = writeln!(
             s,
-            "  {} seeds stopped at the history memory budget of {} MB (inconclusive)",
+            "  of those, {} at the history memory budget of {} MiB, the rest at the event budget",
             summary.history_limit_seeds,
             crate::history::HISTORY_BUDGET_BYTES >> 20
         );
