@@ -418,7 +418,7 @@ fn a_run_stopped_at_its_event_budget_exits_3_and_says_inconclusive() {
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{out}");
     assert!(
-        out.contains("mutual_exclusion   held in all 0 conclusive seeds (4 inconclusive"),
+        out.contains("mutual_exclusion   not decided: no seed ran to its end (4 inconclusive"),
         "{out}"
     );
     assert!(
