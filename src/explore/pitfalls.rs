@@ -131,7 +131,10 @@ replies, not against a pause (`redlock-pause-after-acquire`).",
     (
         "redlock-wall-clock-step-client",
         "13",
-        "Measure elapsed time on the monotonic clock.",
+        "Measure elapsed time on a monotonic clock, as redlock-rb has since 1.0.0 \
+(`Process.clock_gettime(CLOCK_MONOTONIC)`, 2.0.6 lib/redlock/client.rb:28-35) and redsync does \
+(Go's monotonic reading); redlock-py 1.0.8 (`time.time()`) and node-redlock v5 (`Date.now()`) \
+still measure on the wall clock.",
         &[],
     ),
     (
@@ -151,7 +154,8 @@ end of the section leaves is pitfall 12: fencing tokens.",
     (
         "redlock-fixed-retry-livelock",
         "17",
-        "A random retry delay breaks the symmetry (the Redis docs' algorithm).",
+        "A random retry delay breaks the symmetry: the Redis docs ask for \"a random delay\" \
+(distributed-locks.md:133); redlock-rb, node-redlock and redsync draw one, redlock-py does not.",
         &[],
     ),
     (
@@ -169,7 +173,9 @@ end of the section leaves is pitfall 12: fencing tokens.",
     (
         "watchdog-partition",
         "15",
-        "Report renewal failures to the holder (and stop), and fence.",
+        "Report renewal failures to the holder (and stop), and fence. Redisson only logs a \
+failed renewal (RenewalTask.java:177-180); its opt-in `ExpiredObjectListener` (3.43.0+) needs \
+keyspace notifications, which a partitioned holder does not receive.",
         &[],
     ),
     (
