@@ -262,7 +262,7 @@ fn closest_hazard(s: &str) -> Option<&'static str> {
 #[serde(deny_unknown_fields)]
 pub struct ConsensusSpec {
     pub name: Name,
-    /// How often it checks for expired sessions (ZooKeeper's tick; default 2s).
+    /// How often it checks for expired sessions (ZooKeeper's tickTime; default 2 s, zoo_sample.cfg's value — ZooKeeper's code default is 3 s, `ZooKeeperServer.DEFAULT_TICK_TIME`).
     #[serde(default)]
     pub tick: Option<Dur>,
 }
