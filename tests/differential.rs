@@ -169,7 +169,8 @@ const REDLOCK_RB_LOCK: &str = "      if (redis.call(\"exists\", KEYS[1]) == 0 an
         return redis.call(\"set\", KEYS[1], ARGV[1], \"PX\", ARGV[2])
       end
 ";
-const REDLOCK_RB_PTTL: &str = "      return { redis.call(\"get\", KEYS[1]), redis.call(\"pttl\", KEYS[1]) }
+const REDLOCK_RB_PTTL: &str =
+    "      return { redis.call(\"get\", KEYS[1]), redis.call(\"pttl\", KEYS[1]) }
 ";
 
 // TO ADD when the model has hashes (another change adds HSET/HGET/HEXISTS/HINCRBY/...,
@@ -322,12 +323,15 @@ fn redis_server() -> Option<PathBuf> {
 struct Server {
     child: Child,
     port: u16,
+    /// Its `--dir`, removed with it.
+    dir: PathBuf,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -351,7 +355,11 @@ impl Server {
             .stderr(log)
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", bin.display()));
-        Server { child, port }
+        Server {
+            child,
+            port,
+            dir: dir.to_path_buf(),
+        }
     }
 
     /// Connects once the server answers PING (at most 10 s).
@@ -562,7 +570,10 @@ impl Gen {
                     expiry(self, &mut op);
                 }
                 if self.chance(4) {
-                    op.argv.extend([b(self.pick(&["EX", "PX"])), b(self.pick(&["0", "-3", "abc"]))]);
+                    op.argv.extend([
+                        b(self.pick(&["EX", "PX"])),
+                        b(self.pick(&["0", "-3", "abc"])),
+                    ]);
                 }
                 if self.chance(20) {
                     op.argv.push(b("GET"));
@@ -970,7 +981,6 @@ fn seeded_command_sequences_get_the_same_replies_from_the_model_as_from_redis_se
     let elapsed = started.elapsed();
     drop(conn);
     drop(server);
-    let _ = std::fs::remove_dir_all(&data);
 
     let out = dir.join("recorded.txt");
     std::fs::write(&out, &recorded).unwrap();
@@ -1016,4 +1026,34 @@ fn the_script_texts_are_the_libraries_own() {
         sha1_hex(REDSYNC_TOUCH),
         "d75bb8b5bd13532ddedd17762e772346e39b321e"
     );
+}
+
+#[test]
+fn a_reply_off_by_more_than_the_tolerance_or_of_another_kind_is_a_difference() {
+    let start = 1_800_000_000_000;
+    let pttl = expect_of(&Reply::Int(5015), Timing::Ms, start);
+    assert!(pttl.matches(&Reply::Int(5045), CASE_START_UNIX_MS));
+    assert!(!pttl.matches(&Reply::Int(5046), CASE_START_UNIX_MS));
+    assert!(!pttl.matches(&Reply::Nil, CASE_START_UNIX_MS));
+    // The sentinels stay exact: no key (-2) is not no TTL (-1).
+    let gone = expect_of(&Reply::Int(-2), Timing::Ms, start);
+    assert!(!gone.matches(&Reply::Int(-1), CASE_START_UNIX_MS));
+    // Absolute times compare relative to each side's case start.
+    let at = expect_of(&Reply::Int(start + 8_000), Timing::AbsMs, start);
+    assert!(at.matches(&Reply::Int(CASE_START_UNIX_MS + 8_010), CASE_START_UNIX_MS));
+    assert!(!at.matches(&Reply::Int(start + 8_000), CASE_START_UNIX_MS));
+    let at_s = expect_of(&Reply::Int(start / 1000 + 8), Timing::AbsS, start);
+    assert!(at_s.matches(
+        &Reply::Int(CASE_START_UNIX_MS / 1000 + 8),
+        CASE_START_UNIX_MS
+    ));
+    assert!(!at_s.matches(
+        &Reply::Int(CASE_START_UNIX_MS / 1000 + 9),
+        CASE_START_UNIX_MS
+    ));
+    // Everything else is exact, integers included.
+    let n = expect_of(&Reply::Int(5015), Timing::Exact, start);
+    assert!(!n.matches(&Reply::Int(5016), CASE_START_UNIX_MS));
+    let e = expect_of(&Reply::err("ERR syntax error"), Timing::Exact, start);
+    assert!(!e.matches(&Reply::err("ERR syntax error "), CASE_START_UNIX_MS));
 }

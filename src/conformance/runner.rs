@@ -96,9 +96,10 @@ impl NodeReplay {
         self.last_at_ms = at_ms;
         let start = CASE_START_UNIX_MS;
         while self.next_cron_ms <= at_ms {
-            let _ = self
-                .node
-                .cron(start + self.next_cron_ms as i64, self.next_cron_ms * NS_PER_MS);
+            let _ = self.node.cron(
+                start + self.next_cron_ms as i64,
+                self.next_cron_ms * NS_PER_MS,
+            );
             self.next_cron_ms += CRON_MS;
         }
         let argv: Vec<Vec<u8>> = argv.iter().map(|a| resolve_arg(a, start)).collect();
