@@ -813,14 +813,24 @@ impl Gen {
                 op.argv = vec![b("RPUSH"), b(k), b(self.pick(&TOKENS))];
             }
             73 => {
-                op.argv = match self.rng.below(6) {
+                op.argv = match self.rng.below(12) {
                     0 => vec![b("PING")],
-                    1 => vec![b("GET")],
-                    2 => vec![b("SET"), b(k)],
-                    3 => vec![b("EXPIRE"), b(k)],
-                    4 => vec![b("EVAL")],
-                    _ => vec![b("INCRBY"), b(k)],
+                    1 => vec![b("PING"), b("hello")],
+                    2 => vec![b("GET")],
+                    3 => vec![b("SET"), b(k)],
+                    4 => vec![b("EXPIRE"), b(k)],
+                    5 => vec![b("EVAL")],
+                    6 => vec![b("INCRBY"), b(k)],
+                    // Rare resets: everything after starts from an empty keyspace or cache.
+                    7 => vec![b(self.pick(&["FLUSHDB", "FLUSHALL"]))],
+                    8 => vec![b("SCRIPT"), b("FLUSH")],
+                    9 => vec![b("SELECT"), b("0")],
+                    10 => vec![b("TYPE")],
+                    _ => vec![b("PERSIST"), b(k), b(k)],
                 };
+                if op.argv.len() > 1 && op.argv[0] == b("SCRIPT") {
+                    op.label = "SCRIPT FLUSH".into();
+                }
                 op.keys.push(k);
             }
             74..=81 if !self.gated.is_empty() => self.gated_op(&mut op, t),
@@ -968,10 +978,12 @@ impl Gen {
             }
         };
         let nkeys = keys.len();
+        // Now and then the read-only variants: a writing script must be refused.
+        let ro = if self.chance(10) { "_RO" } else { "" };
         op.argv = if by_sha {
-            vec![b("EVALSHA"), b(&sha)]
+            vec![b(&format!("EVALSHA{ro}")), b(&sha)]
         } else {
-            vec![b("EVAL"), b(s.src)]
+            vec![b(&format!("EVAL{ro}")), b(s.src)]
         };
         op.argv.push(b(&nkeys.to_string()));
         op.argv.extend(keys.iter().map(|k| b(k)));
@@ -980,7 +992,7 @@ impl Gen {
         if s.returns_pttl {
             op.timing = Timing::Ms;
         }
-        op.label = format!("{} {}", if by_sha { "EVALSHA" } else { "EVAL" }, s.name);
+        op.label = format!("{}{ro} {}", if by_sha { "EVALSHA" } else { "EVAL" }, s.name);
     }
 }
 
