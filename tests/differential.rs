@@ -650,8 +650,16 @@ impl Gen {
                 }
                 if self.chance(4) {
                     op.argv.extend([
-                        b(self.pick(&["EX", "PX"])),
-                        b(self.pick(&["0", "-3", "abc"])),
+                        // Not PXAT: PXAT i64::MAX is a valid deadline whose PTTL depends
+                        // on the absolute clock.
+                        b(self.pick(&["EX", "PX", "EXAT"])),
+                        b(self.pick(&[
+                            "0",
+                            "-3",
+                            "abc",
+                            "9223372036854775807",
+                            "-9223372036854775808",
+                        ])),
                     ]);
                 }
                 if self.chance(20) {
