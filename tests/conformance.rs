@@ -49,3 +49,15 @@ fn the_corpus_copy_is_byte_identical_to_the_shared_recording() {
         );
     }
 }
+
+/// Cases the differential test (tests/differential.rs) recorded from a real redis-server:
+/// replayed offline here, so a clone without a server still tests them.
+#[test]
+fn every_case_recorded_from_redis_server_by_the_differential_test_passes() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/recorded");
+    let report = run_dir(&dir).expect("recorded corpus parses");
+    let failures = report.render();
+    assert_eq!(report.failed(), 0, "{failures}");
+    assert_eq!(report.skipped(), 0, "{failures}");
+    assert!(report.passed() >= 8, "{failures}");
+}

@@ -9,8 +9,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::conformance::corpus::{self, Case, ParseError, StepKind, Topology, resolve_arg};
-use crate::proto::Command;
+use crate::conformance::corpus::{self, Arg, Case, ParseError, StepKind, Topology, resolve_arg};
+use crate::proto::{Command, Reply};
 use crate::redis::node::{Caller, RedisConfig, RedisNode};
 use crate::time::NS_PER_MS;
 
@@ -55,34 +55,79 @@ impl FileReport {
     }
 }
 
+/// One single-node model fed commands at virtual times, as a corpus case feeds it: a fresh
+/// node whose clock starts at [`CASE_START_UNIX_MS`], the 100 ms cron run up to each
+/// command's time, placeholders resolved against that start. `run_case` replays through it,
+/// and so does the differential test against a real server (tests/differential.rs), so a
+/// case it records replays here exactly as it was compared.
+pub struct NodeReplay {
+    node: RedisNode,
+    // Invariant: every cron tick before `next_cron_ms` has run, none at or after it.
+    next_cron_ms: u64,
+    // Invariant: never decreases (virtual time only moves forward).
+    last_at_ms: u64,
+}
+
+impl Default for NodeReplay {
+    fn default() -> Self {
+        NodeReplay::new()
+    }
+}
+
+impl NodeReplay {
+    pub fn new() -> NodeReplay {
+        NodeReplay {
+            node: RedisNode::new(RedisConfig {
+                observe_keys: false,
+                ..RedisConfig::default()
+            }),
+            next_cron_ms: CRON_MS,
+            last_at_ms: 0,
+        }
+    }
+
+    /// Runs `argv` at `at_ms` after the case start (not before the previous command's time).
+    pub fn execute(&mut self, at_ms: u64, argv: &[Arg]) -> Reply {
+        assert!(
+            at_ms >= self.last_at_ms,
+            "virtual time went back: @{at_ms} after @{}",
+            self.last_at_ms
+        );
+        self.last_at_ms = at_ms;
+        let start = CASE_START_UNIX_MS;
+        while self.next_cron_ms <= at_ms {
+            let _ = self.node.cron(
+                start + self.next_cron_ms as i64,
+                self.next_cron_ms * NS_PER_MS,
+            );
+            self.next_cron_ms += CRON_MS;
+        }
+        let argv: Vec<Vec<u8>> = argv.iter().map(|a| resolve_arg(a, start)).collect();
+        match Command::parse(&argv) {
+            Ok(cmd) => self
+                .node
+                .execute(start + at_ms as i64, &cmd, Caller { proc: None }),
+            Err(e) => e.client_reply(),
+        }
+    }
+}
+
 /// Replays one case.
 pub fn run_case(case: &Case) -> CaseResult {
     if case.topology == Topology::MasterReplica {
         return crate::conformance::replicated::run_case(case);
     }
     let start = CASE_START_UNIX_MS;
-    let mut node = RedisNode::new(RedisConfig {
-        observe_keys: false,
-        ..RedisConfig::default()
-    });
-    let mut next_cron_ms = CRON_MS;
+    let mut replay = NodeReplay::new();
     for step in &case.steps {
-        while next_cron_ms <= step.at_ms {
-            let _ = node.cron(start + next_cron_ms as i64, next_cron_ms * NS_PER_MS);
-            next_cron_ms += CRON_MS;
-        }
-        let now = start + step.at_ms as i64;
         let StepKind::Command { argv, expect, .. } = &step.kind else {
             return CaseResult::Skipped {
                 reason: "replication directive in a single-node case",
             };
         };
-        let argv: Vec<Vec<u8>> = argv.iter().map(|a| resolve_arg(a, start)).collect();
-        let got = match Command::parse(&argv) {
-            Ok(cmd) => node.execute(now, &cmd, Caller { proc: None }),
-            Err(e) => e.client_reply(),
-        };
+        let got = replay.execute(step.at_ms, argv);
         if !expect.matches(&got, start) {
+            let argv: Vec<Vec<u8>> = argv.iter().map(|a| resolve_arg(a, start)).collect();
             return CaseResult::Failed {
                 line: step.line,
                 command: render_argv(&argv),

@@ -432,8 +432,10 @@ impl Command {
                     "expireat" => ExpireKind::ExpireAt,
                     _ => ExpireKind::PExpireAt,
                 };
-                let when = int_arg(&a[1])?;
+                // Redis 7.0 (expireGenericCommand) checks the options before the time:
+                // `PEXPIRE k abc GT NX` is the options error, not the integer one.
                 let cond = parse_expire_cond(&a[2..])?;
+                let when = int_arg(&a[1])?;
                 Command::Expire {
                     kind,
                     key: a[0].clone(),

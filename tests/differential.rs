@@ -1,0 +1,1265 @@
+//! The model against a real Redis: seeded random command sequences go to a `redis-server`
+//! this test starts on a loopback port of its own and to the single-node model that replays
+//! the conformance corpus (`conformance::NodeReplay`, fed the same commands at the same
+//! virtual times); the first reply that differs fails the test with the seed, the sequence so
+//! far and both replies.
+//!
+//! Every sequence is also recorded as a corpus case (`target/differential/recorded.txt`), its
+//! replies taken from the real server, so that new cases can be copied into
+//! `tests/conformance/recorded/` and a fresh clone replays them offline.
+//!
+//! `.ci/run` installs Debian's `redis-server` when it is missing and sets
+//! `DISTLOCK_REDIS_TEST=require`, so CI fails without a server; elsewhere the test says (past
+//! libtest's capture) that it skipped. `DISTLOCK_REDIS_SERVER` names another binary;
+//! `DISTLOCK_DIFF_SEEDS=N` adds N seeds to the fixed list.
+//!
+//! Time: the model's clock and the server's are not the same clock, so
+//! - the model runs each command at the ms the test measured just before sending it (`@T`
+//!   since the case start, floored to a whole second as the corpus's cases are);
+//! - no key is touched while its deadline is less than [`DANGER_MS`] ahead: the test waits
+//!   until it has passed by [`PAST_MARGIN_MS`] instead (that is how short TTLs get observed
+//!   expiring);
+//! - GT/LT never compare two deadlines closer than [`DEADLINE_GAP_MS`];
+//! - TTL/EXPIRETIME (rounded to whole seconds) near a rounding edge are sent as PTTL /
+//!   PEXPIRETIME instead;
+//! - ms-valued replies (PTTL, PEXPIRETIME, a script's pttl) compare as the corpus's `~N`.
+//!
+//! The sequence a seed produces depends on those time probes, so the recorded case, not the
+//! seed, is what reproduces a run exactly.
+
+// A real server runs in real time: this test reads the host clock (to stamp each command's
+// `@T`, to bound waits) where the simulation may not.
+#![allow(clippy::disallowed_methods)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use distlock_sim::conformance::corpus::{Arg, Expect, IntPattern, resolve_arg};
+use distlock_sim::conformance::runner::CASE_START_UNIX_MS;
+use distlock_sim::conformance::{NodeReplay, run_text};
+use distlock_sim::proto::Reply;
+use distlock_sim::rng::Prng;
+use sha1::{Digest, Sha1};
+
+/// Seeds every run compares (CI's list).
+const CI_SEEDS: [u64; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+const COMMANDS_PER_SEED: usize = 400;
+/// A key whose deadline is less than this far ahead is not touched: the test waits first.
+const DANGER_MS: i64 = 400;
+/// ... until the deadline is this far behind.
+const PAST_MARGIN_MS: i64 = 120;
+/// GT/LT options never compare deadlines closer than this.
+const DEADLINE_GAP_MS: i64 = 200;
+/// TTL/EXPIRETIME are not sent within this many ms of their rounding edge (x500 ms).
+const ROUNDING_EDGE_MS: i64 = 100;
+
+const KEYS: [&str; 4] = ["lock", "lock2", "n", "s"];
+const TOKENS: [&str; 3] = ["a", "b", "c"];
+const VALUES: [&str; 9] = [
+    "a",
+    "b",
+    "10",
+    "-7",
+    "0",
+    "9223372036854775806",
+    "x1",
+    "3.5",
+    "",
+];
+
+// ----- the libraries' scripts, exactly as they ship them (whitespace included) -----
+
+/// redis-py `Lock` (redis/lock.py at 34817ce2, 2026-08-07): triple-quoted strings.
+const REDIS_PY_RELEASE: &str = "
+        local token = redis.call('get', KEYS[1])
+        if not token or token ~= ARGV[1] then
+            return 0
+        end
+        redis.call('del', KEYS[1])
+        return 1
+    ";
+const REDIS_PY_EXTEND: &str = "
+        local token = redis.call('get', KEYS[1])
+        if not token or token ~= ARGV[1] then
+            return 0
+        end
+        local expiration = redis.call('pttl', KEYS[1])
+        if not expiration then
+            expiration = 0
+        end
+        if expiration < 0 then
+            return 0
+        end
+
+        local newttl = ARGV[2]
+        if ARGV[3] == \"0\" then
+            newttl = ARGV[2] + expiration
+        end
+        redis.call('pexpire', KEYS[1], newttl)
+        return 1
+    ";
+const REDIS_PY_REACQUIRE: &str = "
+        local token = redis.call('get', KEYS[1])
+        if not token or token ~= ARGV[1] then
+            return 0
+        end
+        redis.call('pexpire', KEYS[1], ARGV[2])
+        return 1
+    ";
+/// redsync v4 (scripts.go at 5560bd2d, 2026-07-23): Go raw strings, tab-indented; the
+/// SHA-1 each ships with is checked below.
+const REDSYNC_DELETE: &str = "\n\tlocal val = redis.call(\"GET\", KEYS[1])\n\tif val == ARGV[1] then\n\t\treturn redis.call(\"DEL\", KEYS[1])\n\telseif val == false then\n\t\treturn -1\n\telse\n\t\treturn 0\n\tend\n";
+const REDSYNC_TOUCH_NX: &str = "\n\tif redis.call(\"GET\", KEYS[1]) == ARGV[1] then\n\t\treturn redis.call(\"PEXPIRE\", KEYS[1], ARGV[2])\n\telseif redis.call(\"SET\", KEYS[1], ARGV[1], \"PX\", ARGV[2], \"NX\") then\n\t\treturn 1\n\telse\n\t\treturn 0\n\tend\n";
+const REDSYNC_TOUCH: &str = "\n\tif redis.call(\"GET\", KEYS[1]) == ARGV[1] then\n\t\treturn redis.call(\"PEXPIRE\", KEYS[1], ARGV[2])\n\telse\n\t\treturn 0\n\tend\n";
+/// node-redlock v5.0.0-beta.2 (src/index.ts at afe5cf92, 2025-08-20): template literals.
+const REDLOCK_JS_ACQUIRE: &str = "
+  -- Return 0 if an entry already exists.
+  for i, key in ipairs(KEYS) do
+    if redis.call(\"exists\", key) == 1 then
+      return 0
+    end
+  end
+
+  -- Create an entry for each provided key.
+  for i, key in ipairs(KEYS) do
+    redis.call(\"set\", key, ARGV[1], \"PX\", ARGV[2])
+  end
+
+  -- Return the number of entries added.
+  return #KEYS
+";
+const REDLOCK_JS_EXTEND: &str = "
+  -- Return 0 if an entry exists with a *different* lock value.
+  for i, key in ipairs(KEYS) do
+    if redis.call(\"get\", key) ~= ARGV[1] then
+      return 0
+    end
+  end
+
+  -- Update the entry for each provided key.
+  for i, key in ipairs(KEYS) do
+    redis.call(\"set\", key, ARGV[1], \"PX\", ARGV[2])
+  end
+
+  -- Return the number of entries updated.
+  return #KEYS
+";
+const REDLOCK_JS_RELEASE: &str = "
+  local count = 0
+  for i, key in ipairs(KEYS) do
+    -- Only remove entries for *this* lock value.
+    if redis.call(\"get\", key) == ARGV[1] then
+      redis.pcall(\"del\", key)
+      count = count + 1
+    end
+  end
+
+  -- Return the number of entries removed.
+  return count
+";
+/// redlock-rb 2.0.6 (lib/redlock/scripts.rb at f176e574, 2023-10-30): `<<-eos` heredocs,
+/// which keep their indentation.
+const REDLOCK_RB_UNLOCK: &str = "      if redis.call(\"get\",KEYS[1]) == ARGV[1] then
+        return redis.call(\"del\",KEYS[1])
+      else
+        return 0
+      end
+";
+const REDLOCK_RB_LOCK: &str = "      if (redis.call(\"exists\", KEYS[1]) == 0 and ARGV[3] == \"yes\") or redis.call(\"get\", KEYS[1]) == ARGV[1] then
+        return redis.call(\"set\", KEYS[1], ARGV[1], \"PX\", ARGV[2])
+      end
+";
+const REDLOCK_RB_PTTL: &str =
+    "      return { redis.call(\"get\", KEYS[1]), redis.call(\"pttl\", KEYS[1]) }
+";
+
+/// Redisson 4.7.1-SNAPSHOT (at 66863978, 2026-08-21): Java string concatenations, joined.
+/// RLock's lock (RedissonLock.java `tryLockInnerAsync`), unlock (`unlockInnerAsync`: it
+/// PUBLISHes to waiters and sets an unlock latch) and the watchdog's renewal
+/// (renewal/LockTask.java). They need hashes (and PUBLISH), which the model is being given
+/// in another change: until `Command::parse` knows every command in `needs`, these stay out
+/// of the mix (the summary names what was left out), and come in by themselves after.
+const REDISSON_LOCK: &str = "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
+const REDISSON_UNLOCK: &str = "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val);end; if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end; ";
+const REDISSON_RENEW: &str = "local result = {} for i = 1, #KEYS, 1 do if (redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1) then redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); else table.insert(result, 0); end; end; return result;";
+
+// Not in the mix, because the model lacks them (src/proto/command.rs TABLE) and no change
+// adds them yet: APPEND, STRLEN. (GETDEL, GETEX and the hash commands below come in as soon as
+// the model parses them, like Redisson's scripts.)
+
+/// Commands the mix sends only once the model parses them.
+const GATED_COMMANDS: [&str; 11] = [
+    "getdel", "getex", "hset", "hget", "hexists", "hincrby", "hdel", "hgetall", "hlen", "hmget",
+    "publish",
+];
+
+/// Does the model know `name` (is it past "unknown command")?
+fn model_knows(name: &str) -> bool {
+    !matches!(
+        distlock_sim::proto::Command::parse(&[name.as_bytes()]),
+        Err(distlock_sim::proto::command::ParseError::Unknown { .. })
+    )
+}
+
+#[derive(Clone, Copy, Debug)]
+enum ScriptArgs {
+    /// ARGV = token
+    Token,
+    /// ARGV = token, ttl_ms
+    TokenTtl,
+    /// ARGV = token, ttl_ms, "0" (add to the TTL left) | "1" (replace it)
+    TokenTtlAdditive,
+    /// ARGV = token, ttl_ms, "yes" | "no" (may a missing key be set)
+    TokenTtlAllowNew,
+    /// No ARGV.
+    Nothing,
+    /// Redisson lock: ARGV = lease_ms, lock name (`<uuid>:<thread id>`).
+    RedissonLock,
+    /// Redisson unlock: KEYS = name, channel, latch; ARGV = message, lease_ms, lock name,
+    /// "publish", latch ttl_ms.
+    RedissonUnlock,
+    /// Redisson renewal: ARGV = lease_ms, then one lock name per key.
+    RedissonRenew,
+}
+
+struct LibScript {
+    name: &'static str,
+    src: &'static str,
+    /// Most keys the library passes (node-redlock passes one per resource).
+    max_keys: usize,
+    args: ScriptArgs,
+    /// Does the reply hold a PTTL (compared as `~N`)?
+    returns_pttl: bool,
+    /// Commands it calls that the model may not have yet (lower-case).
+    needs: &'static [&'static str],
+}
+
+const SCRIPTS: &[LibScript] = &[
+    LibScript {
+        name: "redis-py-release",
+        src: REDIS_PY_RELEASE,
+        max_keys: 1,
+        args: ScriptArgs::Token,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "redis-py-extend",
+        src: REDIS_PY_EXTEND,
+        max_keys: 1,
+        args: ScriptArgs::TokenTtlAdditive,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "redis-py-reacquire",
+        src: REDIS_PY_REACQUIRE,
+        max_keys: 1,
+        args: ScriptArgs::TokenTtl,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "redsync-delete",
+        src: REDSYNC_DELETE,
+        max_keys: 1,
+        args: ScriptArgs::Token,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "redsync-touch",
+        src: REDSYNC_TOUCH,
+        max_keys: 1,
+        args: ScriptArgs::TokenTtl,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "redsync-touch-setnx",
+        src: REDSYNC_TOUCH_NX,
+        max_keys: 1,
+        args: ScriptArgs::TokenTtl,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "node-redlock-acquire",
+        src: REDLOCK_JS_ACQUIRE,
+        max_keys: 2,
+        args: ScriptArgs::TokenTtl,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "node-redlock-extend",
+        src: REDLOCK_JS_EXTEND,
+        max_keys: 2,
+        args: ScriptArgs::TokenTtl,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "node-redlock-release",
+        src: REDLOCK_JS_RELEASE,
+        max_keys: 2,
+        args: ScriptArgs::Token,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "redlock-rb-lock",
+        src: REDLOCK_RB_LOCK,
+        max_keys: 1,
+        args: ScriptArgs::TokenTtlAllowNew,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "redlock-rb-unlock",
+        src: REDLOCK_RB_UNLOCK,
+        max_keys: 1,
+        args: ScriptArgs::Token,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "redlock-rb-pttl",
+        src: REDLOCK_RB_PTTL,
+        max_keys: 1,
+        args: ScriptArgs::Nothing,
+        returns_pttl: true,
+        needs: &[],
+    },
+    LibScript {
+        name: "redisson-lock",
+        src: REDISSON_LOCK,
+        max_keys: 1,
+        args: ScriptArgs::RedissonLock,
+        returns_pttl: true,
+        needs: &["hexists", "hincrby"],
+    },
+    LibScript {
+        name: "redisson-unlock",
+        src: REDISSON_UNLOCK,
+        max_keys: 1,
+        args: ScriptArgs::RedissonUnlock,
+        returns_pttl: false,
+        needs: &["hexists", "hincrby", "publish"],
+    },
+    LibScript {
+        name: "redisson-renew",
+        src: REDISSON_RENEW,
+        max_keys: 2,
+        args: ScriptArgs::RedissonRenew,
+        returns_pttl: false,
+        needs: &["hexists"],
+    },
+];
+
+fn sha1_hex(src: &str) -> String {
+    Sha1::digest(src.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+// ----- output past libtest's capture -----
+
+/// libtest captures `println!` in tests, not writes to the process's stdout handle.
+fn say(line: &str) {
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+// ----- the server -----
+
+fn redis_server() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("DISTLOCK_REDIS_SERVER") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("redis-server"))
+        .find(|p| p.is_file())
+}
+
+/// A `redis-server` of the test's own; killed when dropped, panics included.
+struct Server {
+    child: Child,
+    port: u16,
+    /// Its `--dir`, removed with it.
+    dir: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Server {
+    fn start(bin: &Path, dir: &Path) -> Server {
+        // A free port: bind port 0, read it, let it go (another process could take it in
+        // between; the start then fails visibly below).
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("bind a loopback port")
+            .port();
+        std::fs::create_dir_all(dir).unwrap();
+        let log = std::fs::File::create(dir.join("redis.log")).unwrap();
+        let child = Command::new(bin)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", bin.display()));
+        Server {
+            child,
+            port,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Connects once the server answers PING (at most 10 s).
+    fn connect(&mut self) -> Resp {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("redis-server exited at start ({status}); see its redis.log");
+            }
+            if let Ok(s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let mut c = Resp::new(s);
+                if c.call(&[b"PING".to_vec()]) == Reply::Status("PONG".into()) {
+                    return c;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server on port {} did not answer PING within 10 s",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+// ----- a tiny RESP2 client -----
+
+struct Resp {
+    out: TcpStream,
+    input: BufReader<TcpStream>,
+}
+
+impl Resp {
+    fn new(s: TcpStream) -> Resp {
+        s.set_nodelay(true).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Resp {
+            out: s.try_clone().unwrap(),
+            input: BufReader::new(s),
+        }
+    }
+
+    /// Sends an array of bulk strings, reads one reply.
+    fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
+        let mut req = format!("*{}\r\n", argv.len()).into_bytes();
+        for a in argv {
+            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            req.extend_from_slice(a);
+            req.extend_from_slice(b"\r\n");
+        }
+        self.out.write_all(&req).expect("send to redis-server");
+        self.reply()
+    }
+
+    fn line(&mut self) -> String {
+        let mut l = Vec::new();
+        self.input
+            .read_until(b'\n', &mut l)
+            .expect("read from redis-server");
+        assert!(l.ends_with(b"\r\n"), "a RESP line ends in CRLF: {l:?}");
+        l.truncate(l.len() - 2);
+        String::from_utf8(l).expect("RESP header lines are UTF-8")
+    }
+
+    fn reply(&mut self) -> Reply {
+        let l = self.line();
+        let (kind, rest) = l.split_at(1);
+        match kind {
+            "+" if rest == "OK" => Reply::Ok,
+            "+" => Reply::Status(rest.to_string()),
+            "-" => Reply::Error(rest.to_string()),
+            ":" => Reply::Int(rest.parse().expect("RESP integer")),
+            "$" => {
+                let n: i64 = rest.parse().expect("RESP bulk length");
+                if n < 0 {
+                    return Reply::Nil;
+                }
+                let mut b = vec![0; n as usize + 2];
+                self.input.read_exact(&mut b).expect("read a bulk string");
+                b.truncate(n as usize);
+                Reply::Bulk(b)
+            }
+            "*" => {
+                let n: i64 = rest.parse().expect("RESP array length");
+                if n < 0 {
+                    return Reply::Nil;
+                }
+                Reply::Array((0..n).map(|_| self.reply()).collect())
+            }
+            _ => panic!("not a RESP2 reply: {l:?}"),
+        }
+    }
+}
+
+// ----- the command mix -----
+
+/// How a reply compares between the server and the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timing {
+    Exact,
+    /// Integers >= 100 in ms left (PTTL): within the corpus's tolerance.
+    Ms,
+    /// An absolute unix ms (PEXPIRETIME): within the tolerance, relative to the case start.
+    AbsMs,
+    /// An absolute unix second (EXPIRETIME): exact, relative to the case start.
+    AbsS,
+}
+
+struct Op {
+    argv: Vec<Arg>,
+    /// Keys it reads or writes (each must be away from its expiry edge).
+    keys: Vec<&'static str>,
+    timing: Timing,
+    /// What the summary counts it as.
+    label: String,
+}
+
+fn b(s: &str) -> Arg {
+    Arg::Bytes(s.as_bytes().to_vec())
+}
+
+/// The model's answer to a read-only probe at `at_ms` (not recorded: it changes nothing a
+/// later reply shows, since DBSIZE/KEYS are not in the mix).
+fn probe_int(model: &mut NodeReplay, at_ms: u64, cmd: &str, key: &str) -> i64 {
+    match model.execute(at_ms, &[b(cmd), b(key)]) {
+        Reply::Int(n) => n,
+        other => panic!("probe {cmd} {key}: {other}"),
+    }
+}
+
+struct Gen {
+    rng: Prng,
+    /// The scripts whose commands the model knows.
+    scripts: Vec<&'static LibScript>,
+    /// The `GATED_COMMANDS` the model knows.
+    gated: Vec<&'static str>,
+}
+
+impl Gen {
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.rng.below(xs.len() as u64) as usize]
+    }
+    fn chance(&mut self, per_hundred: u64) -> bool {
+        self.rng.below(100) < per_hundred
+    }
+    fn key(&mut self) -> &'static str {
+        // "n" holds integers most of the time, "s" is the one that may become a list.
+        self.pick(&KEYS)
+    }
+
+    /// A relative TTL in ms: long (well past the sequence), now and then short (observed
+    /// expiring after a wait), rarely zero or negative (deletes at once).
+    fn ttl_ms(&mut self) -> i64 {
+        match self.rng.below(40) {
+            0 => 150 + self.rng.range_i64(0, 150),
+            1 => self.pick(&[0, -1, -5000]),
+            _ => self.pick(&[5000, 8000, 12000, 20000, 30000]) + self.rng.range_i64(0, 999),
+        }
+    }
+
+    fn ttl_s(&mut self) -> i64 {
+        match self.rng.below(40) {
+            0 => self.pick(&[0, -1]),
+            _ => self.pick(&[5, 8, 12, 20, 30]),
+        }
+    }
+
+    /// A Redisson lock name: `<client uuid>:<thread id>`.
+    fn redisson_name(&mut self) -> String {
+        self.pick(&["uuid:1", "uuid:2"]).to_string()
+    }
+
+    /// Moves a GT/LT deadline away from the key's current one (compared at ms resolution,
+    /// the server's clock and the model's could order two close deadlines differently).
+    fn clear_of(current: i64, new: i64, step: i64) -> i64 {
+        if current >= 0 && (new - current).abs() < DEADLINE_GAP_MS {
+            step
+        } else {
+            0
+        }
+    }
+
+    fn op(&mut self, model: &mut NodeReplay, at_ms: u64) -> Op {
+        let t = at_ms as i64;
+        let mut op = Op {
+            argv: Vec::new(),
+            keys: Vec::new(),
+            timing: Timing::Exact,
+            label: String::new(),
+        };
+        let k = self.key();
+        match self.rng.below(100) {
+            0..=15 => {
+                op.keys.push(k);
+                op.argv = vec![b("SET"), b(k), b(self.pick(&VALUES))];
+                match self.rng.below(10) {
+                    0..=2 => op.argv.push(b("NX")),
+                    3..=4 => op.argv.push(b("XX")),
+                    5 if self.chance(30) => op.argv.extend([b("NX"), b("XX")]),
+                    _ => {}
+                }
+                let expiry = |g: &mut Gen, op: &mut Op| match g.rng.below(8) {
+                    0 => op.argv.extend([b("EX"), b(&g.ttl_s().max(1).to_string())]),
+                    1..=2 => op.argv.extend([b("PX"), b(&g.ttl_ms().max(1).to_string())]),
+                    3 => op
+                        .argv
+                        .extend([b("EXAT"), Arg::UnixS(t / 1000 + g.ttl_s().max(1))]),
+                    4 => op
+                        .argv
+                        .extend([b("PXAT"), Arg::UnixMs(t + g.ttl_ms().max(1))]),
+                    5 => op.argv.push(b("KEEPTTL")),
+                    _ => {}
+                };
+                expiry(self, &mut op);
+                if self.chance(5) {
+                    // A second expiry: an error unless both are EX/PX (the last one wins).
+                    expiry(self, &mut op);
+                }
+                if self.chance(4) {
+                    op.argv.extend([
+                        // Not PXAT: PXAT i64::MAX is a valid deadline whose PTTL depends
+                        // on the absolute clock.
+                        b(self.pick(&["EX", "PX", "EXAT"])),
+                        b(self.pick(&[
+                            "0",
+                            "-3",
+                            "abc",
+                            "9223372036854775807",
+                            "-9223372036854775808",
+                        ])),
+                    ]);
+                }
+                if self.chance(20) {
+                    op.argv.push(b("GET"));
+                }
+            }
+            16..=19 => {
+                op.keys.push(k);
+                op.argv = match self.rng.below(3) {
+                    0 => vec![b("SETNX"), b(k), b(self.pick(&VALUES))],
+                    1 => vec![
+                        b("SETEX"),
+                        b(k),
+                        b(&self.pick(&[5i64, 8, 0, -2]).to_string()),
+                        b(self.pick(&VALUES)),
+                    ],
+                    _ => vec![
+                        b("PSETEX"),
+                        b(k),
+                        b(&self.ttl_ms().to_string()),
+                        b(self.pick(&VALUES)),
+                    ],
+                };
+            }
+            20..=27 => {
+                op.keys.push(k);
+                op.argv = vec![b("GET"), b(k)];
+            }
+            28..=31 => {
+                let k2 = self.key();
+                op.keys.extend([k, k2]);
+                op.argv = vec![b(self.pick(&["DEL", "UNLINK"])), b(k), b(k2)];
+            }
+            32..=34 => {
+                let k2 = self.key();
+                op.keys.extend([k, k2]);
+                op.argv = vec![b("EXISTS"), b(k), b(k2), b(k)];
+            }
+            35..=43 => {
+                // Mostly on "n", which holds integers; elsewhere mostly not.
+                let k = if self.chance(70) { "n" } else { k };
+                op.keys.push(k);
+                op.argv = match self.rng.below(4) {
+                    0 => vec![b("INCR"), b(k)],
+                    1 => vec![b("DECR"), b(k)],
+                    c => vec![
+                        b(if c == 2 { "INCRBY" } else { "DECRBY" }),
+                        b(k),
+                        b(self.pick(&[
+                            "5",
+                            "-12",
+                            "0",
+                            "9223372036854775807",
+                            "-9223372036854775808",
+                            "1.5",
+                            "x",
+                        ])),
+                    ],
+                };
+            }
+            44..=56 => {
+                op.keys.push(k);
+                let current = probe_int(model, at_ms, "PEXPIRETIME", k) - CASE_START_UNIX_MS;
+                let current = if current < -2 { -1 } else { current };
+                let cmd = self.pick(&["EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT"]);
+                let value = match cmd {
+                    "EXPIRE" => {
+                        let s = self.ttl_s();
+                        let s = s + Gen::clear_of(current, t + s * 1000, 1);
+                        b(&s.to_string())
+                    }
+                    "PEXPIRE" => {
+                        let ms = self.ttl_ms();
+                        let ms = ms + Gen::clear_of(current, t + ms, 1000);
+                        b(&ms.to_string())
+                    }
+                    "EXPIREAT" => {
+                        let s = t / 1000 + self.ttl_s();
+                        let s = s + Gen::clear_of(current, s * 1000, 1);
+                        Arg::UnixS(s)
+                    }
+                    _ => {
+                        let ms = t + self.ttl_ms();
+                        let ms = ms + Gen::clear_of(current, ms, 1000);
+                        Arg::UnixMs(ms)
+                    }
+                };
+                // i64::MAX overflows every form but PEXPIREAT, where it is a valid deadline
+                // whose PTTL depends on the absolute clock (the model's is not the host's).
+                let bad: &[&str] = if cmd == "PEXPIREAT" {
+                    &["abc", "1.5"]
+                } else {
+                    &["abc", "9223372036854775807", "1.5"]
+                };
+                let value = if self.chance(3) {
+                    b(self.pick(bad))
+                } else {
+                    value
+                };
+                op.argv = vec![b(cmd), b(k), value];
+                match self.rng.below(10) {
+                    0..=3 => {}
+                    4 => op.argv.push(b("NX")),
+                    5 => op.argv.push(b("XX")),
+                    6..=7 => op.argv.push(b("GT")),
+                    8 => op.argv.push(b("LT")),
+                    _ => {
+                        let o = self.pick(&["NX", "XX", "GT", "LT", "BAD"]);
+                        let o2 = self.pick(&["NX", "GT", "LT"]);
+                        op.argv.extend([b(o), b(o2)]);
+                    }
+                }
+            }
+            57..=66 => {
+                op.keys.push(k);
+                let cmd = self.pick(&["TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"]);
+                // Whole seconds round at x500 ms: close to that the two clocks could round
+                // differently, so ask in ms there.
+                let cmd = match cmd {
+                    "TTL" => {
+                        let r = probe_int(model, at_ms, "PTTL", k);
+                        if r >= 0 && (r % 1000 - 500).abs() < ROUNDING_EDGE_MS {
+                            "PTTL"
+                        } else {
+                            "TTL"
+                        }
+                    }
+                    "EXPIRETIME" => {
+                        let d = probe_int(model, at_ms, "PEXPIRETIME", k);
+                        let off = d - CASE_START_UNIX_MS;
+                        if d >= 0 && (off.rem_euclid(1000) - 500).abs() < ROUNDING_EDGE_MS {
+                            "PEXPIRETIME"
+                        } else {
+                            "EXPIRETIME"
+                        }
+                    }
+                    c => c,
+                };
+                op.timing = match cmd {
+                    "PTTL" => Timing::Ms,
+                    "PEXPIRETIME" => Timing::AbsMs,
+                    "EXPIRETIME" => Timing::AbsS,
+                    _ => Timing::Exact,
+                };
+                op.argv = vec![b(cmd), b(k)];
+            }
+            67..=69 => {
+                op.keys.push(k);
+                op.argv = vec![b("PERSIST"), b(k)];
+            }
+            70..=71 => {
+                op.keys.push(k);
+                op.argv = vec![b("TYPE"), b(k)];
+            }
+            72 => {
+                // The one way to a wrong type today: a list.
+                let k = if self.chance(80) { "s" } else { k };
+                op.keys.push(k);
+                op.argv = vec![b("RPUSH"), b(k), b(self.pick(&TOKENS))];
+            }
+            73 => {
+                op.argv = match self.rng.below(12) {
+                    0 => vec![b("PING")],
+                    1 => vec![b("PING"), b("hello")],
+                    2 => vec![b("GET")],
+                    3 => vec![b("SET"), b(k)],
+                    4 => vec![b("EXPIRE"), b(k)],
+                    5 => vec![b("EVAL")],
+                    6 => vec![b("INCRBY"), b(k)],
+                    // Rare resets: everything after starts from an empty keyspace or cache.
+                    7 => vec![b(self.pick(&["FLUSHDB", "FLUSHALL"]))],
+                    8 => vec![b("SCRIPT"), b("FLUSH")],
+                    9 => vec![b("SELECT"), b("0")],
+                    10 => vec![b("TYPE")],
+                    _ => vec![b("PERSIST"), b(k), b(k)],
+                };
+                if op.argv.len() > 1 && op.argv[0] == b("SCRIPT") {
+                    op.label = "SCRIPT FLUSH".into();
+                }
+                op.keys.push(k);
+            }
+            74..=81 if !self.gated.is_empty() => self.gated_op(&mut op, t),
+            _ => self.script_op(&mut op),
+        }
+        if op.label.is_empty() {
+            op.label = match &op.argv[0] {
+                Arg::Bytes(name) => String::from_utf8_lossy(name).into_owned(),
+                _ => unreachable!("a command name is bytes"),
+            };
+        }
+        op
+    }
+
+    /// GETDEL, GETEX, hashes, PUBLISH: only those the model parses (see `GATED_COMMANDS`).
+    fn gated_op(&mut self, op: &mut Op, t: i64) {
+        let cmd = self.pick(&self.gated.clone());
+        // The hash key mostly; now and then a string (or list) key, for WRONGTYPE.
+        let h = if self.chance(75) { "h" } else { self.key() };
+        let field = |g: &mut Gen| g.pick(&["f1", "f2", "uuid:1"]);
+        op.argv = match cmd {
+            "getdel" => {
+                let k = self.key();
+                op.keys.push(k);
+                vec![b("GETDEL"), b(k)]
+            }
+            "getex" => {
+                let k = self.key();
+                op.keys.push(k);
+                let mut v = vec![b("GETEX"), b(k)];
+                match self.rng.below(7) {
+                    0 => v.extend([b("EX"), b(&self.ttl_s().to_string())]),
+                    1 => v.extend([b("PX"), b(&self.ttl_ms().to_string())]),
+                    2 => v.extend([b("EXAT"), Arg::UnixS(t / 1000 + self.ttl_s().max(1))]),
+                    3 => v.extend([b("PXAT"), Arg::UnixMs(t + self.ttl_ms().max(1))]),
+                    4 => v.push(b("PERSIST")),
+                    5 => v.extend([b("PERSIST"), b("EX"), b("5")]),
+                    _ => {}
+                }
+                v
+            }
+            "hset" => {
+                op.keys.push(h);
+                let mut v = vec![b("HSET"), b(h), b(field(self)), b(self.pick(&VALUES))];
+                if self.chance(30) {
+                    v.extend([b(field(self)), b(self.pick(&VALUES))]);
+                }
+                if self.chance(5) {
+                    v.push(b("dangling"));
+                }
+                v
+            }
+            "hincrby" => {
+                op.keys.push(h);
+                let by = self.pick(&["1", "-1", "5", "x", "9223372036854775807"]);
+                vec![b("HINCRBY"), b(h), b(field(self)), b(by)]
+            }
+            "hdel" => {
+                op.keys.push(h);
+                vec![b("HDEL"), b(h), b(field(self)), b(field(self))]
+            }
+            "hmget" => {
+                op.keys.push(h);
+                vec![b("HMGET"), b(h), b(field(self)), b(field(self))]
+            }
+            "hget" | "hexists" => {
+                op.keys.push(h);
+                vec![b(&cmd.to_ascii_uppercase()), b(h), b(field(self))]
+            }
+            "hgetall" | "hlen" => {
+                op.keys.push(h);
+                vec![b(&cmd.to_ascii_uppercase()), b(h)]
+            }
+            _ => vec![b("PUBLISH"), b("redisson_lock__channel:{lock}"), b("0")],
+        };
+    }
+
+    fn script_op(&mut self, op: &mut Op) {
+        let i = self.rng.below(self.scripts.len() as u64) as usize;
+        let s = self.scripts[i];
+        let sha = sha1_hex(s.src);
+        match self.rng.below(20) {
+            0..=1 => {
+                op.argv = vec![b("SCRIPT"), b("LOAD"), b(s.src)];
+                op.label = format!("SCRIPT LOAD {}", s.name);
+                return;
+            }
+            2 => {
+                let other = self.rng.below(self.scripts.len() as u64) as usize;
+                let other = sha1_hex(self.scripts[other].src);
+                op.argv = vec![b("SCRIPT"), b("EXISTS"), b(&sha), b(&other)];
+                op.label = "SCRIPT EXISTS".into();
+                return;
+            }
+            3 => {
+                // Bad key counts.
+                let n = self.pick(&["-1", "3", "x"]);
+                op.argv = vec![b("EVAL"), b(s.src), b(n), b("lock")];
+                op.label = "EVAL (bad numkeys)".into();
+                return;
+            }
+            _ => {}
+        }
+        let by_sha = self.chance(40);
+        let nkeys = 1 + self.rng.below(s.max_keys as u64) as usize;
+        let mut keys = Vec::new();
+        for _ in 0..nkeys {
+            // Lock keys mostly; now and then the integer or the maybe-list key.
+            let k = if self.chance(80) {
+                self.pick(&["lock", "lock2"])
+            } else {
+                self.key()
+            };
+            keys.push(k);
+        }
+        let token = self.pick(&TOKENS);
+        let ttl = self.ttl_ms().max(1).to_string();
+        let argv_tail: Vec<String> = match s.args {
+            ScriptArgs::Token => vec![token.into()],
+            ScriptArgs::TokenTtl => vec![token.into(), ttl],
+            ScriptArgs::TokenTtlAdditive => {
+                vec![token.into(), ttl, self.pick(&["0", "1"]).to_string()]
+            }
+            ScriptArgs::TokenTtlAllowNew => {
+                vec![token.into(), ttl, self.pick(&["yes", "no"]).to_string()]
+            }
+            ScriptArgs::Nothing => vec![],
+            ScriptArgs::RedissonLock => vec![ttl, self.redisson_name()],
+            ScriptArgs::RedissonRenew => {
+                let mut v = vec![ttl];
+                v.extend(keys.iter().map(|_| self.redisson_name()));
+                v
+            }
+            ScriptArgs::RedissonUnlock => {
+                keys.push("redisson_lock__channel:{lock}");
+                keys.push("latch");
+                let latch_ttl = self.ttl_ms().max(1).to_string();
+                vec![
+                    "0".into(),
+                    ttl,
+                    self.redisson_name(),
+                    "publish".into(),
+                    latch_ttl,
+                ]
+            }
+        };
+        let nkeys = keys.len();
+        // Now and then the read-only variants: a writing script must be refused.
+        let ro = if self.chance(10) { "_RO" } else { "" };
+        op.argv = if by_sha {
+            vec![b(&format!("EVALSHA{ro}")), b(&sha)]
+        } else {
+            vec![b(&format!("EVAL{ro}")), b(s.src)]
+        };
+        op.argv.push(b(&nkeys.to_string()));
+        op.argv.extend(keys.iter().map(|k| b(k)));
+        op.argv.extend(argv_tail.iter().map(|a| b(a)));
+        op.keys = keys;
+        if s.returns_pttl {
+            op.timing = Timing::Ms;
+        }
+        op.label = format!("{}{ro} {}", if by_sha { "EVALSHA" } else { "EVAL" }, s.name);
+    }
+}
+
+/// The corpus pattern for the server's reply: exact, except time-valued integers.
+fn expect_of(reply: &Reply, timing: Timing, start_unix_ms: i64) -> Expect {
+    match reply {
+        Reply::Ok => Expect::Status("OK".into()),
+        Reply::Status(s) => Expect::Status(s.clone()),
+        Reply::Error(e) => Expect::Error(e.clone()),
+        Reply::Nil => Expect::Nil,
+        Reply::Bulk(v) => Expect::Bulk(v.clone()),
+        Reply::Array(items) => Expect::Array(
+            items
+                .iter()
+                .map(|r| expect_of(r, timing, start_unix_ms))
+                .collect(),
+        ),
+        // -1 / -2 (no TTL / no key) stay exact; so does any small integer.
+        Reply::Int(n) => Expect::Int(match timing {
+            Timing::Ms if *n >= 100 => IntPattern::Approx(*n),
+            Timing::AbsMs if *n >= 0 => IntPattern::ApproxUnixMs(*n - start_unix_ms),
+            Timing::AbsS if *n >= 0 => IntPattern::ExactUnixS(*n - start_unix_ms / 1000),
+            _ => IntPattern::Exact(*n),
+        }),
+    }
+}
+
+fn unix_ms_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn render_args(argv: &[Arg]) -> String {
+    argv.iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[derive(Default)]
+struct Totals {
+    commands: usize,
+    waits: usize,
+    wait_ms: i64,
+    covered: BTreeMap<String, usize>,
+}
+
+/// Runs one seed against both; returns the recorded case text.
+fn run_seed(seed: u64, server: &mut Resp, totals: &mut Totals) -> String {
+    assert_eq!(server.call(&[b"FLUSHALL".to_vec()]), Reply::Ok);
+    assert_eq!(
+        server.call(&[b"SCRIPT".to_vec(), b"FLUSH".to_vec()]),
+        Reply::Ok
+    );
+    let mut model = NodeReplay::new();
+    let mut g = Gen {
+        rng: Prng::new(seed, 0xd1ff),
+        scripts: SCRIPTS
+            .iter()
+            .filter(|s| s.needs.iter().all(|c| model_knows(c)))
+            .collect(),
+        gated: GATED_COMMANDS
+            .into_iter()
+            .filter(|c| model_knows(c))
+            .collect(),
+    };
+    // The case starts on the whole second before now, as every corpus case does.
+    let start = unix_ms_now() / 1000 * 1000;
+    let mut case = format!("# case: differential-seed-{seed}\n# topology: single\n");
+    let elapsed = || (unix_ms_now() - start) as u64;
+    for _ in 0..COMMANDS_PER_SEED {
+        let (at_ms, op) = loop {
+            let at_ms = elapsed();
+            let op = g.op(&mut model, at_ms);
+            // A key about to expire is not touched: wait until it is well past.
+            let wait = op
+                .keys
+                .iter()
+                .map(|k| probe_int(&mut model, at_ms, "PTTL", k))
+                .filter(|r| (0..DANGER_MS).contains(r))
+                .max();
+            match wait {
+                None => break (at_ms, op),
+                Some(r) => {
+                    totals.waits += 1;
+                    totals.wait_ms += r + PAST_MARGIN_MS;
+                    std::thread::sleep(Duration::from_millis((r + PAST_MARGIN_MS) as u64));
+                }
+            }
+        };
+        let real_argv: Vec<Vec<u8>> = op.argv.iter().map(|a| resolve_arg(a, start)).collect();
+        let real = server.call(&real_argv);
+        let got = model.execute(at_ms, &op.argv);
+        let expect = expect_of(&real, op.timing, start);
+        let line = format!("@{at_ms} {} -> {expect}\n", render_args(&op.argv));
+        if !expect.matches(&got, CASE_START_UNIX_MS) {
+            panic!(
+                "seed {seed}: the model and redis-server differ\n\
+                 command: {}\n\
+                 redis-server: {real}\n\
+                 model:        {got}\n\
+                 sequence so far (corpus syntax, the last line as the server answered):\n{case}{line}",
+                render_args(&op.argv)
+            );
+        }
+        case.push_str(&line);
+        totals.commands += 1;
+        *totals.covered.entry(op.label).or_default() += 1;
+    }
+    case
+}
+
+fn extra_seeds() -> u64 {
+    match std::env::var("DISTLOCK_DIFF_SEEDS") {
+        Err(_) => 0,
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("DISTLOCK_DIFF_SEEDS={v:?}: expected a count of seeds")),
+    }
+}
+
+#[test]
+fn seeded_command_sequences_get_the_same_replies_from_the_model_as_from_redis_server() {
+    let Some(bin) = redis_server() else {
+        if std::env::var("DISTLOCK_REDIS_TEST").as_deref() == Ok("require") {
+            panic!("no redis-server found, and DISTLOCK_REDIS_TEST=require");
+        }
+        say(
+            "differential: skipped: install redis-server (Debian package redis-server) \
+             to run the differential test",
+        );
+        return;
+    };
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR is inside the target dir")
+        .to_path_buf();
+    let dir = target.join("differential");
+    let data = dir.join(format!("server-{}", std::process::id()));
+    let mut server = Server::start(&bin, &data);
+    let mut conn = server.connect();
+    let version = match conn.call(&[b"INFO".to_vec(), b"server".to_vec()]) {
+        Reply::Bulk(info) => String::from_utf8_lossy(&info)
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:").map(str::to_string))
+            .expect("INFO server names redis_version"),
+        other => panic!("INFO server: {other}"),
+    };
+
+    let seeds: Vec<u64> = CI_SEEDS
+        .iter()
+        .copied()
+        .chain((0..extra_seeds()).map(|i| 1000 + i))
+        .collect();
+    let mut totals = Totals::default();
+    let mut recorded = format!(
+        "# Recorded by tests/differential.rs from redis-server {version} (started with\n\
+         # --save '' --appendonly no), seeds {seeds:?}, {COMMANDS_PER_SEED} commands each.\n\
+         # Every reply is the server's; the model gave the same at the same @T.\n\n"
+    );
+    let started = Instant::now();
+    for &seed in &seeds {
+        let case = run_seed(seed, &mut conn, &mut totals);
+        recorded.push_str(&case);
+        recorded.push('\n');
+    }
+    let elapsed = started.elapsed();
+    drop(conn);
+    drop(server);
+
+    let out = dir.join("recorded.txt");
+    std::fs::write(&out, &recorded).unwrap();
+    // The recording replays offline, through the corpus parser and runner, as it compared.
+    let report = run_text(&out, &recorded).expect("the recording parses as a corpus file");
+    assert_eq!(
+        report.passed(),
+        seeds.len(),
+        "the recorded cases replay against the model: {:?}",
+        report.cases
+    );
+
+    let covered: Vec<String> = totals
+        .covered
+        .iter()
+        .map(|(name, n)| format!("{name} x{n}"))
+        .collect();
+    let mut left_out: Vec<&str> = GATED_COMMANDS
+        .into_iter()
+        .filter(|c| !model_knows(c))
+        .collect();
+    left_out.extend(
+        SCRIPTS
+            .iter()
+            .filter(|s| !s.needs.iter().all(|c| model_knows(c)))
+            .map(|s| s.name),
+    );
+    let left_out = if left_out.is_empty() {
+        String::new()
+    } else {
+        format!("; left out (the model lacks them): {}", left_out.join(", "))
+    };
+    say(&format!(
+        "differential: {} commands over {} seeds against redis-server {version}: 0 differences; \
+         {} waits for expiry ({} ms), {:.1} s; recorded in {}; covered: {}{left_out}",
+        totals.commands,
+        seeds.len(),
+        totals.waits,
+        totals.wait_ms,
+        elapsed.as_secs_f64(),
+        out.display(),
+        covered.join(", ")
+    ));
+}
+
+#[test]
+fn the_script_texts_are_the_libraries_own() {
+    // redsync ships each script with its SHA-1: the copies here hash to the same.
+    assert_eq!(
+        sha1_hex(REDSYNC_DELETE),
+        "e950836ed1e694540c503ef9972b8de518044d3b"
+    );
+    assert_eq!(
+        sha1_hex(REDSYNC_TOUCH_NX),
+        "b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79"
+    );
+    assert_eq!(
+        sha1_hex(REDSYNC_TOUCH),
+        "d75bb8b5bd13532ddedd17762e772346e39b321e"
+    );
+}
+
+#[test]
+fn a_reply_off_by_more_than_the_tolerance_or_of_another_kind_is_a_difference() {
+    let start = 1_800_000_000_000;
+    let pttl = expect_of(&Reply::Int(5015), Timing::Ms, start);
+    assert!(pttl.matches(&Reply::Int(5045), CASE_START_UNIX_MS));
+    assert!(!pttl.matches(&Reply::Int(5046), CASE_START_UNIX_MS));
+    assert!(!pttl.matches(&Reply::Nil, CASE_START_UNIX_MS));
+    // The sentinels stay exact: no key (-2) is not no TTL (-1).
+    let gone = expect_of(&Reply::Int(-2), Timing::Ms, start);
+    assert!(!gone.matches(&Reply::Int(-1), CASE_START_UNIX_MS));
+    // Absolute times compare relative to each side's case start.
+    let at = expect_of(&Reply::Int(start + 8_000), Timing::AbsMs, start);
+    assert!(at.matches(&Reply::Int(CASE_START_UNIX_MS + 8_010), CASE_START_UNIX_MS));
+    assert!(!at.matches(&Reply::Int(start + 8_000), CASE_START_UNIX_MS));
+    let at_s = expect_of(&Reply::Int(start / 1000 + 8), Timing::AbsS, start);
+    assert!(at_s.matches(
+        &Reply::Int(CASE_START_UNIX_MS / 1000 + 8),
+        CASE_START_UNIX_MS
+    ));
+    assert!(!at_s.matches(
+        &Reply::Int(CASE_START_UNIX_MS / 1000 + 9),
+        CASE_START_UNIX_MS
+    ));
+    // Everything else is exact, integers included.
+    let n = expect_of(&Reply::Int(5015), Timing::Exact, start);
+    assert!(!n.matches(&Reply::Int(5016), CASE_START_UNIX_MS));
+    let e = expect_of(&Reply::err("ERR syntax error"), Timing::Exact, start);
+    assert!(!e.matches(&Reply::err("ERR syntax error "), CASE_START_UNIX_MS));
+}
