@@ -427,3 +427,25 @@ fn time_is_the_nodes_wall_clock_in_and_out_of_scripts() {
         want
     );
 }
+
+#[test]
+fn a_hash_removed_by_its_last_hdel_is_recorded_under_its_holders_field() {
+    use distlock_sim::history::{Observation, Removal};
+    let mut n = node("m", Persistence::None);
+    run(&mut n, T0, &["HSET", "lock", "uuid:1", "1"]);
+    let written: Vec<Observation> = n.drain_observations().collect();
+    assert!(
+        matches!(&written[..], [Observation::KeyWritten { value, .. }] if value.as_ref() == b"uuid:1"),
+        "{written:?}"
+    );
+    run(&mut n, T0, &["HDEL", "lock", "uuid:1"]);
+    let removed: Vec<Observation> = n.drain_observations().collect();
+    assert!(
+        matches!(
+            &removed[..],
+            [Observation::KeyRemoved { value, how: Removal::Del, by: Some(CLIENT), .. }]
+                if value.as_ref() == b"uuid:1"
+        ),
+        "{removed:?}"
+    );
+}

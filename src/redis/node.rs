@@ -736,6 +736,9 @@ impl RedisNode {
         let Value::Hash(fields) = &mut entry.value else {
             return Reply::err(WRONGTYPE);
         };
+        // The removal record names the hash by its first field (the lock holder) as it was
+        // before the fields went.
+        let first = fields.first().map(|(f, _)| f.clone());
         let mut deleted = 0;
         for g in gone {
             if let Some(j) = fields.iter().position(|(f, _)| f == g) {
@@ -749,7 +752,8 @@ impl RedisNode {
             if emptied {
                 // The key goes with its last field; replicas do the same on the HDEL itself,
                 // so no DEL is propagated.
-                if let Some((k, e)) = self.keyspace.remove(key) {
+                if let Some((k, mut e)) = self.keyspace.remove(key) {
+                    e.value = Value::Hash(first.into_iter().map(|f| (f, Bytes::new())).collect());
                     self.note_removed(&k, &e, Removal::Del, by);
                 }
             } else {
