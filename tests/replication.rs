@@ -266,3 +266,186 @@ fn what_a_restart_finds_depends_on_persistence() {
         both
     );
 }
+
+/// Runs `argv` on a node (as a client would send it) and returns the reply.
+fn run(n: &mut RedisNode, now: i64, argv: &[&str]) -> Reply {
+    let cmd = Command::parse(argv).unwrap_or_else(|e| panic!("{argv:?}: {e:?}"));
+    n.handle(now, 0, CLIENT, 1, &cmd)
+        .expect("not a blocking command")
+}
+
+/// The replication stream the master queued, as argument vectors (`name arg...`).
+fn stream_of(m: &mut RedisNode, r: &mut RedisNode, now: i64) -> Vec<String> {
+    let out: Vec<_> = m.drain_outbox().collect();
+    let mut seen = Vec::new();
+    for (to, msg) in out {
+        if let (R, Msg::Repl(x)) = (to, msg) {
+            if let ReplMsg::Stream { cmds, .. } = &x {
+                for c in cmds {
+                    let words: Vec<String> = c
+                        .to_argv()
+                        .iter()
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect();
+                    seen.push(words.join(" "));
+                }
+            }
+            r.on_repl(now, 0, M, x);
+        }
+    }
+    pump(m, r, now);
+    seen
+}
+
+const REDISSON_LOCK: &str = "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
+const REDISSON_UNLOCK: &str = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
+
+#[test]
+fn redissons_lock_and_unlock_scripts_replicate_by_their_effects() {
+    let (mut m, mut r) = linked();
+    let lock = ["EVAL", REDISSON_LOCK, "1", "lock", "30000", "uuid:1"];
+    assert_eq!(run(&mut m, T0, &lock), Reply::Nil);
+    assert_eq!(
+        stream_of(&mut m, &mut r, T0),
+        [
+            "HINCRBY lock uuid:1 1".to_string(),
+            format!("PEXPIREAT lock {}", T0 + 30_000)
+        ]
+    );
+    // The replica holds the same hash and the master's absolute deadline.
+    assert_eq!(
+        run(&mut r, T0, &["HGETALL", "lock"]),
+        Reply::Array(vec![
+            Reply::Bulk(b"uuid:1".to_vec()),
+            Reply::Bulk(b"1".to_vec())
+        ])
+    );
+    assert_eq!(
+        run(&mut r, T0, &["PEXPIRETIME", "lock"]),
+        Reply::Int(T0 + 30_000)
+    );
+    // Another holder is told the time left; nothing is replicated.
+    let other = ["EVAL", REDISSON_LOCK, "1", "lock", "30000", "uuid:2"];
+    assert_eq!(run(&mut m, T0 + 100, &other), Reply::Int(29_900));
+    assert!(stream_of(&mut m, &mut r, T0 + 100).is_empty());
+    let unlock = [
+        "EVAL",
+        REDISSON_UNLOCK,
+        "2",
+        "lock",
+        "redisson_lock__channel:{lock}",
+        "0",
+        "30000",
+        "uuid:1",
+    ];
+    assert_eq!(run(&mut m, T0 + 200, &unlock), Reply::Int(1));
+    assert_eq!(
+        stream_of(&mut m, &mut r, T0 + 200),
+        [
+            "HINCRBY lock uuid:1 -1",
+            "DEL lock",
+            "PUBLISH redisson_lock__channel:{lock} 0"
+        ]
+    );
+    assert_eq!(run(&mut r, T0 + 200, &["EXISTS", "lock"]), Reply::Int(0));
+}
+
+#[test]
+fn getdel_getex_and_hdel_replicate_as_redis_rewrites_them() {
+    let (mut m, mut r) = linked();
+    run(&mut m, T0, &["SET", "g", "v"]);
+    run(&mut m, T0, &["HSET", "h", "a", "1", "b", "2"]);
+    stream_of(&mut m, &mut r, T0);
+    assert_eq!(
+        run(&mut m, T0, &["GETEX", "g", "PX", "5000"]),
+        Reply::Bulk(b"v".to_vec())
+    );
+    assert_eq!(
+        run(&mut m, T0, &["GETEX", "g", "PERSIST"]),
+        Reply::Bulk(b"v".to_vec())
+    );
+    // No TTL left: a second PERSIST changes nothing and sends nothing.
+    assert_eq!(
+        run(&mut m, T0, &["GETEX", "g", "PERSIST"]),
+        Reply::Bulk(b"v".to_vec())
+    );
+    assert_eq!(run(&mut m, T0, &["GETEX", "g"]), Reply::Bulk(b"v".to_vec()));
+    assert_eq!(
+        run(&mut m, T0, &["GETDEL", "g"]),
+        Reply::Bulk(b"v".to_vec())
+    );
+    // An HDEL that removes nothing is not propagated; the one that empties the hash is, alone.
+    assert_eq!(run(&mut m, T0, &["HDEL", "h", "zz"]), Reply::Int(0));
+    assert_eq!(run(&mut m, T0, &["HDEL", "h", "a", "b"]), Reply::Int(2));
+    assert_eq!(
+        stream_of(&mut m, &mut r, T0),
+        [
+            format!("PEXPIREAT g {}", T0 + 5_000),
+            "PERSIST g".to_string(),
+            "DEL g".to_string(),
+            "HDEL h a b".to_string(),
+        ]
+    );
+    assert_eq!(
+        run(&mut r, T0, &["DBSIZE"]),
+        Reply::Int(0),
+        "the replica dropped the emptied hash on the HDEL itself"
+    );
+}
+
+#[test]
+fn a_full_sync_copies_hashes_with_their_deadlines() {
+    let (mut m, mut r) = (node("m", Persistence::None), node("r", Persistence::None));
+    run(&mut m, T0, &["HSET", "lock", "uuid:1", "2", "x", "y"]);
+    run(&mut m, T0, &["PEXPIRE", "lock", "30000"]);
+    assert_eq!(run(&mut r, T0, &["REPLICAOF", "m", "6379"]), Reply::Ok);
+    pump(&mut m, &mut r, T0);
+    assert_eq!(
+        run(&mut r, T0, &["HGETALL", "lock"]),
+        run(&mut m, T0, &["HGETALL", "lock"])
+    );
+    assert_eq!(
+        run(&mut r, T0, &["PEXPIRETIME", "lock"]),
+        Reply::Int(T0 + 30_000)
+    );
+}
+
+#[test]
+fn time_is_the_nodes_wall_clock_in_and_out_of_scripts() {
+    let mut n = node("m", Persistence::None);
+    let want = Reply::Array(vec![
+        Reply::Bulk(b"1700000001".to_vec()),
+        Reply::Bulk(b"234000".to_vec()),
+    ]);
+    assert_eq!(run(&mut n, T0 + 1_234, &["TIME"]), want);
+    assert_eq!(
+        run(
+            &mut n,
+            T0 + 1_234,
+            &["EVAL", "return redis.call('time')", "0"]
+        ),
+        want
+    );
+}
+
+#[test]
+fn a_hash_removed_by_its_last_hdel_is_recorded_under_its_holders_field() {
+    use distlock_sim::history::{Observation, Removal};
+    let mut n = node("m", Persistence::None);
+    run(&mut n, T0, &["HSET", "lock", "uuid:1", "1"]);
+    let written: Vec<Observation> = n.drain_observations().collect();
+    assert!(
+        matches!(&written[..], [Observation::KeyWritten { value, .. }] if value.as_ref() == b"uuid:1"),
+        "{written:?}"
+    );
+    run(&mut n, T0, &["HDEL", "lock", "uuid:1"]);
+    let removed: Vec<Observation> = n.drain_observations().collect();
+    assert!(
+        matches!(
+            &removed[..],
+            [Observation::KeyRemoved { value, how: Removal::Del, by: Some(CLIENT), .. }]
+                if value.as_ref() == b"uuid:1"
+        ),
+        "{removed:?}"
+    );
+}

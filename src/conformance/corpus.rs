@@ -431,8 +431,10 @@ pub fn parse(text: &str) -> Result<Corpus, ParseError> {
                 ),
             ));
         }
-        let line = raw.trim();
-        if line.is_empty() {
+        // Only leading space is dropped: a reply's trailing spaces are part of it (Redis's
+        // unknown-command error ends in one).
+        let line = raw.trim_start();
+        if line.trim_end().is_empty() {
             continue;
         }
         if let Some(after_hash) = line.strip_prefix('#') {
@@ -569,8 +571,8 @@ fn parse_step(line: &str, topology: Topology) -> Result<(u64, StepKind), String>
             ));
         }
     };
-    let body = rest.trim();
-    if body.is_empty() {
+    let body = rest.trim_start();
+    if body.trim_end().is_empty() {
         return Err("empty command after the step time".to_string());
     }
 
@@ -865,8 +867,9 @@ impl<'a> ArgLexer<'a> {
 
 /// Parses the reply text after `->`.
 fn parse_reply(text: &str) -> Result<Expect, String> {
-    let text = text.trim();
-    if text.is_empty() {
+    // Trailing spaces stay: a top-level `(error)` message keeps them; other forms skip them.
+    let text = text.trim_start();
+    if text.trim_end().is_empty() {
         return Err("empty reply after '->'".to_string());
     }
     let mut p = ReplyParser { text, pos: 0 };
@@ -1046,7 +1049,14 @@ impl<'a> ReplyParser<'a> {
         } else {
             rest.find([',', ']']).unwrap_or(rest.len())
         };
-        let message = rest.get(..end).unwrap_or("").trim_end();
+        // At the top level the message is the rest of the line, trailing spaces included;
+        // inside an array it ends at the delimiter, and spaces before it are layout.
+        let message = rest.get(..end).unwrap_or("");
+        let message = if depth == 0 {
+            message
+        } else {
+            message.trim_end()
+        };
         self.pos += end;
         Ok(Expect::Error(message.to_string()))
     }
@@ -1256,6 +1266,36 @@ mod tests {
     }
 
     #[test]
+    fn an_error_reply_keeps_its_trailing_spaces() {
+        let text = "ERR unknown command 'FOO', with args beginning with: 'a' ";
+        assert_eq!(
+            expect_of(&format!("(error) {text}")),
+            Expect::Error(text.to_string())
+        );
+        // Two trailing spaces and a CRLF line end: the spaces stay, the CR goes.
+        let corpus = parse("# case: t\n# topology: single\n@0 FOO -> (error) x  \r\n").unwrap();
+        match &corpus.cases[0].steps[0].kind {
+            StepKind::Command { expect, .. } => assert_eq!(*expect, Expect::Error("x  ".into())),
+            other => panic!("not a command: {other:?}"),
+        }
+        // Other reply forms ignore trailing layout, and an error inside an array ends at its
+        // delimiter.
+        assert_eq!(
+            expect_of("(integer) 3   "),
+            Expect::Int(IntPattern::Exact(3))
+        );
+        assert_eq!(
+            expect_of("[(error) e , (integer) 1]  "),
+            Expect::Array(vec![
+                Expect::Error("e".into()),
+                Expect::Int(IntPattern::Exact(1))
+            ])
+        );
+        // A line of spaces alone is still a blank line.
+        assert!(parse("# case: t\n# topology: single\n   \n@0 PING -> PONG\n").is_ok());
+    }
+
+    #[test]
     fn reply_forms() {
         assert_eq!(expect_of("OK"), Expect::Status("OK".into()));
         assert_eq!(expect_of("PONG"), Expect::Status("PONG".into()));
@@ -1297,7 +1337,7 @@ mod tests {
         );
         assert_eq!(
             expect_of("(error) ERR syntax error   "),
-            Expect::Error("ERR syntax error".into())
+            Expect::Error("ERR syntax error   ".into())
         );
         assert_eq!(
             expect_of("(error) ERR a, b [c] -> \"d\""),

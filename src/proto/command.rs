@@ -182,6 +182,60 @@ pub enum Command {
     /// ROLE: `["master", offset, [[host, port, offset], ...]]` or
     /// `["slave", host, port, state, offset]` (hosts are process names in the model).
     Role,
+    /// HSET key field value [field value ...]: replies the number of fields added.
+    HSet(Bytes, Vec<(Bytes, Bytes)>),
+    HGet(Bytes, Bytes),
+    HExists(Bytes, Bytes),
+    HIncrBy(Bytes, Bytes, i64),
+    HDel(Bytes, Vec<Bytes>),
+    HGetAll(Bytes),
+    HLen(Bytes),
+    HMGet(Bytes, Vec<Bytes>),
+    /// GETDEL key: propagated as DEL when it deleted.
+    GetDel(Bytes),
+    /// GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST].
+    GetEx(Bytes, Option<GetExOpt>),
+    /// TIME: the node's wall clock as [seconds, microseconds].
+    Time,
+    /// PUBLISH channel message: the number of receivers.
+    Publish(Bytes, Bytes),
+}
+
+/// GETEX's option, as given. The amount stays as sent: Redis 7.0 parses it only after the
+/// key's type check (`GETEX list PX abc` is WRONGTYPE, `GETEX missing PX abc` is nil).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GetExOpt {
+    Expiry(ExpiryUnit, Bytes),
+    Persist,
+}
+
+/// Which expiry option GETEX was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpiryUnit {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+impl ExpiryUnit {
+    pub fn name(self) -> &'static str {
+        match self {
+            ExpiryUnit::Ex => "EX",
+            ExpiryUnit::Px => "PX",
+            ExpiryUnit::ExAt => "EXAT",
+            ExpiryUnit::PxAt => "PXAT",
+        }
+    }
+    /// The option with its amount, as SET's expiry (for the shared validation).
+    pub fn with(self, v: i64) -> SetExpiry {
+        match self {
+            ExpiryUnit::Ex => SetExpiry::Ex(v),
+            ExpiryUnit::Px => SetExpiry::Px(v),
+            ExpiryUnit::ExAt => SetExpiry::ExAt(v),
+            ExpiryUnit::PxAt => SetExpiry::PxAt(v),
+        }
+    }
 }
 
 /// Why parsing failed. Scripts word the first two differently from clients.
@@ -332,6 +386,18 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("wait", 3, false),
     ("select", 2, false),
     ("role", 1, false),
+    ("hset", -4, true),
+    ("hget", 3, false),
+    ("hexists", 3, false),
+    ("hincrby", 4, true),
+    ("hdel", -3, true),
+    ("hgetall", 2, false),
+    ("hlen", 2, false),
+    ("hmget", -3, false),
+    ("getdel", 2, true),
+    ("getex", -2, true),
+    ("time", 1, false),
+    ("publish", 3, false),
 ];
 
 /// Redis command flags the model needs: is `name` (lower-case) a write command?
@@ -373,6 +439,11 @@ impl Command {
                 | Command::DecrBy(..)
                 | Command::FlushAll
                 | Command::RPush(..)
+                | Command::HSet(..)
+                | Command::HIncrBy(..)
+                | Command::HDel(..)
+                | Command::GetDel(_)
+                | Command::GetEx(..)
         )
     }
 
@@ -483,18 +554,35 @@ impl Command {
                 }
             }
             "script" => {
+                // Redis 7.0 checks subcommands against their own table: an unknown name, then
+                // the subcommand's arity (`script|load` is 3, `script|exists` -3,
+                // `script|flush` -2), then FLUSH's option.
                 let sub = &a[0];
-                if eq_ic(sub, "load") && a.len() == 2 {
+                if eq_ic(sub, "load") {
+                    if a.len() != 2 {
+                        return Err(ParseError::Arity("script|load"));
+                    }
                     Command::ScriptLoad(a[1].clone())
-                } else if eq_ic(sub, "exists") && a.len() >= 2 {
+                } else if eq_ic(sub, "exists") {
+                    if a.len() < 2 {
+                        return Err(ParseError::Arity("script|exists"));
+                    }
                     Command::ScriptExists(a[1..].to_vec())
-                } else if eq_ic(sub, "flush")
-                    && (a.len() == 1
-                        || (a.len() == 2 && (eq_ic(&a[1], "sync") || eq_ic(&a[1], "async"))))
-                {
-                    Command::ScriptFlush
+                } else if eq_ic(sub, "flush") {
+                    if a.len() == 1
+                        || (a.len() == 2 && (eq_ic(&a[1], "sync") || eq_ic(&a[1], "async")))
+                    {
+                        Command::ScriptFlush
+                    } else {
+                        return Err(ParseError::Reply(
+                            "ERR SCRIPT FLUSH only support SYNC|ASYNC option".into(),
+                        ));
+                    }
                 } else {
-                    return Err(unknown_subcommand(sub, "SCRIPT"));
+                    return Err(ParseError::Reply(format!(
+                        "ERR unknown subcommand '{}'. Try SCRIPT HELP.",
+                        trunc(&String::from_utf8_lossy(sub), 128)
+                    )));
                 }
             }
             "flushall" | "flushdb" => {
@@ -528,7 +616,9 @@ impl Command {
             }
             "wait" => {
                 let replicas = int_arg(&a[0])?;
-                let timeout_ms = int_arg(&a[1])?;
+                let timeout_ms = parse_i64_strict(&a[1]).ok_or_else(|| {
+                    ParseError::Reply("ERR timeout is not an integer or out of range".into())
+                })?;
                 if timeout_ms < 0 {
                     return Err(ParseError::Reply("ERR timeout is negative".into()));
                 }
@@ -538,6 +628,31 @@ impl Command {
                 }
             }
             "role" => Command::Role,
+            "hset" => {
+                // Past the table's arity (-4) the pair check is HSET's own: a script's
+                // `redis.call` gets the client's text here, not "Wrong number of args".
+                if a.len().is_multiple_of(2) {
+                    return Err(ParseError::Reply(
+                        "ERR wrong number of arguments for 'hset' command".into(),
+                    ));
+                }
+                let pairs = a[1..]
+                    .chunks(2)
+                    .map(|p| (p[0].clone(), p[1].clone()))
+                    .collect();
+                Command::HSet(a[0].clone(), pairs)
+            }
+            "hget" => Command::HGet(a[0].clone(), a[1].clone()),
+            "hexists" => Command::HExists(a[0].clone(), a[1].clone()),
+            "hincrby" => Command::HIncrBy(a[0].clone(), a[1].clone(), int_arg(&a[2])?),
+            "hdel" => Command::HDel(a[0].clone(), a[1..].to_vec()),
+            "hgetall" => Command::HGetAll(a[0].clone()),
+            "hlen" => Command::HLen(a[0].clone()),
+            "hmget" => Command::HMGet(a[0].clone(), a[1..].to_vec()),
+            "getdel" => Command::GetDel(a[0].clone()),
+            "getex" => parse_getex(a)?,
+            "time" => Command::Time,
+            "publish" => Command::Publish(a[0].clone(), a[1].clone()),
             "select" => {
                 let db = parse_i64_strict(&a[0])
                     .ok_or_else(|| ParseError::Reply("ERR invalid DB index".into()))?;
@@ -682,15 +797,41 @@ impl Command {
             } => vec![b("WAIT"), n(*replicas), n(*timeout_ms)],
             Command::Select(db) => vec![b("SELECT"), n(*db)],
             Command::Role => vec![b("ROLE")],
+            Command::HSet(k, pairs) => {
+                let mut v = vec![b("HSET"), k.clone()];
+                for (f, val) in pairs {
+                    v.push(f.clone());
+                    v.push(val.clone());
+                }
+                v
+            }
+            Command::HGet(k, f) => vec![b("HGET"), k.clone(), f.clone()],
+            Command::HExists(k, f) => vec![b("HEXISTS"), k.clone(), f.clone()],
+            Command::HIncrBy(k, f, by) => vec![b("HINCRBY"), k.clone(), f.clone(), n(*by)],
+            Command::HDel(k, fields) => [b("HDEL"), k.clone()]
+                .into_iter()
+                .chain(fields.iter().cloned())
+                .collect(),
+            Command::HGetAll(k) => vec![b("HGETALL"), k.clone()],
+            Command::HLen(k) => vec![b("HLEN"), k.clone()],
+            Command::HMGet(k, fields) => [b("HMGET"), k.clone()]
+                .into_iter()
+                .chain(fields.iter().cloned())
+                .collect(),
+            Command::GetDel(k) => vec![b("GETDEL"), k.clone()],
+            Command::GetEx(k, opt) => {
+                let mut v = vec![b("GETEX"), k.clone()];
+                match opt {
+                    None => {}
+                    Some(GetExOpt::Persist) => v.push(b("PERSIST")),
+                    Some(GetExOpt::Expiry(unit, raw)) => v.extend([b(unit.name()), raw.clone()]),
+                }
+                v
+            }
+            Command::Time => vec![b("TIME")],
+            Command::Publish(ch, m) => vec![b("PUBLISH"), ch.clone(), m.clone()],
         }
     }
-}
-
-fn unknown_subcommand(sub: &[u8], cmd: &str) -> ParseError {
-    ParseError::Reply(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
-        String::from_utf8_lossy(sub)
-    ))
 }
 
 /// SET's options, as `parseExtendedStringArgumentsOrReply` in Redis 7.0 reads them: an option
@@ -751,6 +892,51 @@ fn parse_set(a: &[Bytes]) -> Result<Command, ParseError> {
         get,
         expiry,
     })
+}
+
+/// GETEX's options as Redis 7.0's `parseExtendedStringArgumentsOrReply` reads them for GETEX:
+/// one expiry kind (repeating the same kind is allowed, the last wins) or PERSIST, nothing
+/// else; the number is left for the node (after the type check).
+fn parse_getex(a: &[Bytes]) -> Result<Command, ParseError> {
+    let key = a[0].clone();
+    let mut persist = false;
+    let mut expiry: Option<(u8, &Bytes)> = None;
+    let mut j = 1;
+    while j < a.len() {
+        let opt = &a[j];
+        let next = a.get(j + 1);
+        if eq_ic(opt, "persist") && expiry.is_none() {
+            persist = true;
+        } else if let Some(tag) = [("ex", b'e'), ("px", b'p'), ("exat", b'E'), ("pxat", b'P')]
+            .iter()
+            .find(|(n, _)| eq_ic(opt, n))
+            .map(|(_, t)| *t)
+        {
+            match (persist, expiry.map(|(k, _)| k), next) {
+                (false, None, Some(n)) => expiry = Some((tag, n)),
+                (false, Some(k), Some(n)) if k == tag => expiry = Some((tag, n)),
+                _ => return Err(syntax()),
+            }
+            j += 1;
+        } else {
+            return Err(syntax());
+        }
+        j += 1;
+    }
+    let opt = match expiry {
+        Some((tag, raw)) => {
+            let unit = match tag {
+                b'e' => ExpiryUnit::Ex,
+                b'p' => ExpiryUnit::Px,
+                b'E' => ExpiryUnit::ExAt,
+                _ => ExpiryUnit::PxAt,
+            };
+            Some(GetExOpt::Expiry(unit, raw.clone()))
+        }
+        None if persist => Some(GetExOpt::Persist),
+        None => None,
+    };
+    Ok(Command::GetEx(key, opt))
 }
 
 fn parse_expire_cond(opts: &[Bytes]) -> Result<ExpireCond, ParseError> {
@@ -864,9 +1050,95 @@ mod tests {
             "DEL a b",
             "EVALSHA ae3671744a5dbb24ea37ef607b8b10ac7856d43e 1 k a",
             "WAIT 1 100",
+            "HSET h a 1 b 2",
+            "HGET h a",
+            "HEXISTS h a",
+            "HINCRBY h a -3",
+            "HDEL h a b",
+            "HGETALL h",
+            "HLEN h",
+            "HMGET h a b",
+            "GETDEL k",
+            "GETEX k",
+            "GETEX k PERSIST",
+            "GETEX k PXAT 5",
+            "GETEX k EX abc",
+            "TIME",
+            "PUBLISH ch m",
         ] {
             let c = Command::parse(&argv(s)).unwrap();
             assert_eq!(Command::parse(&c.to_argv()).unwrap(), c, "{s}");
+        }
+    }
+
+    #[test]
+    fn argument_errors_have_redis_70s_texts() {
+        let err = |s: &str| Command::parse(&argv(s)).unwrap_err().client_reply();
+        let e = |m: &str| Reply::err(m);
+        assert_eq!(
+            err("WAIT 1 abc"),
+            e("ERR timeout is not an integer or out of range")
+        );
+        assert_eq!(err("WAIT abc abc"), e(ERR_NOT_INTEGER));
+        assert_eq!(
+            err("SCRIPT EXISTS"),
+            e("ERR wrong number of arguments for 'script|exists' command")
+        );
+        assert_eq!(
+            err("SCRIPT LOAD"),
+            e("ERR wrong number of arguments for 'script|load' command")
+        );
+        assert_eq!(
+            err("SCRIPT FLUSH bad"),
+            e("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+        );
+        assert_eq!(
+            err("SCRIPT bogus"),
+            e("ERR unknown subcommand 'bogus'. Try SCRIPT HELP.")
+        );
+        // HSET's odd pair is its own check, past the table's arity: a script gets the same
+        // text as a client (with the script suffix), not "Wrong number of args".
+        let odd = Command::parse(&argv("HSET h a 1 b")).unwrap_err();
+        assert_eq!(
+            odd.script_reply(),
+            e("ERR wrong number of arguments for 'hset' command")
+        );
+        assert_eq!(
+            Command::parse(&argv("HSET h a"))
+                .unwrap_err()
+                .script_reply(),
+            e("ERR Wrong number of args calling Redis command from script")
+        );
+        for bad in [
+            "GETEX k EX 1 PX 1",
+            "GETEX k PERSIST PX 1",
+            "GETEX k PX",
+            "GETEX k KEEPTTL",
+        ] {
+            assert_eq!(err(bad), e(ERR_SYNTAX), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_new_commands_are_writes_exactly_when_redis_flags_them_write() {
+        for (s, write) in [
+            ("HSET h a 1", true),
+            ("HINCRBY h a 1", true),
+            ("HDEL h a", true),
+            ("GETDEL k", true),
+            ("GETEX k", true),
+            ("HGET h a", false),
+            ("HEXISTS h a", false),
+            ("HGETALL h", false),
+            ("HLEN h", false),
+            ("HMGET h a", false),
+            ("TIME", false),
+            ("PUBLISH c m", false),
+        ] {
+            let c = Command::parse(&argv(s)).unwrap();
+            assert_eq!(c.is_write(), write, "{s}");
+            let name = s.split(' ').next().unwrap().to_ascii_lowercase();
+            assert_eq!(is_write_command(&name), write, "{s}");
         }
     }
 

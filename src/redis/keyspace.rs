@@ -10,6 +10,12 @@ use crate::proto::Bytes;
 pub enum Value {
     Str(Bytes),
     List(Vec<Bytes>),
+    /// A hash as Redis 7.0 keeps a small one (a listpack): fields in insertion order, a
+    /// deleted field leaves the others in order, so HGETALL answers in the server's order.
+    /// Lock hashes hold one or two fields, so the linear search costs nothing.
+    // Invariant: field names are unique, and the vector is never empty while stored (the
+    // last HDEL deletes the key).
+    Hash(Vec<(Bytes, Bytes)>),
 }
 
 impl Value {
@@ -17,13 +23,17 @@ impl Value {
         match self {
             Value::Str(_) => "string",
             Value::List(_) => "list",
+            Value::Hash(_) => "hash",
         }
     }
-    /// The bytes a lock checker cares about (a list has none). A cheap shared clone.
+    /// The bytes a lock checker cares about (a list has none). A cheap shared clone. A hash
+    /// gives its first field's name: a Redisson lock hash holds one field, the holder's
+    /// `uuid:threadId`, which plays the token's part.
     pub fn shared_bytes(&self) -> Bytes {
         match self {
             Value::Str(b) => b.clone(),
             Value::List(_) => Bytes::new(),
+            Value::Hash(fields) => fields.first().map(|(f, _)| f.clone()).unwrap_or_default(),
         }
     }
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::history::{Observation, Removal};
 use crate::process::{Cx, Process};
 use crate::proto::command::{
-    ERR_NOT_INTEGER, ExpireCond, ExpireKind, ScriptRef, SetCond, SetExpiry, hex, parse_i64_strict,
-    sha1_of,
+    ERR_NOT_INTEGER, ExpireCond, ExpireKind, ExpiryUnit, GetExOpt, ScriptRef, SetCond, SetExpiry,
+    hex, parse_i64_strict, sha1_of,
 };
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
 use crate::redis::keyspace::{Entry, Keyspace, Value, glob_match};
@@ -448,6 +448,75 @@ impl RedisNode {
                 Reply::Int(self.acked_replicas(caller.proc) as i64)
             }
             Command::Role => self.role_reply(),
+            Command::HSet(key, pairs) => self.hset(now, key, pairs, cmd, by),
+            Command::HGet(key, field) => match self.hash_fields(key, now) {
+                Err(e) => e,
+                Ok(fields) => fields
+                    .and_then(|fs| fs.iter().find(|(f, _)| f == field))
+                    .map_or(Reply::Nil, |(_, v)| Reply::Bulk(v.to_vec())),
+            },
+            Command::HExists(key, field) => match self.hash_fields(key, now) {
+                Err(e) => e,
+                Ok(fields) => Reply::Int(i64::from(
+                    fields.is_some_and(|fs| fs.iter().any(|(f, _)| f == field)),
+                )),
+            },
+            Command::HIncrBy(key, field, delta) => self.hincrby(now, key, field, *delta, by),
+            Command::HDel(key, fields) => self.hdel(now, key, fields, cmd, by),
+            Command::HGetAll(key) => match self.hash_fields(key, now) {
+                Err(e) => e,
+                Ok(fields) => Reply::Array(
+                    fields
+                        .into_iter()
+                        .flatten()
+                        .flat_map(|(f, v)| [Reply::Bulk(f.to_vec()), Reply::Bulk(v.to_vec())])
+                        .collect(),
+                ),
+            },
+            Command::HLen(key) => match self.hash_fields(key, now) {
+                Err(e) => e,
+                Ok(fields) => Reply::Int(fields.map_or(0, |fs| fs.len() as i64)),
+            },
+            Command::HMGet(key, wanted) => match self.hash_fields(key, now) {
+                Err(e) => e,
+                Ok(fields) => Reply::Array(
+                    wanted
+                        .iter()
+                        .map(|w| {
+                            fields
+                                .and_then(|fs| fs.iter().find(|(f, _)| f == w))
+                                .map_or(Reply::Nil, |(_, v)| Reply::Bulk(v.to_vec()))
+                        })
+                        .collect(),
+                ),
+            },
+            Command::GetDel(key) => match self.lookup(key, now) {
+                None => Reply::Nil,
+                Some(Entry {
+                    value: Value::Str(v),
+                    ..
+                }) => {
+                    let old = Reply::Bulk(v.to_vec());
+                    // Redis 7.0 rewrites GETDEL as `DEL key` for replicas and the AOF.
+                    self.remove_key(key, Removal::Del, by);
+                    old
+                }
+                Some(_) => Reply::err(WRONGTYPE),
+            },
+            Command::GetEx(key, opt) => self.getex(now, key, opt, by),
+            Command::Time => {
+                // The node's wall clock, which is all the model has at ms resolution.
+                Reply::Array(vec![
+                    Reply::Bulk(now.div_euclid(1000).to_string().into_bytes()),
+                    Reply::Bulk((now.rem_euclid(1000) * 1000).to_string().into_bytes()),
+                ])
+            }
+            Command::Publish(..) => {
+                // Redis (no cluster) forces PUBLISH into the replication stream, so replicas'
+                // subscribers hear it too. The model has no subscribers yet: 0 receivers.
+                self.propagate(|| cmd.clone());
+                Reply::Int(0)
+            }
             Command::Select(0) => Reply::Ok,
             Command::Select(_) => Reply::err("ERR DB index is out of range"),
         }
@@ -466,23 +535,9 @@ impl RedisNode {
     ) -> Reply {
         // Order of checks as in Redis 7.0 setGenericCommand: expire value, GET's type check,
         // then NX/XX.
-        let invalid = || Reply::err("ERR invalid expire time in 'set' command");
-        let expire_at: Option<i64> = match expiry {
-            None | Some(SetExpiry::KeepTtl) => None,
-            Some(SetExpiry::Ex(v) | SetExpiry::ExAt(v)) if v <= 0 || v > i64::MAX / 1000 => {
-                return invalid();
-            }
-            Some(SetExpiry::Px(v) | SetExpiry::PxAt(v)) if v <= 0 => return invalid(),
-            Some(SetExpiry::Ex(v)) => match (v * 1000).checked_add(now) {
-                Some(t) if t > 0 => Some(t),
-                _ => return invalid(),
-            },
-            Some(SetExpiry::Px(v)) => match v.checked_add(now) {
-                Some(t) if t > 0 => Some(t),
-                _ => return invalid(),
-            },
-            Some(SetExpiry::ExAt(v)) => Some(v * 1000),
-            Some(SetExpiry::PxAt(v)) => Some(v),
+        let expire_at = match absolute_expiry(expiry, now, "set") {
+            Ok(t) => t,
+            Err(e) => return e,
         };
         // (found, old TTL, GET's reply): the old value is copied only when GET asks for it.
         let (found, old_ttl, old_reply) = match self.lookup(key, now) {
@@ -500,7 +555,7 @@ impl RedisNode {
                 },
             ),
             Some(Entry {
-                value: Value::List(_),
+                value: Value::List(_) | Value::Hash(_),
                 expire_at_ms,
             }) => {
                 if get {
@@ -546,6 +601,235 @@ impl RedisNode {
             expiry,
         });
         if get { old_reply } else { Reply::Ok }
+    }
+
+    /// The fields of the hash at `key` (lazy expiry applied): `Ok(None)` when there is no
+    /// key, WRONGTYPE when it holds another type.
+    fn hash_fields(&mut self, key: &[u8], now: i64) -> Result<Option<&[(Bytes, Bytes)]>, Reply> {
+        match self.lookup(key, now) {
+            None => Ok(None),
+            Some(Entry {
+                value: Value::Hash(fields),
+                ..
+            }) => Ok(Some(fields.as_slice())),
+            Some(_) => Err(Reply::err(WRONGTYPE)),
+        }
+    }
+
+    /// The hash at `key` for writing, created empty when missing (`hashTypeLookupWriteOrCreate`).
+    /// The caller must leave it non-empty or delete the key.
+    fn hash_for_write(&mut self, key: &Bytes, now: i64) -> Result<usize, Reply> {
+        match self.lookup(key, now) {
+            None => {}
+            Some(Entry {
+                value: Value::Hash(_),
+                ..
+            }) => {}
+            Some(_) => return Err(Reply::err(WRONGTYPE)),
+        }
+        if let Some(i) = self.keyspace.index_of(key) {
+            return Ok(i);
+        }
+        self.keyspace.insert(
+            key.clone(),
+            Entry {
+                value: Value::Hash(Vec::new()),
+                expire_at_ms: None,
+            },
+        );
+        Ok(self
+            .keyspace
+            .index_of(key)
+            .expect("the key was inserted just now"))
+    }
+
+    fn hset(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        pairs: &[(Bytes, Bytes)],
+        cmd: &Command,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let i = match self.hash_for_write(key, now) {
+            Ok(i) => i,
+            Err(e) => return e,
+        };
+        let Value::Hash(fields) = &mut self.keyspace.at_mut(i).value else {
+            unreachable!("hash_for_write returns a hash")
+        };
+        let mut added = 0;
+        for (f, v) in pairs {
+            match fields.iter_mut().find(|(have, _)| have == f) {
+                Some(slot) => slot.1 = v.clone(),
+                None => {
+                    fields.push((f.clone(), v.clone()));
+                    added += 1;
+                }
+            }
+        }
+        self.note_written(key, by);
+        self.propagate(|| cmd.clone());
+        Reply::Int(added)
+    }
+
+    fn hincrby(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        field: &Bytes,
+        delta: i64,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let i = match self.hash_for_write(key, now) {
+            Ok(i) => i,
+            Err(e) => return e,
+        };
+        let Value::Hash(fields) = &mut self.keyspace.at_mut(i).value else {
+            unreachable!("hash_for_write returns a hash")
+        };
+        let slot = fields.iter().position(|(f, _)| f == field);
+        let current = match slot {
+            None => 0,
+            Some(j) => match parse_i64_strict(&fields[j].1) {
+                Some(n) => n,
+                None => {
+                    let e = Reply::err("ERR hash value is not an integer");
+                    return self.drop_if_empty_hash(key, e);
+                }
+            },
+        };
+        let Some(next) = current.checked_add(delta) else {
+            return self.drop_if_empty_hash(key, Reply::err(ERR_OVERFLOW));
+        };
+        let text = Bytes::from_slice(next.to_string().as_bytes());
+        match slot {
+            Some(j) => fields[j].1 = text,
+            None => fields.push((field.clone(), text)),
+        }
+        self.note_written(key, by);
+        self.propagate(|| Command::HIncrBy(key.clone(), field.clone(), delta));
+        Reply::Int(next)
+    }
+
+    /// An error after `hash_for_write` created a hash: an empty hash is never left stored
+    /// (Redis creates it only on the path that then adds the field).
+    fn drop_if_empty_hash(&mut self, key: &Bytes, reply: Reply) -> Reply {
+        if matches!(self.keyspace.raw(key), Some(Entry { value: Value::Hash(f), .. }) if f.is_empty())
+        {
+            self.keyspace.remove(key);
+        }
+        reply
+    }
+
+    fn hdel(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        gone: &[Bytes],
+        cmd: &Command,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let Some(entry) = self.lookup(key, now) else {
+            return Reply::Int(0);
+        };
+        let Value::Hash(fields) = &mut entry.value else {
+            return Reply::err(WRONGTYPE);
+        };
+        // The removal record names the hash by its first field (the lock holder) as it was
+        // before the fields went.
+        let first = fields.first().map(|(f, _)| f.clone());
+        let mut deleted = 0;
+        for g in gone {
+            if let Some(j) = fields.iter().position(|(f, _)| f == g) {
+                // `remove`, not `swap_remove`: a listpack keeps the other fields in order.
+                fields.remove(j);
+                deleted += 1;
+            }
+        }
+        let emptied = fields.is_empty();
+        if deleted > 0 {
+            if emptied {
+                // The key goes with its last field; replicas do the same on the HDEL itself,
+                // so no DEL is propagated.
+                if let Some((k, mut e)) = self.keyspace.remove(key) {
+                    e.value = Value::Hash(first.into_iter().map(|f| (f, Bytes::new())).collect());
+                    self.note_removed(&k, &e, Removal::Del, by);
+                }
+            } else {
+                self.note_written(key, by);
+            }
+            self.propagate(|| cmd.clone());
+        }
+        Reply::Int(deleted)
+    }
+
+    /// GETEX as Redis 7.0's `getexCommand`: the expiry is validated before the lookup; the
+    /// command is never propagated as itself but as PEXPIREAT, DEL (an EXAT/PXAT already
+    /// past) or PERSIST.
+    fn getex(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        opt: &Option<GetExOpt>,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let is_replica = self.is_replica();
+        let Some(Entry {
+            value: Value::Str(v),
+            ..
+        }) = self.lookup(key, now)
+        else {
+            return match self.keyspace.raw(key) {
+                Some(e) if self.repl.applying_master_stream || !e.is_expired(now) => {
+                    Reply::err(WRONGTYPE)
+                }
+                _ => Reply::Nil,
+            };
+        };
+        let reply = Reply::Bulk(v.to_vec());
+        // The amount is validated after the type check, as in Redis 7.0's getexCommand.
+        let expire_at = match opt {
+            Some(GetExOpt::Expiry(unit, raw)) => {
+                let Some(n) = parse_i64_strict(raw) else {
+                    return Reply::err(ERR_NOT_INTEGER);
+                };
+                match absolute_expiry(Some(unit.with(n)), now, "getex") {
+                    Ok(t) => t,
+                    Err(e) => return e,
+                }
+            }
+            _ => None,
+        };
+        let absolute = matches!(
+            opt,
+            Some(GetExOpt::Expiry(ExpiryUnit::ExAt | ExpiryUnit::PxAt, _))
+        );
+        let Some(entry) = self.keyspace.raw_mut(key) else {
+            unreachable!("the key was found just now")
+        };
+        match (opt, expire_at) {
+            (_, Some(t)) if absolute && t <= now && !is_replica => {
+                self.remove_key(key, Removal::Expired, by);
+            }
+            (_, Some(t)) => {
+                entry.expire_at_ms = Some(t);
+                self.note_written(key, by);
+                self.propagate(|| Command::Expire {
+                    kind: ExpireKind::PExpireAt,
+                    key: key.clone(),
+                    when: t,
+                    cond: ExpireCond::default(),
+                });
+            }
+            // PERSIST on a key with a TTL; on one without, nothing changes and nothing is sent.
+            (Some(GetExOpt::Persist), None) if entry.expire_at_ms.take().is_some() => {
+                self.note_written(key, by);
+                self.propagate(|| Command::Persist(key.clone()));
+            }
+            _ => {}
+        }
+        reply
     }
 
     fn expire(
@@ -926,6 +1210,30 @@ impl RedisNode {
     pub fn script_sha_hex(source: &[u8]) -> String {
         hex(&sha1_of(source))
     }
+}
+
+/// An expiry option as an absolute deadline on the node's clock, with Redis 7.0's checks
+/// (`getExpireMillisecondsOrReply`): a non-positive amount, seconds that overflow in ms, or a
+/// relative deadline that overflows give `ERR invalid expire time in '<cmd>' command`.
+fn absolute_expiry(expiry: Option<SetExpiry>, now: i64, cmd: &str) -> Result<Option<i64>, Reply> {
+    let invalid = || Reply::Error(format!("ERR invalid expire time in '{cmd}' command"));
+    Ok(match expiry {
+        None | Some(SetExpiry::KeepTtl) => None,
+        Some(SetExpiry::Ex(v) | SetExpiry::ExAt(v)) if v <= 0 || v > i64::MAX / 1000 => {
+            return Err(invalid());
+        }
+        Some(SetExpiry::Px(v) | SetExpiry::PxAt(v)) if v <= 0 => return Err(invalid()),
+        Some(SetExpiry::Ex(v)) => match (v * 1000).checked_add(now) {
+            Some(t) if t > 0 => Some(t),
+            _ => return Err(invalid()),
+        },
+        Some(SetExpiry::Px(v)) => match v.checked_add(now) {
+            Some(t) if t > 0 => Some(t),
+            _ => return Err(invalid()),
+        },
+        Some(SetExpiry::ExAt(v)) => Some(v * 1000),
+        Some(SetExpiry::PxAt(v)) => Some(v),
+    })
 }
 
 /// The node as a process of the event loop.

@@ -293,8 +293,12 @@ impl RedisNode {
                     get: false,
                     expiry: e.expire_at_ms.map(SetExpiry::PxAt),
                 }),
-                Value::List(items) => {
-                    cmds.push(Command::RPush(k.clone(), items.clone()));
+                Value::List(_) | Value::Hash(_) => {
+                    cmds.push(match &e.value {
+                        Value::List(items) => Command::RPush(k.clone(), items.clone()),
+                        Value::Hash(fields) => Command::HSet(k.clone(), fields.clone()),
+                        Value::Str(_) => unreachable!("strings are sent as SET above"),
+                    });
                     if let Some(t) = e.expire_at_ms {
                         cmds.push(Command::Expire {
                             kind: ExpireKind::PExpireAt,

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Fills in replies for a corpus skeleton from a real Redis 7.0: the master on PORT and, for
+master-replica cases, a replica server on PORT+1.
+
+    python3 record.py 7399 FILE > NEW
+
+FILE is a skeleton ('# case:', '# topology:', comments, '@T [NODE:] CMD ARGS', optionally
+ending in ' ~' to mark a timing-dependent integer, written ~N with N rounded to 50 ms) or an
+already recorded file (its replies are dropped; a '~' reply marks the step again). Absolute
+times in replies (PEXPIRETIME...) come out as numbers: write them back as placeholders by hand.
+Used to make the files of this directory (see README.md); not part of the build."""
+import socket, sys, time, shlex
+
+def sds_split(s):
+    # close enough to sdssplitargs for the skeletons (bare words and "..." with \\ and \")
+    out, i, n = [], 0, len(s)
+    while i < n:
+        while i < n and s[i] == ' ': i += 1
+        if i >= n: break
+        if s[i] == '"':
+            i += 1; buf = bytearray()
+            while s[i] != '"':
+                if s[i] == '\\':
+                    i += 1; c = s[i]
+                    buf += {'n': b'\n', 'r': b'\r', 't': b'\t', '"': b'"', '\\': b'\\'}.get(c, c.encode())
+                else:
+                    buf += s[i].encode()
+                i += 1
+            i += 1; out.append(bytes(buf))
+        else:
+            j = i
+            while j < n and s[j] != ' ': j += 1
+            out.append(s[i:j].encode()); i = j
+    return out
+
+class R:
+    def __init__(self, port):
+        self.s = socket.create_connection(('127.0.0.1', port)); self.f = self.s.makefile('rb')
+    def cmd(self, argv):
+        msg = b'*%d\r\n' % len(argv) + b''.join(b'$%d\r\n%s\r\n' % (len(a), a) for a in argv)
+        self.s.sendall(msg); return self.read()
+    def read(self):
+        line = self.f.readline()[:-2]; t, rest = line[:1], line[1:]
+        if t == b'+': return ('status', rest.decode())
+        if t == b'-': return ('error', rest.decode())
+        if t == b':': return ('int', int(rest))
+        if t == b'$':
+            n = int(rest)
+            if n < 0: return ('nil',)
+            d = self.f.read(n + 2)[:-2]; return ('bulk', d)
+        if t == b'*':
+            n = int(rest)
+            if n < 0: return ('nil',)
+            return ('array', [self.read() for _ in range(n)])
+        raise ValueError(line)
+
+def esc(b):
+    out = '"'
+    for c in b:
+        ch = chr(c)
+        if ch in '"\\': out += '\\' + ch
+        elif ch == '\n': out += '\\n'
+        elif ch == '\r': out += '\\r'
+        elif ch == '\t': out += '\\t'
+        elif 32 <= c < 127: out += ch
+        else: out += '\\x%02x' % c
+    return out + '"'
+
+def render(r, approx=False):
+    k = r[0]
+    if k == 'status': return r[1]
+    if k == 'error': return '(error) ' + r[1]
+    if k == 'int':
+        if approx: return '~%d' % (50 * round(r[1] / 50))
+        return '(integer) %d' % r[1]
+    if k == 'nil': return '(nil)'
+    if k == 'bulk': return esc(r[1])
+    if k == 'array': return '[' + ', '.join(render(x) for x in r[1]) + ']'
+
+def sync(m, rep):
+    for _ in range(300):
+        def info(n):
+            t = n.cmd([b'INFO', b'replication'])[1].decode()
+            return dict(l.split(':', 1) for l in t.split('\r\n') if ':' in l)
+        im, ir = info(m), info(rep)
+        if ir.get('master_link_status') == 'up' and 'online' in im.get('slave0', '') \
+                and im.get('master_repl_offset') == ir.get('master_repl_offset'):
+            return
+        time.sleep(0.005)
+    raise SystemExit('wait-sync timed out')
+
+def main(port, path):
+    r = R(port); rep = R(port + 1); nodes = {'master': r, 'replica': rep}
+    out = []; start = None
+    for raw in open(path).read().split('\n'):
+        line = raw.strip()
+        if line.startswith('# case:'):
+            rep.cmd([b'REPLICAOF', b'NO', b'ONE'])
+            while 'slave0' in r.cmd([b'INFO', b'replication'])[1].decode(): time.sleep(0.01)
+            for n in (r, rep):
+                for c in (['FLUSHALL'], ['SCRIPT', 'FLUSH'], ['SELECT', '0'], ['CONFIG', 'SET', 'replica-read-only', 'yes']): n.cmd([a.encode() for a in c])
+            now = time.time(); start = int(now) + 1; time.sleep(start - now)
+            out.append(raw); continue
+        if not line.startswith('@'):
+            out.append(raw); continue
+        at, body = line[1:].split(' ', 1)
+        if ' -> ' in body:  # a recorded file: drop the reply, keep its '~' mark
+            body, old = body.split(' -> ', 1)
+            body = body.strip() + (' ~' if old.startswith('~') else '')
+        body = body.strip(); approx = body.endswith(' ~')
+        if approx: body = body[:-2]
+        due = start + int(at) / 1000
+        if due > time.time(): time.sleep(due - time.time())
+        import re
+        def sub(a):
+            m = re.fullmatch(rb'\{unix_(ms|s)([+-]\d+)?\}', a)
+            if not m: return a
+            off = int(m.group(2) or 0)
+            base = start * 1000 if m.group(1) == b'ms' else start
+            return str(base + off).encode()
+        if body == 'link replica master':
+            assert rep.cmd([b'REPLICAOF', b'127.0.0.1', str(port).encode()])[1] == 'OK'
+            out.append('@%-5s %s' % (at, body)); continue
+        if body == 'wait-sync':
+            sync(r, rep); out.append('@%-5s %s' % (at, body)); continue
+        node = r
+        if body.startswith('master: ') or body.startswith('replica: '):
+            name, cmdtext = body.split(': ', 1); node = nodes[name]
+        else:
+            cmdtext = body
+        got = node.cmd([sub(a) for a in sds_split(cmdtext)])
+        out.append('@%-5s %-40s -> %s' % (at, body, render(got, approx)))
+    sys.stdout.write('\n'.join(out))
+
+main(int(sys.argv[1]), sys.argv[2])
