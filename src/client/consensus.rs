@@ -23,7 +23,8 @@
 use std::collections::BTreeMap;
 
 use crate::client::single::NsRange;
-use crate::client::timeout::{RequestTimeout, TIMER_TIMEOUT};
+use crate::client::timeout::RequestTimeout;
+use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::consensus::ConsensusMsg;
@@ -481,15 +482,11 @@ struct OwnNode {
     name: Bytes,
 }
 
-/// Heartbeat timers are tagged `HEARTBEAT_TAG | session_gen`; state timers stay below.
-const HEARTBEAT_TAG: u64 = 1 << 63;
-
 /// A client of the lock service running the ZooKeeper lock recipe.
 pub struct ConsensusClient {
     pub config: ConsensusClientConfig,
     phase: ClientPhase,
-    // Invariant: a state timer whose tag differs from `timer_gen` is stale and ignored;
-    // timer_gen < HEARTBEAT_TAG.
+    // Invariant: a step timer whose generation differs from `timer_gen` is stale and ignored.
     timer_gen: u64,
     /// Id of the request the current phase waits for (0: none).
     pending_id: u64,
@@ -501,7 +498,7 @@ pub struct ConsensusClient {
     session: Option<u64>,
     /// Negotiated session timeout.
     session_timeout_ns: u64,
-    // Invariant: a heartbeat timer whose tag is not `HEARTBEAT_TAG | session_gen` belongs to
+    // Invariant: a heartbeat timer (`Timer::Background`) of another generation belongs to
     // an abandoned session and is ignored; one live heartbeat timer per session.
     session_gen: u64,
     node: Option<OwnNode>,
@@ -548,8 +545,7 @@ impl ConsensusClient {
         self.pending_id = 0;
         self.deadline_mono_ns = None;
         self.timer_gen += 1;
-        debug_assert!(self.timer_gen < HEARTBEAT_TAG);
-        cx.set_timer(after_ns, self.timer_gen);
+        Timer::Step(self.timer_gen).set(cx, after_ns);
     }
 
     fn send_request(
@@ -597,11 +593,7 @@ impl ConsensusClient {
     }
 
     fn arm_heartbeat(&mut self, cx: &mut Cx<'_>) {
-        debug_assert!(self.session_gen < HEARTBEAT_TAG - 1);
-        cx.set_timer(
-            (self.session_timeout_ns / 3).max(1),
-            HEARTBEAT_TAG | self.session_gen,
-        );
+        Timer::Background(self.session_gen).set(cx, (self.session_timeout_ns / 3).max(1));
     }
 
     /// Forget the session: its heartbeats stop and the service will expire it.
@@ -877,25 +869,26 @@ impl Process for ConsensusClient {
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        if tag == TIMER_TIMEOUT {
-            self.on_timeout_timer(cx);
-        } else if tag & HEARTBEAT_TAG != 0 {
-            if tag == HEARTBEAT_TAG | self.session_gen
-                && let Some(session) = self.session
-            {
-                cx.send(
-                    self.config.service,
-                    Msg::Consensus(ConsensusMsg::Heartbeat { session }),
-                );
-                self.arm_heartbeat(cx);
+        match Timer::from_tag(tag) {
+            Timer::Request => self.on_timeout_timer(cx),
+            Timer::Background(g) => {
+                if g == self.session_gen
+                    && let Some(session) = self.session
+                {
+                    cx.send(
+                        self.config.service,
+                        Msg::Consensus(ConsensusMsg::Heartbeat { session }),
+                    );
+                    self.arm_heartbeat(cx);
+                }
             }
-        } else if tag == self.timer_gen {
-            match self.phase {
+            Timer::Step(g) if g == self.timer_gen => match self.phase {
                 ClientPhase::Holding => self.end_critical_section(cx),
                 ClientPhase::Queued => self.watch(cx),
                 ClientPhase::Waiting => self.start_round(cx),
                 _ => {}
-            }
+            },
+            Timer::Step(_) => {}
         }
     }
 

@@ -6,6 +6,7 @@ pub mod redlock;
 pub mod resource;
 pub mod single;
 pub mod timeout;
+pub mod timer;
 pub mod watchdog;
 
 pub use resource::Resource;

@@ -28,7 +28,7 @@
 use std::sync::Arc;
 
 use crate::client::single::{NsRange, token_bytes};
-use crate::client::timeout::TIMER_TIMEOUT;
+use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{SetCond, SetExpiry};
@@ -287,8 +287,9 @@ enum Vote {
     Against,
 }
 
-// The request-timeout timer's tag is the clients' shared `TIMER_TIMEOUT`; state, extend and
-// validity timers use counter values below it. Redlock tracks the timer's due time itself
+// The request-timeout timer is the clients' shared `Timer::Request`; state, extend and
+// validity timers are `Timer::Step`s sharing one generation counter, told apart by the
+// generation each role last got (the pinned tag values leave no room for a role field). Redlock tracks the timer's due time itself
 // (its fan-out and resource waits run at once), rather than `RequestTimeout`.
 
 /// One Redlock client.
@@ -389,19 +390,18 @@ impl RedlockClient {
 
     fn new_tag(&mut self) -> u64 {
         self.last_tag += 1;
-        debug_assert!(self.last_tag < TIMER_TIMEOUT);
         self.last_tag
     }
 
     /// Arms the state timer; any earlier state timer becomes stale.
     fn arm_state(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
         self.state_tag = self.new_tag();
-        cx.set_timer(after_ns, self.state_tag);
+        Timer::Step(self.state_tag).set(cx, after_ns);
     }
 
     fn arm_extend(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
         self.extend_tag = self.new_tag();
-        cx.set_timer(after_ns, self.extend_tag);
+        Timer::Step(self.extend_tag).set(cx, after_ns);
     }
 
     /// With `stop_at_validity`, arms the timer at which this validity runs out; an earlier
@@ -409,7 +409,7 @@ impl RedlockClient {
     fn arm_validity(&mut self, cx: &mut Cx<'_>, validity_ns: i64) {
         if self.config.options.stop_at_validity {
             self.validity_tag = self.new_tag();
-            cx.set_timer(validity_ns.max(0) as u64, self.validity_tag);
+            Timer::Step(self.validity_tag).set(cx, validity_ns.max(0) as u64);
         }
     }
 
@@ -427,7 +427,7 @@ impl RedlockClient {
             Some(due) => debug_assert!(due <= d, "a deadline earlier than the pending timer"),
             None => {
                 self.timeout_due_mono_ns = Some(d);
-                cx.set_timer(d.saturating_sub(cx.mono_ns), TIMER_TIMEOUT);
+                Timer::Request.set(cx, d.saturating_sub(cx.mono_ns));
             }
         }
     }
@@ -811,21 +811,28 @@ impl Process for RedlockClient {
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        if tag == TIMER_TIMEOUT {
-            self.timeout_due_mono_ns = None;
-            self.on_timeout(cx);
-        } else if tag == self.state_tag {
+        let g = match Timer::from_tag(tag) {
+            Timer::Request => {
+                self.timeout_due_mono_ns = None;
+                self.on_timeout(cx);
+                return;
+            }
+            Timer::Step(g) => g,
+            // Redlock arms none.
+            Timer::Background(_) => return,
+        };
+        if g == self.state_tag {
             match self.phase {
                 Phase::Holding => self.end_critical_section(cx),
                 Phase::Waiting => self.start_attempt(cx),
                 _ => {}
             }
-        } else if tag == self.validity_tag {
+        } else if g == self.validity_tag {
             self.validity_tag = 0;
             if self.in_critical_section() && !self.lost {
                 self.lose(cx, "validity ran out");
             }
-        } else if tag == self.extend_tag {
+        } else if g == self.extend_tag {
             self.extend_tag = 0;
             // A round still in flight (only when `every` is shorter than a round) is left to
             // finish; the next one is armed when it ends.
@@ -986,7 +993,9 @@ mod tests {
     fn state_timers(out: &[Output]) -> Vec<(u64, u64)> {
         out.iter()
             .filter_map(|o| match o {
-                Output::Timer { after_ns, tag } if *tag != TIMER_TIMEOUT => Some((*after_ns, *tag)),
+                Output::Timer { after_ns, tag } if *tag != Timer::Request.tag() => {
+                    Some((*after_ns, *tag))
+                }
                 _ => None,
             })
             .collect()
@@ -1039,10 +1048,7 @@ mod tests {
             .filter(|o| {
                 matches!(
                     o,
-                    Output::Timer {
-                        tag: TIMER_TIMEOUT,
-                        ..
-                    }
+                    Output::Timer { tag, .. } if *tag == Timer::Request.tag()
                 )
             })
             .collect();

@@ -13,7 +13,8 @@
 
 use std::sync::Arc;
 
-use crate::client::timeout::{RequestTimeout, TIMER_TIMEOUT};
+use crate::client::timeout::RequestTimeout;
+use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
@@ -148,7 +149,7 @@ enum Phase {
 pub struct LockClient {
     pub config: ClientConfig,
     phase: Phase,
-    // Invariant: a timer whose tag differs from `timer_gen` is stale and ignored.
+    // Invariant: a step timer whose generation differs from `timer_gen` is stale and ignored.
     timer_gen: u64,
     /// Id of the request whose reply the current phase waits for.
     pending_id: u64,
@@ -266,7 +267,7 @@ impl LockClient {
     fn arm(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
         self.clear_timeout();
         self.timer_gen += 1;
-        cx.set_timer(after_ns, self.timer_gen);
+        Timer::Step(self.timer_gen).set(cx, after_ns);
     }
 
     fn request(&mut self, cx: &mut Cx<'_>, phase: Phase, cmd: Command) {
@@ -604,13 +605,15 @@ impl Process for LockClient {
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        if tag == TIMER_TIMEOUT {
-            if !self.timeout.expired(cx, self.deadline_mono_ns) {
-                return;
+        match Timer::from_tag(tag) {
+            Timer::Request => {
+                if !self.timeout.expired(cx, self.deadline_mono_ns) {
+                    return;
+                }
+                self.deadline_mono_ns = None;
             }
-            self.deadline_mono_ns = None;
-        } else if tag != self.timer_gen {
-            return;
+            Timer::Step(g) if g == self.timer_gen => {}
+            _ => return,
         }
         self.pending_id = 0;
         match self.phase {

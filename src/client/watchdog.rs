@@ -25,7 +25,8 @@
 use std::sync::Arc;
 
 use crate::client::single::{NsRange, token_bytes};
-use crate::client::timeout::{RequestTimeout, TIMER_TIMEOUT};
+use crate::client::timeout::RequestTimeout;
+use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
@@ -105,15 +106,11 @@ enum Phase {
     Done,
 }
 
-/// Renewal timers are tagged `RENEW_TAG | renew_gen`; state timers use generations below it.
-const RENEW_TAG: u64 = 1 << 63;
-
 /// One Redisson-style client.
 pub struct WatchdogClient {
     pub config: WatchdogConfig,
     phase: Phase,
-    // Invariant: a state timer whose tag differs from `timer_gen` is stale and ignored;
-    // timer_gen < RENEW_TAG.
+    // Invariant: a step timer whose generation differs from `timer_gen` is stale and ignored.
     timer_gen: u64,
     /// Id of the request the current phase waits for (0: none).
     pending_id: u64,
@@ -131,7 +128,8 @@ pub struct WatchdogClient {
     // Invariant: renewing implies holding. Cleared at release, at a reported failure, and
     // when a renewal is answered 0 (Redisson cancels renewal then).
     renewing: bool,
-    // Invariant: a renewal timer whose tag is not `RENEW_TAG | renew_gen` is stale; at most
+    // Invariant: a renewal timer (`Timer::Background`) of another generation than
+    // `renew_gen` is stale; at most
     // one live renewal timer or renewal request exists at a time.
     renew_gen: u64,
     /// Id of the renewal in flight (0: none).
@@ -199,8 +197,7 @@ impl WatchdogClient {
         self.pending_id = 0;
         self.deadline_mono_ns = None;
         self.timer_gen += 1;
-        debug_assert!(self.timer_gen < RENEW_TAG);
-        cx.set_timer(after_ns, self.timer_gen);
+        Timer::Step(self.timer_gen).set(cx, after_ns);
     }
 
     fn ensure_timeout_timer(&mut self, cx: &mut Cx<'_>) {
@@ -339,11 +336,7 @@ impl WatchdogClient {
 
     fn schedule_renewal(&mut self, cx: &mut Cx<'_>) {
         self.renew_gen += 1;
-        debug_assert!(self.renew_gen < RENEW_TAG - 1);
-        cx.set_timer(
-            self.config.renew_every_ms * NS_PER_MS,
-            RENEW_TAG | self.renew_gen,
-        );
+        Timer::Background(self.renew_gen).set(cx, self.config.renew_every_ms * NS_PER_MS);
     }
 
     fn send_renewal(&mut self, cx: &mut Cx<'_>) {
@@ -487,18 +480,19 @@ impl Process for WatchdogClient {
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        if tag == TIMER_TIMEOUT {
-            self.on_timeout_timer(cx);
-        } else if tag & RENEW_TAG != 0 {
-            if tag == RENEW_TAG | self.renew_gen && self.renewing {
-                self.send_renewal(cx);
+        match Timer::from_tag(tag) {
+            Timer::Request => self.on_timeout_timer(cx),
+            Timer::Background(g) => {
+                if g == self.renew_gen && self.renewing {
+                    self.send_renewal(cx);
+                }
             }
-        } else if tag == self.timer_gen {
-            match self.phase {
+            Timer::Step(g) if g == self.timer_gen => match self.phase {
                 Phase::Holding => self.end_critical_section(cx),
                 Phase::Waiting => self.start_attempt(cx),
                 _ => {}
-            }
+            },
+            Timer::Step(_) => {}
         }
     }
 
@@ -764,7 +758,7 @@ mod tests {
         ));
         let renew = timers(&out)
             .into_iter()
-            .find(|(_, tag)| tag & RENEW_TAG != 0 && *tag != TIMER_TIMEOUT)
+            .find(|(_, tag)| matches!(Timer::from_tag(*tag), Timer::Background(_)))
             .expect("renewal scheduled");
         assert_eq!(renew.0, 10 * NS_PER_S);
         let (read_id, _) = resource_msg_id(&out).expect("read sent");
@@ -860,20 +854,22 @@ mod tests {
         // The timeout timer armed at the read fires at 3 s with nothing left to time out;
         // it is not re-armed.
         d.mono_ns = 3 * NS_PER_S;
-        let out = d.with(&mut c, |c, cx| c.on_timer(cx, TIMER_TIMEOUT));
+        let out = d.with(&mut c, |c, cx| c.on_timer(cx, Timer::Request.tag()));
         assert!(out.is_empty(), "{out:?}");
         // The renewal at 10 s arms it again, for its 3 s deadline.
         d.mono_ns = 10 * NS_PER_S;
         let out = d.with(&mut c, |c, cx| c.on_timer(cx, renew_tag));
         assert_eq!(request_ids(&out).len(), 1);
-        assert!(timers(&out).contains(&(3 * NS_PER_S, TIMER_TIMEOUT)));
+        assert!(timers(&out).contains(&(3 * NS_PER_S, Timer::Request.tag())));
         d.mono_ns = 13 * NS_PER_S;
-        let out = d.with(&mut c, |c, cx| c.on_timer(cx, TIMER_TIMEOUT));
+        let out = d.with(&mut c, |c, cx| c.on_timer(cx, Timer::Request.tag()));
         assert!(observations(&out).is_empty());
         let next = timers(&out);
         assert_eq!(next.len(), 1);
         assert_eq!(next[0].0, 10 * NS_PER_S);
-        assert!(next[0].1 & RENEW_TAG != 0 && next[0].1 != renew_tag);
+        assert!(
+            matches!(Timer::from_tag(next[0].1), Timer::Background(_)) && next[0].1 != renew_tag
+        );
         assert!(c.is_holding());
     }
 }
