@@ -4,6 +4,7 @@
 pub mod consensus;
 pub mod redlock;
 pub mod resource;
+pub mod section;
 pub mod single;
 pub mod timeout;
 pub mod timer;
