@@ -43,6 +43,9 @@ pub struct Section {
     fence: Option<u64>,
     /// The resource's version as read at the start of this section; the write is based on it.
     base_version: u64,
+    /// `Lost` was reported in this section: the client no longer believes it holds the lock,
+    /// so its release reports no `Released`.
+    lost: bool,
     // Invariant: counts sections whose release was started, less those given back unwritten.
     rounds_done: u64,
 }
@@ -64,6 +67,7 @@ impl Section {
             stage: Stage::Outside,
             fence: None,
             base_version: 0,
+            lost: false,
             rounds_done: 0,
         }
     }
@@ -81,10 +85,16 @@ impl Section {
         self.rounds_done
     }
 
+    /// `Lost` was reported since the lock was last acquired.
+    pub fn lost(&self) -> bool {
+        self.lost
+    }
+
     /// The section ended without a release of the section's own (a reported loss, a crash):
     /// the next resource answer or hold timer belongs to no section.
     pub fn abandon(&mut self) {
         self.stage = Stage::Outside;
+        self.lost = false;
     }
 }
 
@@ -115,6 +125,7 @@ pub trait SectionHost {
         self.enter_phase_section();
         let s = self.section();
         s.fence = fence;
+        s.lost = false;
         match s.resource {
             Some(resource) => {
                 s.stage = Stage::Reading;
@@ -180,21 +191,39 @@ pub trait SectionHost {
     /// one does.
     fn on_section_timer(&mut self, cx: &mut Cx<'_>) {
         match self.section().stage {
-            Stage::Reading => self.give_back(cx),
-            Stage::Holding => self.end_section(cx),
-            Stage::Writing => self.release(cx),
+            Stage::Reading | Stage::Writing => self.on_resource_timeout(cx),
+            Stage::Holding => self.on_hold_timer(cx),
             Stage::Outside => {}
         }
     }
 
-    /// Ends the section: the round counts, `Released` is observed, the lock is given back.
+    /// The awaited resource request went unanswered (see `on_section_timer`).
+    fn on_resource_timeout(&mut self, cx: &mut Cx<'_>) {
+        match self.section().stage {
+            Stage::Reading => self.give_back(cx),
+            Stage::Writing => self.release(cx),
+            Stage::Holding | Stage::Outside => {}
+        }
+    }
+
+    /// The hold's step timer fired: the hold is over.
+    fn on_hold_timer(&mut self, cx: &mut Cx<'_>) {
+        if self.section().stage == Stage::Holding {
+            self.end_section(cx);
+        }
+    }
+
+    /// Ends the section: the round counts, `Released` is observed (unless `Lost` was), the
+    /// lock is given back.
     fn release(&mut self, cx: &mut Cx<'_>) {
         let s = self.section();
         s.stage = Stage::Outside;
         s.rounds_done += 1;
-        let lock = s.lock;
-        let token = self.token();
-        cx.observe(Observation::Released { lock, token });
+        if !s.lost {
+            let lock = s.lock;
+            let token = self.token();
+            cx.observe(Observation::Released { lock, token });
+        }
         self.release_lock(cx);
     }
 
@@ -205,11 +234,11 @@ pub trait SectionHost {
         self.section().rounds_done -= 1;
     }
 
-    /// The client stops believing it holds the lock, for `reason`; the section is over (a
-    /// resource answer still in flight is ignored).
+    /// The client stops believing it holds the lock, for `reason`. How the section ends is the
+    /// algorithm's choice (cut short and released, or left for the next round).
     fn report_lost(&mut self, cx: &mut Cx<'_>, reason: &'static str) {
         let s = self.section();
-        s.stage = Stage::Outside;
+        s.lost = true;
         let lock = s.lock;
         let token = self.token();
         cx.observe(Observation::Lost {

@@ -348,9 +348,8 @@ impl WatchdogClient {
             // The SET may have succeeded on the server; the client cannot know, so it
             // retries with a new token (the orphan key expires with its lease).
             Phase::Acquiring => self.retry(cx),
-            // A resource request (no request is awaited while holding): an unanswered read
-            // gives the lock back unwritten, an unanswered write releases it.
-            Phase::Section => self.on_section_timer(cx),
+            // An unanswered read gives the lock back unwritten, an unanswered write releases.
+            Phase::Section => self.on_resource_timeout(cx),
             Phase::Releasing => self.think(cx),
             Phase::Idle | Phase::Waiting | Phase::Done => {}
         }
@@ -474,9 +473,8 @@ impl Process for WatchdogClient {
                     self.send_renewal(cx);
                 }
             }
-            // In the section only the hold's timer is current (requests advance `timer_gen`).
             Timer::Step(g) if g == self.timer_gen => match self.phase {
-                Phase::Section => self.on_section_timer(cx),
+                Phase::Section => self.on_hold_timer(cx),
                 Phase::Waiting => self.start_attempt(cx),
                 _ => {}
             },
