@@ -38,6 +38,10 @@ pub struct Section {
     pub think: NsRange,
     /// Stop after this many completed sections (None: run until the end).
     pub rounds: Option<u64>,
+    /// With no think time (`think.max == 0`), start the next attempt at once rather than
+    /// through a timer event. Every client does, but the consensus client, which arms a
+    /// zero-length timer (and draws for it): kept so, as its traces were pinned with it.
+    pub think_zero_at_once: bool,
     stage: Stage,
     /// The fencing token the resource operations carry (None: the algorithm has none).
     fence: Option<u64>,
@@ -64,6 +68,7 @@ impl Section {
             hold,
             think,
             rounds,
+            think_zero_at_once: true,
             stage: Stage::Outside,
             fence: None,
             base_version: 0,
@@ -251,8 +256,8 @@ pub trait SectionHost {
     /// After a release: the think time, then the next attempt (at once with no think time,
     /// without a timer event).
     fn think(&mut self, cx: &mut Cx<'_>) {
-        let t = self.section().think;
-        if t.max == 0 {
+        let (t, at_once) = (self.section().think, self.section().think_zero_at_once);
+        if at_once && t.max == 0 {
             self.next_attempt(cx);
             return;
         }
