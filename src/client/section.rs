@@ -266,3 +266,164 @@ pub trait SectionHost {
         self.arm_step(cx, d);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::Output;
+    use crate::rng::Seed;
+
+    const RESOURCE: ProcId = ProcId(9);
+
+    /// A host with no protocol of its own: it counts what the section asks of it.
+    struct Host {
+        section: Section,
+        next_id: u64,
+        releases: u32,
+        attempts: u32,
+        waiting: bool,
+    }
+
+    impl SectionHost for Host {
+        fn section(&mut self) -> &mut Section {
+            &mut self.section
+        }
+        fn token(&self) -> Bytes {
+            Bytes::from("t-1")
+        }
+        fn resource_request_id(&mut self) -> u64 {
+            self.next_id += 1;
+            self.next_id
+        }
+        fn await_resource(&mut self, _cx: &mut Cx<'_>, _id: u64) {}
+        fn arm_step(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
+            cx.set_timer(after_ns, 0);
+        }
+        fn enter_phase_section(&mut self) {
+            self.waiting = false;
+        }
+        fn enter_phase_waiting(&mut self) {
+            self.waiting = true;
+        }
+        fn release_lock(&mut self, _cx: &mut Cx<'_>) {
+            self.releases += 1;
+        }
+        fn next_attempt(&mut self, _cx: &mut Cx<'_>) {
+            self.attempts += 1;
+        }
+    }
+
+    fn host(resource: Option<ProcId>, think: NsRange) -> Host {
+        Host {
+            section: Section::new(0, resource, NsRange::fixed(5), think, Some(1)),
+            next_id: 0,
+            releases: 0,
+            attempts: 0,
+            waiting: false,
+        }
+    }
+
+    fn run(h: &mut Host, f: impl FnOnce(&mut Host, &mut Cx<'_>)) -> Vec<Output> {
+        let mut prng = Seed(1).stream("section", 0);
+        let mut out = Vec::new();
+        let mut cx = Cx::new(ProcId(1), 0, 0, &mut prng, &mut out);
+        f(h, &mut cx);
+        out
+    }
+
+    fn released(out: &[Output]) -> usize {
+        out.iter()
+            .filter(|o| matches!(o, Output::Observe(Observation::Released { .. })))
+            .count()
+    }
+
+    #[test]
+    fn a_section_writes_on_the_version_it_read_with_its_fence_and_counts_its_round() {
+        let mut h = host(Some(RESOURCE), NsRange::fixed(0));
+        let out = run(&mut h, |h, cx| h.enter_section(cx, Some(4)));
+        assert!(matches!(
+            out[..],
+            [Output::Send {
+                to: RESOURCE,
+                msg: Msg::ResourceRead {
+                    id: 1,
+                    token: Some(4)
+                }
+            }]
+        ));
+        let out = run(&mut h, |h, cx| h.on_resource_ack(cx, 7));
+        assert!(matches!(out[..], [Output::Timer { after_ns: 5, .. }]));
+        assert_eq!(h.section.stage(), Stage::Holding);
+        let out = run(&mut h, |h, cx| h.on_section_timer(cx));
+        assert!(matches!(
+            out[..],
+            [Output::Send {
+                msg: Msg::ResourceWrite {
+                    id: 2,
+                    token: Some(4),
+                    base_version: 7
+                },
+                ..
+            }]
+        ));
+        let out = run(&mut h, |h, cx| h.on_resource_ack(cx, 8));
+        assert_eq!(released(&out), 1);
+        assert_eq!((h.releases, h.section.rounds_done()), (1, 1));
+        assert!(h.section.finished());
+    }
+
+    #[test]
+    fn a_read_that_times_out_gives_the_lock_back_unwritten_and_the_round_does_not_count() {
+        let mut h = host(Some(RESOURCE), NsRange::fixed(0));
+        run(&mut h, |h, cx| h.enter_section(cx, None));
+        let out = run(&mut h, |h, cx| h.on_section_timer(cx));
+        assert!(
+            !out.iter().any(|o| matches!(
+                o,
+                Output::Send {
+                    msg: Msg::ResourceWrite { .. },
+                    ..
+                }
+            )),
+            "{out:?}"
+        );
+        assert_eq!(released(&out), 1);
+        assert_eq!((h.releases, h.section.rounds_done()), (1, 0));
+        assert!(!h.section.finished());
+        // A late answer to the read belongs to no section now.
+        let out = run(&mut h, |h, cx| h.on_resource_ack(cx, 3));
+        assert!(out.is_empty(), "{out:?}");
+    }
+
+    #[test]
+    fn a_release_after_a_reported_loss_observes_lost_and_no_released() {
+        let mut h = host(None, NsRange::fixed(0));
+        run(&mut h, |h, cx| h.enter_section(cx, None));
+        let out = run(&mut h, |h, cx| {
+            h.report_lost(cx, "validity ran out");
+            h.release(cx);
+        });
+        assert!(matches!(
+            out[..],
+            [Output::Observe(Observation::Lost {
+                reason: "validity ran out",
+                ..
+            })]
+        ));
+        assert_eq!(h.releases, 1);
+        // The next section reports its release again.
+        run(&mut h, |h, cx| h.enter_section(cx, None));
+        assert_eq!(released(&run(&mut h, |h, cx| h.release(cx))), 1);
+    }
+
+    #[test]
+    fn no_think_time_starts_at_once_unless_the_client_keeps_its_zero_timer() {
+        let mut h = host(None, NsRange::fixed(0));
+        let out = run(&mut h, |h, cx| h.think(cx));
+        assert!(out.is_empty() && h.attempts == 1 && !h.waiting);
+        h.section.think_zero_at_once = false;
+        let out = run(&mut h, |h, cx| h.think(cx));
+        assert!(matches!(out[..], [Output::Timer { after_ns: 0, .. }]));
+        assert!(h.attempts == 1 && h.waiting);
+    }
+}
