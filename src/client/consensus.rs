@@ -22,8 +22,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::client::section::{Section, SectionHost};
 use crate::client::single::NsRange;
-use crate::client::timeout::{RequestTimeout, TIMER_TIMEOUT};
+use crate::client::timeout::RequestTimeout;
+use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::consensus::ConsensusMsg;
@@ -460,12 +462,8 @@ enum ClientPhase {
     Watching,
     /// Waiting for `Changed` (a re-check timer is armed in case a notification is lost).
     Queued,
-    /// Waiting for the resource's answer to the read that opens the critical section.
-    Reading,
-    /// In the critical section (hold timer armed).
-    Holding,
-    /// Waiting for the resource's answer to the write that closes the critical section.
-    Writing,
+    /// In the critical section; `Section::stage` says where.
+    Section,
     /// Waiting for `Deleted`.
     Releasing,
     /// Think or retry timer armed.
@@ -481,15 +479,11 @@ struct OwnNode {
     name: Bytes,
 }
 
-/// Heartbeat timers are tagged `HEARTBEAT_TAG | session_gen`; state timers stay below.
-const HEARTBEAT_TAG: u64 = 1 << 63;
-
 /// A client of the lock service running the ZooKeeper lock recipe.
 pub struct ConsensusClient {
     pub config: ConsensusClientConfig,
     phase: ClientPhase,
-    // Invariant: a state timer whose tag differs from `timer_gen` is stale and ignored;
-    // timer_gen < HEARTBEAT_TAG.
+    // Invariant: a step timer whose generation differs from `timer_gen` is stale and ignored.
     timer_gen: u64,
     /// Id of the request the current phase waits for (0: none).
     pending_id: u64,
@@ -501,7 +495,7 @@ pub struct ConsensusClient {
     session: Option<u64>,
     /// Negotiated session timeout.
     session_timeout_ns: u64,
-    // Invariant: a heartbeat timer whose tag is not `HEARTBEAT_TAG | session_gen` belongs to
+    // Invariant: a heartbeat timer (`Timer::Background`) of another generation belongs to
     // an abandoned session and is ignored; one live heartbeat timer per session.
     session_gen: u64,
     node: Option<OwnNode>,
@@ -509,12 +503,19 @@ pub struct ConsensusClient {
     holding: bool,
     /// The current round has reported its `Attempt`.
     round_started: bool,
-    rounds_done: u64,
-    base_version: u64,
+    section: Section,
 }
 
 impl ConsensusClient {
     pub fn new(config: ConsensusClientConfig) -> ConsensusClient {
+        let mut section = Section::new(
+            config.lock,
+            config.resource,
+            config.hold,
+            config.think,
+            config.rounds,
+        );
+        section.think_zero_at_once = false;
         ConsensusClient {
             config,
             phase: ClientPhase::Idle,
@@ -529,8 +530,7 @@ impl ConsensusClient {
             node: None,
             holding: false,
             round_started: false,
-            rounds_done: 0,
-            base_version: 0,
+            section,
         }
     }
 
@@ -548,8 +548,7 @@ impl ConsensusClient {
         self.pending_id = 0;
         self.deadline_mono_ns = None;
         self.timer_gen += 1;
-        debug_assert!(self.timer_gen < HEARTBEAT_TAG);
-        cx.set_timer(after_ns, self.timer_gen);
+        Timer::Step(self.timer_gen).set(cx, after_ns);
     }
 
     fn send_request(
@@ -597,11 +596,7 @@ impl ConsensusClient {
     }
 
     fn arm_heartbeat(&mut self, cx: &mut Cx<'_>) {
-        debug_assert!(self.session_gen < HEARTBEAT_TAG - 1);
-        cx.set_timer(
-            (self.session_timeout_ns / 3).max(1),
-            HEARTBEAT_TAG | self.session_gen,
-        );
+        Timer::Background(self.session_gen).set(cx, (self.session_timeout_ns / 3).max(1));
     }
 
     /// Forget the session: its heartbeats stop and the service will expire it.
@@ -612,7 +607,7 @@ impl ConsensusClient {
     }
 
     fn start_round(&mut self, cx: &mut Cx<'_>) {
-        if self.config.rounds.is_some_and(|r| self.rounds_done >= r) {
+        if self.section.finished() {
             // Done: stop heartbeating; the session (without nodes) expires on its own.
             self.drop_session();
             self.phase = ClientPhase::Done;
@@ -672,65 +667,9 @@ impl ConsensusClient {
             validity_ns: None,
             believed_until: None,
         });
-        let token = self.config.present_token.then_some(zxid);
-        match self.config.resource {
-            Some(r) => self.send_request(cx, ClientPhase::Reading, r, |id| Msg::ResourceRead {
-                id,
-                token,
-            }),
-            None => self.hold(cx),
-        }
-    }
-
-    fn hold(&mut self, cx: &mut Cx<'_>) {
-        self.phase = ClientPhase::Holding;
-        let d = draw(self.config.hold, cx);
-        self.arm(cx, d);
-    }
-
-    fn end_critical_section(&mut self, cx: &mut Cx<'_>) {
-        let token = self
-            .node
-            .as_ref()
-            .and_then(|n| self.config.present_token.then_some(n.zxid));
-        let base_version = self.base_version;
-        match self.config.resource {
-            Some(r) => self.send_request(cx, ClientPhase::Writing, r, |id| Msg::ResourceWrite {
-                id,
-                token,
-                base_version,
-            }),
-            None => self.release(cx),
-        }
-    }
-
-    fn release(&mut self, cx: &mut Cx<'_>) {
-        let (Some(session), Some(node)) = (self.session, self.node.clone()) else {
-            // Unreachable (losing the session ends the critical section); start over rather
-            // than stall.
-            debug_assert!(false, "release without a session or a node");
-            self.start_over(cx, "node vanished", false);
-            return;
-        };
-        self.rounds_done += 1;
-        self.holding = false;
-        cx.observe(Observation::Released {
-            lock: self.config.lock,
-            token: node.name,
-        });
-        let lock = self.config.lock;
-        self.service_request(cx, ClientPhase::Releasing, |id| ConsensusMsg::DeleteNode {
-            id,
-            session,
-            lock,
-            seq: node.seq,
-        });
-    }
-
-    fn think(&mut self, cx: &mut Cx<'_>) {
-        self.phase = ClientPhase::Waiting;
-        let d = draw(self.config.think, cx);
-        self.arm(cx, d);
+        // The node's zxid is the fencing token, if the client presents it; the node stays
+        // the same until the section ends (dropping it ends the section).
+        self.enter_section(cx, self.config.present_token.then_some(zxid));
     }
 
     /// The session is gone or a request failed: if it held the lock, the client learns it
@@ -738,12 +677,8 @@ impl ConsensusClient {
     fn start_over(&mut self, cx: &mut Cx<'_>, reason: &'static str, reconnect_now: bool) {
         if self.holding {
             self.holding = false;
-            if let Some(node) = &self.node {
-                cx.observe(Observation::Lost {
-                    lock: self.config.lock,
-                    token: node.name.clone(),
-                    reason,
-                });
+            if self.node.is_some() {
+                self.report_lost(cx, reason);
             }
         }
         self.drop_session();
@@ -828,22 +763,9 @@ impl ConsensusClient {
             | ClientPhase::Creating
             | ClientPhase::Watching
             | ClientPhase::Releasing => self.start_over(cx, "request failed", false),
-            // As `LockClient::read_timed_out`: without the read, the client does not know the
-            // resource's state and must not write on an old base (a lost update no real
-            // client makes); its read raises, and the lock is given back unwritten.
-            ClientPhase::Reading => {
-                let before = self.rounds_done;
-                self.release(cx);
-                // Not a completed critical section (`release` counted it, unless it found no
-                // node and started over).
-                self.rounds_done = before;
-            }
-            ClientPhase::Writing => self.release(cx),
-            ClientPhase::Idle
-            | ClientPhase::Queued
-            | ClientPhase::Holding
-            | ClientPhase::Waiting
-            | ClientPhase::Done => {}
+            // An unanswered read gives the lock back unwritten, an unanswered write releases.
+            ClientPhase::Section => self.on_resource_timeout(cx),
+            ClientPhase::Idle | ClientPhase::Queued | ClientPhase::Waiting | ClientPhase::Done => {}
         }
     }
 }
@@ -851,6 +773,67 @@ impl ConsensusClient {
 /// `prefix-n<seq>`: the client's node name, its token in the history.
 pub fn node_name(prefix: &str, seq: u64) -> Bytes {
     Bytes::from(format!("{prefix}-n{seq}").as_str())
+}
+
+impl SectionHost for ConsensusClient {
+    fn section(&mut self) -> &mut Section {
+        &mut self.section
+    }
+
+    /// The node's name (empty only on the unreachable path `release_lock` guards).
+    fn token(&self) -> Bytes {
+        self.node
+            .as_ref()
+            .map_or_else(Bytes::new, |n| n.name.clone())
+    }
+
+    fn resource_request_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pending_id = id;
+        // A state timer armed before belongs to the phase this request ends.
+        self.timer_gen += 1;
+        id
+    }
+
+    fn await_resource(&mut self, cx: &mut Cx<'_>, _id: u64) {
+        self.deadline_mono_ns = Some(cx.mono_ns + self.config.request_timeout_ns);
+        self.timeout.ensure(cx, self.config.request_timeout_ns);
+    }
+
+    fn arm_step(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
+        self.arm(cx, after_ns);
+    }
+
+    fn enter_phase_section(&mut self) {
+        self.phase = ClientPhase::Section;
+    }
+
+    fn enter_phase_waiting(&mut self) {
+        self.phase = ClientPhase::Waiting;
+    }
+
+    fn release_lock(&mut self, cx: &mut Cx<'_>) {
+        let (Some(session), Some(node)) = (self.session, self.node.clone()) else {
+            // Unreachable (losing the session ends the critical section); start over rather
+            // than stall.
+            debug_assert!(false, "release without a session or a node");
+            self.start_over(cx, "node vanished", false);
+            return;
+        };
+        self.holding = false;
+        let lock = self.config.lock;
+        self.service_request(cx, ClientPhase::Releasing, |id| ConsensusMsg::DeleteNode {
+            id,
+            session,
+            lock,
+            seq: node.seq,
+        });
+    }
+
+    fn next_attempt(&mut self, cx: &mut Cx<'_>) {
+        self.start_round(cx);
+    }
 }
 
 impl Process for ConsensusClient {
@@ -863,13 +846,8 @@ impl Process for ConsensusClient {
             Msg::Consensus(m) => self.on_service_msg(cx, m),
             Msg::ResourceAck { id, version, .. } if id != 0 && id == self.pending_id => {
                 self.clear_pending();
-                match self.phase {
-                    ClientPhase::Reading => {
-                        self.base_version = version;
-                        self.hold(cx);
-                    }
-                    ClientPhase::Writing => self.release(cx),
-                    _ => {}
+                if self.phase == ClientPhase::Section {
+                    self.on_resource_ack(cx, version);
                 }
             }
             _ => {}
@@ -877,25 +855,26 @@ impl Process for ConsensusClient {
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        if tag == TIMER_TIMEOUT {
-            self.on_timeout_timer(cx);
-        } else if tag & HEARTBEAT_TAG != 0 {
-            if tag == HEARTBEAT_TAG | self.session_gen
-                && let Some(session) = self.session
-            {
-                cx.send(
-                    self.config.service,
-                    Msg::Consensus(ConsensusMsg::Heartbeat { session }),
-                );
-                self.arm_heartbeat(cx);
+        match Timer::from_tag(tag) {
+            Timer::Request => self.on_timeout_timer(cx),
+            Timer::Background(g) => {
+                if g == self.session_gen
+                    && let Some(session) = self.session
+                {
+                    cx.send(
+                        self.config.service,
+                        Msg::Consensus(ConsensusMsg::Heartbeat { session }),
+                    );
+                    self.arm_heartbeat(cx);
+                }
             }
-        } else if tag == self.timer_gen {
-            match self.phase {
-                ClientPhase::Holding => self.end_critical_section(cx),
+            Timer::Step(g) if g == self.timer_gen => match self.phase {
+                ClientPhase::Section => self.on_hold_timer(cx),
                 ClientPhase::Queued => self.watch(cx),
                 ClientPhase::Waiting => self.start_round(cx),
                 _ => {}
-            }
+            },
+            Timer::Step(_) => {}
         }
     }
 
@@ -905,6 +884,7 @@ impl Process for ConsensusClient {
         self.clear_pending();
         self.timeout.reset();
         self.holding = false;
+        self.section.abandon();
         self.round_started = false;
         self.drop_session();
     }

@@ -4,8 +4,10 @@
 pub mod consensus;
 pub mod redlock;
 pub mod resource;
+pub mod section;
 pub mod single;
 pub mod timeout;
+pub mod timer;
 pub mod watchdog;
 
 pub use resource::Resource;

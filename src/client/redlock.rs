@@ -27,8 +27,9 @@
 
 use std::sync::Arc;
 
+use crate::client::section::{Section, SectionHost, Stage};
 use crate::client::single::{NsRange, token_bytes};
-use crate::client::timeout::TIMER_TIMEOUT;
+use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{SetCond, SetExpiry};
@@ -242,12 +243,8 @@ enum Phase {
     Idle,
     /// SET NX PX sent to every node; waiting for replies or the deadline.
     Acquiring,
-    /// Waiting for the resource's answer to the read that opens the critical section.
-    Reading,
-    /// In the critical section (hold timer armed).
-    Holding,
-    /// Waiting for the resource's answer to the write that closes the critical section.
-    Writing,
+    /// In the critical section; `Section::stage` says where.
+    Section,
     /// Unlock script sent to every node; waiting for replies or the deadline.
     Releasing,
     /// Retry or think timer armed.
@@ -287,8 +284,9 @@ enum Vote {
     Against,
 }
 
-// The request-timeout timer's tag is the clients' shared `TIMER_TIMEOUT`; state, extend and
-// validity timers use counter values below it. Redlock tracks the timer's due time itself
+// The request-timeout timer is the clients' shared `Timer::Request`; state, extend and
+// validity timers are `Timer::Step`s sharing one generation counter, told apart by the
+// generation each role last got (the pinned tag values leave no room for a role field). Redlock tracks the timer's due time itself
 // (its fan-out and resource waits run at once), rather than `RequestTimeout`.
 
 /// One Redlock client.
@@ -308,7 +306,7 @@ pub struct RedlockClient {
     next_id: u64,
     attempt: u64,
     attempts_this_round: u32,
-    rounds_done: u64,
+    section: Section,
     token: Bytes,
     fanout: Option<FanOut>,
     // Invariant: while `fanout` is Some, `votes[i]` is node `config.nodes[i]`'s answer.
@@ -316,10 +314,6 @@ pub struct RedlockClient {
     votes: Vec<Vote>,
     /// The resource request awaited: (id, monotonic deadline).
     resource_wait: Option<(u64, u64)>,
-    base_version: u64,
-    /// An extend failed in this critical section: the client no longer believes it holds
-    /// the lock (`Lost` was reported, so the release reports no `Released`).
-    lost: bool,
     // Invariant: while Some, the pending timeout timer fires at this monotonic instant, which
     // is no later than any active deadline (fan-out or resource). Every deadline is set as
     // "now + per-node timeout", so a new one is never earlier than a pending timer: one timer
@@ -340,6 +334,13 @@ impl RedlockClient {
         }
         let n = config.nodes.len();
         let script_keys = Arc::new([config.key.clone()]);
+        let section = Section::new(
+            config.lock,
+            config.resource,
+            config.hold,
+            config.think,
+            config.rounds,
+        );
         RedlockClient {
             config,
             phase: Phase::Idle,
@@ -350,13 +351,11 @@ impl RedlockClient {
             next_id: 1,
             attempt: 0,
             attempts_this_round: 0,
-            rounds_done: 0,
+            section,
             token: Bytes::new(),
             fanout: None,
             votes: Vec::with_capacity(n),
             resource_wait: None,
-            base_version: 0,
-            lost: false,
             timeout_due_mono_ns: None,
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
             extend_script: Script::new(EXTEND_SRC.as_bytes()),
@@ -389,19 +388,18 @@ impl RedlockClient {
 
     fn new_tag(&mut self) -> u64 {
         self.last_tag += 1;
-        debug_assert!(self.last_tag < TIMER_TIMEOUT);
         self.last_tag
     }
 
     /// Arms the state timer; any earlier state timer becomes stale.
     fn arm_state(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
         self.state_tag = self.new_tag();
-        cx.set_timer(after_ns, self.state_tag);
+        Timer::Step(self.state_tag).set(cx, after_ns);
     }
 
     fn arm_extend(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
         self.extend_tag = self.new_tag();
-        cx.set_timer(after_ns, self.extend_tag);
+        Timer::Step(self.extend_tag).set(cx, after_ns);
     }
 
     /// With `stop_at_validity`, arms the timer at which this validity runs out; an earlier
@@ -409,7 +407,7 @@ impl RedlockClient {
     fn arm_validity(&mut self, cx: &mut Cx<'_>, validity_ns: i64) {
         if self.config.options.stop_at_validity {
             self.validity_tag = self.new_tag();
-            cx.set_timer(validity_ns.max(0) as u64, self.validity_tag);
+            Timer::Step(self.validity_tag).set(cx, validity_ns.max(0) as u64);
         }
     }
 
@@ -427,7 +425,7 @@ impl RedlockClient {
             Some(due) => debug_assert!(due <= d, "a deadline earlier than the pending timer"),
             None => {
                 self.timeout_due_mono_ns = Some(d);
-                cx.set_timer(d.saturating_sub(cx.mono_ns), TIMER_TIMEOUT);
+                Timer::Request.set(cx, d.saturating_sub(cx.mono_ns));
             }
         }
     }
@@ -508,7 +506,7 @@ impl RedlockClient {
     }
 
     fn start_attempt(&mut self, cx: &mut Cx<'_>) {
-        if self.config.rounds.is_some_and(|r| self.rounds_done >= r) {
+        if self.section.finished() {
             self.phase = Phase::Done;
             return;
         }
@@ -619,7 +617,6 @@ impl RedlockClient {
 
     fn acquired(&mut self, cx: &mut Cx<'_>, validity_ns: i64) {
         self.attempts_this_round = 0;
-        self.lost = false;
         cx.observe(Observation::Acquired {
             lock: self.config.lock,
             token: self.token.clone(),
@@ -633,104 +630,32 @@ impl RedlockClient {
         self.arm_validity(cx, validity_ns);
         // No re-check of validity before acting, here or before the write: no library does
         // it for the caller (pitfall 12).
-        if let Some(resource) = self.config.resource {
-            self.phase = Phase::Reading;
-            let id = self.new_id();
-            cx.send(resource, Msg::ResourceRead { id, token: None });
-            self.wait_resource(cx, id);
-        } else {
-            self.hold(cx);
-        }
-    }
-
-    fn wait_resource(&mut self, cx: &mut Cx<'_>, id: u64) {
-        self.resource_wait = Some((id, cx.mono_ns + self.per_node_timeout_ns()));
-        self.ensure_timeout(cx);
-    }
-
-    fn hold(&mut self, cx: &mut Cx<'_>) {
-        self.phase = Phase::Holding;
-        let h = self.config.hold;
-        let d = cx.rng.range_inclusive(h.min, h.max);
-        self.arm_state(cx, d);
-    }
-
-    fn end_critical_section(&mut self, cx: &mut Cx<'_>) {
-        match self.config.resource {
-            Some(resource) => {
-                self.phase = Phase::Writing;
-                let id = self.new_id();
-                let base_version = self.base_version;
-                cx.send(
-                    resource,
-                    Msg::ResourceWrite {
-                        id,
-                        token: None,
-                        base_version,
-                    },
-                );
-                self.wait_resource(cx, id);
-            }
-            None => self.release(cx),
-        }
+        self.enter_section(cx, None);
     }
 
     /// An extend failed, or the validity ran out: the client stops believing it holds the
     /// lock and cuts the critical section short (a write already sent cannot be taken back).
     fn lose(&mut self, cx: &mut Cx<'_>, reason: &'static str) {
-        self.lost = true;
         self.extend_tag = 0;
         self.validity_tag = 0;
-        cx.observe(Observation::Lost {
-            lock: self.config.lock,
-            token: self.token.clone(),
-            reason,
-        });
-        match self.phase {
-            Phase::Reading => {
+        self.report_lost(cx, reason);
+        match self.section.stage() {
+            Stage::Reading => {
                 self.resource_wait = None;
                 self.release(cx);
             }
-            Phase::Holding => {
+            Stage::Holding => {
                 // The hold timer is now stale.
                 self.state_tag = self.new_tag();
                 self.release(cx);
             }
             // The write is in flight; its answer (or timeout) leads to the release.
-            _ => {}
+            Stage::Writing | Stage::Outside => {}
         }
-    }
-
-    fn release(&mut self, cx: &mut Cx<'_>) {
-        self.rounds_done += 1;
-        self.extend_tag = 0;
-        self.validity_tag = 0;
-        self.resource_wait = None;
-        if !self.lost {
-            cx.observe(Observation::Released {
-                lock: self.config.lock,
-                token: self.token.clone(),
-            });
-        }
-        self.phase = Phase::Releasing;
-        // Replaces an extend round in flight, if any: its replies no longer match.
-        self.start_fanout(cx, FanOutKind::Release);
-    }
-
-    fn think(&mut self, cx: &mut Cx<'_>) {
-        if self.config.think.max == 0 {
-            // No think time: start over at once, without a timer event.
-            self.start_attempt(cx);
-            return;
-        }
-        self.phase = Phase::Waiting;
-        let t = self.config.think;
-        let d = cx.rng.range_inclusive(t.min, t.max);
-        self.arm_state(cx, d);
     }
 
     fn in_critical_section(&self) -> bool {
-        matches!(self.phase, Phase::Reading | Phase::Holding | Phase::Writing)
+        self.phase == Phase::Section
     }
 
     fn on_timeout(&mut self, cx: &mut Cx<'_>) {
@@ -744,20 +669,55 @@ impl RedlockClient {
             && d <= cx.mono_ns
         {
             self.resource_wait = None;
-            match self.phase {
-                // As `LockClient::read_timed_out`: without the read, the client does not know
-                // the resource's state and must not write on an old base (a lost update no
-                // real client makes); its read raises, and the lock is given back unwritten.
-                Phase::Reading => {
-                    self.release(cx);
-                    // Not a completed critical section.
-                    self.rounds_done -= 1;
-                }
-                Phase::Writing => self.release(cx),
-                _ => {}
+            if self.phase == Phase::Section {
+                self.on_resource_timeout(cx);
             }
         }
         self.ensure_timeout(cx);
+    }
+}
+
+impl SectionHost for RedlockClient {
+    fn section(&mut self) -> &mut Section {
+        &mut self.section
+    }
+
+    fn token(&self) -> Bytes {
+        self.token.clone()
+    }
+
+    fn resource_request_id(&mut self) -> u64 {
+        self.new_id()
+    }
+
+    fn await_resource(&mut self, cx: &mut Cx<'_>, id: u64) {
+        self.resource_wait = Some((id, cx.mono_ns + self.per_node_timeout_ns()));
+        self.ensure_timeout(cx);
+    }
+
+    fn arm_step(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
+        self.arm_state(cx, after_ns);
+    }
+
+    fn enter_phase_section(&mut self) {
+        self.phase = Phase::Section;
+    }
+
+    fn enter_phase_waiting(&mut self) {
+        self.phase = Phase::Waiting;
+    }
+
+    fn release_lock(&mut self, cx: &mut Cx<'_>) {
+        self.extend_tag = 0;
+        self.validity_tag = 0;
+        self.resource_wait = None;
+        self.phase = Phase::Releasing;
+        // Replaces an extend round in flight, if any: its replies no longer match.
+        self.start_fanout(cx, FanOutKind::Release);
+    }
+
+    fn next_attempt(&mut self, cx: &mut Cx<'_>) {
+        self.start_attempt(cx);
     }
 }
 
@@ -797,13 +757,8 @@ impl Process for RedlockClient {
                 if self.resource_wait.is_some_and(|(w, _)| w == id) =>
             {
                 self.resource_wait = None;
-                match self.phase {
-                    Phase::Reading => {
-                        self.base_version = version;
-                        self.hold(cx);
-                    }
-                    Phase::Writing => self.release(cx),
-                    _ => {}
+                if self.phase == Phase::Section {
+                    self.on_resource_ack(cx, version);
                 }
             }
             _ => {}
@@ -811,25 +766,32 @@ impl Process for RedlockClient {
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        if tag == TIMER_TIMEOUT {
-            self.timeout_due_mono_ns = None;
-            self.on_timeout(cx);
-        } else if tag == self.state_tag {
+        let g = match Timer::from_tag(tag) {
+            Timer::Request => {
+                self.timeout_due_mono_ns = None;
+                self.on_timeout(cx);
+                return;
+            }
+            Timer::Step(g) => g,
+            // Redlock arms none.
+            Timer::Background(_) => return,
+        };
+        if g == self.state_tag {
             match self.phase {
-                Phase::Holding => self.end_critical_section(cx),
+                Phase::Section => self.on_hold_timer(cx),
                 Phase::Waiting => self.start_attempt(cx),
                 _ => {}
             }
-        } else if tag == self.validity_tag {
+        } else if g == self.validity_tag {
             self.validity_tag = 0;
-            if self.in_critical_section() && !self.lost {
+            if self.in_critical_section() && !self.section.lost() {
                 self.lose(cx, "validity ran out");
             }
-        } else if tag == self.extend_tag {
+        } else if g == self.extend_tag {
             self.extend_tag = 0;
             // A round still in flight (only when `every` is shorter than a round) is left to
             // finish; the next one is armed when it ends.
-            if self.in_critical_section() && !self.lost && self.fanout.is_none() {
+            if self.in_critical_section() && !self.section.lost() && self.fanout.is_none() {
                 self.start_fanout(cx, FanOutKind::Extend);
             }
         }
@@ -846,7 +808,7 @@ impl Process for RedlockClient {
         self.fanout = None;
         self.votes.clear();
         self.resource_wait = None;
-        self.lost = false;
+        self.section.abandon();
         self.timeout_due_mono_ns = None;
     }
 }
@@ -986,7 +948,9 @@ mod tests {
     fn state_timers(out: &[Output]) -> Vec<(u64, u64)> {
         out.iter()
             .filter_map(|o| match o {
-                Output::Timer { after_ns, tag } if *tag != TIMER_TIMEOUT => Some((*after_ns, *tag)),
+                Output::Timer { after_ns, tag } if *tag != Timer::Request.tag() => {
+                    Some((*after_ns, *tag))
+                }
                 _ => None,
             })
             .collect()
@@ -1039,10 +1003,7 @@ mod tests {
             .filter(|o| {
                 matches!(
                     o,
-                    Output::Timer {
-                        tag: TIMER_TIMEOUT,
-                        ..
-                    }
+                    Output::Timer { tag, .. } if *tag == Timer::Request.tag()
                 )
             })
             .collect();

@@ -13,7 +13,9 @@
 
 use std::sync::Arc;
 
-use crate::client::timeout::{RequestTimeout, TIMER_TIMEOUT};
+use crate::client::section::{Section, SectionHost};
+use crate::client::timeout::RequestTimeout;
+use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
@@ -129,12 +131,8 @@ enum Phase {
     Acquiring,
     /// Waiting for INCR (fencing token).
     Fencing,
-    /// Waiting for the resource's answer to the read that opens the critical section.
-    Reading,
-    /// In the critical section (hold timer armed).
-    Holding,
-    /// Waiting for the resource's answer to the write that closes the critical section.
-    Writing,
+    /// In the critical section; `Section::stage` says where.
+    Section,
     /// GET-then-DEL: waiting for the GET.
     ReleaseGet,
     /// Waiting for the reply to DEL / the unlock script.
@@ -148,17 +146,16 @@ enum Phase {
 pub struct LockClient {
     pub config: ClientConfig,
     phase: Phase,
-    // Invariant: a timer whose tag differs from `timer_gen` is stale and ignored.
+    // Invariant: a step timer whose generation differs from `timer_gen` is stale and ignored.
     timer_gen: u64,
     /// Id of the request whose reply the current phase waits for.
     pending_id: u64,
     next_id: u64,
     attempt: u64,
     attempts_this_round: u32,
-    rounds_done: u64,
+    section: Section,
     token: Bytes,
     fence: Option<u64>,
-    base_version: u64,
     unlock: Script,
     /// The unlock script's KEYS (`[config.key]`), made once: every unlock shares them (see
     /// `script_keys()`).
@@ -206,6 +203,13 @@ impl LockClient {
     pub fn new(config: ClientConfig) -> LockClient {
         let (redis, need_discovery) = (config.redis, !config.sentinels.is_empty());
         let script_keys = Arc::new([config.key.clone()]);
+        let section = Section::new(
+            config.lock,
+            config.resource,
+            config.hold,
+            config.think,
+            config.rounds,
+        );
         LockClient {
             config,
             phase: Phase::Idle,
@@ -214,10 +218,9 @@ impl LockClient {
             next_id: 1,
             attempt: 0,
             attempts_this_round: 0,
-            rounds_done: 0,
+            section,
             token: Bytes::new(),
             fence: None,
-            base_version: 0,
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
             script_keys,
             use_eval: false,
@@ -266,7 +269,7 @@ impl LockClient {
     fn arm(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
         self.clear_timeout();
         self.timer_gen += 1;
-        cx.set_timer(after_ns, self.timer_gen);
+        Timer::Step(self.timer_gen).set(cx, after_ns);
     }
 
     fn request(&mut self, cx: &mut Cx<'_>, phase: Phase, cmd: Command) {
@@ -288,20 +291,8 @@ impl LockClient {
         self.deadline_mono_ns = None;
     }
 
-    fn resource_op(&mut self, cx: &mut Cx<'_>, phase: Phase, msg_of: impl FnOnce(u64) -> Msg) {
-        let Some(resource) = self.config.resource else {
-            return;
-        };
-        let id = self.next_id;
-        self.next_id += 1;
-        self.pending_id = id;
-        self.phase = phase;
-        cx.send(resource, msg_of(id));
-        self.arm_timeout(cx);
-    }
-
     fn start_attempt(&mut self, cx: &mut Cx<'_>) {
-        if self.config.rounds.is_some_and(|r| self.rounds_done >= r) {
+        if self.section.finished() {
             self.phase = Phase::Done;
             return;
         }
@@ -390,71 +381,7 @@ impl LockClient {
             validity_ns,
             believed_until: None,
         });
-        let fence = self.fence;
-        if self.config.resource.is_some() {
-            self.resource_op(cx, Phase::Reading, |id| Msg::ResourceRead {
-                id,
-                token: fence,
-            });
-        } else {
-            self.hold(cx);
-        }
-    }
-
-    fn hold(&mut self, cx: &mut Cx<'_>) {
-        self.phase = Phase::Holding;
-        let d = self.config.hold.draw(cx);
-        self.arm(cx, d);
-    }
-
-    fn end_critical_section(&mut self, cx: &mut Cx<'_>) {
-        let (fence, base) = (self.fence, self.base_version);
-        if self.config.resource.is_some() {
-            self.resource_op(cx, Phase::Writing, |id| Msg::ResourceWrite {
-                id,
-                token: fence,
-                base_version: base,
-            });
-        } else {
-            self.release(cx);
-        }
-    }
-
-    fn release(&mut self, cx: &mut Cx<'_>) {
-        self.rounds_done += 1;
-        cx.observe(Observation::Released {
-            lock: self.config.lock,
-            token: self.token.clone(),
-        });
-        let key = self.config.key.clone();
-        match self.config.algorithm {
-            Algorithm::SetnxNoTtl | Algorithm::SetPxDel => {
-                self.request(cx, Phase::Releasing, Command::Del(vec![key]))
-            }
-            Algorithm::SetPxGetDel => self.request(cx, Phase::ReleaseGet, Command::Get(key)),
-            Algorithm::SetPxCad | Algorithm::SetPxCadFencing | Algorithm::SetPxWaitCad => {
-                self.send_unlock_script(cx, Phase::Releasing)
-            }
-        }
-    }
-
-    /// The read that opens the critical section went unanswered within the request timeout
-    /// (lost, or late: the late answer is ignored, as `pending_id` moved on). The client does
-    /// not know the resource's state, so it must not write: a write on the previous round's
-    /// `base_version` would be a lost update no real client makes. A real client's read
-    /// raises a timeout error, and its `with lock:` (or `try … finally: unlock`) gives the
-    /// lock back on the way out, without writing; so does this one. (Re-reading instead would
-    /// keep the lock through an outage of the resource, and a TTL is not meant for that.)
-    fn read_timed_out(&mut self, cx: &mut Cx<'_>) {
-        self.give_back(cx);
-    }
-
-    /// Ends a critical section that did not happen (no token, no read): the lock is released
-    /// as usual, but the round does not count towards `rounds`, so the client tries again.
-    fn give_back(&mut self, cx: &mut Cx<'_>) {
-        self.release(cx);
-        // `release` counted the round.
-        self.rounds_done -= 1;
+        self.enter_section(cx, self.fence);
     }
 
     /// `[config.key]`, shared; made afresh only if the (public) config's key was changed.
@@ -481,17 +408,6 @@ impl LockClient {
             read_only: false,
         };
         self.request(cx, phase, cmd);
-    }
-
-    fn think(&mut self, cx: &mut Cx<'_>) {
-        if self.config.think.max == 0 {
-            // No think time: start over at once, without a timer event.
-            self.start_attempt(cx);
-            return;
-        }
-        self.phase = Phase::Waiting;
-        let d = self.config.think.draw(cx);
-        self.arm(cx, d);
     }
 
     fn on_reply(&mut self, cx: &mut Cx<'_>, reply: Reply) {
@@ -562,6 +478,56 @@ impl LockClient {
     }
 }
 
+impl SectionHost for LockClient {
+    fn section(&mut self) -> &mut Section {
+        &mut self.section
+    }
+
+    fn token(&self) -> Bytes {
+        self.token.clone()
+    }
+
+    fn resource_request_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pending_id = id;
+        id
+    }
+
+    fn await_resource(&mut self, cx: &mut Cx<'_>, _id: u64) {
+        self.arm_timeout(cx);
+    }
+
+    fn arm_step(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
+        self.arm(cx, after_ns);
+    }
+
+    fn enter_phase_section(&mut self) {
+        self.phase = Phase::Section;
+    }
+
+    fn enter_phase_waiting(&mut self) {
+        self.phase = Phase::Waiting;
+    }
+
+    fn release_lock(&mut self, cx: &mut Cx<'_>) {
+        let key = self.config.key.clone();
+        match self.config.algorithm {
+            Algorithm::SetnxNoTtl | Algorithm::SetPxDel => {
+                self.request(cx, Phase::Releasing, Command::Del(vec![key]))
+            }
+            Algorithm::SetPxGetDel => self.request(cx, Phase::ReleaseGet, Command::Get(key)),
+            Algorithm::SetPxCad | Algorithm::SetPxCadFencing | Algorithm::SetPxWaitCad => {
+                self.send_unlock_script(cx, Phase::Releasing)
+            }
+        }
+    }
+
+    fn next_attempt(&mut self, cx: &mut Cx<'_>) {
+        self.start_attempt(cx);
+    }
+}
+
 impl Process for LockClient {
     fn on_start(&mut self, cx: &mut Cx<'_>) {
         self.start_attempt(cx);
@@ -591,26 +557,25 @@ impl Process for LockClient {
                     }
                 }
             }
-            Msg::ResourceAck { id, version, .. } if id == self.pending_id => match self.phase {
-                Phase::Reading => {
-                    self.base_version = version;
-                    self.hold(cx);
-                }
-                Phase::Writing => self.release(cx),
-                _ => {}
-            },
+            Msg::ResourceAck { id, version, .. }
+                if id == self.pending_id && self.phase == Phase::Section =>
+            {
+                self.on_resource_ack(cx, version);
+            }
             _ => {}
         }
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        if tag == TIMER_TIMEOUT {
-            if !self.timeout.expired(cx, self.deadline_mono_ns) {
-                return;
+        match Timer::from_tag(tag) {
+            Timer::Request => {
+                if !self.timeout.expired(cx, self.deadline_mono_ns) {
+                    return;
+                }
+                self.deadline_mono_ns = None;
             }
-            self.deadline_mono_ns = None;
-        } else if tag != self.timer_gen {
-            return;
+            Timer::Step(g) if g == self.timer_gen => {}
+            _ => return,
         }
         self.pending_id = 0;
         match self.phase {
@@ -627,9 +592,7 @@ impl Process for LockClient {
                 let d = self.config.retry.draw(cx);
                 self.arm(cx, d);
             }
-            Phase::Reading => self.read_timed_out(cx),
-            Phase::Holding => self.end_critical_section(cx),
-            Phase::Writing => self.release(cx),
+            Phase::Section => self.on_section_timer(cx),
             Phase::ReleaseGet | Phase::Releasing => {
                 self.suspect_master();
                 self.think(cx);
@@ -640,6 +603,7 @@ impl Process for LockClient {
 
     fn on_restart(&mut self, _keep_data: bool) {
         self.phase = Phase::Idle;
+        self.section.abandon();
         self.pending_id = 0;
         // The loop voids timers of the previous incarnation.
         self.timeout.reset();

@@ -3,14 +3,12 @@
 //! the deadline re-arms itself for the remainder. Replies beat their timeout nearly always,
 //! so coalescing leaves no dead timer events behind (a quarter of W1's events once).
 
+use crate::client::timer::Timer;
 use crate::process::Cx;
-
-/// Timer tag of the timeout timer; clients' state timers use small generation numbers.
-pub const TIMER_TIMEOUT: u64 = u64::MAX;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RequestTimeout {
-    // Invariant: `armed` iff a TIMER_TIMEOUT timer of this incarnation is pending.
+    // Invariant: `armed` iff a `Timer::Request` timer of this incarnation is pending.
     armed: bool,
 }
 
@@ -53,6 +51,6 @@ impl RequestTimeout {
 
     fn arm(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
         self.armed = true;
-        cx.set_timer(after_ns, TIMER_TIMEOUT);
+        Timer::Request.set(cx, after_ns);
     }
 }

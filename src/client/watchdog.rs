@@ -24,8 +24,10 @@
 
 use std::sync::Arc;
 
+use crate::client::section::{Section, SectionHost};
 use crate::client::single::{NsRange, token_bytes};
-use crate::client::timeout::{RequestTimeout, TIMER_TIMEOUT};
+use crate::client::timeout::RequestTimeout;
+use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
@@ -92,12 +94,8 @@ enum Phase {
     Idle,
     /// Waiting for the reply to `SET NX PX`.
     Acquiring,
-    /// Waiting for the resource's answer to the read that opens the critical section.
-    Reading,
-    /// In the critical section (hold timer armed).
-    Holding,
-    /// Waiting for the resource's answer to the write that closes the critical section.
-    Writing,
+    /// In the critical section; `Section::stage` says where.
+    Section,
     /// Waiting for the reply to the unlock script.
     Releasing,
     /// Think or retry timer armed.
@@ -105,15 +103,11 @@ enum Phase {
     Done,
 }
 
-/// Renewal timers are tagged `RENEW_TAG | renew_gen`; state timers use generations below it.
-const RENEW_TAG: u64 = 1 << 63;
-
 /// One Redisson-style client.
 pub struct WatchdogClient {
     pub config: WatchdogConfig,
     phase: Phase,
-    // Invariant: a state timer whose tag differs from `timer_gen` is stale and ignored;
-    // timer_gen < RENEW_TAG.
+    // Invariant: a step timer whose generation differs from `timer_gen` is stale and ignored.
     timer_gen: u64,
     /// Id of the request the current phase waits for (0: none).
     pending_id: u64,
@@ -123,15 +117,15 @@ pub struct WatchdogClient {
     attempt: u64,
     /// The current round has reported its `Attempt` (retries are not reported again).
     round_started: bool,
-    rounds_done: u64,
+    section: Section,
     token: Bytes,
-    base_version: u64,
     /// The client believes it holds the lock: from `Acquired` to `Released` or `Lost`.
     holding: bool,
     // Invariant: renewing implies holding. Cleared at release, at a reported failure, and
     // when a renewal is answered 0 (Redisson cancels renewal then).
     renewing: bool,
-    // Invariant: a renewal timer whose tag is not `RENEW_TAG | renew_gen` is stale; at most
+    // Invariant: a renewal timer (`Timer::Background`) of another generation than
+    // `renew_gen` is stale; at most
     // one live renewal timer or renewal request exists at a time.
     renew_gen: u64,
     /// Id of the renewal in flight (0: none).
@@ -155,6 +149,13 @@ impl WatchdogClient {
     pub fn new(config: WatchdogConfig) -> WatchdogClient {
         assert!(config.lease_ms > 0 && config.renew_every_ms > 0);
         let lease_arg = Bytes::from(config.lease_ms.to_string().as_str());
+        let section = Section::new(
+            config.lock,
+            config.resource,
+            config.hold,
+            config.think,
+            config.rounds,
+        );
         WatchdogClient {
             config,
             phase: Phase::Idle,
@@ -164,9 +165,8 @@ impl WatchdogClient {
             next_id: 1,
             attempt: 0,
             round_started: false,
-            rounds_done: 0,
+            section,
             token: Bytes::new(),
-            base_version: 0,
             holding: false,
             renewing: false,
             renew_gen: 0,
@@ -199,8 +199,7 @@ impl WatchdogClient {
         self.pending_id = 0;
         self.deadline_mono_ns = None;
         self.timer_gen += 1;
-        debug_assert!(self.timer_gen < RENEW_TAG);
-        cx.set_timer(after_ns, self.timer_gen);
+        Timer::Step(self.timer_gen).set(cx, after_ns);
     }
 
     fn ensure_timeout_timer(&mut self, cx: &mut Cx<'_>) {
@@ -239,7 +238,7 @@ impl WatchdogClient {
     }
 
     fn start_attempt(&mut self, cx: &mut Cx<'_>) {
-        if self.config.rounds.is_some_and(|r| self.rounds_done >= r) {
+        if self.section.finished() {
             self.phase = Phase::Done;
             return;
         }
@@ -281,32 +280,8 @@ impl WatchdogClient {
         });
         self.renewing = true;
         self.schedule_renewal(cx);
-        match self.config.resource {
-            // No fencing token: Redisson hands out none.
-            Some(r) => self.send_main(cx, Phase::Reading, r, |id| Msg::ResourceRead {
-                id,
-                token: None,
-            }),
-            None => self.hold(cx),
-        }
-    }
-
-    fn hold(&mut self, cx: &mut Cx<'_>) {
-        self.phase = Phase::Holding;
-        let d = draw(self.config.hold, cx);
-        self.arm(cx, d);
-    }
-
-    fn end_critical_section(&mut self, cx: &mut Cx<'_>) {
-        let base = self.base_version;
-        match self.config.resource {
-            Some(r) => self.send_main(cx, Phase::Writing, r, |id| Msg::ResourceWrite {
-                id,
-                token: None,
-                base_version: base,
-            }),
-            None => self.release(cx),
-        }
+        // No fencing token: Redisson hands out none.
+        self.enter_section(cx, None);
     }
 
     fn stop_renewal(&mut self) {
@@ -315,35 +290,9 @@ impl WatchdogClient {
         self.renew_deadline_mono_ns = None;
     }
 
-    fn release(&mut self, cx: &mut Cx<'_>) {
-        self.rounds_done += 1;
-        self.holding = false;
-        self.stop_renewal();
-        cx.observe(Observation::Released {
-            lock: self.config.lock,
-            token: self.token.clone(),
-        });
-        let cmd = self.script(&self.unlock, vec![self.token.clone()]);
-        self.request(cx, Phase::Releasing, cmd);
-    }
-
-    fn think(&mut self, cx: &mut Cx<'_>) {
-        if self.config.think.max == 0 {
-            self.start_attempt(cx);
-            return;
-        }
-        self.phase = Phase::Waiting;
-        let d = draw(self.config.think, cx);
-        self.arm(cx, d);
-    }
-
     fn schedule_renewal(&mut self, cx: &mut Cx<'_>) {
         self.renew_gen += 1;
-        debug_assert!(self.renew_gen < RENEW_TAG - 1);
-        cx.set_timer(
-            self.config.renew_every_ms * NS_PER_MS,
-            RENEW_TAG | self.renew_gen,
-        );
+        Timer::Background(self.renew_gen).set(cx, self.config.renew_every_ms * NS_PER_MS);
     }
 
     fn send_renewal(&mut self, cx: &mut Cx<'_>) {
@@ -379,11 +328,7 @@ impl WatchdogClient {
     /// `give_up`: stop renewing (the key is not ours any more).
     fn renewal_failed(&mut self, cx: &mut Cx<'_>, give_up: bool) {
         if self.config.report_renewal_failure {
-            cx.observe(Observation::Lost {
-                lock: self.config.lock,
-                token: self.token.clone(),
-                reason: "renewal failed",
-            });
+            self.report_lost(cx, "renewal failed");
             // The critical section ends here, without its write; a reply to a resource
             // operation in flight is ignored (`think` re-arms and clears `pending_id`).
             self.holding = false;
@@ -403,17 +348,10 @@ impl WatchdogClient {
             // The SET may have succeeded on the server; the client cannot know, so it
             // retries with a new token (the orphan key expires with its lease).
             Phase::Acquiring => self.retry(cx),
-            // As `LockClient::read_timed_out`: without the read, the client does not know the
-            // resource's state and must not write on an old base (a lost update no real
-            // client makes); its read raises, and the lock is given back unwritten.
-            Phase::Reading => {
-                self.release(cx);
-                // Not a completed critical section.
-                self.rounds_done -= 1;
-            }
-            Phase::Writing => self.release(cx),
+            // An unanswered read gives the lock back unwritten, an unanswered write releases.
+            Phase::Section => self.on_resource_timeout(cx),
             Phase::Releasing => self.think(cx),
-            Phase::Idle | Phase::Holding | Phase::Waiting | Phase::Done => {}
+            Phase::Idle | Phase::Waiting | Phase::Done => {}
         }
     }
 
@@ -447,6 +385,52 @@ impl WatchdogClient {
     }
 }
 
+impl SectionHost for WatchdogClient {
+    fn section(&mut self) -> &mut Section {
+        &mut self.section
+    }
+
+    fn token(&self) -> Bytes {
+        self.token.clone()
+    }
+
+    fn resource_request_id(&mut self) -> u64 {
+        let id = self.fresh_id();
+        self.pending_id = id;
+        // A state timer armed before belongs to the phase this request ends.
+        self.timer_gen += 1;
+        id
+    }
+
+    fn await_resource(&mut self, cx: &mut Cx<'_>, _id: u64) {
+        self.deadline_mono_ns = Some(cx.mono_ns + self.config.request_timeout_ns);
+        self.ensure_timeout_timer(cx);
+    }
+
+    fn arm_step(&mut self, cx: &mut Cx<'_>, after_ns: u64) {
+        self.arm(cx, after_ns);
+    }
+
+    fn enter_phase_section(&mut self) {
+        self.phase = Phase::Section;
+    }
+
+    fn enter_phase_waiting(&mut self) {
+        self.phase = Phase::Waiting;
+    }
+
+    fn release_lock(&mut self, cx: &mut Cx<'_>) {
+        self.holding = false;
+        self.stop_renewal();
+        let cmd = self.script(&self.unlock, vec![self.token.clone()]);
+        self.request(cx, Phase::Releasing, cmd);
+    }
+
+    fn next_attempt(&mut self, cx: &mut Cx<'_>) {
+        self.start_attempt(cx);
+    }
+}
+
 impl Process for WatchdogClient {
     fn on_start(&mut self, cx: &mut Cx<'_>) {
         self.start_attempt(cx);
@@ -473,13 +457,8 @@ impl Process for WatchdogClient {
             Msg::ResourceAck { id, version, .. } if id != 0 && id == self.pending_id => {
                 self.pending_id = 0;
                 self.deadline_mono_ns = None;
-                match self.phase {
-                    Phase::Reading => {
-                        self.base_version = version;
-                        self.hold(cx);
-                    }
-                    Phase::Writing => self.release(cx),
-                    _ => {}
+                if self.phase == Phase::Section {
+                    self.on_resource_ack(cx, version);
                 }
             }
             _ => {}
@@ -487,24 +466,26 @@ impl Process for WatchdogClient {
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        if tag == TIMER_TIMEOUT {
-            self.on_timeout_timer(cx);
-        } else if tag & RENEW_TAG != 0 {
-            if tag == RENEW_TAG | self.renew_gen && self.renewing {
-                self.send_renewal(cx);
+        match Timer::from_tag(tag) {
+            Timer::Request => self.on_timeout_timer(cx),
+            Timer::Background(g) => {
+                if g == self.renew_gen && self.renewing {
+                    self.send_renewal(cx);
+                }
             }
-        } else if tag == self.timer_gen {
-            match self.phase {
-                Phase::Holding => self.end_critical_section(cx),
+            Timer::Step(g) if g == self.timer_gen => match self.phase {
+                Phase::Section => self.on_hold_timer(cx),
                 Phase::Waiting => self.start_attempt(cx),
                 _ => {}
-            }
+            },
+            Timer::Step(_) => {}
         }
     }
 
     fn on_restart(&mut self, _keep_data: bool) {
         // The loop voids timers of the previous incarnation; generations keep counting.
         self.phase = Phase::Idle;
+        self.section.abandon();
         self.pending_id = 0;
         self.deadline_mono_ns = None;
         self.round_started = false;
@@ -764,7 +745,7 @@ mod tests {
         ));
         let renew = timers(&out)
             .into_iter()
-            .find(|(_, tag)| tag & RENEW_TAG != 0 && *tag != TIMER_TIMEOUT)
+            .find(|(_, tag)| matches!(Timer::from_tag(*tag), Timer::Background(_)))
             .expect("renewal scheduled");
         assert_eq!(renew.0, 10 * NS_PER_S);
         let (read_id, _) = resource_msg_id(&out).expect("read sent");
@@ -860,20 +841,22 @@ mod tests {
         // The timeout timer armed at the read fires at 3 s with nothing left to time out;
         // it is not re-armed.
         d.mono_ns = 3 * NS_PER_S;
-        let out = d.with(&mut c, |c, cx| c.on_timer(cx, TIMER_TIMEOUT));
+        let out = d.with(&mut c, |c, cx| c.on_timer(cx, Timer::Request.tag()));
         assert!(out.is_empty(), "{out:?}");
         // The renewal at 10 s arms it again, for its 3 s deadline.
         d.mono_ns = 10 * NS_PER_S;
         let out = d.with(&mut c, |c, cx| c.on_timer(cx, renew_tag));
         assert_eq!(request_ids(&out).len(), 1);
-        assert!(timers(&out).contains(&(3 * NS_PER_S, TIMER_TIMEOUT)));
+        assert!(timers(&out).contains(&(3 * NS_PER_S, Timer::Request.tag())));
         d.mono_ns = 13 * NS_PER_S;
-        let out = d.with(&mut c, |c, cx| c.on_timer(cx, TIMER_TIMEOUT));
+        let out = d.with(&mut c, |c, cx| c.on_timer(cx, Timer::Request.tag()));
         assert!(observations(&out).is_empty());
         let next = timers(&out);
         assert_eq!(next.len(), 1);
         assert_eq!(next[0].0, 10 * NS_PER_S);
-        assert!(next[0].1 & RENEW_TAG != 0 && next[0].1 != renew_tag);
+        assert!(
+            matches!(Timer::from_tag(next[0].1), Timer::Background(_)) && next[0].1 != renew_tag
+        );
         assert!(c.is_holding());
     }
 }
