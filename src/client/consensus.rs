@@ -52,7 +52,8 @@ pub struct ConsensusServiceConfig {
 }
 
 impl Default for ConsensusServiceConfig {
-    /// ZooKeeper's default tick (2 s: session timeouts 4–40 s).
+    /// zoo_sample.cfg's tickTime (2 s: session timeouts 4–40 s); ZooKeeper's code default
+    /// is 3 s (`ZooKeeperServer.DEFAULT_TICK_TIME`).
     fn default() -> Self {
         ConsensusServiceConfig {
             tick_ms: 2_000,

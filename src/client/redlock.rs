@@ -1,5 +1,6 @@
-//! Redlock: one lock over N independent Redis masters, as the Redis docs state the algorithm
-//! ("Distributed Locks with Redis") and as the common client libraries run it.
+//! Redlock: one lock over N independent Redis masters, the algorithm of the Redis docs
+//! ("Distributed Locks with Redis"; the `redis-docs` preset fills in the constants the page
+//! leaves open), as the common client libraries run it.
 //!
 //! A client is a work loop like `LockClient`'s: acquire on a majority → critical section
 //! (read the resource, hold, write it; extend meanwhile if configured) → release on all
@@ -67,8 +68,10 @@ pub struct RedlockOptions {
     pub ttl_ms: u64,
     /// Clock drift allowance as parts per million of the TTL (10_000 = 1 %).
     pub drift_factor_ppm: u64,
-    /// Add 2 ms to the drift, as the Redis docs do (1 ms Redis expiry precision + 1 ms for
-    /// small TTLs); redsync omits it.
+    /// Add 2 ms to the drift, as antirez's reference redlock-rb (redlock.rb:63-66),
+    /// redlock-py 1.0.8 (__init__.py:92-95) and node-redlock do (1 ms Redis expiry precision
+    /// + 1 ms for small TTLs); the Redis docs state no number ("a few milliseconds",
+    /// distributed-locks.md:127); redsync omits it.
     pub drift_plus_2ms: bool,
     pub clock: ElapsedClock,
     /// A node's reply counts only if it arrives within this long of the attempt's start.
@@ -79,15 +82,18 @@ pub struct RedlockOptions {
     /// The retry delay is drawn uniformly in `[delay − jitter, delay + jitter]` (clamped at
     /// 0); 0 gives a fixed delay, which livelocks contending clients in lock step.
     pub retry_jitter_ms: u64,
-    /// redlock-rb style: the delay is drawn in `[0, retry_delay_ms]` (jitter ignored).
+    /// redlock-rb ≤ 0.1.8 and antirez's redlock.rb (:80) style: the delay is drawn in
+    /// `[0, retry_delay_ms]` (jitter ignored; 0.2.x onwards waits retry_delay + rand(50)).
     pub random_delay: bool,
     /// node-redlock v5: success on a majority alone, whatever the elapsed time.
     pub skip_validity_check: bool,
     /// The careful caller: when the validity it computed runs out (on its monotonic clock)
     /// while it is still in its critical section — acquired with little validity left, or
     /// an extend that has not succeeded in time — it stops believing, gives the section up
-    /// (a write already sent cannot be taken back) and unlocks. No library does this for its
-    /// caller, so every preset leaves it off; a paused client cannot do it either.
+    /// (a write already sent cannot be taken back) and unlocks. No library stops the caller's
+    /// work (redsync offers `Valid()`/`Until()`, node-redlock's `using()` an AbortSignal the
+    /// routine must check), so every preset leaves it off; a paused client cannot do it
+    /// either.
     pub stop_at_validity: bool,
     /// Extend every this many ms after acquiring while holding, and how; None: never.
     pub extend: Option<(u64, ExtendMode)>,
@@ -103,10 +109,13 @@ impl RedlockOptions {
         "redsync",
     ];
 
-    /// Library defaults for a lock of `ttl_ms`. Presets never extend: every library leaves
-    /// extending to the caller. Libraries that set no per-node timeout of their own
-    /// (redlock-py: redis-py has no socket timeout by default; node-redlock: ioredis has no
-    /// command timeout) get the docs' 50 ms: a real client learns of a dead node at once
+    /// Library defaults for a lock of `ttl_ms`. Presets model `acquire()` and never extend
+    /// (node-redlock's `using()` does auto-extend at expiration − 500 ms, v5.0.0-beta.2
+    /// src/index.ts:712, and aborts its signal when that fails, :732; Redisson's watchdog is
+    /// the `watchdog` algorithm). Libraries that set no per-node timeout of their own
+    /// (redlock-py: redis-py ≤ 8.0 has `socket_timeout=None`, from 8.1.0 the default is 5 s
+    /// with 10 retries, redis/_defaults.py; node-redlock: ioredis has no `commandTimeout`) get
+    /// the docs' 50 ms: a real client learns of a dead node at once
     /// from a refused connection, which a node that never answers can only stand in for.
     pub fn preset(name: &str, ttl_ms: u64) -> Option<RedlockOptions> {
         let base = RedlockOptions {
@@ -124,26 +133,35 @@ impl RedlockOptions {
             extend: None,
         };
         let o = match name {
-            // The algorithm as the Redis docs state it: monotonic time, 1 % + 2 ms, a random
-            // delay, a per-node timeout at the top of the docs' 5–50 ms.
+            // An idealised reference, not the docs' numbers: the docs page states "the
+            // current time in milliseconds", "a few milliseconds" of drift and "a random
+            // delay" (distributed-locks.md:117, 127, 133); 1 % + 2 ms, 3 tries and up to
+            // 200 ms are antirez's redlock.rb (:4-6, 66, 80); monotonic time is antirez's 2016
+            // advice (his code uses `Time.now`); the per-node timeout is the top of the docs'
+            // 5–50 ms (:118).
             "redis-docs" => RedlockOptions {
                 random_delay: true,
                 ..base
             },
-            // redlock-rb as §6 describes it (0.x: `Time.now`, `sleep(rand(retry_delay))`,
-            // 3 tries); 100 ms is its `DEFAULT_REDIS_TIMEOUT`.
+            // redlock-rb before 1.0, precisely 0.1.x (0.1.8 lib/redlock/client.rb: `Time.now`
+            // :201-202, `sleep(rand(200))` :169, 3 tries :8/:162, `DEFAULT_REDIS_TIMEOUT =
+            // 0.1` :7), and antirez's redlock.rb. Current redlock-rb (≥ 1.0.0, 2018-12-11)
+            // measures on CLOCK_MONOTONIC (2.0.6 client.rb:28-35) and makes 4 attempts
+            // 200 + rand(50) ms apart: not this preset.
             "redlock-rb" => RedlockOptions {
                 clock: ElapsedClock::Wall,
                 per_node_timeout_ms: 100,
                 random_delay: true,
                 ..base
             },
-            // redlock-py: `time.time()`, `int(ttl * 0.01) + 2`, 3 tries, `sleep(0.2)` fixed.
+            // redlock-py 1.0.8 (__init__.py:40-42, 95, 100, 108, 121): `time.time()`,
+            // `int(ttl * 0.01) + 2`, 3 tries, `sleep(0.2)` fixed.
             "redlock-py" => RedlockOptions {
                 clock: ElapsedClock::Wall,
                 ..base
             },
-            // node-redlock v5: `Date.now()`, `Math.round(0.01 * ttl) + 2`, retryCount 10
+            // node-redlock 5.0.0-beta.2 `acquire()`, not `using()` (index.ts:106-110, 434,
+            // 456): `Date.now()`, `Math.round(0.01 * ttl) + 2`, retryCount 10
             // (11 attempts), delay 200 ± 100 ms, and no check of the elapsed time.
             "node-redlock" => RedlockOptions {
                 clock: ElapsedClock::Wall,
@@ -987,7 +1005,7 @@ mod tests {
 
     #[test]
     fn a_majority_within_the_deadline_acquires_with_validity_ttl_minus_elapsed_minus_drift() {
-        // Redis docs: drift = 10 s · 1 % + 2 ms = 102 ms; elapsed 5.25 ms.
+        // redis-docs preset: drift = 10 s · 1 % + 2 ms = 102 ms; elapsed 5.25 ms.
         let mut h = Harness::new(config(preset("redis-docs")));
         let start = h.start();
         let reqs = requests(&start);

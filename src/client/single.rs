@@ -466,7 +466,9 @@ impl LockClient {
             }
             Phase::Releasing => {
                 if matches!(&reply, Reply::Error(e) if e == NOSCRIPT) {
-                    // redis-py's Script and most libraries: EVALSHA, and EVAL on NOSCRIPT.
+                    // node-redlock and redsync (goredis.go:62-63): EVALSHA, and EVAL on
+                    // NOSCRIPT. redis-py's Script instead sends SCRIPT LOAD and EVALSHA again
+                    // (commands/core.py:10935-10942).
                     self.use_eval = true;
                     self.send_unlock_script(cx, Phase::Releasing);
                 } else {

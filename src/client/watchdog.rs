@@ -9,16 +9,22 @@
 //! previous one's completion) the client sends the compare-and-pexpire script.
 //!
 //! What makes this algorithm interesting is how renewal fails (pitfall 15):
-//! - a renewal that fails is not reported to the holder (Redisson only logs it): the holder
+//! - a renewal that fails is not reported to the holder (Redisson only logs it,
+//!   RenewalTask.java:177-180; its opt-in `ExpiredObjectListener` of 3.43.0+ needs keyspace
+//!   notifications, which cannot cross the partition that caused the expiry): the holder
 //!   keeps working and writes; with `report_renewal_failure` it learns (`Lost`) and ends the
 //!   critical section without writing;
 //! - a renewal answered 0 (the key is gone or someone else's) stops renewal for good, as
-//!   Redisson cancels it; an error or a timeout does not (the next renewal is still sent);
+//!   Redisson cancels it; an error or a timeout does not (the next renewal is still sent),
+//!   as in Redisson ≥ 3.44.0 (597d604a3); up to 3.43 one error stopped renewal for good
+//!   (3.40.0 RedissonBaseLock.java:143-146, redisson#775);
 //! - a pause longer than the lease stops renewals (the renewal timer queues with the
 //!   process), the key expires, another client takes the lock, and the paused holder resumes
 //!   believing it holds.
 //!
-//! Simplified: Redisson stores a reentrancy hash (`HSET key uuid:thread 1`) and waits for an
+//! Simplified: Redisson stores a reentrancy hash (`HINCRBY key uuid:threadId 1` after
+//! `exists == 0 or hexists`, then `pexpire`: RedissonLock.java:216-222; renewal is `hexists →
+//! pexpire`, LockTask.java:84-93) and waits for an
 //! unlock on pub/sub; here the key is a plain string holding the token, a waiting client polls
 //! after `retry`, and the scripts are the project's compare-and-pexpire/compare-and-delete.
 
@@ -69,7 +75,9 @@ pub struct WatchdogConfig {
 
 impl WatchdogConfig {
     /// Redisson's defaults (30 s lease renewed every 10 s, failures not reported, 3 s
-    /// request timeout), a 1 s critical section, 100 ms think and retry.
+    /// request timeout: BaseConfig.java:58; Redisson also retries 4 times, :62, with 1–2 s
+    /// jitter, :67, which this client does not), a 1 s critical section, 100 ms think and
+    /// retry.
     pub fn new(lock: u32, key: Bytes, redis: ProcId, token_prefix: &str) -> WatchdogConfig {
         WatchdogConfig {
             lock,
@@ -280,7 +288,8 @@ impl WatchdogClient {
         });
         self.renewing = true;
         self.schedule_renewal(cx);
-        // No fencing token: Redisson hands out none.
+        // No fencing token: Redisson's RLock hands out none (RFencedLock does, an INCR on
+        // the same Redis).
         self.enter_section(cx, None);
     }
 
@@ -524,7 +533,7 @@ mod tests {
         }
     }
 
-    /// Redis, the resource (no fencing: Redisson has no tokens) and two watchdog clients
+    /// Redis, the resource (no fencing: RLock has no tokens) and two watchdog clients
     /// on 1 ms links; A starts first, so it takes the lock.
     fn world(a: WatchdogConfig, b: WatchdogConfig, run_s: u64) -> World {
         let clock = || NodeClock::new(1_700_000_000_000, 0, 0);
