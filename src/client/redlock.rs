@@ -69,9 +69,9 @@ pub struct RedlockOptions {
     /// Clock drift allowance as parts per million of the TTL (10_000 = 1 %).
     pub drift_factor_ppm: u64,
     /// Add 2 ms to the drift, as antirez's reference redlock-rb (redlock.rb:63-66),
-    /// redlock-py 1.0.8 (__init__.py:92-95) and node-redlock do (1 ms Redis expiry precision
-    /// + 1 ms for small TTLs); the Redis docs state no number ("a few milliseconds",
-    /// distributed-locks.md:127); redsync omits it.
+    /// redlock-py 1.0.8 (__init__.py:92-95) and node-redlock do (1 ms of Redis expiry
+    /// precision and 1 ms for small TTLs); the Redis docs state no number ("a few
+    /// milliseconds", distributed-locks.md:127); redsync omits it.
     pub drift_plus_2ms: bool,
     pub clock: ElapsedClock,
     /// A node's reply counts only if it arrives within this long of the attempt's start.
