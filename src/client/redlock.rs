@@ -85,6 +85,10 @@ pub struct RedlockOptions {
     /// redlock-rb ≤ 0.1.8 and antirez's redlock.rb (:80) style: the delay is drawn in
     /// `[0, retry_delay_ms]` (jitter ignored; 0.2.x onwards waits retry_delay + rand(50)).
     pub random_delay: bool,
+    /// The jitter is only added: the delay is drawn in `[delay, delay + jitter)` instead of
+    /// `[delay − jitter, delay + jitter]` — redlock-rb ≥ 0.2's `retry_delay + rand(retry_jitter)`
+    /// (2.0.6 lib/redlock/client.rb:297). Off in every other preset, so they draw as before.
+    pub jitter_added_only: bool,
     /// node-redlock v5: success on a majority alone, whatever the elapsed time.
     pub skip_validity_check: bool,
     /// The careful caller: when the validity it computed runs out (on its monotonic clock)
@@ -101,9 +105,10 @@ pub struct RedlockOptions {
 
 impl RedlockOptions {
     /// Names accepted by `preset`.
-    pub const PRESETS: [&'static str; 5] = [
+    pub const PRESETS: [&'static str; 6] = [
         "redis-docs",
         "redlock-rb",
+        "redlock-rb-2",
         "redlock-py",
         "node-redlock",
         "redsync",
@@ -128,6 +133,7 @@ impl RedlockOptions {
             retry_delay_ms: 200,
             retry_jitter_ms: 0,
             random_delay: false,
+            jitter_added_only: false,
             skip_validity_check: false,
             stop_at_validity: false,
             extend: None,
@@ -147,11 +153,37 @@ impl RedlockOptions {
             // :201-202, `sleep(rand(200))` :169, 3 tries :8/:162, `DEFAULT_REDIS_TIMEOUT =
             // 0.1` :7), and antirez's redlock.rb. Current redlock-rb (≥ 1.0.0, 2018-12-11)
             // measures on CLOCK_MONOTONIC (2.0.6 client.rb:28-35) and makes 4 attempts
-            // 200 + rand(50) ms apart: not this preset.
+            // 200 + rand(50) ms apart: the preset "redlock-rb-2". This name keeps its meaning
+            // because model files name it.
             "redlock-rb" => RedlockOptions {
                 clock: ElapsedClock::Wall,
                 per_node_timeout_ms: 100,
                 random_delay: true,
+                ..base
+            },
+            // redlock-rb ≥ 1.0, as of 2.0.6 (leandromoreira/redlock-rb@f176e57, tag 2.0.6,
+            // lib/redlock/client.rb):
+            // - clock: `Process.clock_gettime(CLOCK_MONOTONIC)` by default (:30-35), read
+            //   around the attempt (`timed`, :368-371);
+            // - drift: `(ttl * CLOCK_DRIFT_FACTOR).to_i + 2` with `CLOCK_DRIFT_FACTOR = 0.01`
+            //   (:25, :365), validity `ttl - time_elapsed - drift(ttl)` (:314);
+            // - attempts: `retry_count + 1` (:268) with `DEFAULT_RETRY_COUNT = 3` (:22) = 4;
+            // - delay: `retry_delay + rand(retry_jitter)` ms (:297) with `DEFAULT_RETRY_DELAY =
+            //   200` (:23) and `DEFAULT_RETRY_JITTER = 50` (:24): [200, 250) ms;
+            // - per-node timeout: `DEFAULT_REDIS_TIMEOUT = 0.1` s (:21, :49-52).
+            // Simplifications: the library asks the servers one after another (:306) and
+            // accepts `validity >= 0` (:316) on whole ms (`.to_i`, :32); the model asks in
+            // parallel and needs validity > 0 in ns. Its extend, `lock(res, ttl, extend:
+            // info)`, makes one attempt (:268) and sends `allow_new_lock = 'yes'` unless
+            // `extend_only_if_locked` (:302), and LOCK_SCRIPT then SETs a missing key
+            // (lib/redlock/scripts.rb:17-18): an `extend` in a model using this preset
+            // should be `set_if_missing`. Like every preset, it does not extend by itself.
+            "redlock-rb-2" => RedlockOptions {
+                per_node_timeout_ms: 100,
+                retry_count: 4,
+                retry_delay_ms: 200,
+                retry_jitter_ms: 50,
+                jitter_added_only: true,
                 ..base
             },
             // redlock-py 1.0.8 (__init__.py:40-42, 95, 100, 108, 121): `time.time()`,
@@ -229,6 +261,11 @@ impl RedlockOptions {
             rng.range_inclusive(0, ms(self.retry_delay_ms))
         } else if self.retry_jitter_ms == 0 {
             ms(self.retry_delay_ms)
+        } else if self.jitter_added_only {
+            // Ruby's `rand(n)` is in [0, n): the top of the range is excluded.
+            let lo = ms(self.retry_delay_ms);
+            let hi = ms(self.retry_delay_ms.saturating_add(self.retry_jitter_ms));
+            rng.range_inclusive(lo, hi - 1)
         } else {
             let lo = self.retry_delay_ms.saturating_sub(self.retry_jitter_ms);
             let hi = self.retry_delay_ms.saturating_add(self.retry_jitter_ms);
@@ -1051,6 +1088,54 @@ mod tests {
         }
         let out = h.advance(100 * MS);
         assert_eq!(acquired_validity(&out), Some(9_848_000_000));
+    }
+
+    #[test]
+    fn redlock_rb_2_waits_200_plus_rand_50_ms_never_less_never_250() {
+        // client.rb:297 `retry_delay + rand(retry_jitter)`: [200, 250) ms.
+        let o = preset("redlock-rb-2");
+        let mut rng = Prng::new(7, 0);
+        let (mut lo, mut hi) = (u64::MAX, 0);
+        for _ in 0..10_000 {
+            let d = o.retry_delay_ns(&mut rng);
+            assert!((200 * NS_PER_MS..250 * NS_PER_MS).contains(&d), "{d}");
+            lo = lo.min(d);
+            hi = hi.max(d);
+        }
+        // Both ends are reached, so the draw is not stuck at the fixed delay.
+        assert!(lo < 201 * NS_PER_MS && hi >= 249 * NS_PER_MS, "{lo} {hi}");
+    }
+
+    #[test]
+    fn redlock_rb_2_is_monotonic_with_4_attempts_and_redlock_rb_stays_wall_clock() {
+        let current = preset("redlock-rb-2");
+        assert_eq!(current.clock, ElapsedClock::Monotonic);
+        assert_eq!(current.retry_count, 4);
+        assert_eq!(current.per_node_timeout_ms, 100);
+        // (10 s · 0.01).to_i + 2 = 102 ms.
+        assert_eq!(current.drift_ns(), 102 * NS_PER_MS);
+        let old = preset("redlock-rb");
+        assert_eq!(old.clock, ElapsedClock::Wall);
+        assert_eq!(old.retry_count, 3);
+        assert!(old.random_delay && !old.jitter_added_only);
+    }
+
+    #[test]
+    fn without_jitter_added_only_the_jitter_is_symmetric_as_before() {
+        let o = RedlockOptions {
+            retry_jitter_ms: 50,
+            ..preset("redis-docs")
+        };
+        let o = RedlockOptions {
+            random_delay: false,
+            ..o
+        };
+        let mut rng = Prng::new(7, 0);
+        let below = (0..1000)
+            .map(|_| o.retry_delay_ns(&mut rng))
+            .filter(|d| *d < 200 * NS_PER_MS)
+            .count();
+        assert!(below > 0, "a symmetric jitter draws below the delay");
     }
 
     #[test]

@@ -135,6 +135,14 @@ replies, not against a pause (`redlock-pause-after-acquire`).",
 (`Process.clock_gettime(CLOCK_MONOTONIC)`, 2.0.6 lib/redlock/client.rb:28-35) and redsync does \
 (Go's monotonic reading); redlock-py 1.0.8 (`time.time()`) and node-redlock v5 (`Date.now()`) \
 still measure on the wall clock.",
+        &["redlock-rb-current-clock-step"],
+    ),
+    (
+        "redlock-rb-current-clock-step",
+        "13",
+        "This is the fix, as current redlock-rb ships it (≥ 1.0, as of 2.0.6): the same steps \
+of the client's wall clock, measured on `CLOCK_MONOTONIC` (lib/redlock/client.rb:30-35); set \
+`clock: wall` on its preset and the same sweep breaks mutual exclusion.",
         &[],
     ),
     (

@@ -92,7 +92,8 @@ impl<'de> Deserialize<'de> for AlgName {
 }
 
 /// Redlock as a library runs it: `preset` names the library defaults (redis-docs,
-/// redlock-rb, redlock-py, node-redlock, redsync); every other field overrides one default.
+/// redlock-rb (< 1.0), redlock-rb-2 (≥ 1.0, as of 2.0.6), redlock-py, node-redlock, redsync);
+/// every other field overrides one default.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedlockSpec {
@@ -115,6 +116,9 @@ pub struct RedlockSpec {
     pub retry_jitter: Option<Dur>,
     #[serde(default)]
     pub random_delay: Option<bool>,
+    /// Draw the retry delay in `[retry_delay, retry_delay + retry_jitter)` (redlock-rb ≥ 0.2).
+    #[serde(default)]
+    pub jitter_added_only: Option<bool>,
     #[serde(default)]
     pub skip_validity_check: Option<bool>,
     /// The careful caller: give the critical section up when the believed validity runs out.
@@ -183,6 +187,9 @@ impl RedlockSpec {
         }
         if let Some(v) = self.random_delay {
             o.random_delay = v;
+        }
+        if let Some(v) = self.jitter_added_only {
+            o.jitter_added_only = v;
         }
         if let Some(v) = self.skip_validity_check {
             o.skip_validity_check = v;
