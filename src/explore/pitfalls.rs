@@ -55,6 +55,21 @@ const ENTRIES: &[(&str, &str, &str, &[&str])] = &[
         &[],
     ),
     (
+        "single-clock-step-expires-locks",
+        "10",
+        "Slew clocks, never step them (valkey-io/valkey#2651 asks for expiry on a monotonic \
+clock); fencing tokens for what remains.",
+        &["single-px-cad-fencing"],
+    ),
+    (
+        "single-ambiguous-acquire",
+        "-",
+        "Treat a timed-out acquire as unknown, not failed: keep the token across retries and \
+adopt a key that holds it (GET, or a script that re-enters as Redisson's does), or run the \
+compare-and-delete unlock before retrying.",
+        &[],
+    ),
+    (
         "failover-lost-lock",
         "6",
         "Nothing on the Redis side closes the window; WAIT only narrows it. Fence with a token that cannot repeat.",
@@ -86,6 +101,12 @@ const ENTRIES: &[(&str, &str, &str, &[&str])] = &[
     ),
     (
         "redlock-clock-jump",
+        "10",
+        "Slew clocks, never step them; fencing for what remains.",
+        &["consensus-pause-fencing"],
+    ),
+    (
+        "redlock-kleppmann-clock-jump",
         "10",
         "Slew clocks, never step them; fencing for what remains.",
         &["consensus-pause-fencing"],
