@@ -65,8 +65,8 @@ clock); fencing tokens for what remains.",
         "single-ambiguous-acquire",
         "-",
         "Treat a timed-out acquire as unknown, not failed: keep the token across retries and \
-adopt a key that holds it (GET, or a script that re-enters as Redisson's does), or run the \
-compare-and-delete unlock before retrying.",
+adopt a key that holds it (GET and compare), or run the compare-and-delete unlock with the \
+timed-out token before retrying.",
         &[],
     ),
     (
