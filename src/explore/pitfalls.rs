@@ -173,6 +173,13 @@ end of the section leaves is pitfall 12: fencing tokens.",
         &["consensus-pause-fencing"],
     ),
     (
+        "redlock-extend-never-repairs",
+        "14",
+        "Write the key on the nodes that lack it when extending (redsync's `WithSetNXOnExtend`), \
+but only while the lock is still valid; delay restarts past the TTL; fence.",
+        &["redlock-restart-delayed", "redlock-extend-resurrects"],
+    ),
+    (
         "redlock-fixed-retry-livelock",
         "17",
         "A random retry delay breaks the symmetry: the Redis docs ask for \"a random delay\" \
