@@ -55,6 +55,21 @@ const ENTRIES: &[(&str, &str, &str, &[&str])] = &[
         &[],
     ),
     (
+        "single-clock-step-expires-locks",
+        "10",
+        "Slew clocks, never step them (valkey-io/valkey#2651 asks for expiry on a monotonic \
+clock); fencing tokens for what remains.",
+        &["single-px-cad-fencing"],
+    ),
+    (
+        "single-ambiguous-acquire",
+        "-",
+        "Treat a timed-out acquire as unknown, not failed: keep the token across retries and \
+adopt a key that holds it (GET and compare), or run the compare-and-delete unlock with the \
+timed-out token before retrying.",
+        &[],
+    ),
+    (
         "failover-lost-lock",
         "6",
         "Nothing on the Redis side closes the window; WAIT only narrows it. Fence with a token that cannot repeat.",
@@ -86,6 +101,12 @@ const ENTRIES: &[(&str, &str, &str, &[&str])] = &[
     ),
     (
         "redlock-clock-jump",
+        "10",
+        "Slew clocks, never step them; fencing for what remains.",
+        &["consensus-pause-fencing"],
+    ),
+    (
+        "redlock-kleppmann-clock-jump",
         "10",
         "Slew clocks, never step them; fencing for what remains.",
         &["consensus-pause-fencing"],
@@ -158,6 +179,13 @@ of the client's wall clock, measured on `CLOCK_MONOTONIC` (lib/redlock/client.rb
 someone else's; and stop the critical section when an extend fails. What a pause across the \
 end of the section leaves is pitfall 12: fencing tokens.",
         &["consensus-pause-fencing"],
+    ),
+    (
+        "redlock-extend-never-repairs",
+        "14",
+        "Write the key on the nodes that lack it when extending (redsync's `WithSetNXOnExtend`), \
+but only while the lock is still valid; delay restarts past the TTL; fence.",
+        &["redlock-restart-delayed", "redlock-extend-resurrects"],
     ),
     (
         "redlock-fixed-retry-livelock",
