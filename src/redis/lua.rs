@@ -1570,6 +1570,36 @@ mod tests {
     }
 
     #[test]
+    fn a_shebang_declares_flags_and_no_shebang_declares_none() {
+        assert_eq!(shebang_flags(b"return 1"), Ok(None));
+        assert_eq!(
+            shebang_flags(b"#!lua\nreturn 1"),
+            Ok(Some(ScriptFlags::default()))
+        );
+        let both = ScriptFlags {
+            no_writes: true,
+            allow_stale: true,
+        };
+        // Several flags= options add up, as Redis 7.0.15 accepts them.
+        assert_eq!(
+            shebang_flags(b"#!lua flags=no-writes flags=allow-stale\nreturn 1"),
+            Ok(Some(both))
+        );
+        assert_eq!(
+            shebang_flags(b"#!lua flags=allow-oom,no-cluster\r\nreturn 1"),
+            Ok(Some(ScriptFlags::default()))
+        );
+        assert_eq!(
+            shebang_flags(b"#!lua flags=no-writes"),
+            Err("ERR Invalid script shebang".to_string())
+        );
+        assert_eq!(
+            shebang_flags(b"#!lua flags=no-writes,bogus\nreturn 1"),
+            Err("ERR Unexpected flag in script shebang: bogus".to_string())
+        );
+    }
+
+    #[test]
     fn a_script_past_the_memory_cap_gets_redis_not_enough_memory_error() {
         for script in [
             // One instruction that asks for 1.26 GB (3^31 is cut to an int by string.rep).
