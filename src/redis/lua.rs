@@ -1237,11 +1237,37 @@ fn compile_error(lua_message: &[u8]) -> String {
     )
 }
 
+/// The flags a script declares in its `#!lua flags=...` shebang. A script without a shebang
+/// has none of these: it runs in Redis 7.0's "eval compat mode", where only what it calls
+/// decides (a flagless `#!lua` script, by contrast, is taken as one that may write).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScriptFlags {
+    /// `no-writes`: every write (and PUBLISH) inside is refused; runs on replicas and by `*_RO`.
+    pub no_writes: bool,
+    /// `allow-stale`: parsed for its text only (the model has no `replica-serve-stale-data no`).
+    pub allow_stale: bool,
+}
+
+/// Reads the shebang of `source`: `Ok(None)` when there is none (eval compat mode),
+/// `Ok(Some(flags))` for a valid `#!lua` line, or Redis 7.0's error text for a bad one.
+pub fn shebang_flags(source: &[u8]) -> Result<Option<ScriptFlags>, String> {
+    Ok(parse_shebang(source)?.map(|(flags, _)| flags))
+}
+
 /// Validates and removes a `#!lua ...` first line, keeping its line feed so that line
 /// numbers stay those of the script as written.
 fn strip_shebang(source: &[u8]) -> Result<&[u8], String> {
+    Ok(match parse_shebang(source)? {
+        None => source,
+        Some((_, end)) => &source[end..],
+    })
+}
+
+/// Redis 7.0's `evalExtractShebangFlags`: the flags and the offset of the line feed that ends
+/// the shebang. Several `flags=` options are allowed and add up, as in Redis.
+fn parse_shebang(source: &[u8]) -> Result<Option<(ScriptFlags, usize)>, String> {
     if !source.starts_with(b"#!") {
-        return Ok(source);
+        return Ok(None);
     }
     let Some(end) = source.iter().position(|&b| b == b'\n') else {
         return Err("ERR Invalid script shebang".to_string());
@@ -1254,6 +1280,7 @@ fn strip_shebang(source: &[u8]) -> Result<&[u8], String> {
     if engine != "#!lua" {
         return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
     }
+    let mut declared = ScriptFlags::default();
     for part in parts {
         let Some(flags) = part.strip_prefix("flags=") else {
             return Err(format!("ERR Unknown lua shebang option: {part}"));
@@ -1262,9 +1289,16 @@ fn strip_shebang(source: &[u8]) -> Result<&[u8], String> {
             if !SHEBANG_FLAGS.contains(&flag) {
                 return Err(format!("ERR Unexpected flag in script shebang: {flag}"));
             }
+            match flag {
+                "no-writes" => declared.no_writes = true,
+                "allow-stale" => declared.allow_stale = true,
+                // allow-oom, no-cluster, allow-cross-slot-keys: the model has no maxmemory
+                // and no cluster, so they change nothing here.
+                _ => {}
+            }
         }
     }
-    Ok(&source[end..])
+    Ok(Some((declared, end)))
 }
 
 /// Rebuilds the reply from the flat `(tag, value)` list the Lua side of
@@ -1533,6 +1567,36 @@ mod tests {
             args,
         )
         .to_string()
+    }
+
+    #[test]
+    fn a_shebang_declares_flags_and_no_shebang_declares_none() {
+        assert_eq!(shebang_flags(b"return 1"), Ok(None));
+        assert_eq!(
+            shebang_flags(b"#!lua\nreturn 1"),
+            Ok(Some(ScriptFlags::default()))
+        );
+        let both = ScriptFlags {
+            no_writes: true,
+            allow_stale: true,
+        };
+        // Several flags= options add up, as Redis 7.0.15 accepts them.
+        assert_eq!(
+            shebang_flags(b"#!lua flags=no-writes flags=allow-stale\nreturn 1"),
+            Ok(Some(both))
+        );
+        assert_eq!(
+            shebang_flags(b"#!lua flags=allow-oom,no-cluster\r\nreturn 1"),
+            Ok(Some(ScriptFlags::default()))
+        );
+        assert_eq!(
+            shebang_flags(b"#!lua flags=no-writes"),
+            Err("ERR Invalid script shebang".to_string())
+        );
+        assert_eq!(
+            shebang_flags(b"#!lua flags=no-writes,bogus\nreturn 1"),
+            Err("ERR Unexpected flag in script shebang: bogus".to_string())
+        );
     }
 
     #[test]

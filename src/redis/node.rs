@@ -943,6 +943,19 @@ impl RedisNode {
                 None => return Reply::err(NOSCRIPT),
             },
         };
+        // A valid `#!lua` shebang without `no-writes` makes EVAL a write command, refused
+        // before the script is even compiled (Redis's processCommand); a bad shebang leaves
+        // EVAL's own flags and fails at compile time below. No shebang: eval compat mode.
+        let declared = crate::redis::lua::shebang_flags(&source).unwrap_or(None);
+        let may_write = declared.is_some_and(|f| !f.no_writes);
+        if may_write {
+            if self.is_replica() {
+                return Reply::err(READONLY);
+            }
+            if !self.enough_good_replicas() {
+                return Reply::err(NOREPLICAS);
+            }
+        }
         let native = native_script(&sha);
         let cached = matches!(script, ScriptRef::Sha(_));
         if let Some(n) = native
@@ -961,7 +974,12 @@ impl RedisNode {
             return Reply::Error(e);
         }
         self.scripts.entry(sha).or_insert_with(|| source.clone());
+        // scriptPrepareForRun: checked after compiling (a compile error wins).
+        if read_only && may_write {
+            return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
+        }
         let sha_hex = hex(&sha);
+        let read_only = read_only || declared.is_some_and(|f| f.no_writes);
         let ctx = InScript { read_only };
         // The Lua bridge speaks plain byte vectors (a rare path: lock scripts run natively).
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
@@ -989,10 +1007,12 @@ impl RedisNode {
         if crate::proto::command::is_denied_in_scripts(&name) {
             return Reply::err("ERR This Redis command is not allowed from script");
         }
+        // Redis counts may-replicate commands (PUBLISH) as writes in read-only scripts only:
+        // a replica runs a flagless script's PUBLISH.
+        if ctx.read_only && (cmd.is_write() || matches!(cmd, Command::Publish(..))) {
+            return Reply::err("ERR Write commands are not allowed from read-only scripts.");
+        }
         if cmd.is_write() {
-            if ctx.read_only {
-                return Reply::err("ERR Write commands are not allowed from read-only scripts.");
-            }
             if self.is_replica() {
                 return Reply::err(READONLY);
             }
