@@ -799,39 +799,10 @@ impl World {
                 }
                 self.apply_drift(*proc);
             }
-            FaultKind::Partition {
-                from,
-                to,
-                both_ways,
-            } => {
-                self.cut_links(from, to, *both_ways, true);
-                let fact = Fact::Links {
-                    from: from.clone(),
-                    to: to.clone(),
-                    blocked: true,
-                };
-                let subject = f.subject().unwrap_or(ProcId(0));
-                self.history.push(now, subject, Observation::Fact(fact));
-            }
-            FaultKind::Isolate(p) => {
-                self.isolate(*p, true);
-                self.history
-                    .push(now, *p, Observation::Fact(Fact::Isolated));
-            }
-            FaultKind::LatencySpike { from, to, extra_ns } => {
-                for &a in from {
-                    for &b in to {
-                        self.net.spike(a, b, *extra_ns, true);
-                    }
-                }
-            }
-            FaultKind::Loss { from, to, loss } => {
-                for &a in from {
-                    for &b in to {
-                        self.net.loss_window(a, b, *loss, true);
-                    }
-                }
-            }
+            FaultKind::Partition { .. }
+            | FaultKind::Isolate(_)
+            | FaultKind::LatencySpike { .. }
+            | FaultKind::Loss { .. } => self.link_window(&f, true),
         }
         self.faults[id as usize].took = took;
         self.applied_faults.push(f);
@@ -900,35 +871,10 @@ impl World {
                 self.slots[proc.index()].drift_windows_ppm -= drift_ppm;
                 self.apply_drift(*proc);
             }
-            FaultKind::Partition {
-                from,
-                to,
-                both_ways,
-            } => {
-                self.cut_links(from, to, *both_ways, false);
-                let fact = Fact::Links {
-                    from: from.clone(),
-                    to: to.clone(),
-                    blocked: false,
-                };
-                let subject = f.subject().unwrap_or(ProcId(0));
-                self.history.push(now, subject, Observation::Fact(fact));
-            }
-            FaultKind::Isolate(p) => self.isolate(*p, false),
-            FaultKind::LatencySpike { from, to, extra_ns } => {
-                for &a in from {
-                    for &b in to {
-                        self.net.spike(a, b, *extra_ns, false);
-                    }
-                }
-            }
-            FaultKind::Loss { from, to, loss } => {
-                for &a in from {
-                    for &b in to {
-                        self.net.loss_window(a, b, *loss, false);
-                    }
-                }
-            }
+            FaultKind::Partition { .. }
+            | FaultKind::Isolate(_)
+            | FaultKind::LatencySpike { .. }
+            | FaultKind::Loss { .. } => self.link_window(&f, false),
         }
         let subject = f.subject().unwrap_or(ProcId(0));
         self.note(subject, text);
@@ -963,6 +909,51 @@ impl World {
         self.trace_entry(subject, TraceKind::Fault(text.clone()));
         self.history
             .push(self.now, subject, Observation::Fault { what: text });
+    }
+
+    /// Opens or closes a fault on links (partition, isolation, spike, loss): the one place
+    /// both directions of a window go through, so closing undoes exactly what opening did.
+    /// Cuts are recorded as facts for the hazard detectors (an isolation only where it starts).
+    fn link_window(&mut self, f: &Fault, open: bool) {
+        let now = self.now;
+        match &f.kind {
+            FaultKind::Partition {
+                from,
+                to,
+                both_ways,
+            } => {
+                self.cut_links(from, to, *both_ways, open);
+                let fact = Fact::Links {
+                    from: from.clone(),
+                    to: to.clone(),
+                    blocked: open,
+                };
+                let subject = f.subject().unwrap_or(ProcId(0));
+                self.history.push(now, subject, Observation::Fact(fact));
+            }
+            FaultKind::Isolate(p) => {
+                self.isolate(*p, open);
+                if open {
+                    self.history
+                        .push(now, *p, Observation::Fact(Fact::Isolated));
+                }
+            }
+            FaultKind::LatencySpike { from, to, extra_ns } => {
+                for &a in from {
+                    for &b in to {
+                        self.net.spike(a, b, *extra_ns, open);
+                    }
+                }
+            }
+            FaultKind::Loss { from, to, loss } => {
+                for &a in from {
+                    for &b in to {
+                        self.net.loss_window(a, b, *loss, open);
+                    }
+                }
+            }
+            _ => unreachable!("not a link fault: {:?}", f.kind),
+        }
     }
 
     fn cut_links(&mut self, from: &[ProcId], to: &[ProcId], both_ways: bool, open: bool) {
