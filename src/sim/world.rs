@@ -205,6 +205,9 @@ pub struct World {
     triggers: Vec<Trigger>,
     /// Clients that believe they hold a lock, in the order they acquired (`@holder` aims).
     holders: Vec<(ProcId, u32)>,
+    /// Set once a fault aimed at a role is scheduled (before the run starts: triggers never
+    /// aim), so that `holders` and `promoted_at` are kept only when something reads them.
+    tracks_roles: bool,
     /// When each process last became a master by promotion (`@master` aims).
     promoted_at: Vec<SimTime>,
     /// Every fault the world was given (scheduled up front or triggered), by index.
@@ -281,6 +284,7 @@ impl World {
             limits,
             triggers: Vec::new(),
             holders: Vec::new(),
+            tracks_roles: false,
             promoted_at: vec![SimTime::ZERO; n],
             faults: Vec::new(),
             applied_faults: Vec::new(),
@@ -397,6 +401,11 @@ impl World {
     }
 
     fn register(&mut self, fault: Fault) -> u32 {
+        assert!(
+            fault.aim.is_none() || !self.started,
+            "a fault aimed at a role is scheduled before the run: its roles are tracked from the start"
+        );
+        self.tracks_roles |= fault.aim.is_some();
         let id = u32::try_from(self.faults.len()).expect("fewer than 2^32 faults");
         self.faults.push(FaultState {
             fault,
@@ -705,21 +714,15 @@ impl World {
             }
             _ => {}
         }
-        match &obs {
-            Observation::Acquired { lock, .. } => self.holders.push((p, *lock)),
-            Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
-                if let Some(i) = self.holders.iter().position(|h| *h == (p, *lock)) {
-                    self.holders.remove(i);
-                }
-            }
-            Observation::Fact(crate::history::Fact::Promoted) => {
-                self.promoted_at[p.index()] = self.now;
-            }
-            _ => {}
+        // Roles are tracked only for a world with a fault aimed at one: off the hot path
+        // otherwise.
+        if self.tracks_roles {
+            self.track_roles(p, &obs);
         }
         if !self.triggers.is_empty() {
             let now = self.now;
             let mut faults = Vec::new();
+
             for t in &mut self.triggers {
                 faults.extend(t.react(now, p, &obs));
             }
@@ -878,6 +881,22 @@ impl World {
         }
         let subject = f.subject().unwrap_or(ProcId(0));
         self.note(subject, text);
+    }
+
+    /// Who holds and who was promoted, as observations arrive (for `@holder` / `@master`).
+    fn track_roles(&mut self, p: ProcId, obs: &Observation) {
+        match obs {
+            Observation::Acquired { lock, .. } => self.holders.push((p, *lock)),
+            Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
+                if let Some(i) = self.holders.iter().position(|h| *h == (p, *lock)) {
+                    self.holders.remove(i);
+                }
+            }
+            Observation::Fact(crate::history::Fact::Promoted) => {
+                self.promoted_at[p.index()] = self.now;
+            }
+            _ => {}
+        }
     }
 
     /// The process in a role now (see `Aim`).
