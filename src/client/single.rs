@@ -10,10 +10,15 @@
 //! | `set-px-get-del` | `SET key token NX PX ttl` | `GET key`, compare in the client, `DEL key` |
 //! | `set-px-cad` | `SET key token NX PX ttl` | compare-and-delete script |
 //! | `set-px-cad-fencing` | as `set-px-cad`, then `INCR fence-key` for a fencing token | script |
+//! | `redis-py` | redis-py `Lock`: `SET key token NX` (`PX timeout` only with a timeout) | its release script by EVALSHA, `SCRIPT LOAD` on NOSCRIPT |
+//!
+//! `redis-py` is `set-px-cad` with redis-py's own options (client/redis_py.rs): it is not an
+//! `Algorithm` of its own because the model format gives it fields of its own.
 
 use std::sync::Arc;
 
-use crate::client::section::{Section, SectionHost};
+use crate::client::redis_py::{self, RedisPyOptions, Refresh, SharedToken};
+use crate::client::section::{Section, SectionHost, Stage};
 use crate::client::timeout::RequestTimeout;
 use crate::client::timer::Timer;
 use crate::history::Observation;
@@ -116,6 +121,9 @@ pub struct ClientConfig {
     /// `set-px-wait-cad`: replicas to wait for, and WAIT's timeout.
     pub wait_replicas: u32,
     pub wait_timeout_ms: u64,
+    /// redis-py's `Lock` (the `redis-py` algorithm, run as `set-px-cad` with these
+    /// options); None for every other algorithm.
+    pub redis_py: Option<RedisPyOptions>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,6 +145,9 @@ enum Phase {
     ReleaseGet,
     /// Waiting for the reply to DEL / the unlock script.
     Releasing,
+    /// redis-py: the release script's EVALSHA said NOSCRIPT; `SCRIPT LOAD` in flight, then
+    /// EVALSHA again (redis-py's `Script.__call__`).
+    LoadingScript,
     /// Think or retry timer armed.
     Waiting,
     Done,
@@ -174,6 +185,35 @@ pub struct LockClient {
     /// Which sentinel to ask next (round robin).
     sentinel_next: usize,
     timeout: RequestTimeout,
+    /// redis-py: the release and refresh scripts (EVALSHA, SCRIPT LOAD on NOSCRIPT).
+    py_scripts: Option<PyScripts>,
+    /// redis-py: the extend/reacquire request in flight beside the section, if any.
+    refresh: RefreshState,
+    // Invariant: a background (refresh) timer whose generation differs is stale.
+    refresh_gen: u64,
+    /// When the current acquisition round started (monotonic), for `blocking_timeout`.
+    round_start_mono_ns: u64,
+    /// redis-py: the token the release in flight was sent with (EVALSHA again after a
+    /// SCRIPT LOAD sends the same one).
+    py_release_token: Bytes,
+}
+
+/// redis-py's registered scripts (lock.py:157-165).
+struct PyScripts {
+    release: Script,
+    extend: Script,
+    reacquire: Script,
+}
+
+/// redis-py's refresh (extend or reacquire), which runs beside the critical section with its
+/// own request ids: the section's resource requests keep `pending_id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RefreshState {
+    Idle,
+    /// The script's EVALSHA (or EVALSHA again after a load) is in flight.
+    Script(u64),
+    /// NOSCRIPT came back: `SCRIPT LOAD` is in flight.
+    Loading(u64),
 }
 
 /// `prefix-n` as bytes, without the formatting machinery (this runs once per attempt).
@@ -231,6 +271,39 @@ impl LockClient {
             redis,
             need_discovery,
             sentinel_next: 0,
+            py_scripts: None,
+            refresh: RefreshState::Idle,
+            refresh_gen: 0,
+            round_start_mono_ns: 0,
+            py_release_token: Bytes::new(),
+        }
+        .with_redis_py()
+    }
+
+    fn with_redis_py(mut self) -> LockClient {
+        if let Some(o) = &self.config.redis_py {
+            if let Err(e) = o.validate() {
+                panic!("{e}");
+            }
+            self.py_scripts = Some(PyScripts {
+                release: Script::new(redis_py::RELEASE_SRC.as_bytes()),
+                extend: Script::new(redis_py::EXTEND_SRC.as_bytes()),
+                reacquire: Script::new(redis_py::REACQUIRE_SRC.as_bytes()),
+            });
+        }
+        self
+    }
+
+    /// Whether the lock key gets a TTL: every algorithm but `setnx-no-ttl`, and redis-py
+    /// only with a `timeout` (lock.py:238-243).
+    fn key_ttl_ms(&self) -> Option<u64> {
+        match &self.config.redis_py {
+            Some(o) => o.timeout_ms,
+            None => self
+                .config
+                .algorithm
+                .has_ttl()
+                .then_some(self.config.ttl_ms),
         }
     }
 
@@ -315,9 +388,12 @@ impl LockClient {
         }
         self.attempt += 1;
         self.attempts_this_round += 1;
+        // redis-py makes a fresh token per `acquire()` call (lock.py:215), whether or not
+        // the Lock object is shared: sharing decides where it is *stored*.
         self.token = self.next_token();
         self.fence = None;
         if self.attempts_this_round == 1 {
+            self.round_start_mono_ns = cx.mono_ns;
             // One observation per acquisition round, not per retry: checkers need to know
             // since when the lock has been wanted; retries are in the trace.
             cx.observe(Observation::Attempt {
@@ -326,16 +402,24 @@ impl LockClient {
             });
         }
         let key = self.config.key.clone();
-        let cmd = if self.config.algorithm.has_ttl() {
-            Command::Set {
+        let cmd = match (self.config.redis_py.is_some(), self.key_ttl_ms()) {
+            (_, Some(ttl_ms)) => Command::Set {
                 key,
                 value: self.token.clone(),
                 cond: Some(SetCond::Nx),
                 get: false,
-                expiry: Some(SetExpiry::Px(self.config.ttl_ms as i64)),
-            }
-        } else {
-            Command::SetNx(key, self.token.clone())
+                expiry: Some(SetExpiry::Px(ttl_ms as i64)),
+            },
+            // redis-py with `timeout=None`: `set(name, token, nx=True, px=None)`, a SET NX
+            // without expiry (lock.py:243).
+            (true, None) => Command::Set {
+                key,
+                value: self.token.clone(),
+                cond: Some(SetCond::Nx),
+                get: false,
+                expiry: None,
+            },
+            (false, None) => Command::SetNx(key, self.token.clone()),
         };
         self.request(cx, Phase::Acquiring, cmd);
     }
@@ -348,10 +432,21 @@ impl LockClient {
     }
 
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
-        if self
+        // redis-py: `next_try_at = monotonic() + sleep; if stop_trying_at is not None and
+        // next_try_at > stop_trying_at: return False` (lock.py:232-234).
+        let blocking_timed_out = self
             .config
-            .max_attempts
-            .is_some_and(|m| self.attempts_this_round >= m)
+            .redis_py
+            .as_ref()
+            .and_then(|o| o.blocking_timeout_ms)
+            .is_some_and(|b| {
+                cx.mono_ns + self.config.retry.max > self.round_start_mono_ns + b * NS_PER_MS
+            });
+        if blocking_timed_out
+            || self
+                .config
+                .max_attempts
+                .is_some_and(|m| self.attempts_this_round >= m)
         {
             cx.observe(Observation::GaveUp {
                 lock: self.config.lock,
@@ -369,11 +464,10 @@ impl LockClient {
 
     fn acquired(&mut self, cx: &mut Cx<'_>) {
         self.attempts_this_round = 0;
-        let validity_ns = self
-            .config
-            .algorithm
-            .has_ttl()
-            .then(|| self.config.ttl_ms * NS_PER_MS);
+        let validity_ns = self.key_ttl_ms().map(|t| t * NS_PER_MS);
+        if let Some(shared) = self.shared_token() {
+            shared.store(self.token.clone());
+        }
         cx.observe(Observation::Acquired {
             lock: self.config.lock,
             token: self.token.clone(),
@@ -382,6 +476,174 @@ impl LockClient {
             believed_until: None,
         });
         self.enter_section(cx, self.fence);
+        if let Some((every_ms, _)) = self.config.redis_py.as_ref().and_then(|o| o.refresh) {
+            self.refresh_gen += 1;
+            Timer::Background(self.refresh_gen).set(cx, every_ms * NS_PER_MS);
+        }
+    }
+
+    /// redis-py: a script by EVALSHA, as `Script.__call__` sends it first (core.py:10936).
+    fn py_evalsha(&self, script: &Script, args: Arc<[Bytes]>) -> Command {
+        Command::Eval {
+            script: ScriptRef::Sha(Some(script.sha)),
+            keys: self.script_keys(),
+            args,
+            read_only: false,
+        }
+    }
+
+    /// redis-py with `thread_local=False`: the group's one token slot.
+    fn shared_token(&self) -> Option<&SharedToken> {
+        self.config
+            .redis_py
+            .as_ref()
+            .and_then(|o| o.shared_token.as_ref())
+    }
+
+    /// The token redis-py's `self.local.token` holds for this thread now.
+    fn py_token(&self) -> Option<Bytes> {
+        match self.shared_token() {
+            Some(shared) => shared.get(),
+            None => Some(self.token.clone()),
+        }
+    }
+
+    fn py_release_command(&self, token: Bytes) -> Command {
+        let s = self.py_scripts.as_ref().expect("redis-py scripts");
+        self.py_evalsha(&s.release, Arc::new([token]))
+    }
+
+    fn py_refresh_command(&self, token: Bytes) -> Command {
+        let s = self.py_scripts.as_ref().expect("redis-py scripts");
+        let o = self.config.redis_py.as_ref().expect("redis-py options");
+        let (_, refresh) = o.refresh.expect("refresh configured");
+        let ms = |v: u64| Bytes::from(v.to_string().as_str());
+        match refresh {
+            // lock.py:307-311: `args=[token, additional_ms, "1" if replace_ttl else "0"]`.
+            Refresh::Extend {
+                additional_ms,
+                replace_ttl,
+            } => self.py_evalsha(
+                &s.extend,
+                Arc::new([
+                    token,
+                    ms(additional_ms),
+                    Bytes::from(if replace_ttl { "1" } else { "0" }),
+                ]),
+            ),
+            // lock.py:335-338: `args=[token, timeout_ms]`.
+            Refresh::Reacquire => self.py_evalsha(
+                &s.reacquire,
+                Arc::new([token, ms(o.timeout_ms.expect("validated"))]),
+            ),
+        }
+    }
+
+    fn py_script_load(&self, refresh: bool) -> Command {
+        let s = self.py_scripts.as_ref().expect("redis-py scripts");
+        let script = if !refresh {
+            &s.release
+        } else {
+            match self.config.redis_py.as_ref().and_then(|o| o.refresh) {
+                Some((_, Refresh::Reacquire)) => &s.reacquire,
+                _ => &s.extend,
+            }
+        };
+        Command::ScriptLoad(Bytes::from_slice(&script.source))
+    }
+
+    /// The refresh timer fired: extend or reacquire, if still holding and none in flight.
+    fn on_refresh_timer(&mut self, cx: &mut Cx<'_>) {
+        if self.phase != Phase::Section || self.section.lost() {
+            return;
+        }
+        if let Some((every_ms, _)) = self.config.redis_py.as_ref().and_then(|o| o.refresh) {
+            self.refresh_gen += 1;
+            Timer::Background(self.refresh_gen).set(cx, every_ms * NS_PER_MS);
+        }
+        if self.refresh != RefreshState::Idle {
+            return;
+        }
+        // "Cannot extend an unlocked lock" (lock.py:300-301): another thread of a shared
+        // Lock object released it.
+        let Some(token) = self.py_token() else {
+            self.py_refresh_failed(cx);
+            return;
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        self.refresh = RefreshState::Script(id);
+        let cmd = self.py_refresh_command(token);
+        cx.send(self.redis, Msg::Request { id, cmd });
+    }
+
+    fn on_refresh_reply(&mut self, cx: &mut Cx<'_>, reply: Reply) {
+        let state = self.refresh;
+        self.refresh = RefreshState::Idle;
+        if self.phase != Phase::Section || self.section.lost() {
+            return;
+        }
+        match (state, reply) {
+            (RefreshState::Script(_), Reply::Error(e)) if e == NOSCRIPT => {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.refresh = RefreshState::Loading(id);
+                let cmd = self.py_script_load(true);
+                cx.send(self.redis, Msg::Request { id, cmd });
+            }
+            (RefreshState::Loading(_), Reply::Bulk(_)) => {
+                let Some(token) = self.py_token() else {
+                    return self.py_refresh_failed(cx);
+                };
+                let id = self.next_id;
+                self.next_id += 1;
+                self.refresh = RefreshState::Script(id);
+                let cmd = self.py_refresh_command(token);
+                cx.send(self.redis, Msg::Request { id, cmd });
+            }
+            (RefreshState::Script(_), Reply::Int(1)) => {
+                cx.observe(Observation::Extended {
+                    lock: self.config.lock,
+                    token: self.token.clone(),
+                    // redis-py returns True and nothing more: an additive extend leaves
+                    // the new TTL unknown to the caller.
+                    validity_ns: match self.config.redis_py.as_ref().and_then(|o| o.refresh) {
+                        Some((
+                            _,
+                            Refresh::Extend {
+                                additional_ms,
+                                replace_ttl: true,
+                            },
+                        )) => Some(additional_ms * NS_PER_MS),
+                        Some((_, Refresh::Reacquire)) => self.key_ttl_ms().map(|t| t * NS_PER_MS),
+                        _ => None,
+                    },
+                    believed_until: None,
+                });
+            }
+            // 0: `LockNotOwnedError` (lock.py:315-318, :341-344), raised in the caller's
+            // code inside `with lock:`; `__exit__` then releases (and raises again). Any other
+            // answer is an error raised the same way.
+            _ => self.py_refresh_failed(cx),
+        }
+    }
+
+    fn py_refresh_failed(&mut self, cx: &mut Cx<'_>) {
+        self.report_lost(cx, "extend raised LockNotOwnedError");
+        match self.section.stage() {
+            Stage::Reading => {
+                self.pending_id = 0;
+                self.clear_timeout();
+                self.release(cx);
+            }
+            Stage::Holding => {
+                // The hold timer goes stale.
+                self.timer_gen += 1;
+                self.release(cx);
+            }
+            // The write is in flight; its answer (or timeout) leads to the release.
+            Stage::Writing | Stage::Outside => {}
+        }
     }
 
     /// `[config.key]`, shared; made afresh only if the (public) config's key was changed.
@@ -396,6 +658,25 @@ impl LockClient {
     /// The unlock script, as EVALSHA (or EVAL once a node said NOSCRIPT); `phase` is the one
     /// that waits for its reply (a release, or giving back a lock with too few WAIT acks).
     fn send_unlock_script(&mut self, cx: &mut Cx<'_>, phase: Phase) {
+        if self.py_scripts.is_some() {
+            // `release()`: `expected_token = self.local.token; self.local.token = None`, then
+            // the script (lock.py:269-276). With a shared Lock object the slot holds the
+            // token of whichever thread stored last, and may be empty: "Cannot release a lock
+            // that's not owned or is already unlocked" (LockError), and nothing is sent.
+            let token = match self.shared_token() {
+                Some(shared) => shared.take(),
+                None => Some(self.token.clone()),
+            };
+            match token {
+                Some(t) => {
+                    self.py_release_token = t.clone();
+                    let cmd = self.py_release_command(t);
+                    self.request(cx, phase, cmd);
+                }
+                None => self.think(cx),
+            }
+            return;
+        }
         let script = if self.use_eval {
             ScriptRef::Source(self.unlock.clone())
         } else {
@@ -464,6 +745,24 @@ impl LockClient {
                     self.think(cx);
                 }
             }
+            Phase::Releasing
+                if self.py_scripts.is_some()
+                    && matches!(&reply, Reply::Error(e) if e == NOSCRIPT) =>
+            {
+                // redis-py's `Script.__call__`: `self.sha = client.script_load(self.script)`,
+                // then EVALSHA again (core.py:10937-10942).
+                let cmd = self.py_script_load(false);
+                self.request(cx, Phase::LoadingScript, cmd);
+            }
+            Phase::LoadingScript => match reply {
+                Reply::Bulk(_) => {
+                    let cmd = self.py_release_command(self.py_release_token.clone());
+                    self.request(cx, Phase::Releasing, cmd);
+                }
+                _ => self.think(cx),
+            },
+            // A 0 is redis-py's `LockNotOwnedError` (lock.py:279-285): the key had expired or
+            // was someone else's. The trace has the reply; the caller only gets an exception.
             Phase::Releasing => {
                 if matches!(&reply, Reply::Error(e) if e == NOSCRIPT) {
                     // node-redlock and redsync (goredis.go:62-63): EVALSHA, and EVAL on
@@ -541,6 +840,10 @@ impl Process for LockClient {
                 self.clear_timeout();
                 self.on_reply(cx, reply);
             }
+            Msg::Reply { id, reply } if matches!(self.refresh, RefreshState::Script(r) | RefreshState::Loading(r) if r == id) =>
+            {
+                self.on_refresh_reply(cx, reply);
+            }
             Msg::SentinelResp {
                 id,
                 resp: SentinelResponse::Master { master, .. },
@@ -577,6 +880,10 @@ impl Process for LockClient {
                 self.deadline_mono_ns = None;
             }
             Timer::Step(g) if g == self.timer_gen => {}
+            Timer::Background(g) if g == self.refresh_gen => {
+                self.on_refresh_timer(cx);
+                return;
+            }
             _ => return,
         }
         self.pending_id = 0;
@@ -595,7 +902,7 @@ impl Process for LockClient {
                 self.arm(cx, d);
             }
             Phase::Section => self.on_section_timer(cx),
-            Phase::ReleaseGet | Phase::Releasing => {
+            Phase::ReleaseGet | Phase::Releasing | Phase::LoadingScript => {
                 self.suspect_master();
                 self.think(cx);
             }
@@ -613,6 +920,7 @@ impl Process for LockClient {
         self.attempts_this_round = 0;
         self.use_eval = false;
         self.need_discovery = !self.config.sentinels.is_empty();
+        self.refresh = RefreshState::Idle;
     }
 }
 
@@ -655,6 +963,7 @@ mod token_tests {
             sentinels: vec![],
             wait_replicas: 0,
             wait_timeout_ms: 0,
+            redis_py: None,
         };
         let mut c = LockClient::new(cfg);
         for n in 1..=10_500u64 {

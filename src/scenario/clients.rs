@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
 use crate::client::consensus::{ConsensusClient, ConsensusClientConfig};
+use crate::client::redis_py::{self, RedisPyOptions, Refresh, SharedToken};
 use crate::client::redlock::{
     ElapsedClock, ExtendMode, RedlockClient, RedlockConfig, RedlockOptions,
 };
@@ -36,6 +37,9 @@ pub enum ClientKind {
     Watchdog,
     /// ZooKeeper-style lock on the model's `consensus` service (`ttl` is the session timeout).
     Consensus,
+    /// redis-py's `Lock` on one node (`node`, `redis_py` options; `ttl` is its `timeout`
+    /// when `redis_py.timeout` is `ttl`).
+    RedisPy,
 }
 
 impl ClientKind {
@@ -45,6 +49,7 @@ impl ClientKind {
             ClientKind::Redlock => "redlock",
             ClientKind::Watchdog => "watchdog",
             ClientKind::Consensus => "consensus",
+            ClientKind::RedisPy => "redis-py",
         }
     }
 
@@ -53,6 +58,7 @@ impl ClientKind {
             "redlock" => Some(ClientKind::Redlock),
             "watchdog" => Some(ClientKind::Watchdog),
             "consensus" => Some(ClientKind::Consensus),
+            "redis-py" => Some(ClientKind::RedisPy),
             _ => Algorithm::from_name(s).map(ClientKind::Single),
         }
     }
@@ -64,6 +70,7 @@ impl ClientKind {
             ClientKind::Redlock,
             ClientKind::Watchdog,
             ClientKind::Consensus,
+            ClientKind::RedisPy,
         ]);
         v
     }
@@ -210,6 +217,96 @@ impl RedlockSpec {
     }
 }
 
+/// redis-py's `Lock(...)` arguments (client/redis_py.rs has each default with its line).
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisPySpec {
+    /// `timeout`: `none` (the library's default: the key never expires) or `ttl` (the
+    /// group's `ttl`). Required, so that a model says which it means.
+    pub timeout: RedisPyTimeout,
+    /// `sleep` between tries (default 100ms, lock.py:84).
+    #[serde(default)]
+    pub sleep: Option<Dur>,
+    /// `blocking_timeout` (default: none, keep trying).
+    #[serde(default)]
+    pub blocking_timeout: Option<Dur>,
+    /// `thread_local` (default true). False: the group's members are threads sharing one
+    /// `Lock` object, and so one token (redis/redis-py#416).
+    #[serde(default)]
+    pub thread_local: Option<bool>,
+    /// The caller's `extend()`/`reacquire()` loop while holding.
+    #[serde(default)]
+    pub refresh: Option<RefreshSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedisPyTimeout {
+    None,
+    Ttl,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefreshSpec {
+    pub every: Dur,
+    /// `extend(additional_time)`: adds this to the remaining TTL...
+    #[serde(default)]
+    pub extend: Option<Dur>,
+    /// ...or replaces the TTL with it (`replace_ttl=True`).
+    #[serde(default)]
+    pub replace_ttl: bool,
+    /// `reacquire()`: the TTL back to `timeout`.
+    #[serde(default)]
+    pub reacquire: bool,
+}
+
+impl RedisPySpec {
+    /// The options for a group whose `ttl` is `ttl_ms` and whose members are named `group`.
+    pub fn options(&self, ttl_ms: u64) -> Result<RedisPyOptions, String> {
+        let refresh = match self.refresh {
+            None => None,
+            Some(r) => {
+                let how = match (r.extend, r.reacquire) {
+                    (Some(d), false) => Refresh::Extend {
+                        additional_ms: d.ns() / NS_PER_MS,
+                        replace_ttl: r.replace_ttl,
+                    },
+                    (None, true) if !r.replace_ttl => Refresh::Reacquire,
+                    _ => {
+                        return Err(
+                            "redis_py.refresh: give either `extend: \"5s\"` (with `replace_ttl` if wanted) or `reacquire: true`".into(),
+                        );
+                    }
+                };
+                Some((r.every.ns() / NS_PER_MS, how))
+            }
+        };
+        let o = RedisPyOptions {
+            timeout_ms: match self.timeout {
+                RedisPyTimeout::None => None,
+                RedisPyTimeout::Ttl => Some(ttl_ms),
+            },
+            blocking_timeout_ms: self.blocking_timeout.map(|d| d.ns() / NS_PER_MS),
+            // Set at lowering, one slot per group and world (`shares_token`).
+            shared_token: None,
+            refresh,
+        };
+        o.validate()?;
+        Ok(o)
+    }
+
+    /// `thread_local=False`: the group's members share one token slot.
+    fn shares_token(&self) -> bool {
+        self.thread_local == Some(false)
+    }
+
+    fn sleep_ns(&self) -> u64 {
+        self.sleep
+            .map_or(redis_py::DEFAULT_SLEEP_MS * NS_PER_MS, |d| d.ns())
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatchdogSpec {
@@ -259,6 +356,12 @@ pub enum AlgorithmSpec {
         node: Name,
         retrying: Retrying,
         watchdog: WatchdogSpec,
+    },
+    /// redis-py's `Lock` on `node`.
+    RedisPy {
+        node: Name,
+        request_timeout: Option<Pos<Dur>>,
+        redis_py: Pos<RedisPySpec>,
     },
     /// A lock on the model's consensus service.
     Consensus {
@@ -313,9 +416,10 @@ enum Field {
     ViaSentinels,
     Wait,
     Start,
+    RedisPy,
 }
 
-const FIELDS: [(Field, &str); 20] = [
+const FIELDS: [(Field, &str); 21] = [
     (Field::Name, "name"),
     (Field::Count, "count"),
     (Field::Algorithm, "algorithm"),
@@ -336,6 +440,7 @@ const FIELDS: [(Field, &str); 20] = [
     (Field::ViaSentinels, "via_sentinels"),
     (Field::Wait, "wait"),
     (Field::Start, "start"),
+    (Field::RedisPy, "redis_py"),
 ];
 
 const FIELD_NAMES: &[&str] = &[
@@ -359,6 +464,7 @@ const FIELD_NAMES: &[&str] = &[
     "via_sentinels",
     "wait",
     "start",
+    "redis_py",
 ];
 
 impl Field {
@@ -384,11 +490,14 @@ impl Field {
             | Field::Rounds
             | Field::Clock
             | Field::Start => true,
-            Field::Node => matches!(kind, K::Single(_) | K::Watchdog),
+            Field::Node => matches!(kind, K::Single(_) | K::Watchdog | K::RedisPy),
             Field::Nodes | Field::Redlock => kind == K::Redlock,
             Field::Watchdog => kind == K::Watchdog,
             Field::PresentToken => kind == K::Consensus,
-            Field::Retry | Field::RequestTimeout => kind != K::Redlock,
+            // redis-py retries after its `sleep` (redis_py.sleep), not `retry`.
+            Field::Retry => !matches!(kind, K::Redlock | K::RedisPy),
+            Field::RequestTimeout => kind != K::Redlock,
+            Field::RedisPy => kind == K::RedisPy,
             Field::MaxAttempts | Field::ViaSentinels => matches!(kind, K::Single(_)),
             Field::Wait => kind == K::Single(Algorithm::SetPxWaitCad),
         }
@@ -462,6 +571,7 @@ struct Raw {
     via_sentinels: Option<Pos<bool>>,
     wait: Option<WaitSpec>,
     start: Option<DurRange>,
+    redis_py: Option<Pos<RedisPySpec>>,
 }
 
 impl<'de> Deserialize<'de> for ClientGroup {
@@ -503,6 +613,7 @@ impl<'de> Deserialize<'de> for ClientGroup {
                         Field::ViaSentinels => set(&mut raw.via_sentinels, map.next_value()?),
                         Field::Wait => set(&mut raw.wait, map.next_value()?),
                         Field::Start => set(&mut raw.start, map.next_value()?),
+                        Field::RedisPy => set(&mut raw.redis_py, map.next_value()?),
                     };
                     if some {
                         given.push((field, mark));
@@ -590,6 +701,17 @@ impl Raw {
                 retrying: retrying(self.retry)?,
                 watchdog: self.watchdog.unwrap_or_default(),
             },
+            ClientKind::RedisPy => AlgorithmSpec::RedisPy {
+                node: self
+                    .node
+                    .ok_or_else(|| needs("node: the Redis node it locks on"))?,
+                request_timeout: self.request_timeout,
+                redis_py: self.redis_py.ok_or_else(|| {
+                    needs(
+                        "redis_py: (timeout: none) or (timeout: ttl) — redis-py's default is timeout=None, a key that never expires",
+                    )
+                })?,
+            },
             ClientKind::Consensus => AlgorithmSpec::Consensus {
                 retrying: retrying(self.retry)?,
                 present_token: self.present_token.unwrap_or(true),
@@ -618,6 +740,7 @@ impl ClientGroup {
             AlgorithmSpec::Redlock { .. } => ClientKind::Redlock,
             AlgorithmSpec::Watchdog { .. } => ClientKind::Watchdog,
             AlgorithmSpec::Consensus { .. } => ClientKind::Consensus,
+            AlgorithmSpec::RedisPy { .. } => ClientKind::RedisPy,
         }
     }
 
@@ -646,7 +769,9 @@ impl ClientGroup {
         match &self.spec {
             AlgorithmSpec::Single { algorithm, .. } => *algorithm == Algorithm::SetPxCadFencing,
             AlgorithmSpec::Consensus { present_token, .. } => *present_token,
-            AlgorithmSpec::Redlock { .. } | AlgorithmSpec::Watchdog { .. } => false,
+            AlgorithmSpec::Redlock { .. }
+            | AlgorithmSpec::Watchdog { .. }
+            | AlgorithmSpec::RedisPy { .. } => false,
         }
     }
 
@@ -693,6 +818,28 @@ impl ClientGroup {
             AlgorithmSpec::Watchdog { node, retrying, .. } => {
                 known(node)?;
                 Some(retrying)
+            }
+            AlgorithmSpec::RedisPy {
+                node,
+                request_timeout,
+                redis_py,
+            } => {
+                known(node)?;
+                if let Err(e) = redis_py.options(self.ttl.ns() / NS_PER_MS) {
+                    return Err(invalid(e, redis_py.mark));
+                }
+                if redis_py.sleep_ns() == 0 {
+                    return Err(invalid(
+                        "redis_py.sleep 0ms would spin without time passing",
+                        redis_py.mark,
+                    ));
+                }
+                if let Some(t) = request_timeout
+                    && t.ns() == 0
+                {
+                    return Err(invalid("request_timeout must be above 0", t.mark));
+                }
+                None
             }
             AlgorithmSpec::Consensus { retrying, .. } => {
                 if model.consensus.is_none() {
@@ -771,6 +918,8 @@ impl ClientGroup {
             .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns()));
         let rounds = self.rounds.map(|b| b.0 as u64);
         let sc = cx.scenario;
+        // redis-py, thread_local=False: the members are threads sharing one Lock object.
+        let group_token = SharedToken::new();
         for member in self.members() {
             let name = member.0;
             let id = sc.proc_id(&name);
@@ -805,11 +954,49 @@ impl ClientGroup {
                         },
                         wait_replicas: wait.map_or(0, |w| w.replicas.0 as u32),
                         wait_timeout_ms: wait.map_or(0, |w| w.timeout.ns() / NS_PER_MS),
+                        redis_py: None,
                     };
                     match cx.custom {
                         Some(make) => Actor::Custom(make(&cfg)),
                         None => Actor::Client(Box::new(LockClient::new(cfg))),
                     }
+                }
+                AlgorithmSpec::RedisPy {
+                    node,
+                    request_timeout,
+                    redis_py,
+                } => {
+                    let mut options = redis_py
+                        .options(self.ttl.ns() / NS_PER_MS)
+                        .expect("validated");
+                    if redis_py.shares_token() {
+                        options.shared_token = Some(group_token.clone());
+                    }
+                    let sleep = redis_py.sleep_ns();
+                    let cfg = ClientConfig {
+                        // Its release is a compare-and-delete script, as set-px-cad's.
+                        algorithm: Algorithm::SetPxCad,
+                        lock,
+                        key: key.clone(),
+                        redis: sc.proc_id(&node.0),
+                        resource: cx.resource,
+                        ttl_ms: self.ttl.ns() / NS_PER_MS,
+                        hold,
+                        think,
+                        retry: NsRange::fixed(sleep),
+                        // redis-py ≥ 8.1's socket timeout (redis/_defaults.py:7).
+                        request_timeout_ns: request_timeout
+                            .map_or(redis_py::DEFAULT_SOCKET_TIMEOUT_MS * NS_PER_MS, |d| d.ns()),
+                        max_attempts: None,
+                        rounds,
+                        fence_key: Bytes::from_slice(b"fence"),
+                        token_prefix: name.clone(),
+                        sentinels: Vec::new(),
+                        wait_replicas: 0,
+                        wait_timeout_ms: 0,
+                        redis_py: Some(options),
+                    };
+                    Actor::Client(Box::new(LockClient::new(cfg)))
                 }
                 AlgorithmSpec::Redlock { nodes, redlock } => {
                     let options = redlock
