@@ -101,16 +101,53 @@ pub struct RedlockOptions {
     pub stop_at_validity: bool,
     /// Extend every this many ms after acquiring while holding, and how; None: never.
     pub extend: Option<(u64, ExtendMode)>,
+    /// node-redlock 5.0.0-beta.2 (the published v5): `acquire()` reads `start = Date.now()`
+    /// once, before `_execute`'s retry loop (src/index.ts:305, 309-314), and the lock's
+    /// expiration is `start + duration - drift` (:328); `extend()` likewise (:378, 407). So
+    /// after retries the validity is measured from the round's first attempt and can be
+    /// negative: a lock that comes back already expired (node-redlock#296, #299). Fixed on
+    /// master by #274 and #276 (5dd9e28, 5138813: the winning attempt's `start`), unreleased.
+    /// Off: validity from the deciding attempt's own start, as every other preset.
+    pub start_before_retries: bool,
+    /// node-redlock's `using()` (v5.0.0-beta.2 src/index.ts:654-762): extend when the believed
+    /// expiration is `threshold_ms` away, and abort the routine's signal when extending fails
+    /// once the lock has expired. None: no automatic extension.
+    pub auto_extend: Option<AutoExtend>,
+    /// redsync's `WithFailFast(true)` (v4.17.0 redsync.go:141-149; mutex.go:304-314): an
+    /// attempt is decided as soon as a quorum said yes, or a quorum said the key is taken,
+    /// without waiting for the rest.
+    pub fail_fast: bool,
+    /// redlock-py 1.0.8 (redlock/__init__.py:110-112): an attempt that reached a quorum in
+    /// time but where some node failed (an error, or no answer in time: a refused connection
+    /// for redis-py) raises `MultipleRedlockException` — without unlocking, so the keys set
+    /// stay until their TTL, and without retrying. Here: `GaveUp`, no unlock, think.
+    pub raise_on_node_error: bool,
+}
+
+/// node-redlock `using()`'s automatic extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AutoExtend {
+    /// `automaticExtensionThreshold` (500 ms by default, src/index.ts:110): the extension is
+    /// queued at `lock.expiration - Date.now() - threshold` (:709-714).
+    pub threshold_ms: u64,
+    /// Whether the routine stops when its AbortSignal fires (`if (signal.aborted) throw
+    /// signal.error;` before each step, the README's pattern, index.ts:642-644): then it
+    /// reports `Lost` and gives the section up. A routine that never looks at the signal
+    /// works on, believing it holds a lock nobody extends.
+    pub routine_checks_signal: bool,
 }
 
 impl RedlockOptions {
     /// Names accepted by `preset`.
-    pub const PRESETS: [&'static str; 6] = [
+    pub const PRESETS: [&'static str; 9] = [
         "redis-docs",
         "redlock-rb",
         "redlock-rb-2",
         "redlock-py",
+        "redlock-py-1.0.8",
         "node-redlock",
+        "node-redlock-using",
+        "node-redlock-using-head",
         "redsync",
     ];
 
@@ -137,6 +174,10 @@ impl RedlockOptions {
             skip_validity_check: false,
             stop_at_validity: false,
             extend: None,
+            start_before_retries: false,
+            auto_extend: None,
+            fail_fast: false,
+            raise_on_node_error: false,
         };
         let o = match name {
             // An idealised reference, not the docs' numbers: the docs page states "the
@@ -186,10 +227,23 @@ impl RedlockOptions {
                 jitter_added_only: true,
                 ..base
             },
-            // redlock-py 1.0.8 (__init__.py:40-42, 95, 100, 108, 121): `time.time()`,
-            // `int(ttl * 0.01) + 2`, 3 tries, `sleep(0.2)` fixed.
+            // redlock-py 1.0.8 (SPSCommerce/redlock-py@42ef491, redlock/__init__.py):
+            // `time.time()` around each attempt (:100, :108), `int(ttl * 0.01) + 2` (:42, :95),
+            // `validity > 0 and n >= quorum` (:109-110), 3 tries (:40, :98) with a fixed
+            // `time.sleep(0.2)` (:41, :121). Without its partial-error path: that is
+            // "redlock-py-1.0.8". This name keeps its meaning because model files name it.
             "redlock-py" => RedlockOptions {
                 clock: ElapsedClock::Wall,
+                ..base
+            },
+            // redlock-py 1.0.8 as shipped: as "redlock-py", and an attempt that won a quorum
+            // while some server raised a RedisError raises `MultipleRedlockException` without
+            // unlocking (:111-112) — the keys it set on the others stay until their TTL.
+            // Simplification: the library asks the servers one after another (:102-107),
+            // the model in parallel.
+            "redlock-py-1.0.8" => RedlockOptions {
+                clock: ElapsedClock::Wall,
+                raise_on_node_error: true,
                 ..base
             },
             // node-redlock 5.0.0-beta.2 `acquire()`, not `using()` (index.ts:106-110, 434,
@@ -202,8 +256,55 @@ impl RedlockOptions {
                 skip_validity_check: true,
                 ..base
             },
-            // redsync v4: Go's `time.Now()` (monotonic reading), drift `expiry · 0.01` with
-            // no +2 ms, 32 tries, delay rand in [50, 250) ms, per-node timeout expiry · 0.05.
+            // node-redlock 5.0.0-beta.2 (mike-marcacci/node-redlock@54de94c, the npm
+            // release) `using()` as shipped: "node-redlock", plus
+            // - `start` read once before the retries, for acquire (:305, 328) and extend
+            //   (:378, 407): after retries the lock can come back already expired;
+            // - automatic extension `automaticExtensionThreshold` = 500 ms before the
+            //   expiration (:110, :709-714), by the extend script with `_execute`'s retries
+            //   (:385-390, :433-466); an extend of an expired lock throws at once
+            //   ("Cannot extend an already-expired lock.", :380-383); a failed extension is
+            //   retried while the lock has not expired (:727-728), else the signal aborts
+            //   (:731-732). The routine is one that does not check the signal.
+            "node-redlock-using" => RedlockOptions {
+                clock: ElapsedClock::Wall,
+                retry_count: 11,
+                retry_jitter_ms: 100,
+                skip_validity_check: true,
+                start_before_retries: true,
+                auto_extend: Some(AutoExtend {
+                    threshold_ms: 500,
+                    routine_checks_signal: false,
+                }),
+                ..base
+            },
+            // node-redlock at master (afe5cf9, unreleased): as "node-redlock-using", with
+            // `start` taken by the winning attempt (#274 5dd9e28 for acquire, #276 5138813
+            // for extend; src/index.ts:309, 328, 383, 405, 481).
+            "node-redlock-using-head" => RedlockOptions {
+                clock: ElapsedClock::Wall,
+                retry_count: 11,
+                retry_jitter_ms: 100,
+                skip_validity_check: true,
+                auto_extend: Some(AutoExtend {
+                    threshold_ms: 500,
+                    routine_checks_signal: false,
+                }),
+                ..base
+            },
+            // redsync v4.17.0 (go-redsync/redsync@79f6ba2; HEAD 5560bd2 has the same code):
+            // `NewMutex` defaults (redsync.go:29-42): expiry 8 s, tries 32, delay
+            // `rand.Intn(250-50)+50` ms (:12-13, :34-36), driftFactor 0.01, timeoutFactor 0.05.
+            // Each attempt (mutex.go:104-119): `start := time.Now()` (Go's monotonic reading),
+            // one context deadline of `expiry · timeoutFactor` for the whole fan-out (:107),
+            // `until = now + expiry - (now - start) - expiry·driftFactor` (no +2 ms, :115),
+            // success iff `n >= quorum && now.Before(until)` (:116); `Until()` returns that
+            // `until` (:50-52), and ExtendContext recomputes it (:158-173). Options:
+            // `WithFailFast` is `fail_fast` (mutex.go:304-314); `WithSetNXOnExtend` is extend
+            // mode `set_if_missing` (redsync.go:93-101, touchWithSetNXScript; one atomic
+            // script there, two steps here). Extend has no deadline of its own
+            // (`Extend()` passes `context.Background()`, :153-155); the model's fan-outs all
+            // have `per_node_timeout`. The delay is drawn in [50, 250] ms (Go's is [50, 250)).
             "redsync" => RedlockOptions {
                 drift_plus_2ms: false,
                 per_node_timeout_ms: (ttl_ms / 20).max(1),
@@ -230,6 +331,17 @@ impl RedlockOptions {
         }
         if self.extend.is_some_and(|(every_ms, _)| every_ms == 0) {
             return Err("redlock: extend interval must be > 0 ms".into());
+        }
+        if let Some(a) = self.auto_extend {
+            // src/index.ts:693-697.
+            if a.threshold_ms.saturating_add(100) > self.ttl_ms {
+                return Err("redlock: a lock `duration` must be at least 100ms greater than the `automaticExtensionThreshold` (node-redlock using(), index.ts:693-697)".into());
+            }
+            if self.extend.is_some() {
+                return Err(
+                    "redlock: `extend` and using()'s automatic extension exclude each other".into(),
+                );
+            }
         }
         Ok(())
     }
@@ -336,7 +448,10 @@ enum Vote {
         second_step: bool,
     },
     For,
+    /// The node answered no (the key is someone else's: redsync's "taken").
     Against,
+    /// The node answered an error (counts as no; redlock-py's `redis_errors`).
+    Failed,
 }
 
 // The request-timeout timer is the clients' shared `Timer::Request`; state, extend and
@@ -379,6 +494,17 @@ pub struct RedlockClient {
     /// The scripts' KEYS (`[config.key]`), made once: every unlock and extend shares them
     /// (see `script_keys()`).
     script_keys: Arc<[Bytes]>,
+    /// Both clocks at the first attempt of the current acquisition round
+    /// (`start_before_retries`).
+    round_start: (u64, i64),
+    /// using(): both clocks when the current `extend()` call started (None: no call in
+    /// progress), and the attempts it has made.
+    extend_call: Option<(u64, i64)>,
+    extend_attempts: u32,
+    /// using(): the believed expiration, on the monotonic clock (ns; may be in the past).
+    believed_until_mono_ns: i64,
+    /// using(): the signal aborted; the routine (which ignores it) works on, unextended.
+    aborted: bool,
 }
 
 impl RedlockClient {
@@ -415,6 +541,11 @@ impl RedlockClient {
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
             extend_script: Script::new(EXTEND_SRC.as_bytes()),
             script_keys,
+            round_start: (0, 0),
+            extend_call: None,
+            extend_attempts: 0,
+            believed_until_mono_ns: 0,
+            aborted: false,
         }
     }
 
@@ -571,6 +702,7 @@ impl RedlockClient {
         // this one's.
         self.token = token_bytes(&self.config.token_prefix, self.attempt);
         if self.attempts_this_round == 1 {
+            self.round_start = (cx.mono_ns, cx.wall_ms);
             // One observation per round, as `LockClient`: retries are in the trace.
             cx.observe(Observation::Attempt {
                 lock: self.config.lock,
@@ -589,6 +721,7 @@ impl RedlockClient {
         };
         let mode = self.config.options.extend.map(|(_, m)| m);
         self.votes[i] = match (f.kind, mode, second_step) {
+            (FanOutKind::Acquire, ..) if matches!(reply, Reply::Error(_)) => Vote::Failed,
             (FanOutKind::Acquire, ..) => vote(matches!(reply, Reply::Ok)),
             // The unlock is best effort: any answer ends the wait for that node.
             (FanOutKind::Release, ..) => Vote::For,
@@ -613,6 +746,13 @@ impl RedlockClient {
         };
         if !self.votes.iter().any(|v| matches!(v, Vote::Pending { .. })) {
             self.conclude_fanout(cx);
+        } else if self.config.options.fail_fast && f.kind != FanOutKind::Release {
+            // redsync mutex.go:304-314: decided once a quorum said yes, or said taken.
+            let q = self.quorum();
+            let count = |want: Vote| self.votes.iter().filter(|v| **v == want).count();
+            if count(Vote::For) >= q || count(Vote::Against) >= q {
+                self.conclude_fanout(cx);
+            }
         }
     }
 
@@ -620,12 +760,41 @@ impl RedlockClient {
     fn conclude_fanout(&mut self, cx: &mut Cx<'_>) {
         let Some(f) = self.fanout.take() else { return };
         let ok = self.votes.iter().filter(|v| **v == Vote::For).count();
-        let validity_ns = self.config.options.validity_ns(self.elapsed_ns(cx, &f));
+        // node-redlock beta.2: measured from before the retries (`start_before_retries`).
+        let mut measured = f;
+        if self.config.options.start_before_retries {
+            let start = match f.kind {
+                FanOutKind::Acquire => Some(self.round_start),
+                FanOutKind::Extend => self.extend_call,
+                FanOutKind::Release => None,
+            };
+            if let Some((mono, wall)) = start {
+                measured.start_mono_ns = mono;
+                measured.start_wall_ms = wall;
+            }
+        }
+        let validity_ns = self.config.options.validity_ns(self.elapsed_ns(cx, &measured));
         let success =
             ok >= self.quorum() && (self.config.options.skip_validity_check || validity_ns > 0);
+        let node_failed = self
+            .votes
+            .iter()
+            .any(|v| matches!(v, Vote::Failed | Vote::Pending { .. }));
         match f.kind {
+            FanOutKind::Acquire if success && node_failed && self.config.options.raise_on_node_error => {
+                // redlock-py __init__.py:111-112: `raise MultipleRedlockException(redis_errors)`
+                // before the unlock loop of :115-119 — the keys stay until their TTL.
+                cx.observe(Observation::GaveUp {
+                    lock: self.config.lock,
+                });
+                self.attempts_this_round = 0;
+                self.think(cx);
+            }
             FanOutKind::Acquire if success => self.acquired(cx, validity_ns),
             FanOutKind::Acquire => self.acquire_failed(cx),
+            FanOutKind::Extend if self.config.options.auto_extend.is_some() => {
+                self.auto_extend_concluded(cx, success, validity_ns)
+            }
             FanOutKind::Extend if success => {
                 cx.observe(Observation::Extended {
                     lock: self.config.lock,
@@ -682,10 +851,84 @@ impl RedlockClient {
         if let Some((every_ms, _)) = self.config.options.extend {
             self.arm_extend(cx, every_ms * NS_PER_MS);
         }
+        if self.config.options.auto_extend.is_some() {
+            self.aborted = false;
+            self.extend_call = None;
+            self.extend_attempts = 0;
+            self.queue_auto_extend(cx, validity_ns);
+        }
         self.arm_validity(cx, validity_ns);
         // No re-check of validity before acting, here or before the write: no library does
         // it for the caller (pitfall 12).
         self.enter_section(cx, None);
+    }
+
+    /// using()'s `queue()` (src/index.ts:709-714): the extension fires `expiration - now -
+    /// threshold` from now; a delay at or below 0 fires at once (Node makes it 1 ms).
+    fn queue_auto_extend(&mut self, cx: &mut Cx<'_>, validity_ns: i64) {
+        let a = self.config.options.auto_extend.expect("auto_extend");
+        self.believed_until_mono_ns = (cx.mono_ns as i64).saturating_add(validity_ns);
+        let threshold_ns = (a.threshold_ms * NS_PER_MS) as i64;
+        let after = validity_ns.saturating_sub(threshold_ns).max(NS_PER_MS as i64) as u64;
+        self.arm_extend(cx, after);
+    }
+
+    /// using()'s extension timer fired, or an extend attempt is to be retried.
+    fn auto_extend_due(&mut self, cx: &mut Cx<'_>) {
+        if self.extend_call.is_none() {
+            // A new `extend()` call: "Cannot extend an already-expired lock." when
+            // `existing.expiration < Date.now()` (:380-383), before sending anything.
+            if (cx.mono_ns as i64) > self.believed_until_mono_ns {
+                self.auto_extend_abort(cx);
+                return;
+            }
+            self.extend_call = Some((cx.mono_ns, cx.wall_ms));
+            self.extend_attempts = 0;
+        }
+        self.extend_attempts += 1;
+        self.start_fanout(cx, FanOutKind::Extend);
+    }
+
+    fn auto_extend_concluded(&mut self, cx: &mut Cx<'_>, success: bool, validity_ns: i64) {
+        if success {
+            self.extend_call = None;
+            cx.observe(Observation::Extended {
+                lock: self.config.lock,
+                token: self.token.clone(),
+                validity_ns: Some(validity_ns.max(0) as u64),
+                believed_until: None,
+            });
+            self.arm_validity(cx, validity_ns);
+            self.queue_auto_extend(cx, validity_ns);
+        } else if self.extend_attempts < self.config.options.retry_count {
+            // `_execute`'s retry loop (:448-460).
+            let d = self.config.options.retry_delay_ns(cx.rng).max(1);
+            self.arm_extend(cx, d);
+        } else if (cx.mono_ns as i64) < self.believed_until_mono_ns {
+            // The call threw, but the lock has not expired: extend again at once (:727-728).
+            self.extend_call = None;
+            self.auto_extend_due(cx);
+        } else {
+            self.extend_call = None;
+            self.auto_extend_abort(cx);
+        }
+    }
+
+    /// `signal.error = error; controller.abort()` (:731-732).
+    fn auto_extend_abort(&mut self, cx: &mut Cx<'_>) {
+        self.extend_tag = 0;
+        if self
+            .config
+            .options
+            .auto_extend
+            .is_some_and(|a| a.routine_checks_signal)
+        {
+            self.lose(cx, "extend failed");
+        } else {
+            // The routine never looks at the signal: it works on and releases at its end,
+            // on a lock nobody extends any more. Nothing it does says so.
+            self.aborted = true;
+        }
     }
 
     /// An extend failed, or the validity ran out: the client stops believing it holds the
@@ -847,7 +1090,13 @@ impl Process for RedlockClient {
             // A round still in flight (only when `every` is shorter than a round) is left to
             // finish; the next one is armed when it ends.
             if self.in_critical_section() && !self.section.lost() && self.fanout.is_none() {
-                self.start_fanout(cx, FanOutKind::Extend);
+                if self.config.options.auto_extend.is_some() {
+                    if !self.aborted {
+                        self.auto_extend_due(cx);
+                    }
+                } else {
+                    self.start_fanout(cx, FanOutKind::Extend);
+                }
             }
         }
     }
@@ -865,6 +1114,9 @@ impl Process for RedlockClient {
         self.resource_wait = None;
         self.section.abandon();
         self.timeout_due_mono_ns = None;
+        self.extend_call = None;
+        self.extend_attempts = 0;
+        self.aborted = false;
     }
 }
 

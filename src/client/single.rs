@@ -629,7 +629,8 @@ impl LockClient {
     }
 
     fn py_refresh_failed(&mut self, cx: &mut Cx<'_>) {
-        self.report_lost(cx, "extend raised LockNotOwnedError");
+        // `LockNotOwnedError`, as the caller learns it; named as every failed extend is.
+        self.report_lost(cx, "extend failed");
         match self.section.stage() {
             Stage::Reading => {
                 self.pending_id = 0;

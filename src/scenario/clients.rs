@@ -14,7 +14,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use crate::client::consensus::{ConsensusClient, ConsensusClientConfig};
 use crate::client::redis_py::{self, RedisPyOptions, Refresh, SharedToken};
 use crate::client::redlock::{
-    ElapsedClock, ExtendMode, RedlockClient, RedlockConfig, RedlockOptions,
+    AutoExtend, ElapsedClock, ExtendMode, RedlockClient, RedlockConfig, RedlockOptions,
 };
 use crate::client::watchdog::{WatchdogClient, WatchdogConfig};
 use crate::client::{Algorithm, ClientConfig, LockClient, NsRange};
@@ -99,8 +99,9 @@ impl<'de> Deserialize<'de> for AlgName {
 }
 
 /// Redlock as a library runs it: `preset` names the library defaults (redis-docs,
-/// redlock-rb (< 1.0), redlock-rb-2 (≥ 1.0, as of 2.0.6), redlock-py, node-redlock, redsync);
-/// every other field overrides one default.
+/// redlock-rb (< 1.0), redlock-rb-2 (≥ 1.0, as of 2.0.6), redlock-py, redlock-py-1.0.8,
+/// node-redlock, node-redlock-using (5.0.0-beta.2), node-redlock-using-head, redsync;
+/// docs/libraries.md has each one's sources); every other field overrides one default.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedlockSpec {
@@ -133,6 +134,29 @@ pub struct RedlockSpec {
     pub stop_at_validity: Option<bool>,
     #[serde(default)]
     pub extend: Option<ExtendSpec>,
+    /// node-redlock 5.0.0-beta.2: validity measured from before the retries.
+    #[serde(default)]
+    pub start_before_retries: Option<bool>,
+    /// node-redlock `using()`: extend `threshold` before the believed expiration.
+    #[serde(default)]
+    pub auto_extend: Option<AutoExtendSpec>,
+    /// redsync `WithFailFast(true)`: decide at a quorum either way.
+    #[serde(default)]
+    pub fail_fast: Option<bool>,
+    /// redlock-py 1.0.8: a won attempt with a node error raises, without unlocking.
+    #[serde(default)]
+    pub raise_on_node_error: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutoExtendSpec {
+    /// `automaticExtensionThreshold` (node-redlock's default 500ms).
+    #[serde(default)]
+    pub threshold: Option<Dur>,
+    /// Whether the routine stops when its AbortSignal fires (default false).
+    #[serde(default)]
+    pub routine_checks_signal: bool,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -211,6 +235,21 @@ impl RedlockSpec {
                 ExtendModeSpec::SetIfMissing => ExtendMode::SetIfMissing,
             };
             o.extend = Some((e.every.ns() / NS_PER_MS, mode));
+        }
+        if let Some(v) = self.start_before_retries {
+            o.start_before_retries = v;
+        }
+        if let Some(a) = self.auto_extend {
+            o.auto_extend = Some(AutoExtend {
+                threshold_ms: a.threshold.map_or(500, |d| d.ns() / NS_PER_MS),
+                routine_checks_signal: a.routine_checks_signal,
+            });
+        }
+        if let Some(v) = self.fail_fast {
+            o.fail_fast = v;
+        }
+        if let Some(v) = self.raise_on_node_error {
+            o.raise_on_node_error = v;
         }
         o.validate()?;
         Ok(o)
