@@ -1809,4 +1809,201 @@ mod tests {
         assert_eq!(preset("redsync").drift_ns(), 100 * MS);
         assert_eq!(preset("redsync").per_node_timeout_ms, 500);
     }
+
+    /// A round of `n` failed attempts (a minority each), then a won one: the outputs of the
+    /// win. Each attempt's replies come 1 ms after it starts.
+    fn win_after_failures(h: &mut Harness, failures: usize) -> Vec<Output> {
+        let mut out = h.start();
+        for _ in 0..failures {
+            let reqs = requests(&out);
+            h.advance(MS);
+            let mut replies = Vec::new();
+            for (i, r) in reqs.iter().enumerate() {
+                replies.extend(h.reply(r, if i < 2 { Reply::Ok } else { Reply::Nil }));
+            }
+            let (delay, _) = state_timers(&replies)[0];
+            out = h.advance(delay);
+        }
+        let reqs = requests(&out);
+        h.advance(MS);
+        let mut replies = Vec::new();
+        for r in &reqs {
+            replies.extend(h.reply(r, Reply::Ok));
+        }
+        replies
+    }
+
+    #[test]
+    fn node_redlock_beta2_returns_a_lock_won_after_retries_already_expired_and_never_extends_it() {
+        // 5.0.0-beta.2 index.ts:305, 328: expiration = start-before-retries + 2000 − 22 ms.
+        // Ten failed attempts ≥ 100 ms apart: the win comes > 1 s after `start`.
+        let mut cfg = config(preset("node-redlock-using"));
+        cfg.options = RedlockOptions::preset("node-redlock-using", 1_000).unwrap();
+        let mut h = Harness::new(cfg);
+        let out = win_after_failures(&mut h, 10);
+        assert_eq!(acquired_validity(&out), Some(0), "already expired");
+        // queue() fires at once (1 ms); extend() throws before sending (:380-383).
+        let timers = state_timers(&out);
+        assert!(timers.iter().any(|t| t.0 == MS), "{timers:?}");
+        let later = h.advance(MS);
+        assert!(requests(&later).is_empty(), "no extend is sent");
+        assert!(observations(&later).is_empty(), "the routine is not told");
+        // On master the same round gets the winning attempt's validity, and an extension
+        // 500 ms before it runs out.
+        let mut cfg = config(preset("node-redlock-using-head"));
+        cfg.options = RedlockOptions::preset("node-redlock-using-head", 1_000).unwrap();
+        let mut h = Harness::new(cfg);
+        let out = win_after_failures(&mut h, 10);
+        let v = acquired_validity(&out).unwrap();
+        assert_eq!(v, 1_000 * MS - MS - 12 * MS, "ttl − 1 ms − (10 + 2) ms");
+        assert!(state_timers(&out).iter().any(|t| t.0 == v - 500 * MS));
+        let ext = requests(&h.advance(v - 500 * MS));
+        assert_eq!(ext.len(), 5);
+        assert!(ext.iter().all(|r| matches!(&r.cmd, Command::Eval { script: ScriptRef::Source(s), .. }
+            if &s.source[..] == EXTEND_SRC.as_bytes())));
+    }
+
+    #[test]
+    fn a_using_routine_that_checks_its_signal_reports_lost_when_extension_is_impossible() {
+        let mut o = RedlockOptions::preset("node-redlock-using", 1_000).unwrap();
+        o.auto_extend = Some(AutoExtend {
+            threshold_ms: 500,
+            routine_checks_signal: true,
+        });
+        let mut cfg = config(o.clone());
+        cfg.options = o;
+        let mut h = Harness::new(cfg);
+        win_after_failures(&mut h, 10);
+        let out = h.advance(MS);
+        assert!(matches!(
+            observations(&out)[..],
+            [Observation::Lost {
+                reason: "extend failed",
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn with_fail_fast_redsync_decides_at_a_quorum_without_waiting_for_the_rest() {
+        // mutex.go:304-314: `if n >= m.quorum { return n, err }`.
+        let run = |fail_fast: bool| {
+            let mut h = Harness::new(config(RedlockOptions {
+                fail_fast,
+                ..preset("redsync")
+            }));
+            let reqs = requests(&h.start());
+            h.advance(MS);
+            let mut out = Vec::new();
+            for r in &reqs[..3] {
+                out.extend(h.reply(r, Reply::Ok));
+            }
+            acquired_validity(&out)
+        };
+        assert_eq!(run(true), Some(10_000 * MS - MS - 100 * MS));
+        assert_eq!(run(false), None, "without it, it waits for the other two");
+    }
+
+    #[test]
+    fn redlock_py_1_0_8_raises_without_unlocking_when_a_node_errs_in_a_won_attempt() {
+        // __init__.py:110-112: quorum and validity, but redis_errors: raise, no unlock.
+        let mut h = Harness::new(config(preset("redlock-py-1.0.8")));
+        let reqs = requests(&h.start());
+        h.advance(MS);
+        let mut out = Vec::new();
+        for (i, r) in reqs.iter().enumerate() {
+            let reply = match i {
+                0..=2 => Reply::Ok,
+                3 => Reply::Error("LOADING Redis is loading the dataset in memory".into()),
+                _ => Reply::Nil,
+            };
+            out.extend(h.reply(r, reply));
+        }
+        assert_eq!(observations(&out), vec![Observation::GaveUp { lock: 0 }]);
+        assert!(requests(&out).is_empty(), "no unlock: the three keys stay until their TTL");
+        // "redlock-py" (the name models use) takes the same attempt as a success.
+        let mut h = Harness::new(config(preset("redlock-py")));
+        let reqs = requests(&h.start());
+        h.advance(MS);
+        let mut out = Vec::new();
+        for (i, r) in reqs.iter().enumerate() {
+            let reply = match i {
+                0..=2 => Reply::Ok,
+                3 => Reply::Error("LOADING Redis is loading the dataset in memory".into()),
+                _ => Reply::Nil,
+            };
+            out.extend(h.reply(r, reply));
+        }
+        assert!(acquired_validity(&out).is_some());
+    }
+}
+
+#[cfg(test)]
+mod library_tests {
+    //! The presets as shipped, each test named for what the library's source says.
+    use super::*;
+
+    const MS: u64 = NS_PER_MS;
+
+    fn preset(name: &str, ttl_ms: u64) -> RedlockOptions {
+        RedlockOptions::preset(name, ttl_ms).unwrap()
+    }
+
+    #[test]
+    fn redsync_defaults_are_8s_expiry_32_tries_50_to_250ms_drift_1pct_timeout_5pct() {
+        // redsync.go:12-13, 32-39 at v4.17.0; with its default 8 s expiry.
+        let o = preset("redsync", 8_000);
+        assert_eq!(o.retry_count, 32);
+        assert_eq!(
+            (o.retry_delay_ms - o.retry_jitter_ms, o.retry_delay_ms + o.retry_jitter_ms),
+            (50, 250)
+        );
+        assert_eq!(o.drift_ns(), 80 * MS, "8 s · 0.01, no +2 ms (mutex.go:115)");
+        assert_eq!(o.per_node_timeout_ms, 400, "8 s · 0.05 (mutex.go:107)");
+        assert_eq!(o.clock, ElapsedClock::Monotonic);
+        assert!(!o.fail_fast && o.extend.is_none(), "options are opt-in");
+    }
+
+    #[test]
+    fn node_redlock_using_copies_beta2_early_start_and_500ms_threshold_and_head_does_not() {
+        let beta = preset("node-redlock-using", 2_000);
+        assert!(beta.start_before_retries);
+        assert_eq!(
+            beta.auto_extend,
+            Some(AutoExtend {
+                threshold_ms: 500,
+                routine_checks_signal: false
+            })
+        );
+        assert_eq!(beta.retry_count, 11, "retryCount 10 + 1 (index.ts:107, 434)");
+        assert!(beta.skip_validity_check);
+        let head = preset("node-redlock-using-head", 2_000);
+        assert!(!head.start_before_retries);
+        assert_eq!(head.auto_extend, beta.auto_extend);
+        // The plain preset keeps its meaning (acquire() only).
+        let plain = preset("node-redlock", 2_000);
+        assert!(!plain.start_before_retries && plain.auto_extend.is_none());
+        // index.ts:693-697: duration must exceed the threshold by 100 ms.
+        assert!(preset("node-redlock-using", 700).validate().is_ok());
+        assert!(
+            RedlockOptions::preset("node-redlock-using", 599)
+                .unwrap()
+                .validate()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn redlock_py_1_0_8_raises_on_node_errors_and_redlock_py_keeps_its_meaning() {
+        assert!(preset("redlock-py-1.0.8", 10_000).raise_on_node_error);
+        assert!(!preset("redlock-py", 10_000).raise_on_node_error);
+        let (a, b) = (preset("redlock-py-1.0.8", 10_000), preset("redlock-py", 10_000));
+        assert_eq!(
+            RedlockOptions {
+                raise_on_node_error: false,
+                ..a
+            },
+            b
+        );
+    }
 }
