@@ -70,6 +70,33 @@ timed-out token before retrying.",
         &[],
     ),
     (
+        "redis-py-lock-no-timeout",
+        "1",
+        "Pass `timeout=` to redis-py's `Lock` (its default `timeout=None` sets no expiry, \
+redis/lock.py:83, 238-243 at v8.1.0).",
+        &["redis-py-lock-timeout"],
+    ),
+    (
+        "redis-py-lock-timeout",
+        "1",
+        "This is the fix: a key with a TTL comes back after its holder crashed.",
+        &[],
+    ),
+    (
+        "redis-py-shared-lock-object",
+        "3",
+        "Keep redis-py's default `thread_local=True` (lock.py:87, 153), or one `Lock` object \
+per thread; the overrun that starts the story needs fencing (single-px-cad-fencing).",
+        &["redis-py-thread-local-lock"],
+    ),
+    (
+        "redis-py-thread-local-lock",
+        "3",
+        "This is the fix for the foreign release; not for the overrun (mutual exclusion is not \
+checked here: see single-px-cad-fencing).",
+        &[],
+    ),
+    (
         "failover-lost-lock",
         "6",
         "Nothing on the Redis side closes the window; WAIT only narrows it. Fence with a token that cannot repeat.",
@@ -142,6 +169,20 @@ timed-out token before retrying.",
 give the critical section up when it runs out (`stop_at_validity: true`): safe against slow \
 replies, not against a pause (`redlock-pause-after-acquire`).",
         &["redlock-validity-respected"],
+    ),
+    (
+        "redlock-node-already-expired",
+        "13",
+        "Measure from the winning attempt (node-redlock master, #274 and #276, unreleased), \
+check `signal.aborted` in the routine before each step, and fence.",
+        &["redlock-node-using-extends"],
+    ),
+    (
+        "redlock-node-using-extends",
+        "13",
+        "This is the fix as node-redlock's master has it: each lock, however late it was won, \
+is extended 500 ms before it runs out.",
+        &[],
     ),
     (
         "redlock-validity-respected",
