@@ -208,6 +208,20 @@ of the client's wall clock, measured on `CLOCK_MONOTONIC` (lib/redlock/client.rb
         &[],
     ),
     (
+        "redlock-py-node-down-never-locks",
+        "-",
+        "Count a failed node as a vote against and decide on the quorum, as redsync, \
+node-redlock and redlock-rb do; or unlock before raising (redlock-py 1.0.8 \
+redlock/__init__.py:110-112 raises first).",
+        &["redlock-py-node-down-locks"],
+    ),
+    (
+        "redlock-py-node-down-locks",
+        "-",
+        "This is the fix: one master down out of five costs nothing.",
+        &[],
+    ),
+    (
         "redlock-drift-beyond-factor",
         "18",
         "A drift factor that bounds the real drift, and clocks that do not run away.",
