@@ -773,7 +773,10 @@ impl RedlockClient {
                 measured.start_wall_ms = wall;
             }
         }
-        let validity_ns = self.config.options.validity_ns(self.elapsed_ns(cx, &measured));
+        let validity_ns = self
+            .config
+            .options
+            .validity_ns(self.elapsed_ns(cx, &measured));
         let success =
             ok >= self.quorum() && (self.config.options.skip_validity_check || validity_ns > 0);
         let node_failed = self
@@ -781,7 +784,9 @@ impl RedlockClient {
             .iter()
             .any(|v| matches!(v, Vote::Failed | Vote::Pending { .. }));
         match f.kind {
-            FanOutKind::Acquire if success && node_failed && self.config.options.raise_on_node_error => {
+            FanOutKind::Acquire
+                if success && node_failed && self.config.options.raise_on_node_error =>
+            {
                 // redlock-py __init__.py:111-112: `raise MultipleRedlockException(redis_errors)`
                 // before the unlock loop of :115-119 — the keys stay until their TTL.
                 cx.observe(Observation::GaveUp {
@@ -869,7 +874,9 @@ impl RedlockClient {
         let a = self.config.options.auto_extend.expect("auto_extend");
         self.believed_until_mono_ns = (cx.mono_ns as i64).saturating_add(validity_ns);
         let threshold_ns = (a.threshold_ms * NS_PER_MS) as i64;
-        let after = validity_ns.saturating_sub(threshold_ns).max(NS_PER_MS as i64) as u64;
+        let after = validity_ns
+            .saturating_sub(threshold_ns)
+            .max(NS_PER_MS as i64) as u64;
         self.arm_extend(cx, after);
     }
 
@@ -1859,8 +1866,10 @@ mod tests {
         assert!(state_timers(&out).iter().any(|t| t.0 == v - 500 * MS));
         let ext = requests(&h.advance(v - 500 * MS));
         assert_eq!(ext.len(), 5);
-        assert!(ext.iter().all(|r| matches!(&r.cmd, Command::Eval { script: ScriptRef::Source(s), .. }
-            if &s.source[..] == EXTEND_SRC.as_bytes())));
+        assert!(ext.iter().all(
+            |r| matches!(&r.cmd, Command::Eval { script: ScriptRef::Source(s), .. }
+            if &s.source[..] == EXTEND_SRC.as_bytes())
+        ));
     }
 
     #[test]
@@ -1920,7 +1929,10 @@ mod tests {
             out.extend(h.reply(r, reply));
         }
         assert_eq!(observations(&out), vec![Observation::GaveUp { lock: 0 }]);
-        assert!(requests(&out).is_empty(), "no unlock: the three keys stay until their TTL");
+        assert!(
+            requests(&out).is_empty(),
+            "no unlock: the three keys stay until their TTL"
+        );
         // "redlock-py" (the name models use) takes the same attempt as a success.
         let mut h = Harness::new(config(preset("redlock-py")));
         let reqs = requests(&h.start());
@@ -1955,7 +1967,10 @@ mod library_tests {
         let o = preset("redsync", 8_000);
         assert_eq!(o.retry_count, 32);
         assert_eq!(
-            (o.retry_delay_ms - o.retry_jitter_ms, o.retry_delay_ms + o.retry_jitter_ms),
+            (
+                o.retry_delay_ms - o.retry_jitter_ms,
+                o.retry_delay_ms + o.retry_jitter_ms
+            ),
             (50, 250)
         );
         assert_eq!(o.drift_ns(), 80 * MS, "8 s · 0.01, no +2 ms (mutex.go:115)");
@@ -1975,7 +1990,10 @@ mod library_tests {
                 routine_checks_signal: false
             })
         );
-        assert_eq!(beta.retry_count, 11, "retryCount 10 + 1 (index.ts:107, 434)");
+        assert_eq!(
+            beta.retry_count, 11,
+            "retryCount 10 + 1 (index.ts:107, 434)"
+        );
         assert!(beta.skip_validity_check);
         let head = preset("node-redlock-using-head", 2_000);
         assert!(!head.start_before_retries);
@@ -1997,7 +2015,10 @@ mod library_tests {
     fn redlock_py_1_0_8_raises_on_node_errors_and_redlock_py_keeps_its_meaning() {
         assert!(preset("redlock-py-1.0.8", 10_000).raise_on_node_error);
         assert!(!preset("redlock-py", 10_000).raise_on_node_error);
-        let (a, b) = (preset("redlock-py-1.0.8", 10_000), preset("redlock-py", 10_000));
+        let (a, b) = (
+            preset("redlock-py-1.0.8", 10_000),
+            preset("redlock-py", 10_000),
+        );
         assert_eq!(
             RedlockOptions {
                 raise_on_node_error: false,

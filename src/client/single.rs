@@ -1089,8 +1089,10 @@ mod redis_py_tests {
         // lock.py:83 `timeout=None`; :238-243 `px=None`.
         let mut h = H::new(config(RedisPyOptions::defaults()));
         let reqs = sent(&h.run(|c, cx| c.on_start(cx)));
-        assert!(matches!(&reqs[0].1, Command::Set { cond: Some(SetCond::Nx), expiry: None,
-            get: false, value, .. } if &value[..] == b"t1-1"));
+        assert!(
+            matches!(&reqs[0].1, Command::Set { cond: Some(SetCond::Nx), expiry: None,
+            get: false, value, .. } if &value[..] == b"t1-1")
+        );
         // ...and believes it holds with no validity at all.
         let out = h.reply(reqs[0].0, Reply::Ok);
         assert!(matches!(

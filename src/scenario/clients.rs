@@ -1035,7 +1035,10 @@ impl ClientGroup {
                         wait_timeout_ms: 0,
                         redis_py: Some(options),
                     };
-                    Actor::Client(Box::new(LockClient::new(cfg)))
+                    match cx.custom {
+                        Some(make) => Actor::Custom(make(&cfg)),
+                        None => Actor::Client(Box::new(LockClient::new(cfg))),
+                    }
                 }
                 AlgorithmSpec::Redlock { nodes, redlock } => {
                     let options = redlock
