@@ -27,11 +27,14 @@
 //!   10 ms, cap 1 s), retries=10)` on connection and timeout errors (_defaults.py:37-39,
 //!   client.py:285-290); up to 8.0.x `socket_timeout=None`.
 //!
+//! A timed-out acquire or release is sent again up to 10 times, as v8.1.0's default `Retry`
+//! does: a `SET NX` retried after its first try did land answers nil, so the thread then waits
+//! for its own key (for ever with `timeout=None`).
+//!
 //! Simplifications: the token is fresh per attempt rather than per `acquire()` call (a
-//! retried SET NX with the same token is no different while another holds the key); the
-//! client library's own retries of a timed-out command are not modelled (a timeout ends the
-//! attempt, as in the other single-instance clients); `extend` and `reacquire` run on a timer
-//! the model sets (`extend: (every: ...)`), as a caller's own loop would.
+//! retried SET NX with the same token is no different while another holds the key);
+//! `extend` and `reacquire` run on a timer the model sets (`refresh: (every: ...)`), as a
+//! caller's own loop would, and are not retried.
 
 use std::sync::{Arc, Mutex};
 
@@ -83,6 +86,12 @@ pub const REACQUIRE_SRC: &str = "
 pub const DEFAULT_SLEEP_MS: u64 = 100;
 /// `DEFAULT_SOCKET_TIMEOUT`, redis/_defaults.py:7 (v8.1.0 onwards).
 pub const DEFAULT_SOCKET_TIMEOUT_MS: u64 = 5_000;
+/// `DEFAULT_RETRY_COUNT`, `DEFAULT_RETRY_BASE`, `DEFAULT_RETRY_CAP` (_defaults.py:37-39): the
+/// `Retry(ExponentialWithJitterBackoff(base, cap), retries)` of every v8.1.0 client
+/// (client.py:285-290), on `ConnectionError` and `TimeoutError` (retry.py:83-87).
+pub const DEFAULT_RETRY_COUNT: u32 = 10;
+pub const RETRY_BASE_MS: u64 = 10;
+pub const RETRY_CAP_MS: u64 = 1_000;
 
 /// What a holder does to its lock's TTL while it holds, on a timer the model sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +118,9 @@ pub struct RedisPyOptions {
     pub shared_token: Option<SharedToken>,
     /// Refresh the TTL every this many ms while holding, and how; None: never.
     pub refresh: Option<(u64, Refresh)>,
+    /// Times a timed-out acquire or release command is sent again (`DEFAULT_RETRY_COUNT`).
+    /// The refresh scripts are not retried (their timeout is not modelled).
+    pub command_retries: u32,
 }
 
 /// The token slot of one `Lock` object shared by the threads of a process: the group's
@@ -150,6 +162,7 @@ impl RedisPyOptions {
             blocking_timeout_ms: None,
             shared_token: None,
             refresh: None,
+            command_retries: DEFAULT_RETRY_COUNT,
         }
     }
 

@@ -148,6 +148,8 @@ enum Phase {
     /// redis-py: the release script's EVALSHA said NOSCRIPT; `SCRIPT LOAD` in flight, then
     /// EVALSHA again (redis-py's `Script.__call__`).
     LoadingScript,
+    /// redis-py: a timed-out command waits out its retry backoff (`py_retry` holds it).
+    CommandBackoff,
     /// Think or retry timer armed.
     Waiting,
     Done,
@@ -196,6 +198,8 @@ pub struct LockClient {
     /// redis-py: the token the release in flight was sent with (EVALSHA again after a
     /// SCRIPT LOAD sends the same one).
     py_release_token: Bytes,
+    /// redis-py: the command in flight, the phase awaiting it and its failures so far.
+    py_retry: Option<(Phase, Command, u32)>,
 }
 
 /// redis-py's registered scripts (lock.py:157-165).
@@ -276,6 +280,7 @@ impl LockClient {
             refresh_gen: 0,
             round_start_mono_ns: 0,
             py_release_token: Bytes::new(),
+            py_retry: None,
         }
         .with_redis_py()
     }
@@ -346,12 +351,51 @@ impl LockClient {
     }
 
     fn request(&mut self, cx: &mut Cx<'_>, phase: Phase, cmd: Command) {
+        if self.py_scripts.is_some() {
+            // redis-py retries a command that timed out: keep it, and count afresh.
+            self.py_retry = Some((phase.clone(), cmd.clone(), 0));
+        }
+        self.send_request(cx, phase, cmd);
+    }
+
+    fn send_request(&mut self, cx: &mut Cx<'_>, phase: Phase, cmd: Command) {
         let id = self.next_id;
         self.next_id += 1;
         self.pending_id = id;
         self.phase = phase;
         cx.send(self.redis, Msg::Request { id, cmd });
         self.arm_timeout(cx);
+    }
+
+    /// redis-py ≥ 8.1: the command in flight timed out; `Retry.call_with_retry` sends it again
+    /// after `min(cap, random() · base · 2^failures)` while `failures <= retries`
+    /// (redis/retry.py:117-136, backoff.py:178-179; base 10 ms, cap 1 s, 10 retries,
+    /// _defaults.py:37-39). The connection is closed in between, so a late reply to the
+    /// first try is dropped (a new request id). Returns whether it will retry.
+    fn py_retry_after_timeout(&mut self, cx: &mut Cx<'_>) -> bool {
+        let retries = self
+            .config
+            .redis_py
+            .as_ref()
+            .map_or(0, |o| o.command_retries);
+        let Some((phase, cmd, failures)) = self.py_retry.take() else {
+            return false;
+        };
+        let failures = failures + 1;
+        if failures > retries || phase != self.phase {
+            return false;
+        }
+        let exp = redis_py::RETRY_BASE_MS
+            .saturating_mul(1u64 << failures.min(40))
+            .saturating_mul(NS_PER_MS);
+        let backoff = cx
+            .rng
+            .range_inclusive(0, exp)
+            .min(redis_py::RETRY_CAP_MS * NS_PER_MS);
+        self.py_retry = Some((phase, cmd, failures));
+        self.phase = Phase::CommandBackoff;
+        self.arm(cx, backoff);
+        true
     }
 
     fn arm_timeout(&mut self, cx: &mut Cx<'_>) {
@@ -888,8 +932,20 @@ impl Process for LockClient {
             _ => return,
         }
         self.pending_id = 0;
+        if self.phase == Phase::CommandBackoff {
+            let (phase, cmd, _) = self.py_retry.clone().expect("a command to retry");
+            self.send_request(cx, phase, cmd);
+            return;
+        }
+        if matches!(
+            self.phase,
+            Phase::Acquiring | Phase::Releasing | Phase::LoadingScript
+        ) && self.py_retry_after_timeout(cx)
+        {
+            return;
+        }
         match self.phase {
-            Phase::Idle | Phase::Done => {}
+            Phase::Idle | Phase::Done | Phase::CommandBackoff => {}
             Phase::Acquiring | Phase::Fencing | Phase::AwaitingReplicas | Phase::Abandoning => {
                 // Timed out: the SET may have succeeded on the server, but the client cannot
                 // know. It retries with a new token (the old key expires with its TTL).
@@ -922,6 +978,7 @@ impl Process for LockClient {
         self.use_eval = false;
         self.need_discovery = !self.config.sentinels.is_empty();
         self.refresh = RefreshState::Idle;
+        self.py_retry = None;
     }
 }
 
@@ -971,6 +1028,34 @@ mod token_tests {
             c.attempt = n;
             assert_eq!(c.next_token(), token_bytes("c7", n), "attempt {n}");
         }
+    }
+}
+
+/// A redis-py client config for the tests: timeout 10 s, the library's other defaults.
+#[cfg(test)]
+fn redis_py_tests_config() -> ClientConfig {
+    ClientConfig {
+        algorithm: Algorithm::SetPxCad,
+        lock: 0,
+        key: Bytes::from("lock"),
+        redis: ProcId(1),
+        resource: None,
+        ttl_ms: 10_000,
+        hold: NsRange::fixed(1_000 * NS_PER_MS),
+        think: NsRange::fixed(500 * NS_PER_MS),
+        retry: NsRange::fixed(redis_py::DEFAULT_SLEEP_MS * NS_PER_MS),
+        request_timeout_ns: redis_py::DEFAULT_SOCKET_TIMEOUT_MS * NS_PER_MS,
+        max_attempts: None,
+        rounds: None,
+        fence_key: Bytes::from("fence"),
+        token_prefix: "t1".into(),
+        sentinels: vec![],
+        wait_replicas: 0,
+        wait_timeout_ms: 0,
+        redis_py: Some(RedisPyOptions {
+            timeout_ms: Some(10_000),
+            ..RedisPyOptions::defaults()
+        }),
     }
 }
 
@@ -1233,5 +1318,71 @@ mod redis_py_tests {
             }]
         ));
         assert_eq!(sent(&out).len(), 1, "the release goes out");
+    }
+}
+
+#[cfg(test)]
+mod redis_py_retry_tests {
+    use super::*;
+    use crate::process::Output;
+    use crate::rng::Seed;
+
+    #[test]
+    fn redis_py_8_1_resends_a_timed_out_set_with_the_same_token_up_to_10_times() {
+        // _defaults.py:37-39, retry.py:117-136: 10 retries, backoff min(1 s, rand·10 ms·2^n).
+        let mut cfg = super::redis_py_tests_config();
+        cfg.request_timeout_ns = 5_000 * NS_PER_MS;
+        let mut c = LockClient::new(cfg);
+        let mut rng = Seed(3).stream("t", 0);
+        let mut mono = 0u64;
+        let mut run = |c: &mut LockClient, mono: u64, f: &dyn Fn(&mut LockClient, &mut Cx<'_>)| {
+            let mut out = Vec::new();
+            let mut cx = Cx::new(ProcId(100), 0, mono, &mut rng, &mut out);
+            f(c, &mut cx);
+            out
+        };
+        let sets = |out: &[Output]| -> Vec<Bytes> {
+            out.iter()
+                .filter_map(|o| match o {
+                    Output::Send {
+                        msg:
+                            Msg::Request {
+                                cmd: Command::Set { value, .. },
+                                ..
+                            },
+                        ..
+                    } => Some(value.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let step = |out: &[Output]| {
+            out.iter().find_map(|o| match o {
+                Output::Timer { after_ns, tag } if *tag != Timer::Request.tag() => {
+                    Some((*after_ns, *tag))
+                }
+                _ => None,
+            })
+        };
+        let first = run(&mut c, mono, &|c, cx| c.on_start(cx));
+        assert_eq!(sets(&first), vec![Bytes::from("t1-1")]);
+        for n in 1..=10u32 {
+            mono += 5_000 * NS_PER_MS;
+            let out = run(&mut c, mono, &|c, cx| c.on_timer(cx, Timer::Request.tag()));
+            let (backoff, tag) = step(&out).expect("a backoff timer");
+            let cap = (10 * NS_PER_MS << n).min(1_000 * NS_PER_MS);
+            assert!(backoff <= cap, "retry {n}: {backoff} > {cap}");
+            mono += backoff;
+            let out = run(&mut c, mono, &|c, cx| c.on_timer(cx, tag));
+            assert_eq!(
+                sets(&out),
+                vec![Bytes::from("t1-1")],
+                "retry {n}: same token"
+            );
+        }
+        // The 11th timeout raises: the acquire loop sleeps 0.1 s and tries anew.
+        mono += 5_000 * NS_PER_MS;
+        let out = run(&mut c, mono, &|c, cx| c.on_timer(cx, Timer::Request.tag()));
+        assert_eq!(step(&out).map(|s| s.0), Some(100 * NS_PER_MS));
     }
 }

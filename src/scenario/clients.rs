@@ -276,6 +276,9 @@ pub struct RedisPySpec {
     /// The caller's `extend()`/`reacquire()` loop while holding.
     #[serde(default)]
     pub refresh: Option<RefreshSpec>,
+    /// Retries of a timed-out command (default 10, redis-py ≥ 8.1's `DEFAULT_RETRY_COUNT`).
+    #[serde(default)]
+    pub retries: Option<Bounded<0, 100>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -330,6 +333,9 @@ impl RedisPySpec {
             // Set at lowering, one slot per group and world (`shares_token`).
             shared_token: None,
             refresh,
+            command_retries: self
+                .retries
+                .map_or(redis_py::DEFAULT_RETRY_COUNT, |b| b.0 as u32),
         };
         o.validate()?;
         Ok(o)
