@@ -1370,7 +1370,7 @@ mod redis_py_retry_tests {
             mono += 5_000 * NS_PER_MS;
             let out = run(&mut c, mono, &|c, cx| c.on_timer(cx, Timer::Request.tag()));
             let (backoff, tag) = step(&out).expect("a backoff timer");
-            let cap = (10 * NS_PER_MS << n).min(1_000 * NS_PER_MS);
+            let cap = ((10 * NS_PER_MS) << n).min(1_000 * NS_PER_MS);
             assert!(backoff <= cap, "retry {n}: {backoff} > {cap}");
             mono += backoff;
             let out = run(&mut c, mono, &|c, cx| c.on_timer(cx, tag));
