@@ -83,6 +83,13 @@ redis/lock.py:83, 238-243 at v8.1.0).",
         &[],
     ),
     (
+        "redis-py-retried-acquire-blocks-itself",
+        "1",
+        "Pass `timeout=`, so that an orphan key expires; treat a timed-out SET as unknown \
+(GET and compare the token) rather than failed, as single-ambiguous-acquire's fix says.",
+        &["redis-py-lock-timeout"],
+    ),
+    (
         "redis-py-shared-lock-object",
         "3",
         "Keep redis-py's default `thread_local=True` (lock.py:87, 153), or one `Lock` object \
