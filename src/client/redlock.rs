@@ -151,10 +151,10 @@ impl RedlockOptions {
         "redsync",
     ];
 
-    /// Library defaults for a lock of `ttl_ms`. Presets model `acquire()` and never extend
-    /// (node-redlock's `using()` does auto-extend at expiration − 500 ms, v5.0.0-beta.2
-    /// src/index.ts:712, and aborts its signal when that fails, :732; Redisson's watchdog is
-    /// the `watchdog` algorithm). Libraries that set no per-node timeout of their own
+    /// Library defaults for a lock of `ttl_ms`. Presets model `acquire()` and leave extending
+    /// to the caller, but for `node-redlock-using*`: node-redlock's `using()` auto-extends at
+    /// expiration − 500 ms (v5.0.0-beta.2 src/index.ts:709-714) and aborts its signal when
+    /// that fails (:731-732); Redisson's watchdog is the `watchdog` algorithm. Libraries that set no per-node timeout of their own
     /// (redlock-py: redis-py ≤ 8.0 has `socket_timeout=None`, from 8.1.0 the default is 5 s
     /// with 10 retries, redis/_defaults.py; node-redlock: ioredis has no `commandTimeout`) get
     /// the docs' 50 ms: a real client learns of a dead node at once
