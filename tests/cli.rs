@@ -138,8 +138,19 @@ fn a_wrong_reply_makes_conformance_fail_with_expected_and_got() {
     assert!(out.ends_with("0 passed, 1 failed, 0 skipped\n"), "{out}");
 }
 
+/// Runs a printed command line as a user pasting it would: through a shell, from the
+/// repository's root.
+fn sh(line: &str) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(line)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("sh runs")
+}
+
 #[test]
-fn a_violation_exits_1_and_prints_the_replay_command() {
+fn a_violation_exits_1_and_prints_a_replay_command_that_runs_as_pasted() {
     let o = run(&[
         "sweep",
         "models/single-px-del-pause.ron",
@@ -153,20 +164,66 @@ fn a_violation_exits_1_and_prints_the_replay_command() {
         .find(|l| l.contains("replay: "))
         .expect("replay line");
     let cmd = line.split("replay: ").nth(1).unwrap();
+    // Not on PATH here: the line calls the binary by the path it was invoked by.
+    let me = env!("CARGO_BIN_EXE_distlock-sim");
     assert!(
-        cmd.starts_with("distlock-sim replay models/single-px-del-pause.ron --seed "),
+        cmd.starts_with(&format!(
+            "{me} replay models/single-px-del-pause.ron --seed "
+        )),
         "{cmd}"
     );
-    // The printed command reproduces the violation.
-    let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
-    let o = run(&args);
-    let (replay, _) = text(&o);
-    assert_eq!(o.status.code(), Some(1));
+    // The printed command, pasted into a shell, reproduces the violation.
+    let o = sh(cmd);
+    let (replay, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(replay.contains("VIOLATED mutual_exclusion"), "{replay}");
     assert!(
         replay.contains("!!! VIOLATION"),
         "the timeline marks the violation"
     );
+}
+
+#[test]
+fn the_printed_picture_command_runs_as_pasted_and_writes_the_page() {
+    let o = run(&["sweep", "single-px-del-pause", "--seeds", "0..5"]);
+    let (out, _) = text(&o);
+    let line = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("picture: "))
+        .expect("picture line");
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("single-px-del-pause-seed0.html");
+    let _ = std::fs::remove_file(&page);
+    let o = sh(line);
+    let (_, err) = text(&o);
+    // The verdict of the seed, as without --out; the file is written all the same.
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("wrote single-px-del-pause-seed0.html (seed 0: violated, exit code 1)"),
+        "{err}"
+    );
+    let html = std::fs::read_to_string(&page).expect("page written");
+    std::fs::remove_file(&page).unwrap();
+    assert!(html.contains("<html"), "not a page");
+}
+
+#[test]
+fn printed_commands_quote_paths_the_shell_would_split() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli tests with space");
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = dir.join("it's.ron");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/single-px-del-pause.ron"),
+        &m,
+    )
+    .unwrap();
+    let o = run(&["run", m.to_str().unwrap()]);
+    let (out, _) = text(&o);
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("replay: "))
+        .expect("replay line");
+    let o = sh(line);
+    assert_eq!(o.status.code(), Some(1), "{line}: {}", text(&o).1);
 }
 
 #[test]

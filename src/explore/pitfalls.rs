@@ -295,6 +295,15 @@ pub const PICTURE_DIR: &str = "pitfalls";
 
 /// The document, for the models in `dir`.
 pub fn render(dir: &Path, jobs: usize) -> Result<Guide, String> {
+    render_with_progress(dir, jobs, &mut |_, _, _| {})
+}
+
+/// `render`, calling `progress(i, n, model)` as it starts sweeping the i-th of n models.
+pub fn render_with_progress(
+    dir: &Path,
+    jobs: usize,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<Guide, String> {
     let mut pictures = Vec::new();
     let mut out = String::new();
     let _ = writeln!(out, "# The pitfall catalogue\n");
@@ -313,7 +322,8 @@ pitfalls in redis-semantics.md §7.\n"
     let mut sections = String::new();
     let mut verdicts: Vec<(&str, String)> = Vec::new();
     let mut loaded = Vec::new();
-    for (name, item, fix, fix_models) in ENTRIES {
+    for (i, (name, item, fix, fix_models)) in ENTRIES.iter().enumerate() {
+        progress(i + 1, ENTRIES.len(), name);
         let path = dir.join(format!("{name}.ron"));
         let mut sc = scenario::load(&path).map_err(|e| e.to_string())?;
         // Replay lines in the guide name the model as a reader at the repository's root

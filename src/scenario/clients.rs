@@ -83,8 +83,10 @@ impl<'de> Deserialize<'de> for AlgName {
         let s = String::deserialize(d)?;
         ClientKind::from_name(&s).map(AlgName).ok_or_else(|| {
             let names: Vec<_> = ClientKind::all().iter().map(|k| k.name()).collect();
+            let hint = crate::scenario::units::closest_name(&s, names.iter().copied())
+                .map_or(String::new(), |n| format!(" (did you mean {n:?}?)"));
             de::Error::custom(format!(
-                "unknown algorithm {s:?}; known: {}",
+                "unknown algorithm {s:?}{hint}; known: {}",
                 names.join(", ")
             ))
         })
