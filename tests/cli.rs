@@ -1,6 +1,7 @@
 //! The command line as users meet it: exit codes, located errors for bad input, replay lines,
 //! and sweeps whose results do not depend on threads or sharding.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -628,4 +629,237 @@ fn an_unknown_hazard_is_named_with_a_suggestion_and_exits_2() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("witness names holder_crashed twice"), "{err}");
+}
+
+#[test]
+fn an_unknown_model_name_says_what_was_searched_and_suggests_the_nearest_bundled_one() {
+    let o = run(&["run", "single-px-del-paws"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("did you mean \"single-px-del-pause\"?"),
+        "{err}"
+    );
+    assert!(err.contains("bundled models in models/"), "{err}");
+    // The file was never opened: no made-up position.
+    assert!(!err.contains(":1:1"), "{err}");
+    // A path that names no file gets the nearest bundled file.
+    let o = run(&["sweep", "models/single-px-del-paws.ron"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no such model file (did you mean models/single-px-del-pause.ron?)"),
+        "{err}"
+    );
+    // Nothing near: no suggestion, but still what was searched.
+    let (_, err) = text(&run(&["check", "zzzzzzzz"]));
+    assert!(
+        !err.contains("did you mean") && err.contains("bundled models"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_misspelt_property_or_algorithm_is_named_with_the_nearest_known_one() {
+    let (code, err) = bad_model("prop.ron", "\"mutual_exclusion\"", "\"mutual_exclution\"");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did you mean \"mutual_exclusion\"?"), "{err}");
+    let (code, err) = bad_model("alg.ron", "\"set-px-cad\"", "\"set-px-cda\"");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did you mean \"set-px-cad\"?"), "{err}");
+    assert!(err.contains("prop.ron") || err.contains("alg.ron"), "{err}");
+}
+
+#[test]
+fn every_subcommand_with_jobs_refuses_zero_and_too_many_the_same_way() {
+    for cmd in [
+        &["sweep", "single-px-del-pause"][..],
+        &["hunt", "single-px-del-pause"],
+        &["pitfalls"],
+    ] {
+        for bad in ["0", "257", "x"] {
+            let mut args = cmd.to_vec();
+            args.extend(["--jobs", bad]);
+            let o = run(&args);
+            let (_, err) = text(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains("'--jobs <JOBS>'"), "{args:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_window_with_a_format_that_shows_the_whole_run_is_refused_not_ignored() {
+    for format in ["text", "json", "chrome"] {
+        let o = run(&[
+            "replay",
+            "single-px-del-pause",
+            "--seed",
+            "0",
+            "--format",
+            format,
+            "--window",
+            "30s..45s",
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{format}: {err}");
+        assert!(
+            err.contains("--window applies to --format svg and html"),
+            "{err}"
+        );
+        assert!(out.is_empty(), "nothing printed: {out}");
+    }
+    let o = run(&[
+        "replay",
+        "single-px-del-pause",
+        "--seed",
+        "0",
+        "--format",
+        "svg",
+        "--window",
+        "30s..45s",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "svg takes it: {}", text(&o).1);
+}
+
+#[test]
+fn every_model_argument_and_seed_option_has_help_text() {
+    for cmd in ["run", "sweep", "replay", "hunt", "minimize", "check"] {
+        let o = run(&[cmd, "--help"]);
+        let (help, _) = text(&o);
+        assert_eq!(o.status.code(), Some(0));
+        assert!(
+            help.contains("Model file, or the name of a bundled model"),
+            "{cmd}: {help}"
+        );
+        // The option's own line, or the next one in clap's long layout, says what it is.
+        let lines: Vec<&str> = help.lines().collect();
+        if let Some(i) = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with("--seed <"))
+        {
+            let said = format!("{} {}", lines[i], lines.get(i + 1).unwrap_or(&""));
+            assert!(
+                said.contains("seed to")
+                    || said.contains("seed draws")
+                    || said.contains("The seed"),
+                "{cmd}: {said}"
+            );
+        } else {
+            assert!(
+                !["run", "replay", "minimize"].contains(&cmd),
+                "{cmd} has --seed"
+            );
+        }
+    }
+}
+
+#[test]
+fn list_puts_every_description_in_one_column_however_long_the_name() {
+    let (out, _) = text(&run(&["list"]));
+    let columns: BTreeSet<usize> = out
+        .lines()
+        .map(|l| {
+            let name_end = l.find(' ').unwrap_or(0);
+            name_end + l[name_end..].len() - l[name_end..].trim_start().len()
+        })
+        .collect();
+    assert_eq!(
+        columns.len(),
+        1,
+        "descriptions start at columns {columns:?}:\n{out}"
+    );
+    // The longest name is followed by the two spaces of the gutter, like every other.
+    assert!(
+        out.contains("fencing-incr-regresses-after-failover  INCR"),
+        "{out}"
+    );
+}
+
+#[test]
+fn pitfalls_out_creates_a_missing_folder_and_reports_progress() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pitfalls-out/new/folder");
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+    let file = dir.join("guide.md");
+    let o = run(&["pitfalls", "--out", file.to_str().unwrap(), "--jobs", "2"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("pitfalls: [1/"), "progress: {err}");
+    assert!(
+        err.contains(&format!("pitfalls: wrote {}", file.display())),
+        "{err}"
+    );
+    let guide = std::fs::read_to_string(&file).unwrap();
+    assert!(guide.starts_with("# The pitfall catalogue"));
+    assert!(dir.join("pitfalls/single-px-del-pause.svg").is_file());
+    // A folder that cannot be made is bad input at once, not after the sweeps.
+    let blocker = scratch("not-a-dir", "x");
+    let o = run(&[
+        "pitfalls",
+        "--out",
+        &format!("{}/sub/x.md", blocker.display()),
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        !err.contains("pitfalls: [1/"),
+        "refused before any work: {err}"
+    );
+}
+
+#[test]
+fn docs_models_and_sources_name_nothing_a_fresh_clone_lacks() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<PathBuf> = vec![root.join("README.md")];
+    let mut stack = vec![
+        root.join("docs"),
+        root.join("models"),
+        root.join("src"),
+        root.join("benches"),
+    ];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p
+                .extension()
+                .is_some_and(|x| x == "md" || x == "ron" || x == "rs")
+            {
+                files.push(p);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let numbered_pitfall = line.match_indices("pitfall").any(|(i, _)| {
+                let rest = &line[i + "pitfall".len()..];
+                let rest = rest.strip_prefix('s').unwrap_or(rest);
+                rest.strip_prefix(' ')
+                    .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+            });
+            if numbered_pitfall
+                || [
+                    "../shared",
+                    "/work/shared",
+                    "redis-semantics",
+                    "§7",
+                    "design.md",
+                ]
+                .iter()
+                .any(|s| line.contains(s))
+            {
+                found.push(format!("{}:{}: {line}", f.display(), n + 1));
+            }
+        }
+    }
+    // This file's own list of what to look for is the one exception.
+    found.retain(|l| !l.contains("tests/cli.rs"));
+    assert!(
+        found.is_empty(),
+        "references to files outside the repository:\n{}",
+        found.join("\n")
+    );
 }

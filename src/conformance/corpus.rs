@@ -1,5 +1,5 @@
 //! Parser for the Redis conformance corpus format
-//! (`/work/shared/conformance/redis7/README.md`).
+//! (`tests/conformance/redis7/README.md`).
 //!
 //! A corpus file is a list of cases. Each case starts with `# case: NAME`, has one
 //! `# topology: single | master-replica` line before its first step, and a list of
@@ -1094,7 +1094,7 @@ impl<'a> ReplyParser<'a> {
 mod tests {
     use super::*;
 
-    const DIR: &str = "/work/shared/conformance/redis7";
+    const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/redis7");
     const START: i64 = 1_700_000_000_000;
 
     fn read(file: &str) -> Option<String> {

@@ -1,5 +1,5 @@
-//! Asynchronous replication and persistence of a Redis node (Redis 7.0 semantics,
-//! ../shared/redis-semantics.md §3 and §5).
+//! Asynchronous replication and persistence of a Redis node (Redis 7.0 semantics: the
+//! master replies before it replicates; AOF and RDB decide what a restart keeps).
 //!
 //! A master replies to the client first and streams the *effects* of its writes to replicas
 //! afterwards (TTLs as absolute `PXAT`/`PEXPIREAT`, expiry as `DEL`, scripts by effects),
