@@ -24,8 +24,8 @@
 use std::collections::BTreeMap;
 
 use crate::client::section::{Section, SectionHost};
-use crate::client::single::NsRange;
 use crate::client::timeout::RequestTimeout;
+use crate::client::timer::NsRange;
 use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};

@@ -31,7 +31,8 @@
 use std::sync::Arc;
 
 use crate::client::section::{Section, SectionHost, Stage};
-use crate::client::single::{NsRange, token_bytes};
+use crate::client::single::token_bytes;
+use crate::client::timer::NsRange;
 use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
