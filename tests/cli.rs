@@ -863,3 +863,187 @@ fn docs_models_and_sources_name_nothing_a_fresh_clone_lacks() {
         found.join("\n")
     );
 }
+
+/// A JSON line without the fields that measure the machine (wall time, rate, workers).
+fn without_wall_time(line: &str) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+    if let Some(s) = v.get_mut("summary").and_then(|s| s.as_object_mut()) {
+        for k in ["wall_s", "seeds_per_s", "jobs"] {
+            assert!(s.remove(k).is_some(), "summary has {k}");
+        }
+    }
+    v
+}
+
+#[test]
+fn four_shards_merged_give_exactly_the_summary_of_the_unsharded_sweep() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("merge-4");
+    std::fs::create_dir_all(&dir).unwrap();
+    for m in ["single-px-del-pause", "redlock-clock-jump"] {
+        let whole = run(&["sweep", m, "--seeds", "0..120", "--json"]);
+        let mut files = Vec::new();
+        for i in 0..4 {
+            let o = run(&[
+                "sweep",
+                m,
+                "--seeds",
+                "0..120",
+                "--shard",
+                &format!("{i}/4"),
+                "--json",
+            ]);
+            assert!(o.status.code() == Some(0) || o.status.code() == Some(1));
+            let f = dir.join(format!("{m}-{i}.jsonl"));
+            std::fs::write(&f, &o.stdout).unwrap();
+            files.push(f.display().to_string());
+        }
+        // Any order of the files.
+        files.reverse();
+        let mut args = vec!["merge", "--json"];
+        args.extend(files.iter().map(String::as_str));
+        let merged = run(&args);
+        assert_eq!(
+            merged.status.code(),
+            whole.status.code(),
+            "{}",
+            text(&merged).1
+        );
+        let lines = |o: &Output| -> Vec<serde_json::Value> {
+            text(o).0.lines().map(without_wall_time).collect()
+        };
+        let (w, g) = (lines(&whole), lines(&merged));
+        assert!(w.len() > 1, "{m} should violate in some seeds");
+        assert_eq!(w, g, "{m}: merged JSON differs from the whole sweep");
+        // The text summary too, but for the wall-time figures of its first line.
+        let mut args = vec!["merge"];
+        args.extend(files.iter().map(String::as_str));
+        let merged = run(&args);
+        let whole = run(&["sweep", m, "--seeds", "0..120"]);
+        let body = |o: &Output| text(o).0.lines().skip(1).collect::<Vec<_>>().join("\n");
+        assert_eq!(body(&whole), body(&merged), "{m}");
+        assert!(
+            text(&merged)
+                .0
+                .starts_with(&format!("model {m}: 120 seeds (0..120) in "))
+        );
+    }
+}
+
+#[test]
+fn merge_refuses_a_missing_shard_a_duplicate_and_an_unsharded_output() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("merge-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, args: &[&str]| -> String {
+        let f = dir.join(name);
+        std::fs::write(&f, run(args).stdout).unwrap();
+        f.display().to_string()
+    };
+    let m = "single-px-del-pause";
+    let s0 = write(
+        "s0",
+        &["sweep", m, "--seeds", "0..20", "--shard", "0/2", "--json"],
+    );
+    let whole = write("whole", &["sweep", m, "--seeds", "0..20", "--json"]);
+    for (args, says) in [
+        (vec![s0.as_str()], "1 of 2 shards given; missing 1/2"),
+        (vec![s0.as_str(), s0.as_str()], "shard 0/2 given twice"),
+        (vec![whole.as_str()], "run the sweep with --shard I/N"),
+    ] {
+        let mut a = vec!["merge"];
+        a.extend(args);
+        let o = run(&a);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+    let junk = scratch("junk.jsonl", "{\"seed\": 1}\nnot json\n");
+    let o = run(&["merge", junk.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("junk.jsonl:2: not a line of `sweep --json` output"),
+        "{err}"
+    );
+}
+
+/// The lines of docs/scale-out.md from the one that starts with `first` to the closing fence.
+fn doc_block(first: &str) -> String {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scale-out.md"))
+            .unwrap();
+    let start = doc
+        .find(first)
+        .unwrap_or_else(|| panic!("{first} in docs/scale-out.md"));
+    let end = doc[start..].find("\n```").unwrap();
+    doc[start..start + end].to_string()
+}
+
+#[test]
+fn the_slurm_and_kubernetes_recipes_run_as_written_and_merge_to_the_whole_sweep() {
+    let me = Path::new(env!("CARGO_BIN_EXE_distlock-sim"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scale-out");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Fewer seeds than the recipes run; the scripts are as written otherwise. The binary is
+    // where the recipes expect it: target/release (Slurm) and on PATH (the image).
+    let sbatch = doc_block("#!/bin/bash")
+        .replace("0..1000000", "0..60")
+        .replace("./target/release/distlock-sim", me.to_str().unwrap());
+    let k8s = doc_block("              distlock-sim sweep").replace("0..1000000", "0..60");
+    let path = format!(
+        "{}:{}",
+        me.parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    );
+    for (name, script, var) in [
+        ("slurm", sbatch, "SLURM_ARRAY_TASK_ID"),
+        ("k8s", k8s, "JOB_COMPLETION_INDEX"),
+    ] {
+        let mut files = Vec::new();
+        for i in 0..4 {
+            let o = Command::new("bash")
+                .arg("-c")
+                .arg(&script)
+                .env(var, i.to_string())
+                .env("SLURM_CPUS_PER_TASK", "1")
+                .env("PATH", &path)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(0), "{name} {i}: {}", text(&o).1);
+            let f = dir.join(format!("{name}-{i}.jsonl"));
+            std::fs::write(&f, &o.stdout).unwrap();
+            files.push(f.display().to_string());
+        }
+        let mut args = vec!["merge", "--json"];
+        args.extend(files.iter().map(String::as_str));
+        let merged = run(&args);
+        // The whole sweep run the way the shards were (the replay lines name the program as
+        // invoked: a path for Slurm, `distlock-sim` from PATH in the image).
+        let program = if name == "k8s" {
+            "distlock-sim".to_string()
+        } else {
+            me.display().to_string()
+        };
+        let whole = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "{program} sweep models/single-px-del-pause.ron --seeds 0..60 --json"
+            ))
+            .env("PATH", &path)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let lines = |o: &Output| -> Vec<serde_json::Value> {
+            text(o).0.lines().map(without_wall_time).collect()
+        };
+        assert!(
+            lines(&merged) == lines(&whole),
+            "{name}: merged output differs from the whole sweep"
+        );
+        assert_eq!(
+            merged.status.code(),
+            Some(1),
+            "the verdict is merge's exit code"
+        );
+    }
+}

@@ -15,6 +15,7 @@ pub mod args;
 pub mod cmd;
 pub mod models;
 pub mod report;
+pub mod shard;
 
 use std::path::Path;
 use std::process::ExitCode;

@@ -574,6 +574,20 @@ pub fn sweep_json(
     jobs: usize,
     wall_s: f64,
 ) -> String {
+    sweep_json_with(sc, summary, seeds, shard, jobs, wall_s, None)
+}
+
+/// `sweep_json`, with the `partial` object a `--shard` sweep adds for `merge` (none on an
+/// unsharded sweep, whose line stays as it was).
+pub fn sweep_json_with(
+    sc: &Scenario,
+    summary: &SweepSummary,
+    seeds: &SeedRange,
+    shard: Shard,
+    jobs: usize,
+    wall_s: f64,
+    partial: Option<serde_json::Value>,
+) -> String {
     use serde_json::json;
     let mut s = String::new();
     let per: serde_json::Map<String, serde_json::Value> = sc
@@ -624,6 +638,10 @@ pub fn sweep_json(
         "wall_s": (wall_s * 1000.0).round() / 1000.0,
         "seeds_per_s": (summary.seeds_run as f64 / wall_s.max(1e-9) * 10.0).round() / 10.0,
     }});
+    let mut line = line;
+    if let Some(p) = partial {
+        line["summary"]["partial"] = p;
+    }
     let _ = writeln!(s, "{line}");
     s
 }

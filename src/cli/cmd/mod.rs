@@ -13,6 +13,7 @@ mod check;
 mod conformance;
 mod hunt;
 mod list;
+mod merge;
 mod minimize;
 mod pitfalls;
 mod replay;
@@ -36,6 +37,8 @@ enum Cmd {
     Run(run::Args),
     /// Run many seeds in parallel and summarise the violations found.
     Sweep(sweep::Args),
+    /// Merge the outputs of `sweep --shard I/N --json` into the whole sweep's summary.
+    Merge(merge::Args),
     /// Re-run one seed and print the full timeline, with the messages around each violation.
     Replay(replay::Args),
     /// How fast a model finds its first violation: run seeds in order from several starting
@@ -57,6 +60,7 @@ fn dispatch(cmd: Cmd, ctx: &Ctx) -> ExitCode {
     match cmd {
         Cmd::Run(a) => run::exec(a, ctx),
         Cmd::Sweep(a) => sweep::exec(a, ctx),
+        Cmd::Merge(a) => merge::exec(a, ctx),
         Cmd::Replay(a) => replay::exec(a, ctx),
         Cmd::Hunt(a) => hunt::exec(a, ctx),
         Cmd::Minimize(a) => minimize::exec(a, ctx),

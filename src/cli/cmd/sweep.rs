@@ -19,7 +19,8 @@ pub struct Args {
     /// this).
     #[arg(long, default_value_t = cli::default_jobs(), value_parser = cli::parse_jobs)]
     jobs: usize,
-    /// Run only the seeds with seed % N == I, written I/N (to split a sweep across machines).
+    /// Run only the seeds with seed % N == I, written I/N (to split a sweep across machines;
+    /// with --json the summary line then carries what `merge` needs: docs/scale-out.md).
     #[arg(long)]
     shard: Option<ShardArg>,
     /// One JSON line per violating seed and a summary line, instead of text.
@@ -84,7 +85,12 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
         b.finish_and_clear();
     }
     let text = if json {
-        cli::sweep_json(&sc, &summary, &a.seeds, shard, a.jobs, wall_s)
+        // A shard's line carries what `merge` needs to rebuild the whole sweep.
+        let partial = a
+            .shard
+            .is_some()
+            .then(|| cli::shard::partial_json(&sc, &summary));
+        cli::sweep_json_with(&sc, &summary, &a.seeds, shard, a.jobs, wall_s, partial)
     } else {
         cli::sweep_text(&sc, &summary, &a.seeds, shard, a.jobs, wall_s)
     };
