@@ -1047,3 +1047,88 @@ fn the_slurm_and_kubernetes_recipes_run_as_written_and_merge_to_the_whole_sweep(
         );
     }
 }
+
+/// The example binary `examples/check_then_write.rs`: a user crate's `main` that registers its
+/// own algorithm with `cli::main_with`. `cargo test` builds examples; a run of this test file
+/// alone builds it here.
+fn example_bin() -> PathBuf {
+    let me = Path::new(env!("CARGO_BIN_EXE_distlock-sim"));
+    let profile_dir = me.parent().unwrap();
+    let exe = profile_dir
+        .join("examples")
+        .join(format!("check_then_write{}", std::env::consts::EXE_SUFFIX));
+    if !exe.is_file() {
+        let mut c = Command::new(env!("CARGO"));
+        c.args(["build", "--quiet", "--example", "check_then_write"])
+            .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            c.arg("--release");
+        }
+        assert!(c.status().unwrap().success(), "building the example");
+    }
+    exe
+}
+
+#[test]
+fn a_registered_algorithm_gets_the_whole_cli_sweep_replay_as_html_and_minimize() {
+    let exe = example_bin();
+    let run_ex = |args: &[&str]| -> Output {
+        Command::new(&exe)
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    let m = "examples/check-then-write.ron";
+    // The stock binary does not know the name, and says where it is written.
+    let o = run(&["check", m]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("check-then-write.ron:")
+            && err.contains("unknown algorithm \"check-then-write\""),
+        "{err}"
+    );
+    // Its own binary runs it: a sweep finds the narrow window the check leaves.
+    let o = run_ex(&["sweep", m, "--seeds", "3640..3650"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains("resource_safety    VIOLATED in 1 of 10 seeds (first: seed 3646)"),
+        "{out}"
+    );
+    // The printed picture line runs as pasted: the example's own binary, as invoked.
+    let picture = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("picture: "))
+        .expect("picture line");
+    assert!(picture.starts_with(exe.to_str().unwrap()), "{picture}");
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("check-then-write-seed3646.html");
+    let o = sh(picture);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).1);
+    let html = std::fs::read_to_string(&page).unwrap();
+    std::fs::remove_file(&page).unwrap();
+    assert!(html.contains("check-then-write") && html.contains("resource_safety"));
+    // Minimised to a model that still names the algorithm and still fails.
+    let min = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-then-write-min.ron");
+    let o = run_ex(&[
+        "minimize",
+        m,
+        "--seed",
+        "3646",
+        "--out",
+        min.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        out.starts_with("resource_safety at seed 3646: 9 faults before"),
+        "{out}"
+    );
+    let o = run_ex(&["run", min.to_str().unwrap(), "--seed", "3646"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).0);
+    // A name that is a built-in's is refused.
+    let o = run_ex(&["list"]);
+    assert_eq!(o.status.code(), Some(0));
+}

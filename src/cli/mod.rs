@@ -28,6 +28,47 @@ use crate::scenario::{self, Scenario};
 
 /// Runs the command line on this process's arguments; what `distlock-sim`'s `main` is.
 pub fn main() -> ExitCode {
+    main_with(Registry::new())
+}
+
+/// The algorithms a user crate adds to the command line, by name: a model's client group
+/// then says `algorithm: "my-lock"` and every command (run, sweep, replay in every format,
+/// hunt, minimize, check, merge) runs it as it runs a built-in one. docs/custom-algorithm.md.
+#[derive(Default)]
+pub struct Registry {
+    algorithms: Vec<(String, Box<scenario::custom::AlgorithmFactory>)>,
+}
+
+impl Registry {
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// Registers an algorithm under `name`, made per client from its group's configuration
+    /// (the single-instance fields: `node`, `ttl`, `hold`, `retry`, `request_timeout`, ...).
+    pub fn algorithm(
+        mut self,
+        name: &str,
+        make: impl Fn(&crate::client::ClientConfig) -> Box<dyn crate::process::Process>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Registry {
+        self.algorithms.push((name.to_string(), Box::new(make)));
+        self
+    }
+}
+
+/// The whole command line with the registered algorithms added: what a user crate's `main`
+/// calls (`fn main() -> ExitCode { distlock_sim::cli::main_with(Registry::new().algorithm(..)) }`).
+/// A name that clashes with a built-in algorithm is bad input (exit 2).
+pub fn main_with(registry: Registry) -> ExitCode {
+    if !registry.algorithms.is_empty() {
+        let builtin = |n: &str| scenario::clients::ClientKind::from_name(n).is_some();
+        if let Err(e) = scenario::custom::install(registry.algorithms, &builtin) {
+            return bad_input(&e);
+        }
+    }
     cmd::main()
 }
 

@@ -36,24 +36,30 @@ pub enum ClientKind {
     Watchdog,
     /// ZooKeeper-style lock on the model's `consensus` service (`ttl` is the session timeout).
     Consensus,
+    /// An algorithm a user crate registered (`scenario::custom`): reads the single-instance
+    /// fields.
+    Custom(u16),
 }
 
 impl ClientKind {
     pub fn name(self) -> &'static str {
         match self {
             ClientKind::Single(a) => a.name(),
+            ClientKind::Custom(i) => crate::scenario::custom::name(i),
             ClientKind::Redlock => "redlock",
             ClientKind::Watchdog => "watchdog",
             ClientKind::Consensus => "consensus",
         }
     }
 
-    fn from_name(s: &str) -> Option<ClientKind> {
+    pub fn from_name(s: &str) -> Option<ClientKind> {
         match s {
             "redlock" => Some(ClientKind::Redlock),
             "watchdog" => Some(ClientKind::Watchdog),
             "consensus" => Some(ClientKind::Consensus),
-            _ => Algorithm::from_name(s).map(ClientKind::Single),
+            _ => Algorithm::from_name(s)
+                .map(ClientKind::Single)
+                .or_else(|| crate::scenario::custom::lookup(s).map(ClientKind::Custom)),
         }
     }
 
@@ -65,6 +71,7 @@ impl ClientKind {
             ClientKind::Watchdog,
             ClientKind::Consensus,
         ]);
+        v.extend(crate::scenario::custom::indices().map(ClientKind::Custom));
         v
     }
 
@@ -250,6 +257,9 @@ pub enum AlgorithmSpec {
         via_sentinels: Option<Mark>,
         /// `set-px-wait-cad` only (and required there): `WAIT replicas timeout`.
         wait: Option<WaitSpec>,
+        /// A registered algorithm (`scenario::custom`) makes the clients; `algorithm` is
+        /// then `set-px-cad`, what the checks and triggers treat it as.
+        custom: Option<u16>,
     },
     /// Redlock over independent masters.
     Redlock {
@@ -386,12 +396,12 @@ impl Field {
             | Field::Rounds
             | Field::Clock
             | Field::Start => true,
-            Field::Node => matches!(kind, K::Single(_) | K::Watchdog),
+            Field::Node => matches!(kind, K::Single(_) | K::Watchdog | K::Custom(_)),
             Field::Nodes | Field::Redlock => kind == K::Redlock,
             Field::Watchdog => kind == K::Watchdog,
             Field::PresentToken => kind == K::Consensus,
             Field::Retry | Field::RequestTimeout => kind != K::Redlock,
-            Field::MaxAttempts | Field::ViaSentinels => matches!(kind, K::Single(_)),
+            Field::MaxAttempts | Field::ViaSentinels => matches!(kind, K::Single(_) | K::Custom(_)),
             Field::Wait => kind == K::Single(Algorithm::SetPxWaitCad),
         }
     }
@@ -562,8 +572,14 @@ impl Raw {
                 request_timeout: self.request_timeout,
             })
         };
+        let (kind, custom) = match kind {
+            ClientKind::Custom(i) => (ClientKind::Single(Algorithm::SetPxCad), Some(i)),
+            k => (k, None),
+        };
         let spec = match kind {
+            ClientKind::Custom(_) => unreachable!("mapped to Single above"),
             ClientKind::Single(algorithm) => AlgorithmSpec::Single {
+                custom,
                 algorithm,
                 node: self
                     .node
@@ -616,6 +632,9 @@ impl Raw {
 impl ClientGroup {
     pub fn kind(&self) -> ClientKind {
         match &self.spec {
+            AlgorithmSpec::Single {
+                custom: Some(i), ..
+            } => ClientKind::Custom(*i),
             AlgorithmSpec::Single { algorithm, .. } => ClientKind::Single(*algorithm),
             AlgorithmSpec::Redlock { .. } => ClientKind::Redlock,
             AlgorithmSpec::Watchdog { .. } => ClientKind::Watchdog,
@@ -779,6 +798,7 @@ impl ClientGroup {
             let actor = match &self.spec {
                 AlgorithmSpec::Single {
                     algorithm,
+                    custom,
                     node,
                     retrying,
                     max_attempts,
@@ -808,9 +828,10 @@ impl ClientGroup {
                         wait_replicas: wait.map_or(0, |w| w.replicas.0 as u32),
                         wait_timeout_ms: wait.map_or(0, |w| w.timeout.ns() / NS_PER_MS),
                     };
-                    match cx.custom {
-                        Some(make) => Actor::Custom(make(&cfg)),
-                        None => Actor::Client(Box::new(LockClient::new(cfg))),
+                    match (custom, cx.custom) {
+                        (Some(i), _) => Actor::Custom(crate::scenario::custom::make(*i, &cfg)),
+                        (None, Some(make)) => Actor::Custom(make(&cfg)),
+                        (None, None) => Actor::Client(Box::new(LockClient::new(cfg))),
                     }
                 }
                 AlgorithmSpec::Redlock { nodes, redlock } => {
