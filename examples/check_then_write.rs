@@ -78,7 +78,7 @@ impl CheckThenWrite {
     }
 
     /// Sends `cmd` to Redis with a deadline of the model's `request_timeout`.
-    fn to_redis(&mut self, cx: &mut Cx<'_>, step: Step, cmd: Command) {
+    fn send_to_redis(&mut self, cx: &mut Cx<'_>, step: Step, cmd: Command) {
         self.step = step;
         let id = self.resource_request_id();
         self.awaiting = Some(id);
@@ -108,7 +108,7 @@ impl CheckThenWrite {
             get: false,
             expiry: Some(SetExpiry::Px(self.cfg.ttl_ms as i64)),
         };
-        self.to_redis(cx, Step::Acquiring, cmd);
+        self.send_to_redis(cx, Step::Acquiring, cmd);
     }
 
     fn retry_later(&mut self, cx: &mut Cx<'_>) {
@@ -126,7 +126,7 @@ impl CheckThenWrite {
             args: [self.token.clone()].into(),
             read_only: false,
         };
-        self.to_redis(cx, Step::Releasing { then_retry }, cmd);
+        self.send_to_redis(cx, Step::Releasing { then_retry }, cmd);
     }
 
     /// What a reply (`Some`) or a passed deadline (`None`) to the awaited request means.
@@ -223,7 +223,7 @@ impl Process for CheckThenWrite {
             // The hold is over (in place of `on_hold_timer`): check before acting.
             Step::Section => {
                 let cmd = Command::Get(self.cfg.key.clone());
-                self.to_redis(cx, Step::Checking, cmd);
+                self.send_to_redis(cx, Step::Checking, cmd);
             }
             Step::Waiting => self.try_lock(cx),
             _ => {}
