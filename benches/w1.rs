@@ -1,7 +1,7 @@
-//! W1 (../shared/workloads.md): one node, 8 clients contending with SET NX PX 30 + the unlock
+//! W1: one node, 8 clients contending with SET NX PX 30 + the unlock
 //! script over 0.1-1 ms links, 10 s of virtual time. Throughput is reported in *simulated
 //! seconds per wall second* (criterion's "elem/s"), the figure to put next to
-//! `../shared/yardstick/w1-bare`.
+//! the bare-loop yardstick `w1-bare` (not in this repository; README's table quotes it).
 //!
 //! Two measurements:
 //! - `engine_fixture_clients`: the engine — event loop, network, clocks, the real Redis node

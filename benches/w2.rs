@@ -1,4 +1,4 @@
-//! W2 (../shared/workloads.md): a Redlock sweep — the bundled model `bench-w2` (five masters,
+//! W2: a Redlock sweep — the bundled model `bench-w2` (five masters,
 //! three Redlock clients, swarm faults, 60 s per seed). Throughput is seeds per second
 //! (criterion's "elem/s"), with one and two worker threads: their ratio is the scaling figure.
 //! Also the bare event-loop core: processes that only bounce messages, no Redis, no history.

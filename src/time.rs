@@ -68,6 +68,15 @@ pub fn fmt_duration_ns(ns: u64) -> String {
     }
 }
 
+/// A signed duration for people: `-3.2s`, `+850ms`.
+pub fn fmt_signed_ns(ns: i64) -> String {
+    format!(
+        "{}{}",
+        if ns < 0 { '-' } else { '+' },
+        fmt_duration_ns(ns.unsigned_abs())
+    )
+}
+
 /// Index of a process (Redis node, client, resource, ...) in its world.
 /// Invariant: a `ProcId` is an index into the world's process table, assigned at build time
 /// and never reused.

@@ -1,6 +1,7 @@
 //! The command line as users meet it: exit codes, located errors for bad input, replay lines,
 //! and sweeps whose results do not depend on threads or sharding.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -138,8 +139,19 @@ fn a_wrong_reply_makes_conformance_fail_with_expected_and_got() {
     assert!(out.ends_with("0 passed, 1 failed, 0 skipped\n"), "{out}");
 }
 
+/// Runs a printed command line as a user pasting it would: through a shell, from the
+/// repository's root.
+fn sh(line: &str) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(line)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("sh runs")
+}
+
 #[test]
-fn a_violation_exits_1_and_prints_the_replay_command() {
+fn a_violation_exits_1_and_prints_a_replay_command_that_runs_as_pasted() {
     let o = run(&[
         "sweep",
         "models/single-px-del-pause.ron",
@@ -153,20 +165,66 @@ fn a_violation_exits_1_and_prints_the_replay_command() {
         .find(|l| l.contains("replay: "))
         .expect("replay line");
     let cmd = line.split("replay: ").nth(1).unwrap();
+    // Not on PATH here: the line calls the binary by the path it was invoked by.
+    let me = env!("CARGO_BIN_EXE_distlock-sim");
     assert!(
-        cmd.starts_with("distlock-sim replay models/single-px-del-pause.ron --seed "),
+        cmd.starts_with(&format!(
+            "{me} replay models/single-px-del-pause.ron --seed "
+        )),
         "{cmd}"
     );
-    // The printed command reproduces the violation.
-    let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
-    let o = run(&args);
-    let (replay, _) = text(&o);
-    assert_eq!(o.status.code(), Some(1));
+    // The printed command, pasted into a shell, reproduces the violation.
+    let o = sh(cmd);
+    let (replay, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(replay.contains("VIOLATED mutual_exclusion"), "{replay}");
     assert!(
         replay.contains("!!! VIOLATION"),
         "the timeline marks the violation"
     );
+}
+
+#[test]
+fn the_printed_picture_command_runs_as_pasted_and_writes_the_page() {
+    let o = run(&["sweep", "single-px-del-pause", "--seeds", "0..5"]);
+    let (out, _) = text(&o);
+    let line = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("picture: "))
+        .expect("picture line");
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("single-px-del-pause-seed0.html");
+    let _ = std::fs::remove_file(&page);
+    let o = sh(line);
+    let (_, err) = text(&o);
+    // The verdict of the seed, as without --out; the file is written all the same.
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("wrote single-px-del-pause-seed0.html (seed 0: violated, exit code 1)"),
+        "{err}"
+    );
+    let html = std::fs::read_to_string(&page).expect("page written");
+    std::fs::remove_file(&page).unwrap();
+    assert!(html.contains("<html"), "not a page");
+}
+
+#[test]
+fn printed_commands_quote_paths_the_shell_would_split() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli tests with space");
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = dir.join("it's.ron");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/single-px-del-pause.ron"),
+        &m,
+    )
+    .unwrap();
+    let o = run(&["run", m.to_str().unwrap()]);
+    let (out, _) = text(&o);
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("replay: "))
+        .expect("replay line");
+    let o = sh(line);
+    assert_eq!(o.status.code(), Some(1), "{line}: {}", text(&o).1);
 }
 
 #[test]
@@ -571,4 +629,506 @@ fn an_unknown_hazard_is_named_with_a_suggestion_and_exits_2() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("witness names holder_crashed twice"), "{err}");
+}
+
+#[test]
+fn an_unknown_model_name_says_what_was_searched_and_suggests_the_nearest_bundled_one() {
+    let o = run(&["run", "single-px-del-paws"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("did you mean \"single-px-del-pause\"?"),
+        "{err}"
+    );
+    assert!(err.contains("bundled models in models/"), "{err}");
+    // The file was never opened: no made-up position.
+    assert!(!err.contains(":1:1"), "{err}");
+    // A path that names no file gets the nearest bundled file.
+    let o = run(&["sweep", "models/single-px-del-paws.ron"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no such model file (did you mean models/single-px-del-pause.ron?)"),
+        "{err}"
+    );
+    // Nothing near: no suggestion, but still what was searched.
+    let (_, err) = text(&run(&["check", "zzzzzzzz"]));
+    assert!(
+        !err.contains("did you mean") && err.contains("bundled models"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_misspelt_property_or_algorithm_is_named_with_the_nearest_known_one() {
+    let (code, err) = bad_model("prop.ron", "\"mutual_exclusion\"", "\"mutual_exclution\"");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did you mean \"mutual_exclusion\"?"), "{err}");
+    let (code, err) = bad_model("alg.ron", "\"set-px-cad\"", "\"set-px-cda\"");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did you mean \"set-px-cad\"?"), "{err}");
+    assert!(err.contains("prop.ron") || err.contains("alg.ron"), "{err}");
+}
+
+#[test]
+fn every_subcommand_with_jobs_refuses_zero_and_too_many_the_same_way() {
+    for cmd in [
+        &["sweep", "single-px-del-pause"][..],
+        &["hunt", "single-px-del-pause"],
+        &["pitfalls"],
+    ] {
+        for bad in ["0", "257", "x"] {
+            let mut args = cmd.to_vec();
+            args.extend(["--jobs", bad]);
+            let o = run(&args);
+            let (_, err) = text(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains("'--jobs <JOBS>'"), "{args:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_window_with_a_format_that_shows_the_whole_run_is_refused_not_ignored() {
+    for format in ["text", "json", "chrome"] {
+        let o = run(&[
+            "replay",
+            "single-px-del-pause",
+            "--seed",
+            "0",
+            "--format",
+            format,
+            "--window",
+            "30s..45s",
+        ]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{format}: {err}");
+        assert!(
+            err.contains("--window applies to --format svg and html"),
+            "{err}"
+        );
+        assert!(out.is_empty(), "nothing printed: {out}");
+    }
+    let o = run(&[
+        "replay",
+        "single-px-del-pause",
+        "--seed",
+        "0",
+        "--format",
+        "svg",
+        "--window",
+        "30s..45s",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "svg takes it: {}", text(&o).1);
+}
+
+#[test]
+fn every_model_argument_and_seed_option_has_help_text() {
+    for cmd in ["run", "sweep", "replay", "hunt", "minimize", "check"] {
+        let o = run(&[cmd, "--help"]);
+        let (help, _) = text(&o);
+        assert_eq!(o.status.code(), Some(0));
+        assert!(
+            help.contains("Model file, or the name of a bundled model"),
+            "{cmd}: {help}"
+        );
+        // The option's own line, or the next one in clap's long layout, says what it is.
+        let lines: Vec<&str> = help.lines().collect();
+        if let Some(i) = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with("--seed <"))
+        {
+            let said = format!("{} {}", lines[i], lines.get(i + 1).unwrap_or(&""));
+            assert!(
+                said.contains("seed to")
+                    || said.contains("seed draws")
+                    || said.contains("The seed"),
+                "{cmd}: {said}"
+            );
+        } else {
+            assert!(
+                !["run", "replay", "minimize"].contains(&cmd),
+                "{cmd} has --seed"
+            );
+        }
+    }
+}
+
+#[test]
+fn list_puts_every_description_in_one_column_however_long_the_name() {
+    let (out, _) = text(&run(&["list"]));
+    let columns: BTreeSet<usize> = out
+        .lines()
+        .map(|l| {
+            let name_end = l.find(' ').unwrap_or(0);
+            name_end + l[name_end..].len() - l[name_end..].trim_start().len()
+        })
+        .collect();
+    assert_eq!(
+        columns.len(),
+        1,
+        "descriptions start at columns {columns:?}:\n{out}"
+    );
+    // The longest name is followed by the two spaces of the gutter, like every other.
+    assert!(
+        out.contains("fencing-incr-regresses-after-failover  INCR"),
+        "{out}"
+    );
+}
+
+#[test]
+fn pitfalls_out_creates_a_missing_folder_and_reports_progress() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pitfalls-out/new/folder");
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+    let file = dir.join("guide.md");
+    let o = run(&["pitfalls", "--out", file.to_str().unwrap(), "--jobs", "2"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("pitfalls: [1/"), "progress: {err}");
+    assert!(
+        err.contains(&format!("pitfalls: wrote {}", file.display())),
+        "{err}"
+    );
+    let guide = std::fs::read_to_string(&file).unwrap();
+    assert!(guide.starts_with("# The pitfall catalogue"));
+    assert!(dir.join("pitfalls/single-px-del-pause.svg").is_file());
+    // A folder that cannot be made is bad input at once, not after the sweeps.
+    let blocker = scratch("not-a-dir", "x");
+    let o = run(&[
+        "pitfalls",
+        "--out",
+        &format!("{}/sub/x.md", blocker.display()),
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        !err.contains("pitfalls: [1/"),
+        "refused before any work: {err}"
+    );
+}
+
+#[test]
+fn docs_models_and_sources_name_nothing_a_fresh_clone_lacks() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<PathBuf> = vec![root.join("README.md")];
+    let mut stack = vec![
+        root.join("docs"),
+        root.join("models"),
+        root.join("src"),
+        root.join("benches"),
+    ];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p
+                .extension()
+                .is_some_and(|x| x == "md" || x == "ron" || x == "rs")
+            {
+                files.push(p);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let numbered_pitfall = line.match_indices("pitfall").any(|(i, _)| {
+                let rest = &line[i + "pitfall".len()..];
+                let rest = rest.strip_prefix('s').unwrap_or(rest);
+                rest.strip_prefix(' ')
+                    .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+            });
+            if numbered_pitfall
+                || [
+                    "../shared",
+                    "/work/shared",
+                    "redis-semantics",
+                    "§7",
+                    "design.md",
+                ]
+                .iter()
+                .any(|s| line.contains(s))
+            {
+                found.push(format!("{}:{}: {line}", f.display(), n + 1));
+            }
+        }
+    }
+    // This file's own list of what to look for is the one exception.
+    found.retain(|l| !l.contains("tests/cli.rs"));
+    assert!(
+        found.is_empty(),
+        "references to files outside the repository:\n{}",
+        found.join("\n")
+    );
+}
+
+/// A JSON line without the fields that measure the machine (wall time, rate, workers).
+fn without_wall_time(line: &str) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+    if let Some(s) = v.get_mut("summary").and_then(|s| s.as_object_mut()) {
+        for k in ["wall_s", "seeds_per_s", "jobs"] {
+            assert!(s.remove(k).is_some(), "summary has {k}");
+        }
+    }
+    v
+}
+
+#[test]
+fn four_shards_merged_give_exactly_the_summary_of_the_unsharded_sweep() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("merge-4");
+    std::fs::create_dir_all(&dir).unwrap();
+    for m in ["single-px-del-pause", "redlock-clock-jump"] {
+        let whole = run(&["sweep", m, "--seeds", "0..120", "--json"]);
+        let mut files = Vec::new();
+        for i in 0..4 {
+            let o = run(&[
+                "sweep",
+                m,
+                "--seeds",
+                "0..120",
+                "--shard",
+                &format!("{i}/4"),
+                "--json",
+            ]);
+            assert!(o.status.code() == Some(0) || o.status.code() == Some(1));
+            let f = dir.join(format!("{m}-{i}.jsonl"));
+            std::fs::write(&f, &o.stdout).unwrap();
+            files.push(f.display().to_string());
+        }
+        // Any order of the files.
+        files.reverse();
+        let mut args = vec!["merge", "--json"];
+        args.extend(files.iter().map(String::as_str));
+        let merged = run(&args);
+        assert_eq!(
+            merged.status.code(),
+            whole.status.code(),
+            "{}",
+            text(&merged).1
+        );
+        let lines = |o: &Output| -> Vec<serde_json::Value> {
+            text(o).0.lines().map(without_wall_time).collect()
+        };
+        let (w, g) = (lines(&whole), lines(&merged));
+        assert!(w.len() > 1, "{m} should violate in some seeds");
+        assert_eq!(w, g, "{m}: merged JSON differs from the whole sweep");
+        // The text summary too, but for the wall-time figures of its first line.
+        let mut args = vec!["merge"];
+        args.extend(files.iter().map(String::as_str));
+        let merged = run(&args);
+        let whole = run(&["sweep", m, "--seeds", "0..120"]);
+        let body = |o: &Output| text(o).0.lines().skip(1).collect::<Vec<_>>().join("\n");
+        assert_eq!(body(&whole), body(&merged), "{m}");
+        assert!(
+            text(&merged)
+                .0
+                .starts_with(&format!("model {m}: 120 seeds (0..120) in "))
+        );
+    }
+}
+
+#[test]
+fn merge_refuses_a_missing_shard_a_duplicate_and_an_unsharded_output() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("merge-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, args: &[&str]| -> String {
+        let f = dir.join(name);
+        std::fs::write(&f, run(args).stdout).unwrap();
+        f.display().to_string()
+    };
+    let m = "single-px-del-pause";
+    let s0 = write(
+        "s0",
+        &["sweep", m, "--seeds", "0..20", "--shard", "0/2", "--json"],
+    );
+    let whole = write("whole", &["sweep", m, "--seeds", "0..20", "--json"]);
+    for (args, says) in [
+        (vec![s0.as_str()], "1 of 2 shards given; missing 1/2"),
+        (vec![s0.as_str(), s0.as_str()], "shard 0/2 given twice"),
+        (vec![whole.as_str()], "run the sweep with --shard I/N"),
+    ] {
+        let mut a = vec!["merge"];
+        a.extend(args);
+        let o = run(&a);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+    let junk = scratch("junk.jsonl", "{\"seed\": 1}\nnot json\n");
+    let o = run(&["merge", junk.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("junk.jsonl:2: not a line of `sweep --json` output"),
+        "{err}"
+    );
+}
+
+/// The lines of docs/scale-out.md from the one that starts with `first` to the closing fence.
+fn doc_block(first: &str) -> String {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scale-out.md"))
+            .unwrap();
+    let start = doc
+        .find(first)
+        .unwrap_or_else(|| panic!("{first} in docs/scale-out.md"));
+    let end = doc[start..].find("\n```").unwrap();
+    doc[start..start + end].to_string()
+}
+
+#[test]
+fn the_slurm_and_kubernetes_recipes_run_as_written_and_merge_to_the_whole_sweep() {
+    let me = Path::new(env!("CARGO_BIN_EXE_distlock-sim"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scale-out");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Fewer seeds than the recipes run; the scripts are as written otherwise. The binary is
+    // where the recipes expect it: target/release (Slurm) and on PATH (the image).
+    let sbatch = doc_block("#!/bin/bash")
+        .replace("0..1000000", "0..60")
+        .replace("./target/release/distlock-sim", me.to_str().unwrap());
+    let k8s = doc_block("              distlock-sim sweep").replace("0..1000000", "0..60");
+    let path = format!(
+        "{}:{}",
+        me.parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    );
+    for (name, script, var) in [
+        ("slurm", sbatch, "SLURM_ARRAY_TASK_ID"),
+        ("k8s", k8s, "JOB_COMPLETION_INDEX"),
+    ] {
+        let mut files = Vec::new();
+        for i in 0..4 {
+            let o = Command::new("bash")
+                .arg("-c")
+                .arg(&script)
+                .env(var, i.to_string())
+                .env("SLURM_CPUS_PER_TASK", "1")
+                .env("PATH", &path)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(0), "{name} {i}: {}", text(&o).1);
+            let f = dir.join(format!("{name}-{i}.jsonl"));
+            std::fs::write(&f, &o.stdout).unwrap();
+            files.push(f.display().to_string());
+        }
+        let mut args = vec!["merge", "--json"];
+        args.extend(files.iter().map(String::as_str));
+        let merged = run(&args);
+        // The whole sweep run the way the shards were (the replay lines name the program as
+        // invoked: a path for Slurm, `distlock-sim` from PATH in the image).
+        let program = if name == "k8s" {
+            "distlock-sim".to_string()
+        } else {
+            me.display().to_string()
+        };
+        let whole = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "{program} sweep models/single-px-del-pause.ron --seeds 0..60 --json"
+            ))
+            .env("PATH", &path)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let lines = |o: &Output| -> Vec<serde_json::Value> {
+            text(o).0.lines().map(without_wall_time).collect()
+        };
+        assert!(
+            lines(&merged) == lines(&whole),
+            "{name}: merged output differs from the whole sweep"
+        );
+        assert_eq!(
+            merged.status.code(),
+            Some(1),
+            "the verdict is merge's exit code"
+        );
+    }
+}
+
+/// The example binary `examples/check_then_write.rs`: a user crate's `main` that registers its
+/// own algorithm with `cli::main_with`. `cargo test` builds examples; a run of this test file
+/// alone builds it here.
+fn example_bin() -> PathBuf {
+    let me = Path::new(env!("CARGO_BIN_EXE_distlock-sim"));
+    let profile_dir = me.parent().unwrap();
+    let exe = profile_dir
+        .join("examples")
+        .join(format!("check_then_write{}", std::env::consts::EXE_SUFFIX));
+    if !exe.is_file() {
+        let mut c = Command::new(env!("CARGO"));
+        c.args(["build", "--quiet", "--example", "check_then_write"])
+            .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap())
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            c.arg("--release");
+        }
+        assert!(c.status().unwrap().success(), "building the example");
+    }
+    exe
+}
+
+#[test]
+fn a_registered_algorithm_gets_the_whole_cli_sweep_replay_as_html_and_minimize() {
+    let exe = example_bin();
+    let run_ex = |args: &[&str]| -> Output {
+        Command::new(&exe)
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    let m = "examples/check-then-write.ron";
+    // The stock binary does not know the name, and says where it is written.
+    let o = run(&["check", m]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("check-then-write.ron:")
+            && err.contains("unknown algorithm \"check-then-write\""),
+        "{err}"
+    );
+    // Its own binary runs it: a sweep finds the narrow window the check leaves.
+    let o = run_ex(&["sweep", m, "--seeds", "3640..3650"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains("resource_safety    VIOLATED in 1 of 10 seeds (first: seed 3646)"),
+        "{out}"
+    );
+    // The printed picture line runs as pasted: the example's own binary, as invoked.
+    let picture = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("picture: "))
+        .expect("picture line");
+    assert!(picture.starts_with(exe.to_str().unwrap()), "{picture}");
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("check-then-write-seed3646.html");
+    let o = sh(picture);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).1);
+    let html = std::fs::read_to_string(&page).unwrap();
+    std::fs::remove_file(&page).unwrap();
+    assert!(html.contains("check-then-write") && html.contains("resource_safety"));
+    // Minimised to a model that still names the algorithm and still fails.
+    let min = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-then-write-min.ron");
+    let o = run_ex(&[
+        "minimize",
+        m,
+        "--seed",
+        "3646",
+        "--out",
+        min.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        out.starts_with("resource_safety at seed 3646: 9 faults before"),
+        "{out}"
+    );
+    let o = run_ex(&["run", min.to_str().unwrap(), "--seed", "3646"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).0);
+    // A name that is a built-in's is refused.
+    let o = run_ex(&["list"]);
+    assert_eq!(o.status.code(), Some(0));
 }

@@ -8,7 +8,8 @@
 //! again when it changes. The node dies with the session: a session that sends nothing for
 //! its timeout expires, its nodes are deleted and the next node's owner takes the lock.
 //!
-//! What the contrast shows (redis-semantics §6, pitfalls 12 and 16): a paused holder still
+//! What the contrast shows (a client paused after acquiring; a fencing counter that can go
+//! back after a failover): a paused holder still
 //! believes it holds after its session expired — a consensus store does not remove the need
 //! for fencing — but its fencing token, the zxid of its node's creation, is trustworthy: every
 //! write of the service gets a larger zxid, nothing is lost, so a later holder always presents
@@ -23,8 +24,8 @@
 use std::collections::BTreeMap;
 
 use crate::client::section::{Section, SectionHost};
-use crate::client::single::NsRange;
 use crate::client::timeout::RequestTimeout;
+use crate::client::timer::NsRange;
 use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};

@@ -17,8 +17,10 @@
 //!
 //! What the libraries differ in, and what each difference costs, is in `RedlockOptions`
 //! and its presets. Deliberately kept, because people run them: elapsed time measured on a
-//! wall clock that steps (pitfall 13), no validity re-check before the write (pitfall 12),
-//! extends that resurrect an expired key (pitfall 14), fixed retry delays (pitfall 17).
+//! wall clock that steps, no validity re-check before the write, extends that resurrect an
+//! expired key, fixed retry delays (each has its model in `models/`, e.g.
+//! `redlock-wall-clock-step-client`, `redlock-pause-after-acquire`,
+//! `redlock-extend-resurrects`, `redlock-fixed-retry-livelock`).
 //!
 //! Simplifications: all nodes are asked in parallel (redlock-py and redlock-rb ask one after
 //! the other, which only lengthens `elapsed`); an attempt is decided when every node replied
@@ -29,7 +31,8 @@
 use std::sync::Arc;
 
 use crate::client::section::{Section, SectionHost, Stage};
-use crate::client::single::{NsRange, token_bytes};
+use crate::client::single::token_bytes;
+use crate::client::timer::NsRange;
 use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
@@ -678,7 +681,7 @@ impl RedlockClient {
     }
 
     /// Elapsed time since `f` started, on the chosen clock; negative if a wall clock
-    /// stepped back meanwhile (pitfall 13, kept on purpose).
+    /// stepped back meanwhile (`redlock-wall-clock-step-client`, kept on purpose).
     fn elapsed_ns(&self, cx: &Cx<'_>, f: &FanOut) -> i64 {
         match self.config.options.clock {
             ElapsedClock::Monotonic => {
@@ -730,7 +733,7 @@ impl RedlockClient {
                 if reply == Reply::Int(0) =>
             {
                 // No key of ours here (expired, restarted empty, or someone else's): set it
-                // if missing. This is what resurrects an expired lock (pitfall 14).
+                // if missing. This is what resurrects an expired lock (`redlock-extend-resurrects`).
                 let id = self.new_id();
                 let cmd = self.set_command(true);
                 cx.send(self.config.nodes[i], Msg::Request { id, cmd });
@@ -864,7 +867,7 @@ impl RedlockClient {
         }
         self.arm_validity(cx, validity_ns);
         // No re-check of validity before acting, here or before the write: no library does
-        // it for the caller (pitfall 12).
+        // it for the caller (`redlock-pause-after-acquire`).
         self.enter_section(cx, None);
     }
 
@@ -1679,7 +1682,7 @@ mod tests {
         let unlocks = requests(&out);
         assert_eq!(unlocks.len(), 5);
         assert!(unlocks.iter().all(|r| is_unlock(&r.cmd, b"c1-1")));
-        // Without the option the client works on for its whole hold (pitfall 12).
+        // Without the option the client works on for its whole hold (`redlock-pause-after-acquire`).
         let mut h = Harness::new(config(RedlockOptions {
             stop_at_validity: false,
             ..options
@@ -1731,7 +1734,7 @@ mod tests {
         h.advance(MS);
         h.resource_ack(read_id, 41);
         // A 60 s pause (longer than the TTL) after acquiring: the write still goes out when
-        // the client resumes, without any re-check of validity (pitfall 12).
+        // the client resumes, without any re-check of validity (`redlock-pause-after-acquire`).
         h.mono_ns += 60_000 * MS;
         let out = h.advance(0);
         let write = out.iter().find_map(|o| match o {

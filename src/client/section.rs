@@ -8,7 +8,7 @@
 //! The hooks leave each algorithm its own request bookkeeping (ids, deadlines and timeouts)
 //! because those are what its trace is made of; the section only says when to send what.
 
-use crate::client::single::NsRange;
+use crate::client::timer::NsRange;
 use crate::history::Observation;
 use crate::process::Cx;
 use crate::proto::{Bytes, Msg};

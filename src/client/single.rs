@@ -69,26 +69,7 @@ impl Algorithm {
     }
 }
 
-/// A closed-open range `[min, max]` of ns from which a duration is drawn per use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NsRange {
-    pub min: u64,
-    // Invariant: min <= max.
-    pub max: u64,
-}
-
-impl NsRange {
-    pub fn fixed(ns: u64) -> NsRange {
-        NsRange { min: ns, max: ns }
-    }
-    pub fn new(min: u64, max: u64) -> NsRange {
-        assert!(min <= max);
-        NsRange { min, max }
-    }
-    fn draw(self, cx: &mut Cx<'_>) -> u64 {
-        cx.rng.range_inclusive(self.min, self.max)
-    }
-}
+pub use crate::client::timer::NsRange;
 
 #[derive(Clone, Debug)]
 pub struct ClientConfig {

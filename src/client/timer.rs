@@ -8,6 +8,28 @@
 
 use crate::process::Cx;
 
+/// A closed range `[min, max]` of ns from which a duration (a retry delay, a hold) is
+/// drawn per use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NsRange {
+    pub min: u64,
+    // Invariant: min <= max.
+    pub max: u64,
+}
+
+impl NsRange {
+    pub fn fixed(ns: u64) -> NsRange {
+        NsRange { min: ns, max: ns }
+    }
+    pub fn new(min: u64, max: u64) -> NsRange {
+        assert!(min <= max);
+        NsRange { min, max }
+    }
+    pub(crate) fn draw(self, cx: &mut Cx<'_>) -> u64 {
+        cx.rng.range_inclusive(self.min, self.max)
+    }
+}
+
 /// Set in the tag of every background timer; never in a step timer's.
 const BACKGROUND_BIT: u64 = 1 << 63;
 /// The request timeout's tag (all bits: above any background generation in use).

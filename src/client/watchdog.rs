@@ -8,7 +8,7 @@
 //! `renew_every_ms` after the previous renewal's outcome (Redisson chains each renewal on the
 //! previous one's completion) the client sends the compare-and-pexpire script.
 //!
-//! What makes this algorithm interesting is how renewal fails (pitfall 15):
+//! What makes this algorithm interesting is how renewal fails (`watchdog-partition`, `watchdog-pause`):
 //! - a renewal that fails is not reported to the holder (Redisson only logs it,
 //!   RenewalTask.java:177-180; its opt-in `ExpiredObjectListener` of 3.43.0+ needs keyspace
 //!   notifications, which cannot cross the partition that caused the expiry): the holder
@@ -31,8 +31,9 @@
 use std::sync::Arc;
 
 use crate::client::section::{Section, SectionHost};
-use crate::client::single::{NsRange, token_bytes};
+use crate::client::single::token_bytes;
 use crate::client::timeout::RequestTimeout;
+use crate::client::timer::NsRange;
 use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};

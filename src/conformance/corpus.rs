@@ -1,5 +1,5 @@
 //! Parser for the Redis conformance corpus format
-//! (`/work/shared/conformance/redis7/README.md`).
+//! (`tests/conformance/redis7/README.md`).
 //!
 //! A corpus file is a list of cases. Each case starts with `# case: NAME`, has one
 //! `# topology: single | master-replica` line before its first step, and a list of
@@ -1090,11 +1090,50 @@ impl<'a> ReplyParser<'a> {
     }
 }
 
+/// Unix ms at which every case starts (a whole second, as in the recording).
+pub const CASE_START_UNIX_MS: i64 = 1_700_000_000_000;
+/// What happened to one case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CaseResult {
+    Passed,
+    /// First mismatch: corpus line, command text, expected pattern, reply got.
+    Failed {
+        line: usize,
+        command: String,
+        expected: String,
+        got: String,
+    },
+    Skipped {
+        reason: &'static str,
+    },
+}
+
+/// A command as a case shows it in a failure: plain words as they are, the rest quoted.
+pub(crate) fn render_argv(argv: &[Vec<u8>]) -> String {
+    let mut s = String::new();
+    for (i, a) in argv.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        let plain = !a.is_empty()
+            && a.iter()
+                .all(|&b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
+        if plain {
+            s.push_str(&String::from_utf8_lossy(a));
+        } else {
+            s.push('"');
+            let _ = write_quoted(&mut s, a);
+            s.push('"');
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const DIR: &str = "/work/shared/conformance/redis7";
+    const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/redis7");
     const START: i64 = 1_700_000_000_000;
 
     fn read(file: &str) -> Option<String> {

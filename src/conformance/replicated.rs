@@ -8,8 +8,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::clock::NodeClock;
-use crate::conformance::corpus::{Case, NodeRole, StepKind, resolve_arg};
-use crate::conformance::runner::{CASE_START_UNIX_MS, CaseResult, render_argv};
+use crate::conformance::corpus::{
+    CASE_START_UNIX_MS, Case, CaseResult, NodeRole, StepKind, render_argv, resolve_arg,
+};
 use crate::net::LinkSpec;
 use crate::process::{Cx, Process};
 use crate::proto::command::ParseError;

@@ -9,30 +9,15 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::conformance::corpus::{self, Arg, Case, ParseError, StepKind, Topology, resolve_arg};
+use crate::conformance::corpus::{
+    self, Arg, Case, ParseError, StepKind, Topology, render_argv, resolve_arg,
+};
+pub use crate::conformance::corpus::{CASE_START_UNIX_MS, CaseResult};
 use crate::proto::{Command, Reply};
 use crate::redis::node::{Caller, RedisConfig, RedisNode};
 use crate::time::NS_PER_MS;
 
-/// Unix ms at which every case starts (a whole second, as in the recording).
-pub const CASE_START_UNIX_MS: i64 = 1_700_000_000_000;
 const CRON_MS: u64 = 100;
-
-/// What happened to one case.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CaseResult {
-    Passed,
-    /// First mismatch: corpus line, command text, expected pattern, reply got.
-    Failed {
-        line: usize,
-        command: String,
-        expected: String,
-        got: String,
-    },
-    Skipped {
-        reason: &'static str,
-    },
-}
 
 #[derive(Clone, Debug)]
 pub struct FileReport {
@@ -137,26 +122,6 @@ pub fn run_case(case: &Case) -> CaseResult {
         }
     }
     CaseResult::Passed
-}
-
-pub(crate) fn render_argv(argv: &[Vec<u8>]) -> String {
-    let mut s = String::new();
-    for (i, a) in argv.iter().enumerate() {
-        if i > 0 {
-            s.push(' ');
-        }
-        let plain = !a.is_empty()
-            && a.iter()
-                .all(|&b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
-        if plain {
-            s.push_str(&String::from_utf8_lossy(a));
-        } else {
-            s.push('"');
-            let _ = crate::proto::reply::write_quoted(&mut s, a);
-            s.push('"');
-        }
-    }
-    s
 }
 
 /// Replays a corpus file's text.

@@ -328,8 +328,7 @@ pub fn chrome_trace(sc: &Scenario, seed: u64, world: &World, violations: &[Viola
                        "args": {"message": v.message}}));
     }
     // The object serde_json would print (keys in order), with the events already text.
-    let other =
-        json!({"model": sc.name, "seed": seed, "replay": crate::cli::replay_command(sc, seed)});
+    let other = json!({"model": sc.name, "seed": seed, "replay": sc.replay_command(seed)});
     let mut out = format!("{{\"displayTimeUnit\":\"ms\",\"otherData\":{other},\"traceEvents\":[");
     for (i, e) in ev.0.iter().enumerate() {
         if i > 0 {

@@ -257,6 +257,63 @@ impl SweepSummary {
         }
     }
 
+    /// Folds in the summary of other seeds (another shard of the same sweep), as if `add`
+    /// had seen them too: counts add up, and each "first" is the lowest seed. `add` sees
+    /// seeds in increasing order within a shard, so the earliest seed wins ties there; the
+    /// same rule here makes the merge of any sharding equal the whole sweep.
+    pub fn merge(&mut self, o: SweepSummary) {
+        self.seeds_run += o.seeds_run;
+        for (p, n) in o.violations_per_property {
+            *self.violations_per_property.entry(p).or_default() += n;
+        }
+        for (p, s) in o.first_seed_per_property {
+            let e = self.first_seed_per_property.entry(p).or_insert(s);
+            *e = (*e).min(s);
+        }
+        if let Some(s) = o.first_violating_seed
+            && self.first_violating_seed.is_none_or(|x| s < x)
+        {
+            self.first_violating_seed = Some(s);
+            self.first_violations = o.first_violations;
+        }
+        self.violating_seeds += o.violating_seeds;
+        self.event_limit_seeds += o.event_limit_seeds;
+        self.inconclusive_seeds += o.inconclusive_seeds;
+        if let Some(f) = o.first_inconclusive
+            && self.first_inconclusive.is_none_or(|x| f.0 < x.0)
+        {
+            self.first_inconclusive = Some(f);
+        }
+        self.history_limit_seeds += o.history_limit_seeds;
+        self.events += o.events;
+        self.acquisitions += o.acquisitions;
+        // The longest overlap: more ns wins, and on a tie the lower seed (as `add` keeps the
+        // first of equals).
+        if let Some((ns, seed)) = o.longest_overlap
+            && self
+                .longest_overlap
+                .is_none_or(|(x, xs)| ns > x || (ns == x && seed < xs))
+        {
+            self.longest_overlap = Some((ns, seed));
+        }
+        self.total_overlap_ns += o.total_overlap_ns;
+        if let Some((m, seed)) = o.min_margin
+            && self
+                .min_margin
+                .is_none_or(|(x, xs)| m < x || (m == x && seed < xs))
+        {
+            self.min_margin = Some((m, seed));
+        }
+        for (a, b) in self.margin_histogram.iter_mut().zip(o.margin_histogram) {
+            *a += b;
+        }
+        for (h, (n, first)) in o.witnesses {
+            let e = self.witnesses.entry(h).or_insert((0, first));
+            e.0 += n;
+            e.1 = e.1.min(first);
+        }
+    }
+
     /// Seeds that ran to their end: where "held" is a verdict.
     pub fn conclusive_seeds(&self) -> u64 {
         self.seeds_run - self.inconclusive_seeds

@@ -21,49 +21,41 @@ const PICTURE_SEEDS: u64 = 20;
 /// Timeline rows shown before and after the first violation.
 const CONTEXT_ROWS: usize = 14;
 
-/// Catalogue order and, per model: its place in redis-semantics.md §7, the fix in words, and
-/// the models that show the fix (or the failure it leaves).
-const ENTRIES: &[(&str, &str, &str, &[&str])] = &[
+/// Catalogue order and, per model: the fix in words, and the models that show the fix (or the failure it leaves).
+const ENTRIES: &[(&str, &str, &[&str])] = &[
     (
         "single-setnx-no-ttl",
-        "1",
         "Always set a TTL: `SET key token NX PX ttl`.",
         &["single-px-cad-fencing"],
     ),
     (
         "single-px-del-pause",
-        "2",
         "Unlock with the compare-and-delete script; it stops foreign unlocks but not the late write.",
         &["single-px-cad-pause"],
     ),
     (
         "single-px-get-del-race",
-        "3",
         "Compare and delete atomically (the unlock script).",
         &["single-px-cad-pause"],
     ),
     (
         "single-px-cad-pause",
-        "4",
         "Fencing tokens checked by the resource.",
         &["single-px-cad-fencing"],
     ),
     (
         "single-px-cad-fencing",
-        "5",
         "This is the fix: the stale write is rejected.",
         &[],
     ),
     (
         "single-clock-step-expires-locks",
-        "10",
         "Slew clocks, never step them (valkey-io/valkey#2651 asks for expiry on a monotonic \
 clock); fencing tokens for what remains.",
         &["single-px-cad-fencing"],
     ),
     (
         "single-ambiguous-acquire",
-        "-",
         "Treat a timed-out acquire as unknown, not failed: keep the token across retries and \
 adopt a key that holds it (GET and compare), or run the compare-and-delete unlock with the \
 timed-out token before retrying.",
@@ -71,107 +63,90 @@ timed-out token before retrying.",
     ),
     (
         "redis-py-lock-no-timeout",
-        "1",
         "Pass `timeout=` to redis-py's `Lock` (its default `timeout=None` sets no expiry, \
 redis/lock.py:83, 238-243 at v8.1.0).",
         &["redis-py-lock-timeout"],
     ),
     (
         "redis-py-lock-timeout",
-        "1",
         "This is the fix: a key with a TTL comes back after its holder crashed.",
         &[],
     ),
     (
         "redis-py-retried-acquire-blocks-itself",
-        "1",
         "Pass `timeout=`, so that an orphan key expires; treat a timed-out SET as unknown \
 (GET and compare the token) rather than failed, as single-ambiguous-acquire's fix says.",
         &["redis-py-lock-timeout"],
     ),
     (
         "redis-py-shared-lock-object",
-        "3",
         "Keep redis-py's default `thread_local=True` (lock.py:87, 153), or one `Lock` object \
 per thread; the overrun that starts the story needs fencing (single-px-cad-fencing).",
         &["redis-py-thread-local-lock"],
     ),
     (
         "redis-py-thread-local-lock",
-        "3",
         "This is the fix for the foreign release; not for the overrun (mutual exclusion is not \
 checked here: see single-px-cad-fencing).",
         &[],
     ),
     (
         "failover-lost-lock",
-        "6",
         "Nothing on the Redis side closes the window; WAIT only narrows it. Fence with a token that cannot repeat.",
         &["failover-wait-false-confidence", "consensus-pause-fencing"],
     ),
     (
         "failover-split-brain",
-        "7",
         "min-replicas-to-write narrows the window; a down-after longer than max-lag closes it (at the cost of availability).",
         &["failover-split-brain-min-replicas"],
     ),
     (
         "failover-split-brain-min-replicas",
-        "7",
         "See the measured grid in the header: with down_after longer than min-replicas-max-lag it holds.",
         &[],
     ),
     (
         "failover-wait-false-confidence",
-        "8",
         "WAIT does not decide who is promoted; only a consensus store makes a write durable before it is acknowledged.",
         &["consensus-pause-fencing"],
     ),
     (
         "failover-replica-clock-ahead",
-        "9",
         "Keep clocks in sync (slew, never step); fence what remains.",
         &["consensus-pause-fencing"],
     ),
     (
         "redlock-clock-jump",
-        "10",
         "Slew clocks, never step them; fencing for what remains.",
         &["consensus-pause-fencing"],
     ),
     (
         "redlock-kleppmann-clock-jump",
-        "10",
         "Slew clocks, never step them; fencing for what remains.",
         &["consensus-pause-fencing"],
     ),
     (
         "redlock-restart-no-fsync",
-        "11",
         "Delay restarts past the largest TTL, or fsync every write.",
         &["redlock-restart-delayed", "redlock-restart-fsync-always"],
     ),
     (
         "redlock-restart-delayed",
-        "11",
         "This is a fix: safe, at the cost of availability.",
         &[],
     ),
     (
         "redlock-restart-fsync-always",
-        "11",
         "This is a fix: safe, at the cost of an fsync per write.",
         &[],
     ),
     (
         "redlock-pause-after-acquire",
-        "12",
         "No Redis-side fix: fencing tokens from a consensus store.",
         &["consensus-pause-fencing"],
     ),
     (
         "redlock-no-validity-check",
-        "13",
         "Check the validity (ttl − elapsed − drift > 0) before believing the lock is held, and \
 give the critical section up when it runs out (`stop_at_validity: true`): safe against slow \
 replies, not against a pause (`redlock-pause-after-acquire`).",
@@ -179,27 +154,23 @@ replies, not against a pause (`redlock-pause-after-acquire`).",
     ),
     (
         "redlock-node-already-expired",
-        "13",
         "Measure from the winning attempt (node-redlock master, #274 and #276, unreleased), \
 check `signal.aborted` in the routine before each step, and fence.",
         &["redlock-node-using-extends"],
     ),
     (
         "redlock-node-using-extends",
-        "13",
         "This is the fix as node-redlock's master has it: each lock, however late it was won, \
 is extended 500 ms before it runs out.",
         &[],
     ),
     (
         "redlock-validity-respected",
-        "13",
         "The fix itself; the pause it cannot fix is `redlock-pause-after-acquire`.",
         &[],
     ),
     (
         "redlock-wall-clock-step-client",
-        "13",
         "Measure elapsed time on a monotonic clock, as redlock-rb has since 1.0.0 \
 (`Process.clock_gettime(CLOCK_MONOTONIC)`, 2.0.6 lib/redlock/client.rb:28-35) and redsync does \
 (Go's monotonic reading); redlock-py 1.0.8 (`time.time()`) and node-redlock v5 (`Date.now()`) \
@@ -208,7 +179,6 @@ still measure on the wall clock.",
     ),
     (
         "redlock-rb-current-clock-step",
-        "13",
         "This is the fix, as current redlock-rb ships it (≥ 1.0, as of 2.0.6): the same steps \
 of the client's wall clock, measured on `CLOCK_MONOTONIC` (lib/redlock/client.rb:30-35); set \
 `clock: wall` on its preset and the same sweep breaks mutual exclusion.",
@@ -216,7 +186,6 @@ of the client's wall clock, measured on `CLOCK_MONOTONIC` (lib/redlock/client.rb
     ),
     (
         "redlock-py-node-down-never-locks",
-        "-",
         "Count a failed node as a vote against and decide on the quorum, as redsync, \
 node-redlock and redlock-rb do; or unlock before raising (redlock-py 1.0.8 \
 redlock/__init__.py:110-112 raises first).",
@@ -224,53 +193,45 @@ redlock/__init__.py:110-112 raises first).",
     ),
     (
         "redlock-py-node-down-locks",
-        "-",
         "This is the fix: one master down out of five costs nothing.",
         &[],
     ),
     (
         "redlock-drift-beyond-factor",
-        "18",
         "A drift factor that bounds the real drift, and clocks that do not run away.",
         &[],
     ),
     (
         "redlock-extend-resurrects",
-        "14",
         "Extend with the compare-and-pexpire script, which fails once the key is gone or \
 someone else's; and stop the critical section when an extend fails. What a pause across the \
-end of the section leaves is pitfall 12: fencing tokens.",
+end of the section leaves, a late write, only fencing tokens at the resource stop.",
         &["consensus-pause-fencing"],
     ),
     (
         "redlock-extend-never-repairs",
-        "14",
         "Write the key on the nodes that lack it when extending (redsync's `WithSetNXOnExtend`), \
 but only while the lock is still valid; delay restarts past the TTL; fence.",
         &["redlock-restart-delayed", "redlock-extend-resurrects"],
     ),
     (
         "redlock-fixed-retry-livelock",
-        "17",
         "A random retry delay breaks the symmetry: the Redis docs ask for \"a random delay\" \
-(distributed-locks.md:133); redlock-rb, node-redlock and redsync draw one, redlock-py does not.",
+(redis-doc, docs/manual/patterns/distributed-locks.md:133); redlock-rb, node-redlock and redsync draw one, redlock-py does not.",
         &[],
     ),
     (
         "redlock-quiet",
-        "-",
         "The control: with its timing assumptions met, Redlock holds.",
         &[],
     ),
     (
         "watchdog-pause",
-        "15",
         "Renewal cannot fence a stopped holder: fencing tokens at the resource.",
         &["consensus-pause-fencing"],
     ),
     (
         "watchdog-partition",
-        "15",
         "Report renewal failures to the holder (and stop), and fence. Redisson only logs a \
 failed renewal (RenewalTask.java:177-180); its opt-in `ExpiredObjectListener` (3.43.0+) needs \
 keyspace notifications, which a partitioned holder does not receive.",
@@ -278,31 +239,26 @@ keyspace notifications, which a partitioned holder does not receive.",
     ),
     (
         "watchdog-quiet",
-        "15",
         "The control: renewal keeps critical sections longer than the lease safe.",
         &[],
     ),
     (
         "fencing-incr-regresses-after-failover",
-        "16",
         "Take the token from a consensus store (zxid, etcd revision), which cannot repeat.",
         &["consensus-pause-fencing"],
     ),
     (
         "consensus-pause-fencing",
-        "-",
         "This is the fix: a trustworthy token, checked by the resource.",
         &[],
     ),
     (
         "consensus-pause-no-fencing",
-        "-",
         "Consensus makes the token trustworthy; the resource must still check it.",
         &["consensus-pause-fencing"],
     ),
     (
         "failover-quiet",
-        "-",
         "The control for the failover models.",
         &[],
     ),
@@ -357,6 +313,15 @@ pub const PICTURE_DIR: &str = "pitfalls";
 
 /// The document, for the models in `dir`.
 pub fn render(dir: &Path, jobs: usize) -> Result<Guide, String> {
+    render_with_progress(dir, jobs, &mut |_, _, _| {})
+}
+
+/// `render`, calling `progress(i, n, model)` as it starts sweeping the i-th of n models.
+pub fn render_with_progress(
+    dir: &Path,
+    jobs: usize,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<Guide, String> {
     let mut pictures = Vec::new();
     let mut out = String::new();
     let _ = writeln!(out, "# The pitfall catalogue\n");
@@ -365,17 +330,17 @@ pub fn render(dir: &Path, jobs: usize) -> Result<Guide, String> {
         "Generated by `distlock-sim pitfalls --out docs/pitfalls.md` from the bundled models: each story is \
 the model's header, each verdict a sweep over seeds 0..{DOC_SEEDS}, each timeline the output of \
 `distlock-sim replay MODEL --seed N --messages none` around the first violation. \
-`tests/pitfalls_doc.rs` fails when this file is stale. Numbers in brackets refer to the list of \
-pitfalls in redis-semantics.md §7.\n"
+`tests/pitfalls_doc.rs` fails when this file is stale.\n"
     );
     let _ = writeln!(
         out,
-        "| model | § | declared | observed over {DOC_SEEDS} seeds |\n|---|---|---|---|"
+        "| model | declared | observed over {DOC_SEEDS} seeds |\n|---|---|---|"
     );
     let mut sections = String::new();
     let mut verdicts: Vec<(&str, String)> = Vec::new();
     let mut loaded = Vec::new();
-    for (name, item, fix, fix_models) in ENTRIES {
+    for (i, (name, fix, fix_models)) in ENTRIES.iter().enumerate() {
+        progress(i + 1, ENTRIES.len(), name);
         let path = dir.join(format!("{name}.ron"));
         let mut sc = scenario::load(&path).map_err(|e| e.to_string())?;
         // Replay lines in the guide name the model as a reader at the repository's root
@@ -389,16 +354,16 @@ pitfalls in redis-semantics.md §7.\n"
         verdicts.push((name, verdict_words(&obs)));
         let _ = writeln!(
             out,
-            "| [`{name}`](#{name}) | {item} | {} | {} |",
+            "| [`{name}`](#{name}) | {} | {} |",
             verdict_words(&declared),
             verdict_words(&obs)
         );
-        loaded.push((sc, *item, *fix, *fix_models, obs, first, n));
+        loaded.push((sc, *fix, *fix_models, obs, first, n));
     }
-    for (sc, item, fix, fix_models, obs, first, n) in loaded {
+    for (sc, fix, fix_models, obs, first, n) in loaded {
         let name = sc.name.clone();
         let _ = writeln!(sections, "\n## {name}\n");
-        let _ = writeln!(sections, "*{}* (§7 item {item})\n", sc.model.description);
+        let _ = writeln!(sections, "*{}*\n", sc.model.description);
         let _ = writeln!(sections, "{}\n", header(&dir.join(format!("{name}.ron"))));
         // A safe model's picture shows its safeguard at work when one of its first seeds
         // has it act (a fencing rejection, a validity that ran out), else seed 0.

@@ -1064,7 +1064,7 @@ fn render_svg(
                 view.from,
                 view.to,
                 end,
-                crate::cli::replay_command(sc, seed)
+                sc.replay_command(seed)
             ),
             "sub",
         ));
@@ -1638,7 +1638,7 @@ pub fn html(
             format!("{} violation(s)", violations.len())
         },
         esc(&sc.model.description),
-        esc(&crate::cli::replay_command(sc, seed)),
+        esc(&sc.replay_command(seed)),
     );
     if !violations.is_empty() {
         s.push_str("<ol class=\"violations\">\n");

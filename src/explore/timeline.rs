@@ -321,7 +321,7 @@ pub fn render(
                             }
                             (_, Some((c, until))) => format!(
                                 " [margin {} vs {}'s belief]",
-                                crate::cli::fmt_signed_ns(at.0 as i64 - until.0 as i64),
+                                crate::time::fmt_signed_ns(at.0 as i64 - until.0 as i64),
                                 names[c.index()]
                             ),
                             _ => String::new(),

@@ -15,6 +15,8 @@ use crate::proto::{Bytes, Command, Msg, Reply, Script};
 use crate::redis::keyspace::{Entry, Keyspace, Value, glob_match};
 use crate::redis::lua::LuaEngine;
 use crate::redis::replication::{Disk, ReplState, Role};
+
+mod replicate;
 use crate::redis::scripts::{NativeScript, native_script};
 use crate::time::{NS_PER_MS, ProcId};
 

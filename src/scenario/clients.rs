@@ -40,12 +40,16 @@ pub enum ClientKind {
     /// redis-py's `Lock` on one node (`node`, `redis_py` options; `ttl` is its `timeout`
     /// when `redis_py.timeout` is `ttl`).
     RedisPy,
+    /// An algorithm a user crate registered (`scenario::custom`): reads the single-instance
+    /// fields.
+    Custom(u16),
 }
 
 impl ClientKind {
     pub fn name(self) -> &'static str {
         match self {
             ClientKind::Single(a) => a.name(),
+            ClientKind::Custom(i) => crate::scenario::custom::name(i),
             ClientKind::Redlock => "redlock",
             ClientKind::Watchdog => "watchdog",
             ClientKind::Consensus => "consensus",
@@ -53,13 +57,15 @@ impl ClientKind {
         }
     }
 
-    fn from_name(s: &str) -> Option<ClientKind> {
+    pub fn from_name(s: &str) -> Option<ClientKind> {
         match s {
             "redlock" => Some(ClientKind::Redlock),
             "watchdog" => Some(ClientKind::Watchdog),
             "consensus" => Some(ClientKind::Consensus),
             "redis-py" => Some(ClientKind::RedisPy),
-            _ => Algorithm::from_name(s).map(ClientKind::Single),
+            _ => Algorithm::from_name(s)
+                .map(ClientKind::Single)
+                .or_else(|| crate::scenario::custom::lookup(s).map(ClientKind::Custom)),
         }
     }
 
@@ -72,6 +78,7 @@ impl ClientKind {
             ClientKind::Consensus,
             ClientKind::RedisPy,
         ]);
+        v.extend(crate::scenario::custom::indices().map(ClientKind::Custom));
         v
     }
 
@@ -90,8 +97,10 @@ impl<'de> Deserialize<'de> for AlgName {
         let s = String::deserialize(d)?;
         ClientKind::from_name(&s).map(AlgName).ok_or_else(|| {
             let names: Vec<_> = ClientKind::all().iter().map(|k| k.name()).collect();
+            let hint = crate::scenario::units::closest_name(&s, names.iter().copied())
+                .map_or(String::new(), |n| format!(" (did you mean {n:?}?)"));
             de::Error::custom(format!(
-                "unknown algorithm {s:?}; known: {}",
+                "unknown algorithm {s:?}{hint}; known: {}",
                 names.join(", ")
             ))
         })
@@ -390,6 +399,9 @@ pub enum AlgorithmSpec {
         via_sentinels: Option<Mark>,
         /// `set-px-wait-cad` only (and required there): `WAIT replicas timeout`.
         wait: Option<WaitSpec>,
+        /// A registered algorithm (`scenario::custom`) makes the clients; `algorithm` is
+        /// then `set-px-cad`, what the checks and triggers treat it as.
+        custom: Option<u16>,
     },
     /// Redlock over independent masters.
     Redlock {
@@ -535,7 +547,7 @@ impl Field {
             | Field::Rounds
             | Field::Clock
             | Field::Start => true,
-            Field::Node => matches!(kind, K::Single(_) | K::Watchdog | K::RedisPy),
+            Field::Node => matches!(kind, K::Single(_) | K::Watchdog | K::RedisPy | K::Custom(_)),
             Field::Nodes | Field::Redlock => kind == K::Redlock,
             Field::Watchdog => kind == K::Watchdog,
             Field::PresentToken => kind == K::Consensus,
@@ -543,7 +555,7 @@ impl Field {
             Field::Retry => !matches!(kind, K::Redlock | K::RedisPy),
             Field::RequestTimeout => kind != K::Redlock,
             Field::RedisPy => kind == K::RedisPy,
-            Field::MaxAttempts | Field::ViaSentinels => matches!(kind, K::Single(_)),
+            Field::MaxAttempts | Field::ViaSentinels => matches!(kind, K::Single(_) | K::Custom(_)),
             Field::Wait => kind == K::Single(Algorithm::SetPxWaitCad),
         }
     }
@@ -716,8 +728,14 @@ impl Raw {
                 request_timeout: self.request_timeout,
             })
         };
+        let (kind, custom) = match kind {
+            ClientKind::Custom(i) => (ClientKind::Single(Algorithm::SetPxCad), Some(i)),
+            k => (k, None),
+        };
         let spec = match kind {
+            ClientKind::Custom(_) => unreachable!("mapped to Single above"),
             ClientKind::Single(algorithm) => AlgorithmSpec::Single {
+                custom,
                 algorithm,
                 node: self
                     .node
@@ -781,6 +799,9 @@ impl Raw {
 impl ClientGroup {
     pub fn kind(&self) -> ClientKind {
         match &self.spec {
+            AlgorithmSpec::Single {
+                custom: Some(i), ..
+            } => ClientKind::Custom(*i),
             AlgorithmSpec::Single { algorithm, .. } => ClientKind::Single(*algorithm),
             AlgorithmSpec::Redlock { .. } => ClientKind::Redlock,
             AlgorithmSpec::Watchdog { .. } => ClientKind::Watchdog,
@@ -971,6 +992,7 @@ impl ClientGroup {
             let actor = match &self.spec {
                 AlgorithmSpec::Single {
                     algorithm,
+                    custom,
                     node,
                     retrying,
                     max_attempts,
@@ -1001,9 +1023,10 @@ impl ClientGroup {
                         wait_timeout_ms: wait.map_or(0, |w| w.timeout.ns() / NS_PER_MS),
                         redis_py: None,
                     };
-                    match cx.custom {
-                        Some(make) => Actor::Custom(make(&cfg)),
-                        None => Actor::Client(Box::new(LockClient::new(cfg))),
+                    match (custom, cx.custom) {
+                        (Some(i), _) => Actor::Custom(crate::scenario::custom::make(*i, &cfg)),
+                        (None, Some(make)) => Actor::Custom(make(&cfg)),
+                        (None, None) => Actor::Client(Box::new(LockClient::new(cfg))),
                     }
                 }
                 AlgorithmSpec::RedisPy {

@@ -3,6 +3,7 @@
 
 pub mod adversary;
 pub mod clients;
+pub mod custom;
 pub mod expectation;
 pub mod marks;
 pub mod model;

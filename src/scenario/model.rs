@@ -191,8 +191,10 @@ impl<'de> Deserialize<'de> for PropName {
             .map(|p| PropName(p, mark))
             .ok_or_else(|| {
                 let names: Vec<_> = Property::ALL.iter().map(|p| p.name()).collect();
+                let hint = crate::scenario::units::closest_name(&s, names.iter().copied())
+                    .map_or(String::new(), |n| format!(" (did you mean {n:?}?)"));
                 serde::de::Error::custom(format!(
-                    "unknown property {s:?}; known: {}",
+                    "unknown property {s:?}{hint}; known: {}",
                     names.join(", ")
                 ))
             })
@@ -231,30 +233,7 @@ impl<'de> Deserialize<'de> for HazardName {
 
 /// The known hazard nearest to a misspelt one, when it is near enough to be a typo.
 fn closest_hazard(s: &str) -> Option<&'static str> {
-    fn distance(a: &str, b: &str) -> usize {
-        let b: Vec<char> = b.chars().collect();
-        let mut row: Vec<usize> = (0..=b.len()).collect();
-        for (i, ca) in a.chars().enumerate() {
-            let mut prev = row[0];
-            row[0] = i + 1;
-            for (j, cb) in b.iter().enumerate() {
-                let cur = row[j + 1];
-                row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-                prev = cur;
-            }
-        }
-        row[b.len()]
-    }
-    // Names are short; a long input is no typo of one (and is not worth the work).
-    if s.len() > 64 {
-        return None;
-    }
-    Hazard::ALL
-        .iter()
-        .map(|h| (distance(s, h.name()), h.name()))
-        .min()
-        .filter(|(d, name)| *d <= name.len() / 3)
-        .map(|(_, name)| name)
+    crate::scenario::units::closest_name(s, Hazard::ALL.iter().map(|h| h.name()))
 }
 
 /// The consensus lock service (one logical, linearizable process).
@@ -780,6 +759,10 @@ pub struct Scenario {
     /// Flags a replay command needs besides the path and seed to rebuild this scenario
     /// (` --adversary triggered` for a re-timed model); empty for a model as written.
     pub replay_flags: String,
+    /// The command that runs this tool, as printed replay lines begin: `distlock-sim` unless
+    /// the command line says how it was invoked (`cli::program_for_replay`). Generated docs
+    /// keep the default, so that they do not name one machine's paths.
+    pub replay_program: String,
     /// Each random fault and each trigger firing applies with this chance (`--sparser K`:
     /// 1/K); the rest of the schedule is drawn as if all applied.
     pub fault_keep: Ratio,
@@ -901,7 +884,35 @@ fn vacuous(model: &Model, p: Property, liveness_bound_ns: u64) -> Option<String>
     }
 }
 
+/// What printed replay lines call the tool when nothing says how it was invoked.
+pub const DEFAULT_REPLAY_PROGRAM: &str = "distlock-sim";
+
+/// `word` as one shell word: as is when it has only characters no shell treats specially,
+/// else in single quotes (a printed command must run as pasted, whatever the path holds).
+pub fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 impl Scenario {
+    /// The shell command that re-runs `seed` of this scenario as it was run here (path,
+    /// adversary and sparsity flags): what every replay line, page and JSON record prints.
+    pub fn replay_command(&self, seed: u64) -> String {
+        format!(
+            "{} replay {} --seed {seed}{}",
+            shell_word(&self.replay_program),
+            shell_word(&self.path),
+            self.replay_flags
+        )
+    }
+
     /// The lock keys of the model's client groups, each once (timelines and reports show
     /// their life on every node).
     pub fn lock_keys(&self) -> Vec<Bytes> {
@@ -1405,6 +1416,7 @@ impl Scenario {
             limits,
             epoch_unix_ms,
             replay_flags: String::new(),
+            replay_program: DEFAULT_REPLAY_PROGRAM.to_string(),
             fault_keep: Ratio::ALWAYS,
         })
     }
@@ -1791,8 +1803,8 @@ impl Scenario {
                     }
                     RandomFaultSpec::ClockStep { delta, .. } => format!(
                         "delta {}..{}",
-                        crate::cli::fmt_signed_ns(delta.min.0),
-                        crate::cli::fmt_signed_ns(delta.max.0)
+                        crate::time::fmt_signed_ns(delta.min.0),
+                        crate::time::fmt_signed_ns(delta.max.0)
                     ),
                     RandomFaultSpec::Drift { duration, ppm, .. } => format!(
                         "{}..{}, {:+}..{:+}ppm",

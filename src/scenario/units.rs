@@ -284,6 +284,35 @@ impl<'de, const LO: i64, const HI: i64> Deserialize<'de> for Bounded<LO, HI> {
     }
 }
 
+/// The candidate nearest to a misspelt name, when it is near enough to be a typo (an edit
+/// distance of at most a third of the candidate's length): the "did you mean" of every
+/// name a user types (hazards, properties, algorithms, bundled models).
+pub fn closest_name<'a>(s: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    fn distance(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let cur = row[j + 1];
+                row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+                prev = cur;
+            }
+        }
+        row[b.len()]
+    }
+    // Names are short; a long input is no typo of one (and is not worth the work).
+    if s.len() > 64 {
+        return None;
+    }
+    candidates
+        .map(|c| (distance(s, c), c))
+        .min()
+        .filter(|(d, name)| *d <= name.len() / 3)
+        .map(|(_, name)| name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

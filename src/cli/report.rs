@@ -1,148 +1,15 @@
-//! What the command line prints: reports for run/replay/sweep/list, and argument types.
-//! Kept in the library so that tests can check the exact text users see.
+//! What the command line prints: reports for run, replay and sweep. Kept in the library so
+//! that tests can check the exact text users see.
 
 use std::fmt::Write as _;
-use std::ops::Range;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use crate::check::witness::Hazard;
+use crate::cli::args::SeedRange;
 use crate::explore::timeline::{self, Messages, TimelineOptions};
 use crate::explore::{self, Shard, SweepSummary};
 use crate::scenario::{Expect, Scenario};
 use crate::sim::{RunEnd, TraceMode};
-use crate::time::fmt_duration_ns;
-
-/// Largest seed count one sweep accepts (and most seeds one hunt runs).
-pub const MAX_SWEEP_SEEDS: u64 = 1_000_000_000;
-
-/// Most worker threads any command accepts (`--jobs`). Each run is single-threaded and a
-/// worker holds one run's world at a time, so memory grows with jobs; past the machine's
-/// cores more workers only add memory. 256 leaves room for large machines and refuses the
-/// absurd (every subcommand with `--jobs` checks it the same way: exit 2, naming `--jobs`).
-pub const MAX_JOBS: usize = 256;
-
-/// `--jobs N`: 1..=MAX_JOBS.
-pub fn parse_jobs(s: &str) -> Result<usize, String> {
-    let n: usize = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number of worker threads"))?;
-    if n == 0 || n > MAX_JOBS {
-        return Err(format!("{n} is not in 1..={MAX_JOBS}"));
-    }
-    Ok(n)
-}
-
-/// The default `--jobs`: the available cores, within `MAX_JOBS`.
-pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_JOBS))
-}
-
-/// `A..B` on the command line.
-#[derive(Clone, Debug)]
-pub struct SeedRange(pub Range<u64>);
-
-/// `--window A..B`: a span of true time, e.g. `30s..45.5s`.
-#[derive(Clone, Copy, Debug)]
-pub struct TimeWindow(pub crate::time::SimTime, pub crate::time::SimTime);
-
-impl FromStr for TimeWindow {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (a, b) = s
-            .split_once("..")
-            .ok_or_else(|| format!("window {s:?} is not A..B (e.g. 30s..45s)"))?;
-        let t = |x: &str| -> Result<crate::time::SimTime, String> {
-            let ns = crate::scenario::units::parse_duration_ns(x.trim())
-                .map_err(|e| format!("window {s:?}: {e}"))?;
-            u64::try_from(ns)
-                .map(crate::time::SimTime)
-                .map_err(|_| format!("window {s:?}: {x:?} is before the start of the run"))
-        };
-        let (a, b) = (t(a)?, t(b)?);
-        if b <= a {
-            return Err(format!(
-                "window {s:?} is empty: its end is not after its start"
-            ));
-        }
-        Ok(TimeWindow(a, b))
-    }
-}
-
-impl FromStr for SeedRange {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (a, b) = s
-            .split_once("..")
-            .ok_or_else(|| format!("seed range {s:?} is not A..B (e.g. 0..1000)"))?;
-        let a: u64 = a
-            .trim()
-            .parse()
-            .map_err(|_| format!("seed range start {a:?} is not a number"))?;
-        let b: u64 = b
-            .trim()
-            .parse()
-            .map_err(|_| format!("seed range end {b:?} is not a number"))?;
-        if b <= a {
-            return Err(format!("seed range {s:?} is empty (the end is excluded)"));
-        }
-        if b - a > MAX_SWEEP_SEEDS {
-            return Err(format!(
-                "seed range {s:?} has more than {MAX_SWEEP_SEEDS} seeds"
-            ));
-        }
-        Ok(SeedRange(a..b))
-    }
-}
-
-/// `I/N` on the command line.
-#[derive(Clone, Copy, Debug)]
-pub struct ShardArg(pub Shard);
-
-impl FromStr for ShardArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (i, n) = s
-            .split_once('/')
-            .ok_or_else(|| format!("shard {s:?} is not I/N (e.g. 0/4)"))?;
-        let index: u64 = i
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard index {i:?} is not a number"))?;
-        let count: u64 = n
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard count {n:?} is not a number"))?;
-        if count == 0 || index >= count {
-            return Err(format!("shard {s:?}: need 0 <= I < N"));
-        }
-        Ok(ShardArg(Shard { index, count }))
-    }
-}
-
-/// The bundled models directory: `./models` if present, else the one in the source tree.
-pub fn models_dir() -> PathBuf {
-    let local = PathBuf::from("models");
-    if local.is_dir() {
-        local
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("models")
-    }
-}
-
-/// A model argument: a path, or the name of a bundled model.
-pub fn resolve_model(arg: &str) -> String {
-    if Path::new(arg).exists() || arg.ends_with(".ron") || arg.contains('/') {
-        return arg.to_string();
-    }
-    let p = models_dir().join(format!("{arg}.ron"));
-    if p.exists() {
-        p.display().to_string()
-    } else {
-        arg.to_string()
-    }
-}
+use crate::time::{fmt_duration_ns, fmt_signed_ns};
 
 pub fn expect_text(e: Option<&Expect>) -> String {
     match e {
@@ -155,46 +22,6 @@ pub fn expect_text(e: Option<&Expect>) -> String {
             )
         }
     }
-}
-
-/// `list`: one line per bundled model.
-pub fn list_models(dir: &Path) -> Result<String, String> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
-        .collect();
-    paths.sort();
-    let mut s = String::new();
-    for p in paths {
-        match crate::scenario::load(&p) {
-            Ok(sc) => {
-                let _ = writeln!(s, "{:<28} {}", sc.name, sc.model.description);
-                let _ = writeln!(
-                    s,
-                    "{:<28} expect: {}",
-                    "",
-                    expect_text(sc.model.expect.as_ref())
-                );
-            }
-            Err(e) => {
-                let _ = writeln!(
-                    s,
-                    "{:<34} INVALID: {e}",
-                    p.file_stem().unwrap_or_default().to_string_lossy()
-                );
-            }
-        }
-    }
-    Ok(s)
-}
-
-/// The command that replays a seed.
-pub fn replay_command(sc: &Scenario, seed: u64) -> String {
-    format!(
-        "distlock-sim replay {} --seed {seed}{}",
-        sc.path, sc.replay_flags
-    )
 }
 
 fn end_text(end: RunEnd) -> &'static str {
@@ -477,7 +304,7 @@ pub fn verdict_text(
         }
     }
     if !violations.is_empty() {
-        let _ = writeln!(s, "replay: {}", replay_command(sc, seed));
+        let _ = writeln!(s, "replay: {}", sc.replay_command(seed));
     }
     s
 }
@@ -547,15 +374,6 @@ fn shard_text(shard: Shard) -> String {
     } else {
         format!(", shard {}/{}", shard.index, shard.count)
     }
-}
-
-/// A signed duration for people: `-3.2s`, `+850ms`.
-pub fn fmt_signed_ns(ns: i64) -> String {
-    format!(
-        "{}{}",
-        if ns < 0 { '-' } else { '+' },
-        fmt_duration_ns(ns.unsigned_abs())
-    )
 }
 
 /// The sweep summary people read.
@@ -678,11 +496,11 @@ pub fn sweep_text(
             for v in &summary.first_violations {
                 let _ = writeln!(s, "  {} at {}: {}", v.property, v.at, v.message);
             }
-            let _ = writeln!(s, "  replay: {}", replay_command(sc, seed));
+            let _ = writeln!(s, "  replay: {}", sc.replay_command(seed));
             let _ = writeln!(
                 s,
                 "  picture: {} --format html --out {}-seed{seed}.html",
-                replay_command(sc, seed),
+                sc.replay_command(seed),
                 sc.name
             );
         }
@@ -727,7 +545,7 @@ pub fn violating_seed_json(sc: &Scenario, seed: u64, vs: &[crate::check::Violati
         "seed": seed,
         "swarm": sc.swarm_text(seed),
         "violations": viols,
-        "replay": replay_command(sc, seed),
+        "replay": sc.replay_command(seed),
     })
     .to_string()
 }
@@ -755,6 +573,20 @@ pub fn sweep_json(
     shard: Shard,
     jobs: usize,
     wall_s: f64,
+) -> String {
+    sweep_json_with(sc, summary, seeds, shard, jobs, wall_s, None)
+}
+
+/// `sweep_json`, with the `partial` object a `--shard` sweep adds for `merge` (none on an
+/// unsharded sweep, whose line stays as it was).
+pub fn sweep_json_with(
+    sc: &Scenario,
+    summary: &SweepSummary,
+    seeds: &SeedRange,
+    shard: Shard,
+    jobs: usize,
+    wall_s: f64,
+    partial: Option<serde_json::Value>,
 ) -> String {
     use serde_json::json;
     let mut s = String::new();
@@ -806,6 +638,63 @@ pub fn sweep_json(
         "wall_s": (wall_s * 1000.0).round() / 1000.0,
         "seeds_per_s": (summary.seeds_run as f64 / wall_s.max(1e-9) * 10.0).round() / 10.0,
     }});
+    let mut line = line;
+    if let Some(p) = partial {
+        line["summary"]["partial"] = p;
+    }
     let _ = writeln!(s, "{line}");
     s
+}
+
+/// `hunt`: the median seeds to the first violation, one line per hunt, and a replay line for
+/// the first violating seed found.
+pub fn hunt_text(
+    sc: &Scenario,
+    results: &[explore::HuntResult],
+    max_seeds: u64,
+    adversary: &str,
+    sparser: u32,
+    wall_s: f64,
+) -> String {
+    let mut text = String::new();
+    let mut counts: Vec<u64> = Vec::new();
+    for r in results {
+        match (r.seeds_to_violation, r.first_violating_seed) {
+            (Some(n), Some(s)) => {
+                counts.push(n);
+                let _ = writeln!(
+                    text,
+                    "  from seed {}: first violation at seed {s} ({n} seeds)",
+                    r.start
+                );
+            }
+            _ => {
+                let _ = writeln!(text, "  from seed {}: none in {max_seeds} seeds", r.start);
+            }
+        }
+    }
+    counts.sort_unstable();
+    let found = counts.len();
+    let median = if found == results.len() && found > 0 {
+        format!("{}", counts[found / 2])
+    } else {
+        format!(
+            "> {max_seeds} in {} of {} hunts",
+            results.len() - found,
+            results.len()
+        )
+    };
+    if let Some(s) = results.iter().find_map(|r| r.first_violating_seed) {
+        let _ = writeln!(text, "replay: {}", sc.replay_command(s));
+    }
+    let sparse = if sparser > 1 {
+        format!(", {sparser}x sparser")
+    } else {
+        String::new()
+    };
+    format!(
+        "model {} ({adversary} faults{sparse}): {} hunts, median seeds to first violation {median}, {wall_s:.2}s wall in all\n{text}",
+        sc.name,
+        results.len()
+    )
 }

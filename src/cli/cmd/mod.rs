@@ -1,0 +1,89 @@
+//! The subcommands. Each lives in its own file as `Args` (its clap arguments, whose doc
+//! comments are its help) and `exec(args, ctx) -> ExitCode`. Registering one is three lines
+//! here: its `mod`, its variant of `Cmd` (the doc comment is its one-line help), and its arm
+//! in `dispatch`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::cli::Ctx;
+
+mod check;
+mod conformance;
+mod hunt;
+mod list;
+mod merge;
+mod minimize;
+mod pitfalls;
+mod replay;
+mod run;
+mod sweep;
+
+#[derive(Parser)]
+#[command(
+    name = "distlock-sim",
+    version,
+    about = "Deterministic simulator of Redis-based distributed locks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one seed of a model: verdict, realised faults and a timeline of what happened.
+    Run(run::Args),
+    /// Run many seeds in parallel and summarise the violations found.
+    Sweep(sweep::Args),
+    /// Merge the outputs of `sweep --shard I/N --json` into the whole sweep's summary.
+    Merge(merge::Args),
+    /// Re-run one seed and print the full timeline, with the messages around each violation.
+    Replay(replay::Args),
+    /// How fast a model finds its first violation: run seeds in order from several starting
+    /// points until one violates; print seeds and wall time to each, and the median.
+    Hunt(hunt::Args),
+    /// Turn a failing seed into a minimal scripted model: the faults that matter, shrunk.
+    Minimize(minimize::Args),
+    /// Validate a model without running it.
+    Check(check::Args),
+    /// List the bundled models with their descriptions.
+    List(list::Args),
+    /// Regenerate the pitfall guide (docs/pitfalls.md) from the bundled models and their replays.
+    Pitfalls(pitfalls::Args),
+    /// Replay a recorded Redis conformance corpus (a directory of *.txt files) against the model.
+    Conformance(conformance::Args),
+}
+
+fn dispatch(cmd: Cmd, ctx: &Ctx) -> ExitCode {
+    match cmd {
+        Cmd::Run(a) => run::exec(a, ctx),
+        Cmd::Sweep(a) => sweep::exec(a, ctx),
+        Cmd::Merge(a) => merge::exec(a, ctx),
+        Cmd::Replay(a) => replay::exec(a, ctx),
+        Cmd::Hunt(a) => hunt::exec(a, ctx),
+        Cmd::Minimize(a) => minimize::exec(a, ctx),
+        Cmd::Check(a) => check::exec(a, ctx),
+        Cmd::List(a) => list::exec(a, ctx),
+        Cmd::Pitfalls(a) => pitfalls::exec(a, ctx),
+        Cmd::Conformance(a) => conformance::exec(a, ctx),
+    }
+}
+
+/// Parses this process's arguments and runs the subcommand. A usage error exits 2; `--help`
+/// and `--version` exit 0.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    dispatch(cli.cmd, &Ctx::from_env())
+}

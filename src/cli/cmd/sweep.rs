@@ -1,0 +1,115 @@
+//! `sweep MODEL --seeds A..B`: many seeds in parallel, summarised.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::cli::{self, Ctx, SeedRange, ShardArg, bad_input, exit_with, out};
+use crate::explore::{self, Shard};
+use crate::scenario::Scenario;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Model file, or the name of a bundled model (`distlock-sim list`), e.g. single-px-del-pause.
+    model: String,
+    /// Seeds to run, as A..B (B excluded), e.g. 0..1000.
+    #[arg(long, default_value = "0..1000")]
+    seeds: SeedRange,
+    /// Worker threads, 1..=256 (each run is single-threaded; results do not depend on
+    /// this).
+    #[arg(long, default_value_t = cli::default_jobs(), value_parser = cli::parse_jobs)]
+    jobs: usize,
+    /// Run only the seeds with seed % N == I, written I/N (to split a sweep across machines;
+    /// with --json the summary line then carries what `merge` needs: docs/scale-out.md).
+    #[arg(long)]
+    shard: Option<ShardArg>,
+    /// One JSON line per violating seed and a summary line, instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Run every seed twice and report the seeds whose runs diverge (no verdicts).
+    #[arg(long)]
+    check_determinism: bool,
+    /// Write the HTML page of the first violating seed into this directory (created if
+    /// missing) as MODEL-seedN.html: a CI artifact to look at. The exit code is still the
+    /// sweep's verdict.
+    #[arg(long)]
+    report: Option<PathBuf>,
+}
+
+pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
+    let sc = match ctx.load(&a.model) {
+        Ok(sc) => sc,
+        Err(code) => return code,
+    };
+    let shard = a.shard.map_or(Shard::WHOLE, |s| s.0);
+    if a.check_determinism {
+        let summary = explore::determinism::check_seeds(&sc, a.seeds.0.clone(), shard, a.jobs);
+        return super::run::determinism_report(&sc, &summary);
+    }
+    // A directory that cannot be made is bad input, before a long sweep.
+    if let Some(dir) = &a.report
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        return bad_input(&format!("--report {}: {e}", dir.display()));
+    }
+    let json = a.json;
+    let total = shard.count_in(&a.seeds.0);
+    let bar = (std::io::stderr().is_terminal() && !json).then(|| {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} seeds {per_sec} eta {eta}",
+            )
+            .expect("template"),
+        );
+        b
+    });
+    let tick = || {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    };
+    // Wall time of the sweep, for the seeds/s figure: outside any simulated run.
+    #[allow(clippy::disallowed_methods)]
+    let wall = std::time::Instant::now();
+    // --json streams each violating seed's line as the sweep reaches it: memory stays flat
+    // however many seeds violate.
+    let mut stream = |seed: u64, vs: &[crate::check::Violation]| {
+        if json {
+            out(&format!("{}\n", cli::violating_seed_json(&sc, seed, vs)));
+        }
+    };
+    let summary = explore::sweep_each(&sc, a.seeds.0.clone(), shard, a.jobs, &tick, &mut stream);
+    let wall_s = wall.elapsed().as_secs_f64();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let text = if json {
+        // A shard's line carries what `merge` needs to rebuild the whole sweep.
+        let partial = a
+            .shard
+            .is_some()
+            .then(|| cli::shard::partial_json(&sc, &summary));
+        cli::sweep_json_with(&sc, &summary, &a.seeds, shard, a.jobs, wall_s, partial)
+    } else {
+        cli::sweep_text(&sc, &summary, &a.seeds, shard, a.jobs, wall_s)
+    };
+    out(&text);
+    if let (Some(dir), Some(seed)) = (a.report, summary.first_violating_seed) {
+        match write_report(&sc, seed, &dir) {
+            Ok(path) if !json => out(&format!("report: {}\n", path.display())),
+            Ok(_) => {}
+            Err(e) => return bad_input(&e),
+        }
+    }
+    exit_with(cli::sweep_outcome(&sc, &summary))
+}
+
+/// `sweep --report DIR`: the page of one seed, written as DIR/MODEL-seedN.html.
+fn write_report(sc: &Scenario, seed: u64, dir: &Path) -> Result<PathBuf, String> {
+    let (o, world) = explore::run_world(sc, seed, crate::sim::TraceMode::Full);
+    let page = explore::report::html(sc, seed, &world, &o.violations, None);
+    let path = dir.join(format!("{}-seed{seed}.html", sc.name));
+    std::fs::write(&path, page).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}

@@ -1,0 +1,144 @@
+//! The `distlock-sim` command line, in the library so that tests check the exact text users
+//! see and a user crate can run the whole CLI (`src/main.rs` is one call to [`main`]).
+//!
+//! - `args`: argument types (seed ranges, shards, windows, `--jobs`);
+//! - `models`: model arguments (paths or bundled names) and `list`;
+//! - `report`: the text of run, replay and sweep;
+//! - `cmd`: the subcommands, one file each, registered in `cmd/mod.rs`.
+//!
+//! Exit codes, for every subcommand: 0 every property held, 1 a property was violated, 2 bad
+//! input, 3 inconclusive (a budget stopped a run before its duration), 4 vacuous (a hazard the
+//! model requires was never reached). Subcommands that write a file (`--out`, `--report`)
+//! still exit with the verdict; a file that cannot be written is bad input (2).
+
+pub mod args;
+pub mod cmd;
+pub mod models;
+pub mod report;
+pub mod shard;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+pub use args::*;
+pub use models::{bundled_names, list_models, models_dir, resolve_model};
+pub use report::*;
+
+use crate::scenario::{self, Scenario};
+
+/// Runs the command line on this process's arguments; what `distlock-sim`'s `main` is.
+pub fn main() -> ExitCode {
+    main_with(Registry::new())
+}
+
+/// The algorithms a user crate adds to the command line, by name: a model's client group
+/// then says `algorithm: "my-lock"` and every command (run, sweep, replay in every format,
+/// hunt, minimize, check, merge) runs it as it runs a built-in one. docs/custom-algorithm.md.
+#[derive(Default)]
+pub struct Registry {
+    algorithms: Vec<(String, Box<scenario::custom::AlgorithmFactory>)>,
+}
+
+impl Registry {
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// Registers an algorithm under `name`, made per client from its group's configuration
+    /// (the single-instance fields: `node`, `ttl`, `hold`, `retry`, `request_timeout`, ...).
+    pub fn algorithm(
+        mut self,
+        name: &str,
+        make: impl Fn(&crate::client::ClientConfig) -> Box<dyn crate::process::Process>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Registry {
+        self.algorithms.push((name.to_string(), Box::new(make)));
+        self
+    }
+}
+
+/// The whole command line with the registered algorithms added: what a user crate's `main`
+/// calls (`fn main() -> ExitCode { distlock_sim::cli::main_with(Registry::new().algorithm(..)) }`).
+/// A name that clashes with a built-in algorithm is bad input (exit 2).
+pub fn main_with(registry: Registry) -> ExitCode {
+    if !registry.algorithms.is_empty() {
+        let builtin = |n: &str| scenario::clients::ClientKind::from_name(n).is_some();
+        if let Err(e) = scenario::custom::install(registry.algorithms, &builtin) {
+            return bad_input(&e);
+        }
+    }
+    cmd::main()
+}
+
+/// What every subcommand is given besides its own arguments.
+pub struct Ctx {
+    /// How printed replay and picture commands call this tool (`program_for_replay`).
+    pub program: String,
+}
+
+impl Ctx {
+    /// The context of this process: printed commands call the program as it was invoked.
+    pub fn from_env() -> Ctx {
+        Ctx {
+            program: program_for_replay(),
+        }
+    }
+
+    /// Loads a model argument (path or bundled name); bad input is reported (exit 2).
+    pub fn load(&self, model: &str) -> Result<Scenario, ExitCode> {
+        let path = resolve_model(model).map_err(|e| bad_input(&e))?;
+        let mut sc = scenario::load(Path::new(&path)).map_err(|e| bad_input(&e.to_string()))?;
+        sc.replay_program = self.program.clone();
+        Ok(sc)
+    }
+}
+
+/// How printed commands begin, so that they run as pasted: the program as this process was
+/// invoked (its `argv[0]`). A bare name (`distlock-sim`) was found on PATH and will be again;
+/// a path (`target/release/distlock-sim`, or the absolute path `cargo run` executes) runs
+/// from the same directory the model paths are relative to. An `argv[0]` that names no file
+/// (a launcher that rewrote it) gives the executable's own path.
+pub fn program_for_replay() -> String {
+    let argv0 = std::env::args_os()
+        .next()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bare =
+        !argv0.is_empty() && !argv0.contains(std::path::MAIN_SEPARATOR) && !argv0.contains('/');
+    if bare || (!argv0.is_empty() && Path::new(&argv0).is_file()) {
+        return argv0;
+    }
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| scenario::model::DEFAULT_REPLAY_PROGRAM.to_string())
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
+pub fn out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// Reports bad input on stderr: exit code 2.
+pub fn bad_input(msg: &str) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+/// Exit code: 0 every property held, 1 a property was violated, 3 nothing violated but a run
+/// stopped on its budget before its duration (inconclusive), 4 nothing violated but a hazard
+/// the model requires (`witness`) was never reached (vacuous); 2 is bad input.
+pub fn exit_with(outcome: Outcome) -> ExitCode {
+    ExitCode::from(outcome.exit_code())
+}
+
+/// 1 when something was violated, else 0.
+pub fn exit_for(violated: bool) -> ExitCode {
+    if violated {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
