@@ -1,6 +1,7 @@
 //! The Redis model: keyspace, commands, scripts, the node as a sans-IO process.
 //! It sees only its node's clock readings, never true time.
 
+pub mod connection;
 pub mod keyspace;
 pub mod lua;
 pub mod node;
