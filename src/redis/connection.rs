@@ -257,12 +257,31 @@ impl RedisNode {
     /// command's own and Redis reports them when EXEC runs it.
     pub fn reject(&mut self, caller: Caller, err: &ParseError) -> Reply {
         let reply = err.client_reply();
+        // processCommand's rejection of EXEC itself, in a MULTI or not, discards the
+        // transaction and the watches (execCommandAbort), naming the reason without `ERR `.
+        if matches!(err, ParseError::Arity("exec")) {
+            if let Some(conn) = self.conns.get_mut(&caller.proc) {
+                conn.queue = None;
+                conn.dirty_exec = false;
+                conn.watches.clear();
+                conn.dirty_cas = false;
+                if conn.is_default() {
+                    self.conns.remove(&caller.proc);
+                }
+            }
+            let text = match &reply {
+                Reply::Error(e) => e.strip_prefix("ERR ").unwrap_or(e).to_string(),
+                _ => String::new(),
+            };
+            return Reply::Error(format!("EXECABORT Transaction discarded because of: {text}"));
+        }
         let Some(conn) = self.conns.get_mut(&caller.proc) else {
             return reply;
         };
         let Some(queue) = conn.queue.as_mut() else {
             return reply;
         };
+
         let queue_time = match err {
             ParseError::Unknown { .. } => true,
             // PING checks its own argument count when it runs.
