@@ -404,7 +404,7 @@ impl RedisNode {
             };
             replies.push(reply);
         }
-        self.flush_propagation(caller.proc);
+        self.flush_effects(caller.proc, true);
         Reply::Array(replies)
     }
 }

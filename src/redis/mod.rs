@@ -4,6 +4,7 @@
 pub mod connection;
 pub mod keyspace;
 pub mod lua;
+mod lua_libs;
 pub mod node;
 pub mod replication;
 pub mod scripts;

@@ -283,7 +283,9 @@ impl RedisNode {
             }
         }
         let reply = self.exec(now_ms, cmd, caller, None);
-        self.flush_propagation(caller.proc);
+        // A script's effects are one unit (MULTI/EXEC around more than one).
+        let unit = matches!(cmd, Command::Eval { .. });
+        self.flush_effects(caller.proc, unit);
         reply
     }
 
@@ -1194,7 +1196,7 @@ impl RedisNode {
     pub fn cron(&mut self, now_ms: i64, now_mono_ns: u64) -> Vec<(ProcId, u64, Reply)> {
         self.repl.mono_ns = now_mono_ns;
         self.active_expire_cycle(now_ms);
-        self.flush_effects(None, false);
+        self.flush_propagation(None);
         self.persistence_cron(now_mono_ns);
         self.replication_cron(now_mono_ns);
         let mut done = Vec::new();

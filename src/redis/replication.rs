@@ -140,14 +140,18 @@ impl RedisNode {
     }
 
     /// Streams the effects of the command just executed and records the client's write
-    /// offset. With `appendfsync always` the effects are durable before the reply. The
-    /// effects of one command, script or transaction are one unit: Redis 7.0 wraps more
-    /// than one in MULTI/EXEC, so that a replica applies them together.
+    /// offset. With `appendfsync always` the effects are durable before the reply.
     pub(crate) fn flush_propagation(&mut self, client: Option<ProcId>) {
-        self.flush_effects(client, true);
+        self.flush_effects(client, false);
     }
 
-    /// `wrap: false` for the cron's active expiry, whose DELs Redis sends one by one.
+    /// `wrap`: the effects of a script or a transaction, which Redis 7.0 wraps in
+    /// MULTI/EXEC when there is more than one, so that a replica applies them together.
+    /// Redis 7.0.15 wraps a plain command's several effects too (the lazy-expiry `DEL`
+    /// before a `SET`, the `DEL`s of `DEL a b` when both had expired); the model sends
+    /// those unwrapped, as it always has (a replica applies one stream message at once
+    /// anyway): only its offsets count 29 bytes fewer there. The cron's active-expiry DELs
+    /// are sent one by one in Redis too.
     pub(crate) fn flush_effects(&mut self, client: Option<ProcId>, wrap: bool) {
         if !std::mem::take(&mut self.repl.dirty) {
             return;
