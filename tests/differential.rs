@@ -585,8 +585,9 @@ impl Resp {
 // ----- the command mix -----
 
 /// How a reply compares between the server and the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Timing {
+    #[default]
     Exact,
     /// Integers >= 100 in ms left (PTTL): within the corpus's tolerance.
     Ms,
@@ -610,11 +611,6 @@ struct Op {
     rest: Vec<Op>,
 }
 
-impl Default for Timing {
-    fn default() -> Self {
-        Timing::Exact
-    }
-}
 
 fn b(s: &str) -> Arg {
     Arg::Bytes(s.as_bytes().to_vec())
@@ -1309,8 +1305,7 @@ fn run_seed(seed: u64, server: &mut Resp, totals: &mut Totals) -> String {
             if i > 0 {
                 at_ms = elapsed().max(at_ms);
             }
-            let real_argv: Vec<Vec<u8>> =
-                op.argv.iter().map(|a| resolve_arg(a, start)).collect();
+            let real_argv: Vec<Vec<u8>> = op.argv.iter().map(|a| resolve_arg(a, start)).collect();
             let real = server.call(&real_argv);
             let got = model.execute(at_ms, &op.argv);
             let expect = expect_of(&real, op.timing, start);

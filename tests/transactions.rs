@@ -30,10 +30,7 @@ fn run(n: &mut RedisNode, now: i64, client: ProcId, argv: &[&str]) -> Reply {
         Ok(cmd) => n
             .handle(now, 0, client, 1, &cmd)
             .expect("not a blocking command"),
-        Err(e) => n.reject(
-            distlock_sim::redis::node::Caller { proc: Some(client) },
-            &e,
-        ),
+        Err(e) => n.reject(distlock_sim::redis::node::Caller { proc: Some(client) }, &e),
     }
 }
 
@@ -129,7 +126,10 @@ fn each_connection_has_its_own_db_and_transaction() {
     // A's commands run at once while B queues.
     assert_eq!(run(&mut n, T0, A, &["GET", "k"]), bulk("three"));
     ok(&mut n, T0, B, &["GET", "k"]);
-    assert_eq!(run(&mut n, T0, B, &["EXEC"]), Reply::Array(vec![Reply::Nil]));
+    assert_eq!(
+        run(&mut n, T0, B, &["EXEC"]),
+        Reply::Array(vec![Reply::Nil])
+    );
     // Between commands the node's `keyspace` is db 0 (what checkers read).
     assert!(n.keyspace.raw(b"k").is_none());
     assert_eq!(n.selected_db(Some(A)), 3);
@@ -152,7 +152,9 @@ fn a_transaction_replicates_as_one_unit_and_selects_follow_the_db() {
     // As redis-cli --replica showed it: the first effect's SELECT before MULTI.
     assert_eq!(
         stream_of(&mut m, &mut r, T0),
-        ["SELECT 2", "MULTI", "SET x 1", "SELECT 0", "SET y 1", "EXEC"]
+        [
+            "SELECT 2", "MULTI", "SET x 1", "SELECT 0", "SET y 1", "EXEC"
+        ]
     );
     // One write: no wrapper. A read-only transaction: nothing.
     ok(&mut m, T0, A, &["MULTI"]);
@@ -166,11 +168,14 @@ fn a_transaction_replicates_as_one_unit_and_selects_follow_the_db() {
     assert!(stream_of(&mut m, &mut r, T0).is_empty());
     // A script runs in the caller's db; its SELECT is its own; the stream says so.
     ok(&mut m, T0, A, &["SELECT", "5"]);
-    let script = "redis.call('set', 's', '5') redis.call('select', 6) redis.call('set', 's', '6') return 1";
+    let script =
+        "redis.call('set', 's', '5') redis.call('select', 6) redis.call('set', 's', '6') return 1";
     assert_eq!(run(&mut m, T0, A, &["EVAL", script, "0"]), Reply::Int(1));
     assert_eq!(
         stream_of(&mut m, &mut r, T0),
-        ["SELECT 5", "MULTI", "SET s 5", "SELECT 6", "SET s 6", "EXEC"]
+        [
+            "SELECT 5", "MULTI", "SET s 5", "SELECT 6", "SET s 6", "EXEC"
+        ]
     );
     ok(&mut m, T0, A, &["SET", "t", "5"]);
     assert_eq!(stream_of(&mut m, &mut r, T0), ["SELECT 5", "SET t 5"]);
@@ -206,7 +211,10 @@ fn a_full_sync_carries_every_db_and_the_streams_db() {
 
 #[test]
 fn keys_in_other_dbs_expire_and_survive_a_restart_as_db_0_does() {
-    let mut n = node("m", Persistence::Aof(distlock_sim::redis::node::Fsync::Always));
+    let mut n = node(
+        "m",
+        Persistence::Aof(distlock_sim::redis::node::Fsync::Always),
+    );
     ok(&mut n, T0, A, &["SELECT", "4"]);
     ok(&mut n, T0, A, &["SET", "short", "v", "PX", "100"]);
     ok(&mut n, T0, A, &["SET", "long", "v"]);

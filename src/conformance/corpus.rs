@@ -889,7 +889,10 @@ fn array_error_end(rest: &str) -> usize {
                 let word_end = next
                     .find(|ch: char| !(ch.is_ascii_uppercase() || ch == '_'))
                     .unwrap_or(next.len());
-                matches!(next[word_end..].trim_start().as_bytes().first(), None | Some(b',' | b']'))
+                matches!(
+                    next[word_end..].trim_start().as_bytes().first(),
+                    None | Some(b',' | b']')
+                )
             }
             Some(_) => false,
         };

@@ -273,7 +273,9 @@ impl RedisNode {
                 Reply::Error(e) => e.strip_prefix("ERR ").unwrap_or(e).to_string(),
                 _ => String::new(),
             };
-            return Reply::Error(format!("EXECABORT Transaction discarded because of: {text}"));
+            return Reply::Error(format!(
+                "EXECABORT Transaction discarded because of: {text}"
+            ));
         }
         let Some(conn) = self.conns.get_mut(&caller.proc) else {
             return reply;

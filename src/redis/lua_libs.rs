@@ -7,7 +7,7 @@
 //! configuration functions, `cjson.new`, `cmsgpack.unpack_one` / `unpack_limit`, and
 //! msgpack's ext types (unpacked as a format error).
 
-use mlua::{Lua, LightUserData, MultiValue, Table, Value};
+use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 
 use crate::redis::lua::{arg_error, lua_error, type_name};
 
@@ -92,8 +92,11 @@ fn bret(b: u32) -> f64 {
     f64::from(b as i32)
 }
 
+type Unary = fn(u32) -> u32;
+type Binary = fn(u32, u32) -> u32;
+
 fn install_bit(lua: &Lua, bit: &Table) -> mlua::Result<()> {
-    let unary: [(&str, fn(u32) -> u32); 3] = [
+    let unary: [(&str, Unary); 3] = [
         ("tobit", |b| b),
         ("bnot", |b| !b),
         ("bswap", u32::swap_bytes),
@@ -104,7 +107,7 @@ fn install_bit(lua: &Lua, bit: &Table) -> mlua::Result<()> {
             lua.create_function(move |lua, args: MultiValue| Ok(bret(f(barg(lua, &args, 1)?))))?,
         )?;
     }
-    let variadic: [(&str, fn(u32, u32) -> u32); 3] = [
+    let variadic: [(&str, Binary); 3] = [
         ("band", |a, b| a & b),
         ("bor", |a, b| a | b),
         ("bxor", |a, b| a ^ b),
@@ -122,7 +125,7 @@ fn install_bit(lua: &Lua, bit: &Table) -> mlua::Result<()> {
             })?,
         )?;
     }
-    let shifts: [(&str, fn(u32, u32) -> u32); 5] = [
+    let shifts: [(&str, Binary); 5] = [
         ("lshift", |b, n| b << n),
         ("rshift", |b, n| b >> n),
         ("arshift", |b, n| ((b as i32) >> n) as u32),
@@ -694,7 +697,10 @@ fn cjson_decode(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
     };
     // lua-cjson's guess at UTF-16/32: a NUL among the first two bytes.
     if data.len() >= 2 && (data[0] == 0 || data[1] == 0) {
-        return Err(lua_error(lua, "JSON parser does not support UTF-16 or UTF-32"));
+        return Err(lua_error(
+            lua,
+            "JSON parser does not support UTF-16 or UTF-32",
+        ));
     }
     let mut json = Json {
         data: &data,
@@ -816,7 +822,8 @@ fn pack_value(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
         Value::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
         Value::Integer(_) | Value::Number(_) => {
             let n = number_of(v).unwrap_or(0.0);
-            if n.is_finite() && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n)
+            if n.is_finite()
+                && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n)
                 && (n as i64) as f64 == n
             {
                 pack_int(n as i64, out);
@@ -967,7 +974,11 @@ fn msgpack_unpack(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
 
 type UnpackResult = Result<Value, Result<Unpack, mlua::Error>>;
 
-fn take<'a>(data: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8], Result<Unpack, mlua::Error>> {
+fn take<'a>(
+    data: &'a [u8],
+    pos: &mut usize,
+    n: usize,
+) -> Result<&'a [u8], Result<Unpack, mlua::Error>> {
     if data.len() - *pos < n {
         return Err(Ok(Unpack::Missing));
     }

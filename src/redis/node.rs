@@ -1170,7 +1170,10 @@ impl RedisNode {
             timeout_ms,
         } = cmd
             && !self.is_replica()
-            && self.conns.get(&Some(from)).is_none_or(|c| c.queue.is_none())
+            && self
+                .conns
+                .get(&Some(from))
+                .is_none_or(|c| c.queue.is_none())
             && (*replicas).max(0) as usize > self.acked_replicas(Some(from))
         {
             // Not enough acks yet: ask every replica for its offset and park the client until
