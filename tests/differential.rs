@@ -611,7 +611,6 @@ struct Op {
     rest: Vec<Op>,
 }
 
-
 fn b(s: &str) -> Arg {
     Arg::Bytes(s.as_bytes().to_vec())
 }

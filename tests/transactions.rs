@@ -311,3 +311,26 @@ fn an_already_expired_watched_key_deleted_by_expiry_does_not_abort() {
     ok(&mut n, T0 + 400, A, &["MULTI"]);
     assert_eq!(run(&mut n, T0 + 400, A, &["EXEC"]), Reply::Nil);
 }
+
+#[test]
+fn a_transaction_with_writes_is_refused_whole_by_a_node_demoted_since_multi() {
+    let mut m = node("m", Persistence::None);
+    let mut r = node("r", Persistence::None);
+    ok(&mut r, T0, A, &["MULTI"]);
+    ok(&mut r, T0, A, &["SET", "k", "v"]);
+    ok(&mut r, T0, B, &["REPLICAOF", "m", "6379"]);
+    pump(&mut m, &mut r, T0);
+    assert_eq!(
+        run(&mut r, T0, A, &["EXEC"]),
+        Reply::err(
+            "EXECABORT Transaction discarded because of: READONLY You can't write against a read only replica."
+        )
+    );
+    // Reads only: it runs.
+    ok(&mut r, T0, A, &["MULTI"]);
+    ok(&mut r, T0, A, &["GET", "k"]);
+    assert_eq!(
+        run(&mut r, T0, A, &["EXEC"]),
+        Reply::Array(vec![Reply::Nil])
+    );
+}

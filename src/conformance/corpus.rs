@@ -1303,6 +1303,27 @@ mod tests {
     }
 
     #[test]
+    fn an_error_inside_an_array_may_hold_commas_that_do_not_start_a_reply() {
+        let got = expect_of(
+            "[(error) ERR NX and XX, GT or LT options at the same time are not compatible, OK, \
+             (error) ERR x script: ab12, on @user_script:1., (integer) 3, (error) E, \"s\"]",
+        );
+        assert_eq!(
+            got,
+            Expect::Array(vec![
+                Expect::Error(
+                    "ERR NX and XX, GT or LT options at the same time are not compatible".into()
+                ),
+                Expect::Status("OK".into()),
+                Expect::Error("ERR x script: ab12, on @user_script:1.".into()),
+                Expect::Int(IntPattern::Exact(3)),
+                Expect::Error("E".into()),
+                Expect::Bulk(b"s".to_vec()),
+            ])
+        );
+    }
+
+    #[test]
     fn an_error_reply_keeps_its_trailing_spaces() {
         let text = "ERR unknown command 'FOO', with args beginning with: 'a' ";
         assert_eq!(

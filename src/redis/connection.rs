@@ -369,6 +369,27 @@ impl RedisNode {
     /// effects go to replicas as one unit (wrapped in MULTI/EXEC when more than one).
     fn exec_transaction(&mut self, now: i64, caller: Caller, conn: &mut Conn) -> Reply {
         let queue = conn.queue.take().unwrap_or_default();
+        // processCommand counts EXEC as a write when a write is queued: a node that became
+        // a replica (or lost its good replicas) since MULTI refuses the whole transaction,
+        // before the other checks (rejectCommand -> execCommandAbort).
+        if queue
+            .iter()
+            .any(|q| matches!(q, Queued::Cmd(c) if c.is_write()))
+        {
+            let refusal = if self.is_replica() {
+                Some(READONLY)
+            } else if !self.enough_good_replicas() {
+                Some(NOREPLICAS)
+            } else {
+                None
+            };
+            if let Some(why) = refusal {
+                conn.dirty_exec = false;
+                conn.watches.clear();
+                conn.dirty_cas = false;
+                return Reply::Error(format!("EXECABORT Transaction discarded because of: {why}"));
+            }
+        }
         let aborted = std::mem::take(&mut conn.dirty_exec);
         // isWatchedKeyExpired: only keys that were live when watched.
         let expired = conn.watches.iter().any(|w| {
