@@ -4,8 +4,8 @@
 //! (checked against a real server; tests/conformance/recorded/lua-libs.txt).
 //!
 //! Left out: `cjson.encode_keep_buffer`, `cjson.encode_max_depth` and the other
-//! configuration functions, `cjson.new`, `cmsgpack.unpack_one` / `unpack_limit`, and
-//! msgpack's ext types (unpacked as a format error).
+//! configuration functions, `cjson.new`, and msgpack's ext types (unpacked as a format
+//! error). Redis's `struct` library is not here either.
 
 use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 
@@ -53,6 +53,8 @@ pub(crate) fn install(
     let msgpack = lua.create_table()?;
     msgpack.raw_set("pack", lua.create_function(msgpack_pack)?)?;
     msgpack.raw_set("unpack", lua.create_function(msgpack_unpack)?)?;
+    msgpack.raw_set("unpack_one", lua.create_function(msgpack_unpack_one)?)?;
+    msgpack.raw_set("unpack_limit", lua.create_function(msgpack_unpack_limit)?)?;
     msgpack.raw_set("_NAME", "cmsgpack")?;
     msgpack.raw_set("_VERSION", "lua-cmsgpack 0.4.0")?;
     globals.raw_set("cmsgpack", freeze(lua.create_table()?, msgpack)?)?;
@@ -945,7 +947,45 @@ enum Unpack {
     Bad,
 }
 
+/// `luaL_checkinteger` / `luaL_optinteger` (absent: `default`), truncated as C does.
+fn int_arg(lua: &Lua, args: &MultiValue, narg: usize, default: Option<i64>) -> mlua::Result<i64> {
+    let value = args.get(narg - 1);
+    if let (None | Some(Value::Nil), Some(d)) = (value, default) {
+        return Ok(d);
+    }
+    match value.and_then(|v| lua.coerce_number(v.clone()).ok().flatten()) {
+        Some(n) if n.is_finite() => Ok(n as i64),
+        Some(_) => Ok(i64::MIN),
+        None => Err(arg_error(
+            lua,
+            narg,
+            &format!("number expected, got {}", type_name(value)),
+        )),
+    }
+}
+
 fn msgpack_unpack(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    unpack_full(lua, &args, 0, 0)
+}
+
+/// `cmsgpack.unpack_one(s [, offset])`: the offset of the next object (-1 at the end)
+/// and one object.
+fn msgpack_unpack_one(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    let offset = int_arg(lua, &args, 2, Some(0))?;
+    unpack_full(lua, &args, 1, offset)
+}
+
+/// `cmsgpack.unpack_limit(s, limit [, offset])`.
+fn msgpack_unpack_limit(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    let limit = int_arg(lua, &args, 2, None)?;
+    let offset = int_arg(lua, &args, 3, Some(0))?;
+    unpack_full(lua, &args, limit, offset)
+}
+
+/// lua-cmsgpack's `mp_unpack_full`: `limit` 0 with offset 0 decodes everything and
+/// returns only the objects; otherwise the next offset (-1 when the input is used up)
+/// comes first.
+fn unpack_full(lua: &Lua, args: &MultiValue, limit: i64, offset: i64) -> mlua::Result<MultiValue> {
     let data: Vec<u8> = match args.front() {
         Some(Value::String(s)) => s.as_bytes().to_vec(),
         Some(v @ (Value::Integer(_) | Value::Number(_))) => {
@@ -959,15 +999,41 @@ fn msgpack_unpack(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
             ));
         }
     };
-    let mut pos = 0;
+    let decode_all = limit == 0 && offset == 0;
+    let len = data.len() as i64;
+    if offset < 0 || limit < 0 {
+        // (lua-cmsgpack prints the input length where it says "limit")
+        return Err(lua_error(
+            lua,
+            &format!(
+                "Invalid request to unpack with offset of {} and limit of {}.",
+                offset as i32, len as i32
+            ),
+        ));
+    }
+    if offset > len {
+        return Err(lua_error(
+            lua,
+            &format!(
+                "Start offset {} greater than input length {}.",
+                offset as i32, len as i32
+            ),
+        ));
+    }
+    let limit = if decode_all { i64::MAX } else { limit };
+    let mut pos = offset as usize;
     let mut values = Vec::new();
-    while pos < data.len() {
+    while pos < data.len() && (values.len() as i64) < limit {
         match unpack_value(lua, &data, &mut pos, 0) {
             Ok(v) => values.push(v),
             Err(Ok(Unpack::Missing)) => return Err(lua_error(lua, "Missing bytes in input.")),
             Err(Ok(Unpack::Bad)) => return Err(lua_error(lua, "Bad data format in input.")),
             Err(Err(e)) => return Err(e),
         }
+    }
+    if !decode_all {
+        let next = if pos == data.len() { -1.0 } else { pos as f64 };
+        values.insert(0, Value::Number(next));
     }
     Ok(MultiValue::from_iter(values))
 }
