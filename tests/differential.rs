@@ -361,6 +361,64 @@ const SCRIPTS: &[LibScript] = &[
     },
 ];
 
+// ----- scripts as users write them, with the libraries Redis ships (cjson, cmsgpack, bit) -----
+
+const USER_CJSON_STORE: &str = "local doc = {owner = ARGV[1], ttl = tonumber(ARGV[2]), tags = {ARGV[1], 'lock'}, ok = true, none = cjson.null}
+redis.call('set', KEYS[1], cjson.encode(doc))
+return redis.call('get', KEYS[1])";
+const USER_CJSON_READ: &str = "local v = redis.call('get', KEYS[1])
+if not v then return false end
+local ok, doc = pcall(cjson.decode, v)
+if not ok then return {'bad', doc} end
+if type(doc) ~= 'table' then return {'scalar', tostring(doc), cjson.encode(doc)} end
+return {'doc', tostring(doc.owner), tostring(doc.ttl), cjson.encode(doc.tags or {}), tostring(doc.none == cjson.null)}";
+const USER_BIT_FLAGS: &str = "local v = tonumber(redis.call('get', KEYS[1])) or 0
+local f = bit.bor(bit.band(v, 0xff00), bit.lshift(tonumber(ARGV[2]) % 256, 16), bit.tobit(v))
+redis.call('set', KEYS[1], f)
+return {f, bit.tohex(f), bit.tohex(f, -4), bit.bxor(f, 0x5a5a5a5a), bit.rol(f, 7), bit.ror(f, 3), bit.arshift(f, 4), bit.rshift(f, 4), bit.bnot(f), bit.bswap(f)}";
+const USER_MSGPACK: &str = "local p = cmsgpack.pack({ARGV[1], tonumber(ARGV[2]), -tonumber(ARGV[2]), 1.5, {k = ARGV[1]}, true})
+redis.call('set', KEYS[1], p)
+local t = cmsgpack.unpack(redis.call('get', KEYS[1]))
+return {#p, t[1], t[2], t[3], tostring(t[4]), t[5].k, tostring(t[6])}";
+
+/// Users' scripts: cjson (encode with nested tables and `cjson.null`, decode of whatever the
+/// key holds, its errors caught by pcall), bit operations on a stored number, a cmsgpack
+/// round trip through a key.
+const USER_SCRIPTS: &[LibScript] = &[
+    LibScript {
+        name: "user-cjson-store",
+        src: USER_CJSON_STORE,
+        max_keys: 1,
+        args: ScriptArgs::TokenTtl,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "user-cjson-read",
+        src: USER_CJSON_READ,
+        max_keys: 1,
+        args: ScriptArgs::Token,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "user-bit-flags",
+        src: USER_BIT_FLAGS,
+        max_keys: 1,
+        args: ScriptArgs::TokenTtl,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "user-msgpack",
+        src: USER_MSGPACK,
+        max_keys: 1,
+        args: ScriptArgs::TokenTtl,
+        returns_pttl: false,
+        needs: &[],
+    },
+];
+
 fn sha1_hex(src: &str) -> String {
     Sha1::digest(src.as_bytes())
         .iter()
@@ -527,8 +585,9 @@ impl Resp {
 // ----- the command mix -----
 
 /// How a reply compares between the server and the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Timing {
+    #[default]
     Exact,
     /// Integers >= 100 in ms left (PTTL): within the corpus's tolerance.
     Ms,
@@ -538,13 +597,18 @@ enum Timing {
     AbsS,
 }
 
+#[derive(Default)]
 struct Op {
     argv: Vec<Arg>,
-    /// Keys it reads or writes (each must be away from its expiry edge).
+    /// Keys it reads or writes (each must be away from its expiry edge). For the head of a
+    /// transaction block: every key of the block.
     keys: Vec<&'static str>,
     timing: Timing,
     /// What the summary counts it as.
     label: String,
+    /// The rest of a transaction block (WATCH ... MULTI ... EXEC), sent right after this
+    /// one without probing the model in between (a probe would be queued in its MULTI).
+    rest: Vec<Op>,
 }
 
 fn b(s: &str) -> Arg {
@@ -614,12 +678,12 @@ impl Gen {
 
     fn op(&mut self, model: &mut NodeReplay, at_ms: u64) -> Op {
         let t = at_ms as i64;
-        let mut op = Op {
-            argv: Vec::new(),
-            keys: Vec::new(),
-            timing: Timing::Exact,
-            label: String::new(),
-        };
+        match self.rng.below(100) {
+            0..=2 => return self.select_op(),
+            3..=8 => return self.transaction(t),
+            _ => {}
+        }
+        let mut op = Op::default();
         let k = self.key();
         match self.rng.below(100) {
             0..=15 => {
@@ -845,12 +909,142 @@ impl Gen {
             _ => self.script_op(&mut op),
         }
         if op.label.is_empty() {
-            op.label = match &op.argv[0] {
-                Arg::Bytes(name) => String::from_utf8_lossy(name).into_owned(),
-                _ => unreachable!("a command name is bytes"),
-            };
+            op.label = label_of(&op.argv);
         }
         op
+    }
+
+    /// SELECT: dbs 0-2 (so keys meet again), now and then an index error; or a
+    /// transaction command out of place.
+    fn select_op(&mut self) -> Op {
+        let argv = match self.rng.below(20) {
+            0 => vec![b("SELECT"), b(self.pick(&["16", "-1", "abc", "01"]))],
+            1 => vec![b(self.pick(&["EXEC", "DISCARD", "UNWATCH"]))],
+            _ => vec![b("SELECT"), b(self.pick(&["0", "0", "1", "2"]))],
+        };
+        Op {
+            argv,
+            ..Op::default()
+        }
+    }
+
+    /// A command that needs no probe of the model while it is generated (so it can be
+    /// generated ahead, for a MULTI block).
+    fn simple_op(&mut self, t: i64) -> Op {
+        let k = self.key();
+        let mut op = Op {
+            keys: vec![k],
+            ..Op::default()
+        };
+        op.argv = match self.rng.below(10) {
+            0..=1 => {
+                let mut v = vec![b("SET"), b(k), b(self.pick(&VALUES))];
+                if self.chance(40) {
+                    v.extend([b("PX"), b(&self.ttl_ms().max(1).to_string())]);
+                }
+                v
+            }
+            2..=3 => vec![b("GET"), b(k)],
+            4 => vec![b("INCR"), b(k)],
+            5 => vec![b("DEL"), b(k)],
+            6 => vec![b("EXISTS"), b(k)],
+            7 => vec![b("PEXPIRE"), b(k), b(&self.ttl_ms().to_string())],
+            8 => {
+                op.timing = Timing::Ms;
+                vec![b("PTTL"), b(k)]
+            }
+            _ => vec![b("GETEX"), b(k), b("PXAT"), Arg::UnixMs(t + 20_000)],
+        };
+        op
+    }
+
+    /// WATCH (now and then, and now and then touching a watched key itself), MULTI, one to
+    /// four queued commands (strings, hashes, scripts; now and then a queue-time error or a
+    /// misplaced MULTI/WATCH), then EXEC, DISCARD, or `EXEC x` (which discards).
+    fn transaction(&mut self, t: i64) -> Op {
+        let mut ops: Vec<Op> = Vec::new();
+        if self.chance(50) {
+            let mut keys = vec![self.key()];
+            if self.chance(30) {
+                keys.push("h");
+            }
+            let mut argv = vec![b("WATCH")];
+            argv.extend(keys.iter().map(|k| b(k)));
+            ops.push(Op {
+                argv,
+                keys: keys.clone(),
+                ..Op::default()
+            });
+            if self.chance(25) {
+                let k = keys[0];
+                ops.push(Op {
+                    argv: vec![b("SET"), b(k), b(self.pick(&VALUES))],
+                    keys: vec![k],
+                    ..Op::default()
+                });
+            }
+        }
+        ops.push(Op {
+            argv: vec![b("MULTI")],
+            ..Op::default()
+        });
+        let mut ms = false;
+        for _ in 0..1 + self.rng.below(4) {
+            let mut op = match self.rng.below(10) {
+                0..=4 => self.simple_op(t),
+                5..=6 if !self.gated.is_empty() => {
+                    let mut op = Op::default();
+                    self.gated_op(&mut op, t);
+                    op
+                }
+                _ => {
+                    let mut op = Op::default();
+                    self.script_op(&mut op);
+                    op
+                }
+            };
+            ms |= op.timing == Timing::Ms;
+            if op.label.is_empty() {
+                op.label = label_of(&op.argv);
+            }
+            op.label = format!("{} (queued)", op.label);
+            ops.push(op);
+            if self.chance(6) {
+                let argv = match self.rng.below(4) {
+                    0 => vec![b("MULTI")],
+                    1 => vec![b("WATCH"), b("lock")],
+                    2 => vec![b("NOSUCHCMD"), b("x")],
+                    _ => vec![b("GET")],
+                };
+                ops.push(Op {
+                    label: format!("{} (in MULTI)", label_of(&argv)),
+                    argv,
+                    ..Op::default()
+                });
+            }
+        }
+        let end = match self.rng.below(25) {
+            0..=2 => vec![b("DISCARD")],
+            3 => vec![b("EXEC"), b("x")],
+            _ => vec![b("EXEC")],
+        };
+        ops.push(Op {
+            argv: end,
+            timing: if ms { Timing::Ms } else { Timing::Exact },
+            ..Op::default()
+        });
+        let mut keys: Vec<&'static str> = Vec::new();
+        for op in &ops {
+            for k in &op.keys {
+                if !keys.contains(k) {
+                    keys.push(k);
+                }
+            }
+        }
+        let mut head = ops.remove(0);
+        head.keys = keys;
+        head.rest = ops;
+        head
     }
 
     /// GETDEL, GETEX, hashes, PUBLISH: only those the model parses (see `GATED_COMMANDS`).
@@ -1004,6 +1198,13 @@ impl Gen {
     }
 }
 
+fn label_of(argv: &[Arg]) -> String {
+    match &argv[0] {
+        Arg::Bytes(name) => String::from_utf8_lossy(name).into_owned(),
+        _ => unreachable!("a command name is bytes"),
+    }
+}
+
 /// The corpus pattern for the server's reply: exact, except time-valued integers.
 fn expect_of(reply: &Reply, timing: Timing, start_unix_ms: i64) -> Expect {
     match reply {
@@ -1057,11 +1258,15 @@ fn run_seed(seed: u64, server: &mut Resp, totals: &mut Totals) -> String {
         server.call(&[b"SCRIPT".to_vec(), b"FLUSH".to_vec()]),
         Reply::Ok
     );
+    // The connection outlives a seed: back to db 0 with nothing watched.
+    assert_eq!(server.call(&[b"SELECT".to_vec(), b"0".to_vec()]), Reply::Ok);
+    assert_eq!(server.call(&[b"UNWATCH".to_vec()]), Reply::Ok);
     let mut model = NodeReplay::new();
     let mut g = Gen {
         rng: Prng::new(seed, 0xd1ff),
         scripts: SCRIPTS
             .iter()
+            .chain(USER_SCRIPTS)
             .filter(|s| s.needs.iter().all(|c| model_knows(c)))
             .collect(),
         gated: GATED_COMMANDS
@@ -1073,8 +1278,8 @@ fn run_seed(seed: u64, server: &mut Resp, totals: &mut Totals) -> String {
     let start = unix_ms_now() / 1000 * 1000;
     let mut case = format!("# case: differential-seed-{seed}\n# topology: single\n");
     let elapsed = || (unix_ms_now() - start) as u64;
-    for _ in 0..COMMANDS_PER_SEED {
-        let (at_ms, op) = loop {
+    while totals_here(&case) < COMMANDS_PER_SEED {
+        let (at_ms, mut op) = loop {
             let at_ms = elapsed();
             let op = g.op(&mut model, at_ms);
             // A key about to expire is not touched: wait until it is well past.
@@ -1093,26 +1298,43 @@ fn run_seed(seed: u64, server: &mut Resp, totals: &mut Totals) -> String {
                 }
             }
         };
-        let real_argv: Vec<Vec<u8>> = op.argv.iter().map(|a| resolve_arg(a, start)).collect();
-        let real = server.call(&real_argv);
-        let got = model.execute(at_ms, &op.argv);
-        let expect = expect_of(&real, op.timing, start);
-        let line = format!("@{at_ms} {} -> {expect}\n", render_args(&op.argv));
-        if !expect.matches(&got, CASE_START_UNIX_MS) {
-            panic!(
-                "seed {seed}: the model and redis-server differ\n\
-                 command: {}\n\
-                 redis-server: {real}\n\
-                 model:        {got}\n\
-                 sequence so far (corpus syntax, the last line as the server answered):\n{case}{line}",
-                render_args(&op.argv)
-            );
+        let rest = std::mem::take(&mut op.rest);
+        let mut at_ms = at_ms;
+        for (i, op) in std::iter::once(op).chain(rest).enumerate() {
+            if i > 0 {
+                at_ms = elapsed().max(at_ms);
+            }
+            let real_argv: Vec<Vec<u8>> = op.argv.iter().map(|a| resolve_arg(a, start)).collect();
+            let real = server.call(&real_argv);
+            let got = model.execute(at_ms, &op.argv);
+            let expect = expect_of(&real, op.timing, start);
+            let line = format!("@{at_ms} {} -> {expect}\n", render_args(&op.argv));
+            if !expect.matches(&got, CASE_START_UNIX_MS) {
+                panic!(
+                    "seed {seed}: the model and redis-server differ\n\
+                     command: {}\n\
+                     redis-server: {real}\n\
+                     model:        {got}\n\
+                     sequence so far (corpus syntax, the last line as the server answered):\n{case}{line}",
+                    render_args(&op.argv)
+                );
+            }
+            case.push_str(&line);
+            totals.commands += 1;
+            let label = if op.label.is_empty() {
+                label_of(&op.argv)
+            } else {
+                op.label
+            };
+            *totals.covered.entry(label).or_default() += 1;
         }
-        case.push_str(&line);
-        totals.commands += 1;
-        *totals.covered.entry(op.label).or_default() += 1;
     }
     case
+}
+
+/// Commands in a case so far (a transaction block may end a seed a few past the count).
+fn totals_here(case: &str) -> usize {
+    case.lines().filter(|l| l.starts_with('@')).count()
 }
 
 fn extra_seeds() -> u64 {

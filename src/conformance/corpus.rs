@@ -866,6 +866,43 @@ impl<'a> ArgLexer<'a> {
 }
 
 /// Parses the reply text after `->`.
+/// Where an error message inside an array ends: at `]`, or at a `,` that starts the next
+/// element. Redis's own texts contain commas (`ERR NX and XX, GT or LT ...`, a script's
+/// `script: <sha>, on @user_script:1.`), so a comma ends the message only when what follows
+/// looks like a reply: `(`, `"`, `[`, `~`, a number, or a bare upper-case status word (`OK`,
+/// `QUEUED`) that is itself followed by `,` or `]`.
+fn array_error_end(rest: &str) -> usize {
+    let b = rest.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        if c == b']' {
+            return i;
+        }
+        if c != b',' {
+            continue;
+        }
+        let next = rest[i + 1..].trim_start();
+        let starts_reply = match next.as_bytes().first() {
+            None => true,
+            Some(b'(' | b'"' | b'[' | b'~' | b'-' | b']') => true,
+            Some(d) if d.is_ascii_digit() => true,
+            Some(d) if d.is_ascii_uppercase() => {
+                let word_end = next
+                    .find(|ch: char| !(ch.is_ascii_uppercase() || ch == '_'))
+                    .unwrap_or(next.len());
+                matches!(
+                    next[word_end..].trim_start().as_bytes().first(),
+                    None | Some(b',' | b']')
+                )
+            }
+            Some(_) => false,
+        };
+        if starts_reply {
+            return i;
+        }
+    }
+    rest.len()
+}
+
 fn parse_reply(text: &str) -> Result<Expect, String> {
     // Trailing spaces stay: a top-level `(error)` message keeps them; other forms skip them.
     let text = text.trim_start();
@@ -1047,7 +1084,7 @@ impl<'a> ReplyParser<'a> {
         let end = if depth == 0 {
             rest.len()
         } else {
-            rest.find([',', ']']).unwrap_or(rest.len())
+            array_error_end(rest)
         };
         // At the top level the message is the rest of the line, trailing spaces included;
         // inside an array it ends at the delimiter, and spaces before it are layout.
@@ -1302,6 +1339,27 @@ mod tests {
             ]);
             assert!(expect.matches(&want, START));
         }
+    }
+
+    #[test]
+    fn an_error_inside_an_array_may_hold_commas_that_do_not_start_a_reply() {
+        let got = expect_of(
+            "[(error) ERR NX and XX, GT or LT options at the same time are not compatible, OK, \
+             (error) ERR x script: ab12, on @user_script:1., (integer) 3, (error) E, \"s\"]",
+        );
+        assert_eq!(
+            got,
+            Expect::Array(vec![
+                Expect::Error(
+                    "ERR NX and XX, GT or LT options at the same time are not compatible".into()
+                ),
+                Expect::Status("OK".into()),
+                Expect::Error("ERR x script: ab12, on @user_script:1.".into()),
+                Expect::Int(IntPattern::Exact(3)),
+                Expect::Error("E".into()),
+                Expect::Bulk(b"s".to_vec()),
+            ])
+        );
     }
 
     #[test]

@@ -92,7 +92,7 @@ impl NodeReplay {
             Ok(cmd) => self
                 .node
                 .execute(start + at_ms as i64, &cmd, Caller { proc: None }),
-            Err(e) => e.client_reply(),
+            Err(e) => self.node.reject(Caller { proc: None }, &e),
         }
     }
 }

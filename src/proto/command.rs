@@ -199,6 +199,16 @@ pub enum Command {
     Time,
     /// PUBLISH channel message: the number of receivers.
     Publish(Bytes, Bytes),
+    /// FLUSHDB: empties the connection's selected database (FLUSHALL empties all 16).
+    FlushDb,
+    /// MULTI / EXEC / DISCARD / WATCH / UNWATCH: a connection's transaction state. In a
+    /// replication stream MULTI and EXEC bracket the effects of one command, script or
+    /// transaction (Redis 7.0 wraps more than one effect).
+    Multi,
+    Exec,
+    Discard,
+    Watch(Vec<Bytes>),
+    Unwatch,
 }
 
 /// GETEX's option, as given. The amount stays as sent: Redis 7.0 parses it only after the
@@ -398,6 +408,11 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("getex", -2, true),
     ("time", 1, false),
     ("publish", 3, false),
+    ("multi", 1, false),
+    ("exec", 1, false),
+    ("discard", 1, false),
+    ("watch", -2, false),
+    ("unwatch", 1, false),
 ];
 
 /// Redis command flags the model needs: is `name` (lower-case) a write command?
@@ -418,6 +433,11 @@ pub fn is_denied_in_scripts(name: &str) -> bool {
             | "debug"
             | "replicaof"
             | "slaveof"
+            | "multi"
+            | "exec"
+            | "discard"
+            | "watch"
+            | "unwatch"
     )
 }
 
@@ -438,6 +458,7 @@ impl Command {
                 | Command::IncrBy(..)
                 | Command::DecrBy(..)
                 | Command::FlushAll
+                | Command::FlushDb
                 | Command::RPush(..)
                 | Command::HSet(..)
                 | Command::HIncrBy(..)
@@ -590,7 +611,11 @@ impl Command {
                 {
                     return Err(syntax());
                 }
-                Command::FlushAll
+                if canon == "flushall" {
+                    Command::FlushAll
+                } else {
+                    Command::FlushDb
+                }
             }
             "dbsize" => Command::DbSize,
             "keys" => Command::Keys(a[0].clone()),
@@ -653,11 +678,13 @@ impl Command {
             "getex" => parse_getex(a)?,
             "time" => Command::Time,
             "publish" => Command::Publish(a[0].clone(), a[1].clone()),
-            "select" => {
-                let db = parse_i64_strict(&a[0])
-                    .ok_or_else(|| ParseError::Reply("ERR invalid DB index".into()))?;
-                Command::Select(db)
-            }
+            // Redis 7.0's selectCommand reads the index with getIntFromObjectOrReply.
+            "select" => Command::Select(int_arg(&a[0])?),
+            "multi" => Command::Multi,
+            "exec" => Command::Exec,
+            "discard" => Command::Discard,
+            "watch" => Command::Watch(a.to_vec()),
+            "unwatch" => Command::Unwatch,
             _ => unreachable!("every table entry has a parser arm"),
         };
         Ok(cmd)
@@ -830,6 +857,14 @@ impl Command {
             }
             Command::Time => vec![b("TIME")],
             Command::Publish(ch, m) => vec![b("PUBLISH"), ch.clone(), m.clone()],
+            Command::FlushDb => vec![b("FLUSHDB")],
+            Command::Multi => vec![b("MULTI")],
+            Command::Exec => vec![b("EXEC")],
+            Command::Discard => vec![b("DISCARD")],
+            Command::Watch(keys) => std::iter::once(b("WATCH"))
+                .chain(keys.iter().cloned())
+                .collect(),
+            Command::Unwatch => vec![b("UNWATCH")],
         }
     }
 }

@@ -565,6 +565,7 @@ impl LuaEngine {
         let redis = lua.create_table()?;
         install_redis_lib(&lua, &redis)?;
         globals.raw_set("redis", freeze(lua.create_table()?, redis.clone())?)?;
+        crate::redis::lua_libs::install(&lua, &globals, &freeze)?;
 
         let missing = lua.create_function(missing_global)?;
         let globals_mt = lua.create_table()?;
@@ -658,12 +659,12 @@ fn lua_where(lua: &Lua, level: usize) -> Vec<u8> {
 }
 
 /// `luaL_error` from inside a Rust library function.
-fn lua_error(lua: &Lua, msg: &str) -> mlua::Error {
+pub(crate) fn lua_error(lua: &Lua, msg: &str) -> mlua::Error {
     raise_msg([lua_where(lua, 1), msg.as_bytes().to_vec()].concat())
 }
 
 /// `luaL_argerror`, naming the function the way the calling instruction did.
-fn arg_error(lua: &Lua, narg: usize, extramsg: &str) -> mlua::Error {
+pub(crate) fn arg_error(lua: &Lua, narg: usize, extramsg: &str) -> mlua::Error {
     let names = lua.inspect_stack(0, |d| {
         let names = d.names();
         (
@@ -721,7 +722,7 @@ fn check_int(lua: &Lua, args: &MultiValue, narg: usize) -> mlua::Result<i32> {
 }
 
 /// Lua's type names, with "no value" for a missing argument.
-fn type_name(value: Option<&Value>) -> &'static str {
+pub(crate) fn type_name(value: Option<&Value>) -> &'static str {
     match value {
         None => "no value",
         Some(Value::Nil) => "nil",

@@ -12,6 +12,7 @@ use crate::proto::command::{
     hex, parse_i64_strict, sha1_of,
 };
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
+use crate::redis::connection::{Conn, ConnId, DATABASES, is_connection_command};
 use crate::redis::keyspace::{Entry, Keyspace, Value, glob_match};
 use crate::redis::lua::LuaEngine;
 use crate::redis::replication::{Disk, ReplState, Role};
@@ -106,7 +107,16 @@ struct Waiter {
 /// The server's state.
 pub struct RedisNode {
     pub config: RedisConfig,
+    /// The database being executed in; between commands always db 0 (connection.rs).
     pub keyspace: Keyspace,
+    /// Dbs 0..16 other than the one in `keyspace` (whose slot holds an empty placeholder);
+    /// an empty vector until a connection first selects another db.
+    // Invariant: empty or DATABASES long; `other_dbs[cur_db]` is empty.
+    pub(crate) other_dbs: Vec<Keyspace>,
+    // Invariant: 0 between commands.
+    pub(crate) cur_db: u8,
+    /// Connections with state (a selected db, a MULTI, WATCHes); the others are default.
+    pub(crate) conns: BTreeMap<ConnId, Conn>,
     // Invariant: every entry's key is the SHA1 of its source.
     scripts: BTreeMap<[u8; 20], Arc<[u8]>>,
     lua: Option<LuaEngine>,
@@ -139,6 +149,9 @@ impl RedisNode {
     pub fn new(config: RedisConfig) -> RedisNode {
         RedisNode {
             keyspace: Keyspace::new(),
+            other_dbs: Vec::new(),
+            cur_db: 0,
+            conns: BTreeMap::new(),
             scripts: BTreeMap::new(),
             lua: None,
             active_expire: true,
@@ -206,6 +219,7 @@ impl RedisNode {
     pub(crate) fn remove_replicated(&mut self, key: &[u8]) {
         if let Some((k, e)) = self.keyspace.remove(key) {
             self.note_removed(&k, &e, Removal::Del, None);
+            self.touch_key(&k);
         }
     }
 
@@ -239,11 +253,29 @@ impl RedisNode {
         for key in self.keyspace.due_keys(now_ms, ACTIVE_EXPIRE_KEYS_PER_CYCLE) {
             self.remove_key(&key, Removal::Expired, None);
         }
+        if self.other_dbs.is_empty() {
+            return;
+        }
+        for d in self.used_dbs().into_iter().skip(1) {
+            self.switch_db(d);
+            for key in self.keyspace.due_keys(now_ms, ACTIVE_EXPIRE_KEYS_PER_CYCLE) {
+                self.remove_key(&key, Removal::Expired, None);
+            }
+            self.switch_db(0);
+        }
     }
 
     /// Executes one command at wall time `now_ms`. `None` means the client is blocked (WAIT)
     /// and will be answered later by the cron.
     pub fn execute(&mut self, now_ms: i64, cmd: &Command, caller: Caller) -> Reply {
+        if !self.conns.is_empty() || is_connection_command(cmd) {
+            return self.execute_conn(now_ms, cmd, caller);
+        }
+        self.execute_plain(now_ms, cmd, caller)
+    }
+
+    /// A command of a connection outside MULTI, in the db already switched to.
+    pub(crate) fn execute_plain(&mut self, now_ms: i64, cmd: &Command, caller: Caller) -> Reply {
         if cmd.is_write() {
             if self.is_replica() {
                 return Reply::err(READONLY);
@@ -253,8 +285,15 @@ impl RedisNode {
             }
         }
         let reply = self.exec(now_ms, cmd, caller, None);
-        self.flush_propagation(caller.proc);
+        // A script's effects are one unit (MULTI/EXEC around more than one).
+        let unit = matches!(cmd, Command::Eval { .. });
+        self.flush_effects(caller.proc, unit);
         reply
+    }
+
+    /// A queued command as EXEC runs it (processCommand's checks were made when queueing).
+    pub(crate) fn exec_in_transaction(&mut self, now: i64, cmd: &Command, caller: Caller) -> Reply {
+        self.exec(now, cmd, caller, None)
     }
 
     fn exec(
@@ -394,11 +433,25 @@ impl RedisNode {
                 Reply::Ok
             }
             Command::FlushAll => {
-                let keys: Vec<Bytes> = self.keyspace.iter().map(|(k, _)| k.clone()).collect();
-                for k in keys {
-                    self.remove_key(&k, Removal::Flushed, by);
+                self.touch_flushed(None);
+                self.flush_current_db(by);
+                if !self.other_dbs.is_empty() {
+                    let here = self.cur_db;
+                    for d in 0..DATABASES as u8 {
+                        if d != here && self.db_ref(d).is_some_and(|ks| !ks.is_empty()) {
+                            self.switch_db(d);
+                            self.flush_current_db(by);
+                        }
+                    }
+                    self.switch_db(here);
                 }
                 self.propagate(|| Command::FlushAll);
+                Reply::Ok
+            }
+            Command::FlushDb => {
+                self.touch_flushed(Some(self.cur_db));
+                self.flush_current_db(by);
+                self.propagate(|| Command::FlushDb);
                 Reply::Ok
             }
             Command::DbSize => Reply::Int(self.keyspace.len() as i64),
@@ -519,8 +572,28 @@ impl RedisNode {
                 self.propagate(|| cmd.clone());
                 Reply::Int(0)
             }
-            Command::Select(0) => Reply::Ok,
-            Command::Select(_) => Reply::err("ERR DB index is out of range"),
+            // A connection's SELECT is handled in connection.rs; here one inside a script,
+            // which lasts until the script ends (`eval` restores the caller's db).
+            Command::Select(d) => match u8::try_from(*d) {
+                Ok(d) if usize::from(d) < DATABASES => {
+                    self.switch_db(d);
+                    Reply::Ok
+                }
+                _ => Reply::err("ERR DB index is out of range"),
+            },
+            // UNWATCH queued in a MULTI: the watches are gone by the time it runs.
+            Command::Unwatch => Reply::Ok,
+            // Reached only from scripts, which may not call them (script_call refuses first).
+            Command::Multi | Command::Exec | Command::Discard | Command::Watch(_) => {
+                Reply::err("ERR This Redis command is not allowed from script")
+            }
+        }
+    }
+
+    fn flush_current_db(&mut self, by: Option<ProcId>) {
+        let keys: Vec<Bytes> = self.keyspace.iter().map(|(k, _)| k.clone()).collect();
+        for k in keys {
+            self.remove_key(&k, Removal::Flushed, by);
         }
     }
 
@@ -986,9 +1059,12 @@ impl RedisNode {
         // The Lua bridge speaks plain byte vectors (a rare path: lock scripts run natively).
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
         let args: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        // A SELECT inside the script lasts until it ends: the caller's db comes back.
+        let caller_db = self.cur_db;
         let reply = lua.run(&source, &sha_hex, &keys, &args, &mut |argv, _raise| {
             self.script_call(now, argv, by, ctx)
         });
+        self.switch_db(caller_db);
         self.lua = Some(lua);
         reply
     }
@@ -1096,6 +1172,10 @@ impl RedisNode {
             timeout_ms,
         } = cmd
             && !self.is_replica()
+            && self
+                .conns
+                .get(&Some(from))
+                .is_none_or(|c| c.queue.is_none())
             && (*replicas).max(0) as usize > self.acked_replicas(Some(from))
         {
             // Not enough acks yet: ask every replica for its offset and park the client until
@@ -1190,6 +1270,17 @@ impl RedisNode {
             }
         }
         self.keyspace = restored;
+        // The other dbs come back as db 0 does (their observations are not reported: no
+        // lock model keeps its keys outside db 0).
+        if !self.other_dbs.is_empty() || !self.disk.snapshot_other_dbs.is_empty() {
+            self.other_dbs = match self.config.persistence {
+                Persistence::None => Vec::new(),
+                Persistence::Aof(_) if keep_data => std::mem::take(&mut self.other_dbs),
+                _ => self.disk.snapshot_other_dbs.clone(),
+            };
+        }
+        // Connections break with the process.
+        self.conns.clear();
         self.disk.loading = true;
         self.scripts.clear();
         self.lua = None;
@@ -1203,16 +1294,20 @@ impl RedisNode {
     pub fn finish_start(&mut self, now_ms: i64, now_mono_ns: u64) {
         self.repl.mono_ns = now_mono_ns;
         if std::mem::take(&mut self.disk.loading) && !self.is_replica() {
-            let expired: Vec<Bytes> = self
-                .keyspace
-                .iter()
-                .filter(|(_, e)| e.expire_at_ms.is_some_and(|t| t < now_ms))
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in expired {
-                if let Some((k, e)) = self.keyspace.remove(&k) {
-                    self.note_removed(&k, &e, Removal::Expired, None);
+            for d in self.used_dbs() {
+                self.switch_db(d);
+                let expired: Vec<Bytes> = self
+                    .keyspace
+                    .iter()
+                    .filter(|(_, e)| e.expire_at_ms.is_some_and(|t| t < now_ms))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in expired {
+                    if let Some((k, e)) = self.keyspace.remove(&k) {
+                        self.note_removed(&k, &e, Removal::Expired, None);
+                    }
                 }
+                self.switch_db(0);
             }
         }
         self.disk.snapshot_at_mono_ns = now_mono_ns;

@@ -47,8 +47,13 @@ pub struct ReplState {
     pub offset: u64,
     /// On a master: attached replicas (at most one link per process).
     pub replicas: Vec<ReplicaLink>,
-    /// Effects of the command being executed, streamed when it completes.
-    pub pending: Vec<Command>,
+    /// Effects of the command being executed, with the db each ran in, streamed when it
+    /// completes.
+    pub pending: Vec<(u8, Command)>,
+    /// On a master: the db the stream last SELECTed (Redis's `slaveseldb`); on a replica:
+    /// the db the master's stream is applying to. The model starts both at 0 where Redis
+    /// forces a `SELECT 0` after a full sync (a few bytes of offset the model does not count).
+    pub stream_db: u8,
     pub outbox: Vec<(ProcId, Msg)>,
     /// Each client's last write offset (what its WAIT waits for).
     pub woff: BTreeMap<ProcId, u64>,
@@ -78,14 +83,17 @@ impl ReplState {
         self.outbox.clear();
         self.woff.clear();
         self.applying_master_stream = false;
+        self.stream_db = 0;
     }
 }
 
 /// What is on disk.
 #[derive(Clone, Debug, Default)]
 pub struct Disk {
-    /// The last RDB snapshot, or the dataset as of the last AOF fsync.
+    /// The last RDB snapshot, or the dataset as of the last AOF fsync (db 0).
     pub snapshot: Keyspace,
+    /// The same for dbs 1..16 (empty when no connection ever selected one).
+    pub snapshot_other_dbs: Vec<Keyspace>,
     pub snapshot_at_mono_ns: u64,
     /// Set by a restart, cleared when loading finishes in `on_start`.
     pub loading: bool,

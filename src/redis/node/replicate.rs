@@ -13,7 +13,7 @@ use crate::history::Observation;
 use crate::proto::command::{ExpireCond, ExpireKind, SetExpiry};
 use crate::proto::sentinel::ReplMsg;
 use crate::proto::{Bytes, Command, Msg, Reply};
-use crate::redis::keyspace::Value;
+use crate::redis::keyspace::{Keyspace, Value};
 use crate::redis::node::{Caller, Fsync, Persistence, RedisNode};
 use crate::redis::replication::{
     ACK_PERIOD_NS, LinkState, OS_FLUSH_PERIOD_NS, REPL_TIMEOUT_NS, ReplicaLink, Role, resp_len,
@@ -25,26 +25,61 @@ impl RedisNode {
     /// the stream is not propagated further). The effect is built only when a backlog keeps
     /// it: a master no replica ever attached to would allocate it (a DEL's key vector) only
     /// to drop it.
+    /// The effect also touches the WATCHed keys it names (a connection watching exists
+    /// only where clients sent WATCH, so the hot path pays one emptiness check).
     pub(crate) fn propagate(&mut self, cmd: impl FnOnce() -> Command) {
         self.repl.dirty = true;
-        if self.repl.backlog && !self.is_replica() {
-            self.repl.pending.push(cmd());
+        let keep = self.repl.backlog && !self.is_replica();
+        if !keep && self.conns.is_empty() {
+            return;
+        }
+        let c = cmd();
+        self.touch_effect(&c);
+        if keep {
+            self.repl.pending.push((self.cur_db, c));
         }
     }
 
     /// Streams the effects of the command just executed and records the client's write
     /// offset. With `appendfsync always` the effects are durable before the reply.
     pub(crate) fn flush_propagation(&mut self, client: Option<ProcId>) {
+        self.flush_effects(client, false);
+    }
+
+    /// `wrap`: the effects of a script or a transaction, which Redis 7.0 wraps in
+    /// MULTI/EXEC when there is more than one, so that a replica applies them together.
+    /// Redis 7.0.15 wraps a plain command's several effects too (the lazy-expiry `DEL`
+    /// before a `SET`, the `DEL`s of `DEL a b` when both had expired); the model sends
+    /// those unwrapped, as it always has (a replica applies one stream message at once
+    /// anyway): only its offsets count 29 bytes fewer there. The cron's active-expiry DELs
+    /// are sent one by one in Redis too.
+    pub(crate) fn flush_effects(&mut self, client: Option<ProcId>, wrap: bool) {
         if !std::mem::take(&mut self.repl.dirty) {
             return;
         }
         if self.config.persistence == Persistence::Aof(Fsync::Always) {
-            self.disk.snapshot = self.keyspace.clone();
+            self.save_to_disk();
         }
         if self.repl.pending.is_empty() {
             return;
         }
-        let cmds = std::mem::take(&mut self.repl.pending);
+        let effects = std::mem::take(&mut self.repl.pending);
+        let wrap = wrap && effects.len() > 1;
+        let mut cmds = Vec::with_capacity(effects.len() + usize::from(wrap) * 2);
+        for (i, (db, c)) in effects.into_iter().enumerate() {
+            // The SELECT of the first effect goes before MULTI, as Redis sends it.
+            if db != self.repl.stream_db {
+                cmds.push(Command::Select(i64::from(db)));
+                self.repl.stream_db = db;
+            }
+            if wrap && i == 0 {
+                cmds.push(Command::Multi);
+            }
+            cmds.push(c);
+        }
+        if wrap {
+            cmds.push(Command::Exec);
+        }
         let start = self.repl.offset;
         self.repl.offset += cmds.iter().map(resp_len).sum::<u64>();
         for r in &self.repl.replicas {
@@ -189,11 +224,36 @@ impl RedisNode {
         self.note(format!("replicating from {name}: full sync requested"));
     }
 
+    /// What is in memory becomes what is on disk (every db).
+    pub(crate) fn save_to_disk(&mut self) {
+        self.disk.snapshot = self.keyspace.clone();
+        if !self.other_dbs.is_empty() || !self.disk.snapshot_other_dbs.is_empty() {
+            self.disk.snapshot_other_dbs = self.other_dbs.clone();
+        }
+    }
+
     /// The dataset as commands that rebuild it, expired keys included (a full sync copies
-    /// logically expired keys too).
+    /// logically expired keys too): every db that holds keys, each after its SELECT, and
+    /// last a SELECT of the db the stream continues in.
     fn snapshot_cmds(&self) -> Vec<Command> {
         let mut cmds = Vec::with_capacity(self.keyspace.len());
-        for (k, e) in self.keyspace.iter() {
+        let mut selected = 0;
+        for d in self.used_dbs() {
+            let Some(ks) = self.db_ref(d) else { continue };
+            if d != selected {
+                cmds.push(Command::Select(i64::from(d)));
+                selected = d;
+            }
+            Self::keyspace_cmds(ks, &mut cmds);
+        }
+        if selected != self.repl.stream_db {
+            cmds.push(Command::Select(i64::from(self.repl.stream_db)));
+        }
+        cmds
+    }
+
+    fn keyspace_cmds(ks: &Keyspace, cmds: &mut Vec<Command>) {
+        for (k, e) in ks.iter() {
             match &e.value {
                 Value::Str(v) => cmds.push(Command::Set {
                     key: k.clone(),
@@ -219,13 +279,22 @@ impl RedisNode {
                 }
             }
         }
-        cmds
     }
 
     fn apply_from_master(&mut self, now_ms: i64, cmds: &[Command]) {
         self.repl.applying_master_stream = true;
+        self.switch_db(self.repl.stream_db);
         for c in cmds {
             match c {
+                Command::Select(d) => {
+                    if let Ok(d) = u8::try_from(*d)
+                        && usize::from(d) < crate::redis::connection::DATABASES
+                    {
+                        self.switch_db(d);
+                    }
+                }
+                // The whole message is applied at once: the bracket needs no action.
+                Command::Multi | Command::Exec => {}
                 // The master's DEL removes the key whatever this node's clock says.
                 Command::Del(keys) => {
                     for k in keys {
@@ -237,6 +306,8 @@ impl RedisNode {
                 }
             }
         }
+        self.repl.stream_db = self.cur_db;
+        self.switch_db(0);
         self.repl.applying_master_stream = false;
     }
 
@@ -260,7 +331,12 @@ impl RedisNode {
             (ReplMsg::FullSync { offset, cmds }, Role::Replica { master, .. })
                 if from == master =>
             {
+                self.touch_flushed(None);
                 self.keyspace.clear();
+                for ks in &mut self.other_dbs {
+                    ks.clear();
+                }
+                self.repl.stream_db = 0;
                 self.apply_from_master(now_ms, &cmds);
                 self.repl.offset = offset;
                 // A replica keeps a backlog too: promoted, it continues the offsets.
@@ -377,7 +453,7 @@ impl RedisNode {
             Persistence::Aof(Fsync::No) => OS_FLUSH_PERIOD_NS,
         };
         if now_mono_ns.saturating_sub(self.disk.snapshot_at_mono_ns) >= period {
-            self.disk.snapshot = self.keyspace.clone();
+            self.save_to_disk();
             self.disk.snapshot_at_mono_ns = now_mono_ns;
         }
     }
