@@ -199,6 +199,10 @@ pub enum Command {
     Time,
     /// PUBLISH channel message: the number of receivers.
     Publish(Bytes, Bytes),
+    /// SUBSCRIBE channel [channel ...] (`pattern`: PSUBSCRIBE).
+    Subscribe { names: Vec<Bytes>, pattern: bool },
+    /// UNSUBSCRIBE [channel ...] (`pattern`: PUNSUBSCRIBE); none means all.
+    Unsubscribe { names: Vec<Bytes>, pattern: bool },
 }
 
 /// GETEX's option, as given. The amount stays as sent: Redis 7.0 parses it only after the
@@ -398,6 +402,10 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("getex", -2, true),
     ("time", 1, false),
     ("publish", 3, false),
+    ("subscribe", -2, false),
+    ("unsubscribe", -1, false),
+    ("psubscribe", -2, false),
+    ("punsubscribe", -1, false),
 ];
 
 /// Redis command flags the model needs: is `name` (lower-case) a write command?
@@ -418,6 +426,10 @@ pub fn is_denied_in_scripts(name: &str) -> bool {
             | "debug"
             | "replicaof"
             | "slaveof"
+            | "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
     )
 }
 
@@ -653,6 +665,14 @@ impl Command {
             "getex" => parse_getex(a)?,
             "time" => Command::Time,
             "publish" => Command::Publish(a[0].clone(), a[1].clone()),
+            "subscribe" | "psubscribe" => Command::Subscribe {
+                names: a.to_vec(),
+                pattern: canon == "psubscribe",
+            },
+            "unsubscribe" | "punsubscribe" => Command::Unsubscribe {
+                names: a.to_vec(),
+                pattern: canon == "punsubscribe",
+            },
             "select" => {
                 let db = parse_i64_strict(&a[0])
                     .ok_or_else(|| ParseError::Reply("ERR invalid DB index".into()))?;
@@ -830,6 +850,18 @@ impl Command {
             }
             Command::Time => vec![b("TIME")],
             Command::Publish(ch, m) => vec![b("PUBLISH"), ch.clone(), m.clone()],
+            Command::Subscribe { names, pattern } => {
+                [b(if *pattern { "PSUBSCRIBE" } else { "SUBSCRIBE" })]
+                    .into_iter()
+                    .chain(names.iter().cloned())
+                    .collect()
+            }
+            Command::Unsubscribe { names, pattern } => {
+                [b(if *pattern { "PUNSUBSCRIBE" } else { "UNSUBSCRIBE" })]
+                    .into_iter()
+                    .chain(names.iter().cloned())
+                    .collect()
+            }
         }
     }
 }

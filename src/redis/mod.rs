@@ -4,6 +4,7 @@
 pub mod keyspace;
 pub mod lua;
 pub mod node;
+pub mod pubsub;
 pub mod replication;
 pub mod scripts;
 pub mod sentinel;
