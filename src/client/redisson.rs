@@ -883,3 +883,195 @@ impl Process for RedissonClient {
         self.timeout.reset();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Resource;
+    use crate::clock::NodeClock;
+    use crate::history::{Record, Removal};
+    use crate::net::LinkSpec;
+    use crate::redis::{RedisConfig, RedisProcess};
+    use crate::rng::{Ratio, Seed};
+    use crate::sim::{Actor, Fault, FaultKind, Limits, ProcSpec, TraceMode, World};
+    use crate::time::{NS_PER_S, SimTime};
+
+    const REDIS: ProcId = ProcId(0);
+    const RESOURCE: ProcId = ProcId(1);
+    const A: ProcId = ProcId(2);
+    const B: ProcId = ProcId(3);
+
+    fn config(prefix: &str, hold_s: u64, version: RedissonVersion) -> RedissonConfig {
+        RedissonConfig {
+            resource: Some(RESOURCE),
+            hold: NsRange::fixed(hold_s * NS_PER_S),
+            retry: NsRange::fixed(NS_PER_S),
+            rounds: Some(1),
+            ..RedissonConfig::new(0, Bytes::from("lock"), REDIS, version, prefix)
+        }
+    }
+
+    /// Redis, the resource and two Redisson clients on 1 ms links; A starts first.
+    fn world(a: RedissonConfig, b: RedissonConfig, run_s: u64) -> World {
+        let clock = || NodeClock::new(1_700_000_000_000, 0, 0);
+        let spec = |name: &str, actor: Actor, start_at: SimTime| ProcSpec {
+            name: name.into(),
+            actor,
+            clock: clock(),
+            start_at,
+        };
+        let procs = vec![
+            spec(
+                "redis",
+                Actor::Redis(Box::new(RedisProcess::new(RedisConfig::default()))),
+                SimTime::ZERO,
+            ),
+            spec("resource", Actor::Resource(Resource::new(false)), SimTime::ZERO),
+            spec(
+                "a",
+                Actor::Redisson(Box::new(RedissonClient::new(a))),
+                SimTime::ZERO,
+            ),
+            spec(
+                "b",
+                Actor::Redisson(Box::new(RedissonClient::new(b))),
+                SimTime(100 * NS_PER_MS),
+            ),
+        ];
+        let limits = Limits {
+            max_time: SimTime(run_s * NS_PER_S),
+            max_events: 100_000,
+        };
+        let link = LinkSpec::new(NS_PER_MS, NS_PER_MS, Ratio::NEVER);
+        World::new(Seed(1), limits, link, procs, TraceMode::Off)
+    }
+
+    fn at_of(w: &World, p: ProcId, pred: impl Fn(&Observation) -> bool) -> Vec<SimTime> {
+        w.history
+            .records
+            .iter()
+            .filter(|r: &&Record| r.proc == p && pred(&r.obs))
+            .map(|r| r.at)
+            .collect()
+    }
+
+    fn expired(w: &World) -> usize {
+        w.history
+            .records
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.obs,
+                    Observation::KeyRemoved {
+                        how: Removal::Expired,
+                        ..
+                    }
+                )
+            })
+            .count()
+    }
+
+    #[test]
+    fn a_waiter_wakes_on_the_unlock_message_not_at_the_end_of_its_ttl_wait() {
+        let mut w = world(
+            config("a", 2, RedissonVersion::V3_52),
+            config("b", 1, RedissonVersion::V3_52),
+            40,
+        );
+        w.run();
+        let a_released = at_of(&w, A, |o| matches!(o, Observation::Released { .. }));
+        let b_acquired = at_of(&w, B, |o| matches!(o, Observation::Acquired { .. }));
+        assert_eq!((a_released.len(), b_acquired.len()), (1, 1));
+        // B got PTTL ~29.9 s, subscribed and waited; the unlock's PUBLISH woke it: a few
+        // one-way delays after A's release, far before its 30 s wait would end.
+        let gap = b_acquired[0].as_ns() - a_released[0].as_ns();
+        assert!(gap < 10 * NS_PER_MS, "woken {gap} ns after the release");
+        assert_eq!(expired(&w), 0);
+    }
+
+    #[test]
+    fn the_watchdog_renews_every_third_of_the_timeout_and_a_lease_is_never_renewed() {
+        let mut w = world(
+            config("a", 40, RedissonVersion::V3_43),
+            config("b", 1, RedissonVersion::V3_43),
+            60,
+        );
+        w.run();
+        let ext = at_of(&w, A, |o| matches!(o, Observation::Extended { .. }));
+        assert_eq!(ext.len(), 3, "{ext:?}");
+        assert_eq!(expired(&w), 0);
+        // With `lock(5 s)` the key expires under the 8 s holder and B takes it.
+        let leased = |p, h| RedissonConfig {
+            lease_ms: Some(5_000),
+            ..config(p, h, RedissonVersion::V3_52)
+        };
+        let mut w = world(leased("a", 8), leased("b", 1), 30);
+        w.run();
+        assert!(at_of(&w, A, |o| matches!(o, Observation::Extended { .. })).is_empty());
+        assert_eq!(expired(&w), 1);
+        let b_acquired = at_of(&w, B, |o| matches!(o, Observation::Acquired { .. }));
+        let s = b_acquired[0].as_ns() / NS_PER_MS;
+        assert!((5_000..5_100).contains(&s), "B acquired at {s} ms");
+    }
+
+    #[test]
+    fn the_version_decides_whether_a_failed_renewal_ends_the_watchdog() {
+        // A is cut off from Redis from 9.9 s to 15 s: the renewal due at 10 s is sent 4 times
+        // (3 resends 1.5 s after each 100 ms timeout), all lost, and fails at ~14.9 s. 3.43.0
+        // stops renewing, so the key set at 0 expires at 30 s under the 40 s holder; 3.44.0
+        // renews at ~24.9 s and the key lives on.
+        for (version, goes_on) in [
+            (RedissonVersion::V3_43, false),
+            (RedissonVersion::V3_44, true),
+        ] {
+            let a = RedissonConfig {
+                timeout_ns: 100 * NS_PER_MS,
+                ..config("a", 40, version)
+            };
+            let mut w = world(a, config("b", 1, version), 45);
+            w.schedule(Fault::new(
+                SimTime(9_900 * NS_PER_MS),
+                Some(5_100 * NS_PER_MS),
+                FaultKind::Partition {
+                    from: vec![A],
+                    to: vec![REDIS],
+                    both_ways: true,
+                },
+            ));
+            w.run();
+            let ext = at_of(&w, A, |o| matches!(o, Observation::Extended { .. }));
+            if goes_on {
+                let first = ext.first().expect("renewed after the cut").as_ns() / NS_PER_MS;
+                assert!((24_900..25_100).contains(&first), "renewed at {first} ms");
+                assert_eq!(expired(&w), 0, "{}", version.name());
+            } else {
+                assert!(ext.is_empty(), "{ext:?}");
+                assert_eq!(expired(&w), 1, "{}", version.name());
+                let b = at_of(&w, B, |o| matches!(o, Observation::Acquired { .. }));
+                assert!(b[0] >= SimTime(30 * NS_PER_S), "{b:?}");
+            }
+        }
+        assert_eq!(RedissonVersion::V3_43.retry_attempts(), 3);
+        assert_eq!(RedissonVersion::V3_52.retry_attempts(), 4);
+        assert_eq!(
+            RedissonVersion::V3_52.retry_delay(0),
+            NsRange::new(500 * NS_PER_MS, 1_000 * NS_PER_MS)
+        );
+        assert_eq!(
+            RedissonVersion::V3_52.retry_delay(3),
+            NsRange::new(1_000 * NS_PER_MS, 2_000 * NS_PER_MS)
+        );
+    }
+
+    #[test]
+    fn the_channel_and_the_lock_name_are_named_as_redisson_names_them() {
+        let c = RedissonClient::new(config("a", 1, RedissonVersion::V3_52));
+        assert_eq!(&c.channel[..], b"redisson_lock__channel:{lock}");
+        assert_eq!(&c.lock_name[..], b"a:1");
+        let c = RedissonClient::new(RedissonConfig {
+            key: Bytes::from("{orders}:lock"),
+            ..config("a", 1, RedissonVersion::V3_52)
+        });
+        assert_eq!(&c.channel[..], b"redisson_lock__channel:{orders}:lock");
+    }
+}
