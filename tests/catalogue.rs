@@ -394,7 +394,7 @@ fn the_redlock_watchdog_and_consensus_examples_in_the_model_format_doc_are_valid
     );
     let sc = scenario::load_str("groups", "docs/model-format.md", &model)
         .unwrap_or_else(|e| panic!("{e}\n{model}"));
-    assert_eq!(sc.procs.len(), 6 + 1 + 3 + 2 + 3);
+    assert_eq!(sc.procs.len(), 6 + 1 + 3 + 2 + 2 + 3);
     let o = distlock_sim::explore::run_seed(&sc, 1);
     assert!(o.acquisitions > 0);
 }
