@@ -549,7 +549,8 @@ impl RedissonClient {
 
     fn on_lock_result(&mut self, cx: &mut Cx<'_>, abandoned: bool, result: Result<Reply, CallError>) {
         if abandoned {
-            // The caller is gone; the acquire's callback still runs (RedissonLock.java:199-209).
+            // The caller is gone; the acquire's callback still runs (3.52.0
+            // RedissonLock.java:196-203).
             if result == Ok(Reply::Nil) {
                 if self.config.late_acquire_unlocks {
                     let call = self.send_call(cx, CallKind::Unlock, 1);
