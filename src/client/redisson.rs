@@ -55,6 +55,9 @@ use crate::time::{NS_PER_MS, ProcId};
 
 /// RedissonLock.java:218-227 (3.43.0; the same text in 3.52.0 and 4.7.0).
 pub const LOCK_SRC: &str = "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
+/// RFencedLock's lock script, 3.52.0 RedissonFencedLock.java:107-119: the same test, plus
+/// `incr` of `redisson_lock_token:{key}` on the same Redis; `{-1, token}` or `{pttl, -1}`.
+pub const FENCED_LOCK_SRC: &str = "if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then local token = redis.call('incr', KEYS[2]);redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return {-1, token}; end; return {redis.call('pttl', KEYS[1]), -1};";
 /// RedissonLock.java:344-368 (3.43.0; the same in 3.52.0).
 pub const UNLOCK_SRC: &str = "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val);end; if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end; ";
 /// 3.43.0 RedissonBaseLock.java:178-187.
@@ -153,6 +156,9 @@ pub struct RedissonConfig {
     pub think: NsRange,
     /// The caller's delay before calling `lock()` again after it threw.
     pub retry: NsRange,
+    /// `RFencedLock` (`lockAndGetToken()`): the lock script also INCRs a token on the same
+    /// Redis, and the critical section presents it to the resource.
+    pub fenced: bool,
     pub rounds: Option<u64>,
     /// The client's name: its lock name is `<name>:1` (`uuid:threadId`).
     pub token_prefix: String,
@@ -185,6 +191,7 @@ impl RedissonConfig {
             hold: NsRange::fixed(1_000 * NS_PER_MS),
             think: NsRange::fixed(100 * NS_PER_MS),
             retry: NsRange::fixed(100 * NS_PER_MS),
+            fenced: false,
             rounds: None,
             token_prefix: token_prefix.into(),
         }
@@ -279,6 +286,7 @@ pub struct RedissonClient {
     renew_gen: u64,
     timeout: RequestTimeout,
     lock_script: Script,
+    fenced_lock_script: Script,
     unlock_script: Script,
     renew_script: Script,
     unlock_requests: u64,
@@ -328,6 +336,7 @@ impl RedissonClient {
             renew_gen: 0,
             timeout: RequestTimeout::default(),
             lock_script: Script::new(LOCK_SRC.as_bytes()),
+            fenced_lock_script: Script::new(FENCED_LOCK_SRC.as_bytes()),
             unlock_script: Script::new(UNLOCK_SRC.as_bytes()),
             renew_script: Script::new(renew_src.as_bytes()),
             unlock_requests: 0,
@@ -373,6 +382,19 @@ impl RedissonClient {
     fn command_of(&mut self, kind: CallKind) -> Command {
         let key = self.config.key.clone();
         match kind {
+            CallKind::Lock if self.config.fenced => {
+                let k = String::from_utf8_lossy(&key).into_owned();
+                let token_key = if k.contains('{') {
+                    format!("redisson_lock_token:{k}")
+                } else {
+                    format!("redisson_lock_token:{{{k}}}")
+                };
+                self.eval(
+                    &self.fenced_lock_script,
+                    vec![key, Bytes::from(token_key.as_str())],
+                    vec![Self::n(self.lease_ms()), self.lock_name.clone()],
+                )
+            }
             CallKind::Lock => self.eval(
                 &self.lock_script,
                 vec![key],
@@ -502,21 +524,21 @@ impl RedissonClient {
         self.arm(cx, d);
     }
 
-    fn acquired(&mut self, cx: &mut Cx<'_>) {
+    fn acquired(&mut self, cx: &mut Cx<'_>, fence: Option<u64>) {
         self.unsubscribe(cx);
         self.round_started = false;
         self.holding = true;
         cx.observe(Observation::Acquired {
             lock: self.config.lock,
             token: self.lock_name.clone(),
-            fence: None,
+            fence,
             validity_ns: Some(self.lease_ms() * NS_PER_MS),
             believed_until: None,
         });
         if self.config.lease_ms.is_none() {
             self.start_renewal(cx);
         }
-        self.enter_section(cx, None);
+        self.enter_section(cx, fence);
     }
 
     /// scheduleExpirationRenewal: a lock name already renewed is only counted again.
@@ -547,7 +569,21 @@ impl RedissonClient {
         self.renew_gen += 1;
     }
 
-    fn on_lock_result(&mut self, cx: &mut Cx<'_>, abandoned: bool, result: Result<Reply, CallError>) {
+    fn on_lock_result(
+        &mut self,
+        cx: &mut Cx<'_>,
+        abandoned: bool,
+        result: Result<Reply, CallError>,
+    ) {
+        // RFencedLock's `{-1, token}` / `{pttl, -1}` read as the plain lock's nil / pttl.
+        let (result, fence) = match result {
+            Ok(Reply::Array(v)) if self.config.fenced && v.len() == 2 => match (&v[0], &v[1]) {
+                (Reply::Int(-1), Reply::Int(t)) => (Ok(Reply::Nil), u64::try_from(*t).ok()),
+                (Reply::Int(ttl), _) => (Ok(Reply::Int(*ttl)), None),
+                _ => (Ok(Reply::Array(v)), None),
+            },
+            r => (r, None),
+        };
         if abandoned {
             // The caller is gone; the acquire's callback still runs (3.52.0
             // RedissonLock.java:196-203).
@@ -565,7 +601,7 @@ impl RedissonClient {
             return;
         }
         match result {
-            Ok(Reply::Nil) => self.acquired(cx),
+            Ok(Reply::Nil) => self.acquired(cx, fence),
             Ok(Reply::Int(ttl)) => {
                 if !self.subscribed {
                     self.phase = Phase::Subscribing;

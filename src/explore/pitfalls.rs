@@ -254,7 +254,14 @@ lock, or take the lock with a lease.",
         "15",
         "A watchdog cannot protect work whose renewals may starve: fencing tokens checked by \
 the resource (RFencedLock's token), or a lease longer than the worst stall.",
-        &["consensus-pause-fencing"],
+        &["redisson-fenced-renewal-starved"],
+    ),
+    (
+        "redisson-fenced-renewal-starved",
+        "16",
+        "This is the fix for the resource: RFencedLock's token is checked by it. Two clients \
+still believe they hold the lock; the token comes from the same Redis (pitfall 16).",
+        &["fencing-incr-regresses-after-failover"],
     ),
     (
         "fencing-incr-regresses-after-failover",

@@ -251,6 +251,10 @@ pub struct RedissonSpec {
     /// Extra delay drawn for each renewal (a starved timer thread).
     #[serde(default)]
     pub renewal_delay: Option<DurRange>,
+    /// `RFencedLock`: a token INCRed on the same Redis goes with the resource operations
+    /// (needs `resource: (fencing: true)`).
+    #[serde(default)]
+    pub fenced: bool,
 }
 
 impl RedissonSpec {
@@ -708,9 +712,8 @@ impl ClientGroup {
         match &self.spec {
             AlgorithmSpec::Single { algorithm, .. } => *algorithm == Algorithm::SetPxCadFencing,
             AlgorithmSpec::Consensus { present_token, .. } => *present_token,
-            AlgorithmSpec::Redlock { .. }
-            | AlgorithmSpec::Watchdog { .. }
-            | AlgorithmSpec::Redisson { .. } => false,
+            AlgorithmSpec::Redisson { redisson, .. } => redisson.fenced,
+            AlgorithmSpec::Redlock { .. } | AlgorithmSpec::Watchdog { .. } => false,
         }
     }
 
@@ -773,6 +776,12 @@ impl ClientGroup {
                             redisson.version.value,
                             names.join(", ")
                         ),
+                        redisson.version.mark,
+                    ));
+                }
+                if redisson.fenced && model.resource.as_ref().is_none_or(|r| !r.fencing) {
+                    return Err(invalid(
+                        "redisson `fenced: true` (RFencedLock) needs a `resource` with `fencing: true` to present its tokens to",
                         redisson.version.mark,
                     ));
                 }
@@ -970,6 +979,7 @@ impl ClientGroup {
                     }
                     config.interrupt_after_ns = redisson.interrupt_after.map(|d| d.ns());
                     config.late_acquire_unlocks = redisson.late_acquire_unlocks;
+                    config.fenced = redisson.fenced;
                     if let Some(r) = redisson.renewal_delay {
                         config.renewal_delay = range(r);
                     }
