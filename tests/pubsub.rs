@@ -68,7 +68,12 @@ fn publish_counts_receivers_and_pushes_the_message_to_each() {
             (A, message("ch", "hello")),
             (
                 B,
-                Reply::Array(vec![bulk("pmessage"), bulk("c*"), bulk("ch"), bulk("hello")])
+                Reply::Array(vec![
+                    bulk("pmessage"),
+                    bulk("c*"),
+                    bulk("ch"),
+                    bulk("hello")
+                ])
             ),
         ]
     );
@@ -77,7 +82,12 @@ fn publish_counts_receivers_and_pushes_the_message_to_each() {
         run(
             &mut m,
             B,
-            &["EVAL", "return redis.call('publish', KEYS[1], '0')", "1", "ch"]
+            &[
+                "EVAL",
+                "return redis.call('publish', KEYS[1], '0')",
+                "1",
+                "ch"
+            ]
         ),
         Reply::Int(2)
     );
@@ -162,7 +172,11 @@ fn a_publish_on_the_master_reaches_the_replicas_subscribers_through_the_stream()
     );
     // PUBLISH is allowed on a replica and counts its local subscribers.
     assert_eq!(
-        run(&mut r, B, &["PUBLISH", "redisson_lock__channel:{l}", "local"]),
+        run(
+            &mut r,
+            B,
+            &["PUBLISH", "redisson_lock__channel:{l}", "local"]
+        ),
         Reply::Int(1)
     );
 }

@@ -113,9 +113,7 @@ impl RedissonVersion {
     /// uniform draw up to the other half.
     pub fn retry_delay(self, attempt: u32) -> NsRange {
         match self {
-            RedissonVersion::V3_43 | RedissonVersion::V3_44 => {
-                NsRange::fixed(1_500 * NS_PER_MS)
-            }
+            RedissonVersion::V3_43 | RedissonVersion::V3_44 => NsRange::fixed(1_500 * NS_PER_MS),
             RedissonVersion::V3_52 => {
                 let exp = (1_000u64 << attempt.min(20)).min(2_000);
                 NsRange::new(exp / 2 * NS_PER_MS, exp * NS_PER_MS)
@@ -435,7 +433,13 @@ impl RedissonClient {
         } else {
             format!("redisson_unlock_latch:{{{key}}}")
         };
-        Bytes::from(format!("{base}:{}-{}", self.config.token_prefix, self.unlock_requests).as_str())
+        Bytes::from(
+            format!(
+                "{base}:{}-{}",
+                self.config.token_prefix, self.unlock_requests
+            )
+            .as_str(),
+        )
     }
 
     /// Sends (or resends) a call: the EVAL, and the WAIT with replicas.
@@ -557,10 +561,8 @@ impl RedissonClient {
         } else {
             cx.rng.range_inclusive(d.min, d.max)
         };
-        Timer::Background(self.renew_gen).set(
-            cx,
-            self.config.watchdog_timeout_ms / 3 * NS_PER_MS + extra,
-        );
+        Timer::Background(self.renew_gen)
+            .set(cx, self.config.watchdog_timeout_ms / 3 * NS_PER_MS + extra);
     }
 
     fn cancel_renewal(&mut self) {
@@ -636,7 +638,12 @@ impl RedissonClient {
         }
     }
 
-    fn on_unlock_result(&mut self, cx: &mut Cx<'_>, abandoned: bool, result: Result<Reply, CallError>) {
+    fn on_unlock_result(
+        &mut self,
+        cx: &mut Cx<'_>,
+        abandoned: bool,
+        result: Result<Reply, CallError>,
+    ) {
         // cancelExpirationRenewal runs on every outcome (RedissonBaseLock.java:290-291).
         self.cancel_renewal();
         if let Ok(Reply::Int(_)) = result {
@@ -679,7 +686,11 @@ impl RedissonClient {
 
     /// A reply to one of the call's requests.
     fn on_call_reply(&mut self, cx: &mut Cx<'_>, renew: bool, id: u64, reply: Reply) {
-        let slot = if renew { &mut self.renew_call } else { &mut self.main };
+        let slot = if renew {
+            &mut self.renew_call
+        } else {
+            &mut self.main
+        };
         let Some(call) = slot.as_mut() else { return };
         let result = if id == call.eval_id {
             if call.wait_id != 0 {
@@ -713,13 +724,20 @@ impl RedissonClient {
 
     fn on_timeout_timer(&mut self, cx: &mut Cx<'_>) {
         let now = cx.mono_ns;
-        let main_expired = self.main.as_ref().is_some_and(|c| now >= c.deadline_mono_ns);
+        let main_expired = self
+            .main
+            .as_ref()
+            .is_some_and(|c| now >= c.deadline_mono_ns);
         let renew_expired = self
             .renew_call
             .as_ref()
             .is_some_and(|c| now >= c.deadline_mono_ns);
         let main = if main_expired { self.main.take() } else { None };
-        let renew = if renew_expired { self.renew_call.take() } else { None };
+        let renew = if renew_expired {
+            self.renew_call.take()
+        } else {
+            None
+        };
         let earliest = [&self.main, &self.renew_call]
             .into_iter()
             .flatten()
@@ -806,7 +824,10 @@ impl Process for RedissonClient {
     fn on_message(&mut self, cx: &mut Cx<'_>, _from: ProcId, msg: Msg) {
         match msg {
             Msg::Reply { id, reply } if id != 0 => {
-                let of = |c: &Option<Call>| c.as_ref().is_some_and(|c| id == c.eval_id || id == c.wait_id);
+                let of = |c: &Option<Call>| {
+                    c.as_ref()
+                        .is_some_and(|c| id == c.eval_id || id == c.wait_id)
+                };
                 if of(&self.renew_call) {
                     self.on_call_reply(cx, true, id, reply);
                 } else if of(&self.main) {
@@ -826,7 +847,9 @@ impl Process for RedissonClient {
                     self.on_resource_ack(cx, version);
                 }
             }
-            Msg::Push { reply: Reply::Array(parts) } => {
+            Msg::Push {
+                reply: Reply::Array(parts),
+            } => {
                 // ["message", channel, "0"]: LockPubSub.onMessage releases the latch.
                 let is_unlock = parts.len() == 3
                     && parts[0] == Reply::Bulk(b"message".to_vec())
@@ -849,10 +872,7 @@ impl Process for RedissonClient {
         match Timer::from_tag(tag) {
             Timer::Request => {
                 let now = cx.mono_ns;
-                if self
-                    .resource_deadline_mono_ns
-                    .is_some_and(|d| now >= d)
-                {
+                if self.resource_deadline_mono_ns.is_some_and(|d| now >= d) {
                     self.resource_deadline_mono_ns = None;
                     self.resource_id = 0;
                     // The other deadlines are settled (and the timer re-armed) below.
@@ -963,7 +983,11 @@ mod tests {
                 Actor::Redis(Box::new(RedisProcess::new(RedisConfig::default()))),
                 SimTime::ZERO,
             ),
-            spec("resource", Actor::Resource(Resource::new(false)), SimTime::ZERO),
+            spec(
+                "resource",
+                Actor::Resource(Resource::new(false)),
+                SimTime::ZERO,
+            ),
             spec(
                 "a",
                 Actor::Redisson(Box::new(RedissonClient::new(a))),

@@ -200,9 +200,15 @@ pub enum Command {
     /// PUBLISH channel message: the number of receivers.
     Publish(Bytes, Bytes),
     /// SUBSCRIBE channel [channel ...] (`pattern`: PSUBSCRIBE).
-    Subscribe { names: Vec<Bytes>, pattern: bool },
+    Subscribe {
+        names: Vec<Bytes>,
+        pattern: bool,
+    },
     /// UNSUBSCRIBE [channel ...] (`pattern`: PUNSUBSCRIBE); none means all.
-    Unsubscribe { names: Vec<Bytes>, pattern: bool },
+    Unsubscribe {
+        names: Vec<Bytes>,
+        pattern: bool,
+    },
 }
 
 /// GETEX's option, as given. The amount stays as sent: Redis 7.0 parses it only after the
@@ -856,12 +862,14 @@ impl Command {
                     .chain(names.iter().cloned())
                     .collect()
             }
-            Command::Unsubscribe { names, pattern } => {
-                [b(if *pattern { "PUNSUBSCRIBE" } else { "UNSUBSCRIBE" })]
-                    .into_iter()
-                    .chain(names.iter().cloned())
-                    .collect()
-            }
+            Command::Unsubscribe { names, pattern } => [b(if *pattern {
+                "PUNSUBSCRIBE"
+            } else {
+                "UNSUBSCRIBE"
+            })]
+            .into_iter()
+            .chain(names.iter().cloned())
+            .collect(),
         }
     }
 }

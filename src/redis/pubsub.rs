@@ -274,7 +274,10 @@ mod tests {
         let mut ps = PubSub::default();
         assert_eq!(
             ps.subscribe(A, SubKind::Channel, &[b("ch"), b("ch2")]),
-            vec![conf("subscribe", Some("ch"), 1), conf("subscribe", Some("ch2"), 2)]
+            vec![
+                conf("subscribe", Some("ch"), 1),
+                conf("subscribe", Some("ch2"), 2)
+            ]
         );
         assert_eq!(
             ps.subscribe(A, SubKind::Channel, &[b("ch")]),

@@ -12,10 +12,10 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
 use crate::client::consensus::{ConsensusClient, ConsensusClientConfig};
+use crate::client::redisson::{RedissonClient, RedissonConfig, RedissonVersion};
 use crate::client::redlock::{
     ElapsedClock, ExtendMode, RedlockClient, RedlockConfig, RedlockOptions,
 };
-use crate::client::redisson::{RedissonClient, RedissonConfig, RedissonVersion};
 use crate::client::watchdog::{WatchdogClient, WatchdogConfig};
 use crate::client::{Algorithm, ClientConfig, LockClient, NsRange};
 use crate::proto::Bytes;
@@ -768,8 +768,7 @@ impl ClientGroup {
             } => {
                 known(node)?;
                 if redisson.version().is_none() {
-                    let names: Vec<&str> =
-                        RedissonVersion::ALL.iter().map(|v| v.name()).collect();
+                    let names: Vec<&str> = RedissonVersion::ALL.iter().map(|v| v.name()).collect();
                     return Err(invalid(
                         format!(
                             "unknown Redisson version {:?}; modelled: {}",
@@ -963,13 +962,8 @@ impl ClientGroup {
                     redisson,
                 } => {
                     let version = redisson.version().expect("validated");
-                    let mut config = RedissonConfig::new(
-                        lock,
-                        key.clone(),
-                        sc.proc_id(&node.0),
-                        version,
-                        &name,
-                    );
+                    let mut config =
+                        RedissonConfig::new(lock, key.clone(), sc.proc_id(&node.0), version, &name);
                     config.resource = cx.resource;
                     config.watchdog_timeout_ms = self.ttl.ns() / NS_PER_MS;
                     config.lease_ms = redisson.lease.map(|d| d.ns() / NS_PER_MS);
