@@ -40,9 +40,9 @@ fn every_case_recorded_for_the_library_commands_passes() {
     assert_eq!(report.failed(), 0, "{failures}");
     assert_eq!(report.skipped(), 0, "{failures}");
     // Every file replays, and none is empty: a directory that stopped being read would pass.
-    assert_eq!(report.files.len(), 8, "{failures}");
-    // 43 library-command cases, 5 shebang, 8 differential, 2 pub/sub.
-    assert_eq!(report.passed(), 43 + 5 + 8 + 2, "{failures}");
+    assert_eq!(report.files.len(), 9, "{failures}");
+    // 43 library-command cases, 5 shebang, 8 differential, 2 pub/sub, 1 Redisson client.
+    assert_eq!(report.passed(), 43 + 5 + 8 + 2 + 1, "{failures}");
 }
 
 #[test]
