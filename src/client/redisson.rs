@@ -35,9 +35,9 @@
 //!   every synced eval (lock, unlock, renewal) goes in a batch followed by `WAIT replicas
 //!   slavesSyncTimeout` (1 s, Config.java:78); `checkLockSyncedSlaves` (default true, :76)
 //!   turns `WAIT` = 0 into "None of slaves were synced" (CommandAsyncService.java:1004-1072).
-//!   On a lock, 3.43.0's `handleNoSync` (:956-986) compares that message with a shorter text,
-//!   so the written lock is not undone; 3.52.0 (`NoSyncedSlavesException`, :1006-1018)
-//!   unlocks it.
+//!   On a lock, `handleNoSync` (3.43.0 :956-986) compares that message with a shorter text,
+//!   so up to 3.46 the written lock is not undone; from 3.47.0 (f2b6ad849) it matches
+//!   `NoSyncedSlavesException` and unlocks it (3.52.0 :1006-1018).
 //!
 //! Simplified, and why: one thread per client, so the lock name `uuid:threadId` is fixed per
 //! client (a client's next `lock()` on a key its own lock name still holds is reentrant, as
@@ -98,6 +98,14 @@ impl RedissonVersion {
     /// Does the watchdog go on after a renewal that failed with an exception?
     pub fn renews_after_error(self) -> bool {
         self != RedissonVersion::V3_43
+    }
+
+    /// Does a lock that failed the sync check get unlocked? `handleNoSync` matched the
+    /// exception by a message shorter than the one thrown up to 3.46 (3.44.0
+    /// CommandAsyncService.java:967 vs 1069), so it never did; from 3.47.0 (f2b6ad849) it
+    /// matches `NoSyncedSlavesException` (3.52.0 :1009).
+    pub fn undoes_unsynced_lock(self) -> bool {
+        self == RedissonVersion::V3_52
     }
 
     /// `retryAttempts`: resends after the first send.
@@ -623,7 +631,7 @@ impl RedissonClient {
             }
             Ok(_) | Err(_) => {
                 if let Err(CallError::NoSyncedSlaves) = result
-                    && self.config.version != RedissonVersion::V3_43
+                    && self.config.version.undoes_unsynced_lock()
                     && self.main.is_none()
                 {
                     // handleNoSync of 3.52.0 undoes the lock it could not see replicated.
