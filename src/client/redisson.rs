@@ -1059,6 +1059,32 @@ mod tests {
     }
 
     #[test]
+    fn a_waiter_cut_off_when_the_unlock_is_published_falls_back_to_its_ttl_wait() {
+        // Redis → B is cut from 1.5 s to 2.5 s: A's unlock at ~2 s PUBLISHes to B, the push is
+        // dropped, and B wakes only when the wait for the PTTL it got at ~0.1 s ends (~30 s).
+        let mut w = world(
+            config("a", 2, RedissonVersion::V3_52),
+            config("b", 1, RedissonVersion::V3_52),
+            40,
+        );
+        w.schedule(Fault::new(
+            SimTime(1_500 * NS_PER_MS),
+            Some(NS_PER_S),
+            FaultKind::Partition {
+                from: vec![REDIS],
+                to: vec![B],
+                both_ways: false,
+            },
+        ));
+        w.run();
+        let a_released = at_of(&w, A, |o| matches!(o, Observation::Released { .. }));
+        let b_acquired = at_of(&w, B, |o| matches!(o, Observation::Acquired { .. }));
+        assert!(a_released[0] < SimTime(2_500 * NS_PER_MS), "{a_released:?}");
+        let at = b_acquired[0].as_ns() / NS_PER_MS;
+        assert!((29_900..30_300).contains(&at), "B acquired at {at} ms");
+    }
+
+    #[test]
     fn the_watchdog_renews_every_third_of_the_timeout_and_a_lease_is_never_renewed() {
         let mut w = world(
             config("a", 40, RedissonVersion::V3_43),
