@@ -394,8 +394,8 @@ fn the_redlock_watchdog_and_consensus_examples_in_the_model_format_doc_are_valid
     );
     let sc = scenario::load_str("groups", "docs/model-format.md", &model)
         .unwrap_or_else(|e| panic!("{e}\n{model}"));
-    // Nodes and zk; the redlock, redis-py, watchdog and consensus groups.
-    assert_eq!(sc.procs.len(), 6 + 1 + 3 + 2 + 2 + 3);
+    // Nodes and zk; the redlock, redis-py, watchdog, redisson and consensus groups.
+    assert_eq!(sc.procs.len(), 6 + 1 + 3 + 2 + 2 + 2 + 3);
     let o = distlock_sim::explore::run_seed(&sc, 1);
     assert!(o.acquisitions > 0);
 }
@@ -446,5 +446,69 @@ fn every_safe_catalogue_model_requires_the_hazard_it_survives_or_says_why_not() 
              says why it requires none (\"Requires no witness: ...\")",
             path.display()
         );
+    }
+}
+
+/// The paired Redisson models differ in the one option their headers name, so the verdicts'
+/// difference is that option's: 3.43.0 against 3.44.0 (redisson#775), the shipped late acquire
+/// against PR #7277's (redisson#7272), the plain lock against RFencedLock (redisson#5698).
+#[test]
+fn each_redisson_fix_model_is_its_bug_model_with_one_option_changed() {
+    let read = |m: &str| {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("models/{m}.ron")),
+        )
+        .unwrap();
+        // The model itself, without its header and description.
+        text.lines()
+            .filter(|l| !l.starts_with("//") && !l.trim_start().starts_with("description:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (bug, fix, from) in [
+        (
+            "redisson-watchdog-stops-after-sync-error",
+            "redisson-watchdog-renews-after-error",
+            vec![
+                ("\"3.43.0\"", "\"3.44.0\""),
+                (
+                    "expect: violates([\"mutual_exclusion\", \"resource_safety\"]),",
+                    "witness: [\"held_beyond_lease\"],\n    expect: holds,",
+                ),
+            ],
+        ),
+        (
+            "redisson-orphan-renewal-after-interrupt",
+            "redisson-late-acquire-unlocks",
+            vec![
+                (
+                    "interrupt_after: \"3ms\")",
+                    "interrupt_after: \"3ms\", late_acquire_unlocks: true)",
+                ),
+                ("expect: violates([\"liveness\"]),", "expect: holds,"),
+            ],
+        ),
+        (
+            "redisson-renewal-starved",
+            "redisson-fenced-renewal-starved",
+            vec![
+                (
+                    "resource: (name: \"db\")",
+                    "resource: (name: \"db\", fencing: true)",
+                ),
+                ("(\"0ms\", \"25s\"))", "(\"0ms\", \"25s\"), fenced: true)"),
+                (
+                    "check: [\"mutual_exclusion\", \"resource_safety\"],\n    expect: violates([\"mutual_exclusion\", \"resource_safety\"]),",
+                    "check: [\"resource_safety\"],\n    witness: [\"stale_token_rejected\"],\n    expect: holds,",
+                ),
+            ],
+        ),
+    ] {
+        let mut made = read(bug);
+        for (a, b) in &from {
+            assert!(made.contains(a), "{bug}: {a:?} not found");
+            made = made.replacen(a, b, 1);
+        }
+        assert_eq!(made, read(fix), "{fix} is not {bug} with {from:?}");
     }
 }

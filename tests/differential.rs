@@ -1485,3 +1485,14 @@ fn a_reply_off_by_more_than_the_tolerance_or_of_another_kind_is_a_difference() {
     let e = expect_of(&Reply::err("ERR syntax error"), Timing::Exact, start);
     assert!(!e.matches(&Reply::err("ERR syntax error "), CASE_START_UNIX_MS));
 }
+
+/// The Redisson client's lock, unlock and (≥ 3.44) renewal scripts are the texts this test
+/// compares against redis-server, so what the client runs in the simulation is checked here
+/// (the fenced lock and the 3.43 renewal are in tests/conformance/recorded/redisson-client.txt).
+#[test]
+fn the_redisson_client_sends_the_scripts_compared_here() {
+    use distlock_sim::client::redisson::{LOCK_SRC, RENEW_SRC_3_44, UNLOCK_SRC};
+    assert_eq!(LOCK_SRC, REDISSON_LOCK);
+    assert_eq!(UNLOCK_SRC, REDISSON_UNLOCK);
+    assert_eq!(RENEW_SRC_3_44, REDISSON_RENEW);
+}

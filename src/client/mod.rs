@@ -3,6 +3,7 @@
 
 pub mod consensus;
 pub mod redis_py;
+pub mod redisson;
 pub mod redlock;
 pub mod resource;
 pub mod section;

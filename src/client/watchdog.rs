@@ -27,6 +27,8 @@
 //! pexpire`, LockTask.java:84-93) and waits for an
 //! unlock on pub/sub; here the key is a plain string holding the token, a waiting client polls
 //! after `retry`, and the scripts are the project's compare-and-pexpire/compare-and-delete.
+//! Redisson as shipped, with those hashes, pub/sub and its versions' renewal rules, is the
+//! `redisson` algorithm (`redisson.rs`); this one keeps its meaning for the models using it.
 
 use std::sync::Arc;
 

@@ -243,6 +243,43 @@ keyspace notifications, which a partitioned holder does not receive.",
         &[],
     ),
     (
+        "redisson-watchdog-stops-after-sync-error",
+        "Upgrade to Redisson >= 3.44.0, whose watchdog reschedules after a failed renewal \
+(597d604a3, RenewalTask.java:170-179); up to 3.43 one error ends renewal for good \
+(3.43.0 RedissonBaseLock.java:137-146, redisson#775). Fence the resource either way: a renewal \
+that fails for a whole lease loses the lock in every version.",
+        &["redisson-watchdog-renews-after-error"],
+    ),
+    (
+        "redisson-watchdog-renews-after-error",
+        "This is the fix of redisson#775: Redisson 3.44.0 goes on renewing after an error.",
+        &[],
+    ),
+    (
+        "redisson-orphan-renewal-after-interrupt",
+        "Unlock an acquire whose caller is gone and never arm the watchdog for it (PR #7277, \
+open); until then, do not interrupt threads blocked in `lockInterruptibly()` on a watchdog \
+lock, or take the lock with a lease.",
+        &["redisson-late-acquire-unlocks"],
+    ),
+    (
+        "redisson-late-acquire-unlocks",
+        "This is the fix proposed for redisson#7272 (PR #7277): a late lock reply is unlocked.",
+        &[],
+    ),
+    (
+        "redisson-renewal-starved",
+        "A watchdog cannot protect work whose renewals may starve: fencing tokens checked by \
+the resource (RFencedLock's token), or a lease longer than the worst stall.",
+        &["redisson-fenced-renewal-starved"],
+    ),
+    (
+        "redisson-fenced-renewal-starved",
+        "This is the fix for the resource: RFencedLock's token is checked by it. Two clients \
+still believe they hold the lock; the token comes from the same Redis, which a failover can send back (fencing-incr-regresses-after-failover).",
+        &["fencing-incr-regresses-after-failover"],
+    ),
+    (
         "fencing-incr-regresses-after-failover",
         "Take the token from a consensus store (zxid, etcd revision), which cannot repeat.",
         &["consensus-pause-fencing"],

@@ -209,6 +209,16 @@ pub enum Command {
     Discard,
     Watch(Vec<Bytes>),
     Unwatch,
+    /// SUBSCRIBE channel [channel ...] (`pattern`: PSUBSCRIBE).
+    Subscribe {
+        names: Vec<Bytes>,
+        pattern: bool,
+    },
+    /// UNSUBSCRIBE [channel ...] (`pattern`: PUNSUBSCRIBE); none means all.
+    Unsubscribe {
+        names: Vec<Bytes>,
+        pattern: bool,
+    },
 }
 
 /// GETEX's option, as given. The amount stays as sent: Redis 7.0 parses it only after the
@@ -413,6 +423,10 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("discard", 1, false),
     ("watch", -2, false),
     ("unwatch", 1, false),
+    ("subscribe", -2, false),
+    ("unsubscribe", -1, false),
+    ("psubscribe", -2, false),
+    ("punsubscribe", -1, false),
 ];
 
 /// Redis command flags the model needs: is `name` (lower-case) a write command?
@@ -438,6 +452,10 @@ pub fn is_denied_in_scripts(name: &str) -> bool {
             | "discard"
             | "watch"
             | "unwatch"
+            | "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
     )
 }
 
@@ -685,6 +703,14 @@ impl Command {
             "discard" => Command::Discard,
             "watch" => Command::Watch(a.to_vec()),
             "unwatch" => Command::Unwatch,
+            "subscribe" | "psubscribe" => Command::Subscribe {
+                names: a.to_vec(),
+                pattern: canon == "psubscribe",
+            },
+            "unsubscribe" | "punsubscribe" => Command::Unsubscribe {
+                names: a.to_vec(),
+                pattern: canon == "punsubscribe",
+            },
             _ => unreachable!("every table entry has a parser arm"),
         };
         Ok(cmd)
@@ -865,6 +891,20 @@ impl Command {
                 .chain(keys.iter().cloned())
                 .collect(),
             Command::Unwatch => vec![b("UNWATCH")],
+            Command::Subscribe { names, pattern } => {
+                [b(if *pattern { "PSUBSCRIBE" } else { "SUBSCRIBE" })]
+                    .into_iter()
+                    .chain(names.iter().cloned())
+                    .collect()
+            }
+            Command::Unsubscribe { names, pattern } => [b(if *pattern {
+                "PUNSUBSCRIBE"
+            } else {
+                "UNSUBSCRIBE"
+            })]
+            .into_iter()
+            .chain(names.iter().cloned())
+            .collect(),
         }
     }
 }

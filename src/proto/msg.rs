@@ -36,6 +36,10 @@ pub enum Msg {
     Repl(ReplMsg),
     /// Consensus lock service traffic (ZooKeeper-style lock).
     Consensus(ConsensusMsg),
+    /// A Redis node's push to a subscriber's pub/sub connection: `["message", channel,
+    /// payload]`, `["pmessage", pattern, channel, payload]`, or a further confirmation of a
+    /// multi-channel (P)(UN)SUBSCRIBE. Not tied to a request.
+    Push { reply: Reply },
 }
 
 impl Msg {
@@ -51,6 +55,7 @@ impl Msg {
             Msg::SentinelResp { .. } => "sentinel-response",
             Msg::Repl(_) => "replication",
             Msg::Consensus(_) => "consensus",
+            Msg::Push { .. } => "push",
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod keyspace;
 pub mod lua;
 mod lua_libs;
 pub mod node;
+pub mod pubsub;
 pub mod replication;
 pub mod scripts;
 pub mod sentinel;

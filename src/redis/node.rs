@@ -15,6 +15,7 @@ use crate::proto::{Bytes, Command, Msg, Reply, Script};
 use crate::redis::connection::{Conn, ConnId, DATABASES, is_connection_command};
 use crate::redis::keyspace::{Entry, Keyspace, Value, glob_match};
 use crate::redis::lua::LuaEngine;
+use crate::redis::pubsub::{PubSub, SubKind, subscribed_mode_error};
 use crate::redis::replication::{Disk, ReplState, Role};
 
 mod replicate;
@@ -127,6 +128,8 @@ pub struct RedisNode {
     waiters: Vec<Waiter>,
     /// Observations produced while executing; drained into the loop by the process wrapper.
     pub(crate) pending: Vec<Observation>,
+    /// Channel and pattern subscriptions (lost on a crash).
+    pub(crate) pubsub: PubSub,
 }
 
 /// Who runs a command: a client over the network, or the corpus runner.
@@ -160,6 +163,7 @@ impl RedisNode {
             disk: Disk::default(),
             waiters: Vec::new(),
             pending: Vec::new(),
+            pubsub: PubSub::default(),
             config,
         }
     }
@@ -268,6 +272,12 @@ impl RedisNode {
     /// Executes one command at wall time `now_ms`. `None` means the client is blocked (WAIT)
     /// and will be answered later by the cron.
     pub fn execute(&mut self, now_ms: i64, cmd: &Command, caller: Caller) -> Reply {
+        if caller.proc.is_none()
+            && self.pubsub.is_subscribed(None)
+            && let Some(reply) = subscribed_mode_reply(cmd)
+        {
+            return reply;
+        }
         if !self.conns.is_empty() || is_connection_command(cmd) {
             return self.execute_conn(now_ms, cmd, caller);
         }
@@ -566,11 +576,17 @@ impl RedisNode {
                     Reply::Bulk((now.rem_euclid(1000) * 1000).to_string().into_bytes()),
                 ])
             }
-            Command::Publish(..) => {
+            Command::Publish(channel, message) => {
                 // Redis (no cluster) forces PUBLISH into the replication stream, so replicas'
-                // subscribers hear it too. The model has no subscribers yet: 0 receivers.
+                // subscribers hear it too (pubsub.rs).
                 self.propagate(|| cmd.clone());
-                Reply::Int(0)
+                self.publish(channel, message)
+            }
+            Command::Subscribe { names, pattern } => {
+                self.subscription(by, sub_kind(*pattern), true, names)
+            }
+            Command::Unsubscribe { names, pattern } => {
+                self.subscription(by, sub_kind(*pattern), false, names)
             }
             // A connection's SELECT is handled in connection.rs; here one inside a script,
             // which lasts until the script ends (`eval` restores the caller's db).
@@ -1285,6 +1301,8 @@ impl RedisNode {
         self.scripts.clear();
         self.lua = None;
         self.waiters.clear();
+        // Connections die with the process: every subscriber has to subscribe again.
+        self.pubsub = PubSub::default();
         self.active_expire = true;
         self.repl.restart();
     }
@@ -1351,6 +1369,31 @@ fn absolute_expiry(expiry: Option<SetExpiry>, now: i64, cmd: &str) -> Result<Opt
         Some(SetExpiry::ExAt(v)) => Some(v * 1000),
         Some(SetExpiry::PxAt(v)) => Some(v),
     })
+}
+
+fn sub_kind(pattern: bool) -> SubKind {
+    if pattern {
+        SubKind::Pattern
+    } else {
+        SubKind::Channel
+    }
+}
+
+/// What a RESP2 connection in subscribed mode gets instead of running `cmd`: `None` for the
+/// commands it may still send (PING is answered as an array there).
+fn subscribed_mode_reply(cmd: &Command) -> Option<Reply> {
+    match cmd {
+        Command::Subscribe { .. } | Command::Unsubscribe { .. } => None,
+        Command::Ping(m) => Some(Reply::Array(vec![
+            Reply::Bulk(b"pong".to_vec()),
+            Reply::Bulk(m.as_ref().map_or_else(Vec::new, |m| m.to_vec())),
+        ])),
+        other => {
+            let argv = other.to_argv();
+            let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+            Some(subscribed_mode_error(&name))
+        }
+    }
 }
 
 /// The node as a process of the event loop.

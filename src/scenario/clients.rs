@@ -13,6 +13,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
 use crate::client::consensus::{ConsensusClient, ConsensusClientConfig};
 use crate::client::redis_py::{self, RedisPyOptions, Refresh, SharedToken};
+use crate::client::redisson::{RedissonClient, RedissonConfig, RedissonVersion};
 use crate::client::redlock::{
     AutoExtend, ElapsedClock, ExtendMode, RedlockClient, RedlockConfig, RedlockOptions,
 };
@@ -35,6 +36,9 @@ pub enum ClientKind {
     Redlock,
     /// Redisson-style lock renewed by a watchdog (`node`; `ttl` is the lease).
     Watchdog,
+    /// Redisson's `RLock` as shipped (`node`, `redisson` options; `ttl` is
+    /// `lockWatchdogTimeout`).
+    Redisson,
     /// ZooKeeper-style lock on the model's `consensus` service (`ttl` is the session timeout).
     Consensus,
     /// redis-py's `Lock` on one node (`node`, `redis_py` options; `ttl` is its `timeout`
@@ -52,6 +56,7 @@ impl ClientKind {
             ClientKind::Custom(i) => crate::scenario::custom::name(i),
             ClientKind::Redlock => "redlock",
             ClientKind::Watchdog => "watchdog",
+            ClientKind::Redisson => "redisson",
             ClientKind::Consensus => "consensus",
             ClientKind::RedisPy => "redis-py",
         }
@@ -61,6 +66,7 @@ impl ClientKind {
         match s {
             "redlock" => Some(ClientKind::Redlock),
             "watchdog" => Some(ClientKind::Watchdog),
+            "redisson" => Some(ClientKind::Redisson),
             "consensus" => Some(ClientKind::Consensus),
             "redis-py" => Some(ClientKind::RedisPy),
             _ => Algorithm::from_name(s)
@@ -75,6 +81,7 @@ impl ClientKind {
         v.extend([
             ClientKind::Redlock,
             ClientKind::Watchdog,
+            ClientKind::Redisson,
             ClientKind::Consensus,
             ClientKind::RedisPy,
         ]);
@@ -370,6 +377,43 @@ pub struct WatchdogSpec {
     pub report_renewal_failure: bool,
 }
 
+/// Redisson's `RLock` options (client/redisson.rs has the sources).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedissonSpec {
+    /// The release copied: "3.43.0", "3.44.0" or "3.52.0".
+    pub version: Pos<String>,
+    /// `lock(leaseTime)`: this TTL and no watchdog (default: the watchdog, `ttl`).
+    #[serde(default)]
+    pub lease: Option<Dur>,
+    /// Replicas Redisson counts (`connected_slaves`): evals are followed by `WAIT`.
+    #[serde(default)]
+    pub replicas: Option<Bounded<0, 64>>,
+    /// `slavesSyncTimeout` (default 1s).
+    #[serde(default)]
+    pub slaves_sync_timeout: Option<Dur>,
+    /// Interrupt the caller's thread when its lock script is unanswered this long; the
+    /// thread ends.
+    #[serde(default)]
+    pub interrupt_after: Option<Dur>,
+    /// A lock reply after the interrupt unlocks (PR #7277) instead of arming the watchdog.
+    #[serde(default)]
+    pub late_acquire_unlocks: bool,
+    /// Extra delay drawn for each renewal (a starved timer thread).
+    #[serde(default)]
+    pub renewal_delay: Option<DurRange>,
+    /// `RFencedLock`: a token INCRed on the same Redis goes with the resource operations
+    /// (needs `resource: (fencing: true)`).
+    #[serde(default)]
+    pub fenced: bool,
+}
+
+impl RedissonSpec {
+    pub fn version(&self) -> Option<RedissonVersion> {
+        RedissonVersion::from_name(&self.version)
+    }
+}
+
 #[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WaitSpec {
@@ -420,6 +464,12 @@ pub enum AlgorithmSpec {
         request_timeout: Option<Pos<Dur>>,
         redis_py: Pos<RedisPySpec>,
     },
+    /// Redisson's RLock on `node`.
+    Redisson {
+        node: Name,
+        retrying: Retrying,
+        redisson: RedissonSpec,
+    },
     /// A lock on the model's consensus service.
     Consensus {
         retrying: Retrying,
@@ -460,6 +510,7 @@ enum Field {
     Nodes,
     Redlock,
     Watchdog,
+    Redisson,
     PresentToken,
     Key,
     Ttl,
@@ -476,7 +527,7 @@ enum Field {
     RedisPy,
 }
 
-const FIELDS: [(Field, &str); 21] = [
+const FIELDS: [(Field, &str); 22] = [
     (Field::Name, "name"),
     (Field::Count, "count"),
     (Field::Algorithm, "algorithm"),
@@ -484,6 +535,7 @@ const FIELDS: [(Field, &str); 21] = [
     (Field::Nodes, "nodes"),
     (Field::Redlock, "redlock"),
     (Field::Watchdog, "watchdog"),
+    (Field::Redisson, "redisson"),
     (Field::PresentToken, "present_token"),
     (Field::Key, "key"),
     (Field::Ttl, "ttl"),
@@ -508,6 +560,7 @@ const FIELD_NAMES: &[&str] = &[
     "nodes",
     "redlock",
     "watchdog",
+    "redisson",
     "present_token",
     "key",
     "ttl",
@@ -547,9 +600,13 @@ impl Field {
             | Field::Rounds
             | Field::Clock
             | Field::Start => true,
-            Field::Node => matches!(kind, K::Single(_) | K::Watchdog | K::RedisPy | K::Custom(_)),
+            Field::Node => matches!(
+                kind,
+                K::Single(_) | K::Watchdog | K::RedisPy | K::Redisson | K::Custom(_)
+            ),
             Field::Nodes | Field::Redlock => kind == K::Redlock,
             Field::Watchdog => kind == K::Watchdog,
+            Field::Redisson => kind == K::Redisson,
             Field::PresentToken => kind == K::Consensus,
             // redis-py retries after its `sleep` (redis_py.sleep), not `retry`.
             Field::Retry => !matches!(kind, K::Redlock | K::RedisPy),
@@ -615,6 +672,7 @@ struct Raw {
     nodes: Option<Vec<Name>>,
     redlock: Option<Pos<RedlockSpec>>,
     watchdog: Option<WatchdogSpec>,
+    redisson: Option<RedissonSpec>,
     present_token: Option<bool>,
     key: Option<Pos<String>>,
     ttl: Option<Pos<Dur>>,
@@ -657,6 +715,7 @@ impl<'de> Deserialize<'de> for ClientGroup {
                         Field::Nodes => set(&mut raw.nodes, Some(map.next_value()?)),
                         Field::Redlock => set(&mut raw.redlock, map.next_value()?),
                         Field::Watchdog => set(&mut raw.watchdog, map.next_value()?),
+                        Field::Redisson => set(&mut raw.redisson, map.next_value()?),
                         Field::PresentToken => set(&mut raw.present_token, map.next_value()?),
                         Field::Key => set(&mut raw.key, map.next_value()?),
                         Field::Ttl => set(&mut raw.ttl, map.next_value()?),
@@ -775,6 +834,15 @@ impl Raw {
                     )
                 })?,
             },
+            ClientKind::Redisson => AlgorithmSpec::Redisson {
+                node: self
+                    .node
+                    .ok_or_else(|| needs("node: the Redis node it locks on"))?,
+                retrying: retrying(self.retry)?,
+                redisson: self
+                    .redisson
+                    .ok_or_else(|| needs("redisson: (version: \"3.52.0\")"))?,
+            },
             ClientKind::Consensus => AlgorithmSpec::Consensus {
                 retrying: retrying(self.retry)?,
                 present_token: self.present_token.unwrap_or(true),
@@ -805,6 +873,7 @@ impl ClientGroup {
             AlgorithmSpec::Single { algorithm, .. } => ClientKind::Single(*algorithm),
             AlgorithmSpec::Redlock { .. } => ClientKind::Redlock,
             AlgorithmSpec::Watchdog { .. } => ClientKind::Watchdog,
+            AlgorithmSpec::Redisson { .. } => ClientKind::Redisson,
             AlgorithmSpec::Consensus { .. } => ClientKind::Consensus,
             AlgorithmSpec::RedisPy { .. } => ClientKind::RedisPy,
         }
@@ -835,6 +904,7 @@ impl ClientGroup {
         match &self.spec {
             AlgorithmSpec::Single { algorithm, .. } => *algorithm == Algorithm::SetPxCadFencing,
             AlgorithmSpec::Consensus { present_token, .. } => *present_token,
+            AlgorithmSpec::Redisson { redisson, .. } => redisson.fenced,
             AlgorithmSpec::Redlock { .. }
             | AlgorithmSpec::Watchdog { .. }
             | AlgorithmSpec::RedisPy { .. } => false,
@@ -906,6 +976,45 @@ impl ClientGroup {
                     return Err(invalid("request_timeout must be above 0", t.mark));
                 }
                 None
+            }
+            AlgorithmSpec::Redisson {
+                node,
+                retrying,
+                redisson,
+            } => {
+                known(node)?;
+                if redisson.version().is_none() {
+                    let names: Vec<&str> = RedissonVersion::ALL.iter().map(|v| v.name()).collect();
+                    return Err(invalid(
+                        format!(
+                            "unknown Redisson version {:?}; modelled: {}",
+                            redisson.version.value,
+                            names.join(", ")
+                        ),
+                        redisson.version.mark,
+                    ));
+                }
+                if redisson.fenced && model.resource.as_ref().is_none_or(|r| !r.fencing) {
+                    return Err(invalid(
+                        "redisson `fenced: true` (RFencedLock) needs a `resource` with `fencing: true` to present its tokens to",
+                        redisson.version.mark,
+                    ));
+                }
+                if self.ttl.ns() < 3 * NS_PER_MS {
+                    return Err(invalid(
+                        "ttl (lockWatchdogTimeout) must be at least 3ms: it is renewed every third",
+                        self.ttl.mark,
+                    ));
+                }
+                if let Some(l) = redisson.lease
+                    && (l.ns() < NS_PER_MS || !l.ns().is_multiple_of(NS_PER_MS))
+                {
+                    return Err(invalid(
+                        format!("lease {l} must be a whole number of ms, at least 1ms"),
+                        redisson.version.mark,
+                    ));
+                }
+                Some(retrying)
             }
             AlgorithmSpec::Consensus { retrying, .. } => {
                 if model.consensus.is_none() {
@@ -1107,6 +1216,36 @@ impl ClientGroup {
                     }
                     config.rounds = rounds;
                     Actor::Watchdog(Box::new(WatchdogClient::new(config)))
+                }
+                AlgorithmSpec::Redisson {
+                    node,
+                    retrying,
+                    redisson,
+                } => {
+                    let version = redisson.version().expect("validated");
+                    let mut config =
+                        RedissonConfig::new(lock, key.clone(), sc.proc_id(&node.0), version, &name);
+                    config.resource = cx.resource;
+                    config.watchdog_timeout_ms = self.ttl.ns() / NS_PER_MS;
+                    config.lease_ms = redisson.lease.map(|d| d.ns() / NS_PER_MS);
+                    config.sync_replicas = redisson.replicas.map_or(0, |b| b.0 as u32);
+                    if let Some(t) = redisson.slaves_sync_timeout {
+                        config.slaves_sync_timeout_ms = t.ns() / NS_PER_MS;
+                    }
+                    config.interrupt_after_ns = redisson.interrupt_after.map(|d| d.ns());
+                    config.late_acquire_unlocks = redisson.late_acquire_unlocks;
+                    config.fenced = redisson.fenced;
+                    if let Some(r) = redisson.renewal_delay {
+                        config.renewal_delay = range(r);
+                    }
+                    config.hold = hold;
+                    config.think = think;
+                    config.retry = range(retrying.retry.value);
+                    if let Some(t) = retrying.request_timeout {
+                        config.timeout_ns = t.ns();
+                    }
+                    config.rounds = rounds;
+                    Actor::Redisson(Box::new(RedissonClient::new(config)))
                 }
                 AlgorithmSpec::Consensus {
                     retrying,

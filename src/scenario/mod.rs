@@ -289,6 +289,56 @@ mod strict_tests {
         );
     }
 
+    const RL: &str = r#"        (name: "c", count: 2, algorithm: "redisson", node: "redis", ttl: "30s",
+         hold: ("1s", "2s"), retry: ("10ms", "20ms")"#;
+
+    #[test]
+    fn redisson_options_are_checked_where_they_are_written() {
+        let check = "    check: [\"mutual_exclusion\"],";
+        assert_at(
+            &model(&format!("{RL}, redisson: (version: @\"3.9.9\")),"), check),
+            &[
+                "unknown Redisson version \"3.9.9\"",
+                "3.43.0, 3.44.0, 3.52.0",
+            ],
+        );
+        assert_at(
+            &model(
+                &format!("{RL}, redisson: (version: @\"3.52.0\", fenced: true)),"),
+                check,
+            ),
+            &["RFencedLock", "fencing: true"],
+        );
+        assert_at(
+            &model(
+                &format!(
+                    "{RL}, redisson: (version: \"3.52.0\"), @watchdog: (renew_every: \"1s\")),"
+                ),
+                check,
+            ),
+            &["`watchdog`", "\"redisson\""],
+        );
+        assert_at(
+            &model(
+                r#"        (name: "c", count: 2, algorithm: @"redisson", node: "redis", ttl: "30s",
+         hold: ("1s", "2s"), retry: ("10ms", "20ms")),"#,
+                check,
+            ),
+            &["needs `redisson"],
+        );
+        // A field of the options that does not exist is refused by name.
+        let e = load_str(
+            "t",
+            "t.ron",
+            &model(
+                &format!("{RL}, redisson: (version: \"3.52.0\", lease_time: \"1s\")),"),
+                check,
+            ),
+        )
+        .expect_err("refused");
+        assert!(e.message.contains("lease_time"), "{e}");
+    }
+
     #[test]
     fn an_ignored_field_before_the_algorithm_is_refused_at_the_field() {
         let text = model(

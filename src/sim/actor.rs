@@ -2,6 +2,7 @@
 //! (cheap, exhaustive), plus `Custom` for algorithms users plug in from Rust.
 
 use crate::client::consensus::{ConsensusClient, ConsensusService};
+use crate::client::redisson::RedissonClient;
 use crate::client::redlock::RedlockClient;
 use crate::client::watchdog::WatchdogClient;
 use crate::client::{LockClient, Resource};
@@ -16,6 +17,7 @@ pub enum Actor {
     Client(Box<LockClient>),
     Redlock(Box<RedlockClient>),
     Watchdog(Box<WatchdogClient>),
+    Redisson(Box<RedissonClient>),
     ConsensusService(Box<ConsensusService>),
     ConsensusClient(Box<ConsensusClient>),
     Resource(Resource),
@@ -39,6 +41,7 @@ macro_rules! each_actor {
             Actor::Client($p) => $e,
             Actor::Redlock($p) => $e,
             Actor::Watchdog($p) => $e,
+            Actor::Redisson($p) => $e,
             Actor::ConsensusService($p) => $e,
             Actor::ConsensusClient($p) => $e,
             Actor::Resource($p) => $e,

@@ -258,7 +258,7 @@ fn msg_id(m: &Msg) -> u64 {
             | ReplMsg::Ack { offset } => *offset,
             ReplMsg::Sync | ReplMsg::GetAck => 0,
         },
-        Msg::Consensus(_) => 0,
+        Msg::Consensus(_) | Msg::Push { .. } => 0,
     }
 }
 
@@ -319,6 +319,7 @@ pub fn describe_msg(m: &Msg) -> String {
             ReplMsg::GetAck => "REPLCONF GETACK".into(),
         },
         Msg::Consensus(c) => format!("{c:?}"),
+        Msg::Push { reply } => format!("push {reply}"),
     }
 }
 
