@@ -5,8 +5,8 @@
 
 use distlock_sim::proto::sentinel::ReplMsg;
 use distlock_sim::proto::{Bytes, Command, Msg, Reply};
-use distlock_sim::redis::connection::{MULTI_QUEUE_CAP, WATCHED_KEYS_CAP};
 use distlock_sim::redis::node::Persistence;
+use distlock_sim::redis::node::connection::{MULTI_QUEUE_CAP, WATCHED_KEYS_CAP};
 use distlock_sim::redis::{RedisConfig, RedisNode};
 use distlock_sim::time::ProcId;
 

@@ -15,6 +15,8 @@ use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 
+mod libs;
+
 use mlua::{
     ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, String as LuaString, Table, Value,
 };
@@ -565,7 +567,7 @@ impl LuaEngine {
         let redis = lua.create_table()?;
         install_redis_lib(&lua, &redis)?;
         globals.raw_set("redis", freeze(lua.create_table()?, redis.clone())?)?;
-        crate::redis::lua_libs::install(&lua, &globals, &freeze)?;
+        libs::install(&lua, &globals, &freeze)?;
 
         let missing = lua.create_function(missing_global)?;
         let globals_mt = lua.create_table()?;

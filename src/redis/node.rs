@@ -12,12 +12,14 @@ use crate::proto::command::{
     hex, parse_i64_strict, sha1_of,
 };
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
-use crate::redis::connection::{Conn, ConnId, DATABASES, is_connection_command};
 use crate::redis::keyspace::{Entry, Keyspace, Value, glob_match};
 use crate::redis::lua::LuaEngine;
-use crate::redis::pubsub::{PubSub, SubKind, subscribed_mode_error};
+use crate::redis::node::connection::{Conn, ConnId, DATABASES, is_connection_command};
+use crate::redis::node::pubsub::{PubSub, SubKind, subscribed_mode_error};
 use crate::redis::replication::{Disk, ReplState, Role};
 
+pub mod connection;
+pub mod pubsub;
 mod replicate;
 use crate::redis::scripts::{NativeScript, native_script};
 use crate::time::{NS_PER_MS, ProcId};

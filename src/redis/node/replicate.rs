@@ -288,7 +288,7 @@ impl RedisNode {
             match c {
                 Command::Select(d) => {
                     if let Ok(d) = u8::try_from(*d)
-                        && usize::from(d) < crate::redis::connection::DATABASES
+                        && usize::from(d) < crate::redis::node::connection::DATABASES
                     {
                         self.switch_db(d);
                     }
