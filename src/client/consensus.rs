@@ -99,6 +99,7 @@ impl LockNodes {
 }
 
 /// The lock service: sessions, ephemeral sequential nodes per lock, one-shot watches.
+#[derive(Clone)]
 pub struct ConsensusService {
     pub config: ConsensusServiceConfig,
     // Invariant: strictly increases with every write (session creation, node creation,
@@ -481,6 +482,7 @@ struct OwnNode {
 }
 
 /// A client of the lock service running the ZooKeeper lock recipe.
+#[derive(Clone)]
 pub struct ConsensusClient {
     pub config: ConsensusClientConfig,
     phase: ClientPhase,

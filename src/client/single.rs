@@ -143,6 +143,7 @@ enum Phase {
 }
 
 /// One lock client.
+#[derive(Clone)]
 pub struct LockClient {
     pub config: ClientConfig,
     phase: Phase,

@@ -112,6 +112,7 @@ enum Phase {
 }
 
 /// One Redisson-style client.
+#[derive(Clone)]
 pub struct WatchdogClient {
     pub config: WatchdogConfig,
     phase: Phase,

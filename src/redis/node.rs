@@ -102,6 +102,7 @@ struct Waiter {
 }
 
 /// The server's state.
+#[derive(Clone)]
 pub struct RedisNode {
     pub config: RedisConfig,
     pub keyspace: Keyspace,
@@ -1257,6 +1258,7 @@ fn absolute_expiry(expiry: Option<SetExpiry>, now: i64, cmd: &str) -> Result<Opt
 }
 
 /// The node as a process of the event loop.
+#[derive(Clone)]
 pub struct RedisProcess {
     pub node: RedisNode,
 }

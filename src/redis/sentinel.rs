@@ -279,6 +279,7 @@ enum Failover {
 }
 
 /// One sentinel process.
+#[derive(Clone)]
 pub struct Sentinel {
     config: SentinelConfig,
 

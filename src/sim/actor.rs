@@ -23,7 +23,38 @@ pub enum Actor {
     Custom(Box<dyn Process>),
 }
 
+impl Clone for Actor {
+    /// Panics on a custom process that cannot be copied: check `can_clone` first (the world
+    /// does, see `World::snapshot`).
+    fn clone(&self) -> Actor {
+        match self {
+            Actor::Redis(p) => Actor::Redis(p.clone()),
+            Actor::Client(p) => Actor::Client(p.clone()),
+            Actor::Redlock(p) => Actor::Redlock(p.clone()),
+            Actor::Watchdog(p) => Actor::Watchdog(p.clone()),
+            Actor::ConsensusService(p) => Actor::ConsensusService(p.clone()),
+            Actor::ConsensusClient(p) => Actor::ConsensusClient(p.clone()),
+            Actor::Resource(p) => Actor::Resource(p.clone()),
+            Actor::Sentinel(p) => Actor::Sentinel(p.clone()),
+            Actor::Custom(p) => Actor::Custom(
+                (**p)
+                    .clone_box()
+                    .expect("a custom process without clone_box is never cloned"),
+            ),
+        }
+    }
+}
+
 impl Actor {
+    /// Whether `clone` can copy this actor (every built-in one can; a custom process only
+    /// if it implements `Process::clone_box`).
+    pub fn can_clone(&self) -> bool {
+        match self {
+            Actor::Custom(p) => (**p).clone_box().is_some(),
+            _ => true,
+        }
+    }
+
     pub fn as_redis(&self) -> Option<&RedisProcess> {
         match self {
             Actor::Redis(r) => Some(r),

@@ -64,11 +64,13 @@ pub enum RunState {
 
 /// What a process's reaction runs on: its state and its own RNG stream. Kept apart from the
 /// rest of its slot so that the world can route the reaction's requests while it runs.
+#[derive(Clone)]
 struct Proc {
     actor: Actor,
     rng: Prng,
 }
 
+#[derive(Clone)]
 struct Slot {
     name: String,
     clock: NodeClock,
@@ -92,6 +94,7 @@ struct Slot {
 }
 
 /// A fault the world knows of, and what its opening did (so that closing undoes exactly that).
+#[derive(Clone)]
 struct FaultState {
     fault: Fault,
     /// The opening took effect (a pause of a process that was down does nothing, and neither
@@ -179,7 +182,9 @@ macro_rules! dispatch {
     }};
 }
 
-/// A world ready to run: processes, clocks, network, queue.
+/// A world ready to run: processes, clocks, network, queue. `Clone` copies it mid-run (see
+/// `snapshot`): the copy continues exactly as the original would.
+#[derive(Clone)]
 pub struct World {
     seed: Seed,
     // Indexed like `slots`; lent out (empty) while a process reacts, see `dispatch`.
@@ -293,6 +298,15 @@ impl World {
             started: false,
             start_at,
         }
+    }
+
+    /// A copy of this world as it is now, which continues byte-identically to the original
+    /// (tests/snapshot.rs); `None` if a custom process cannot be copied.
+    pub fn snapshot(&self) -> Option<World> {
+        self.procs
+            .iter()
+            .all(|p| p.actor.can_clone())
+            .then(|| self.clone())
     }
 
     pub fn seed(&self) -> Seed {
@@ -1064,5 +1078,8 @@ impl Process for Box<dyn Process> {
     }
     fn on_restart(&mut self, keep_data: bool) {
         (**self).on_restart(keep_data)
+    }
+    fn clone_box(&self) -> Option<Box<dyn Process>> {
+        (**self).clone_box()
     }
 }
