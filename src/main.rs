@@ -118,6 +118,41 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Place up to K faults at every decision point of one run, breadth-first (a shortest
+    /// counterexample), or at random ones (--depth, PCT-style); docs/explore.md.
+    Explore {
+        model: String,
+        /// K: most faults per schedule (0..=4).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=distlock_sim::explore::systematic::MAX_FAULTS as u64))]
+        faults: u64,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Most runs to start (schedules and the probes collecting their points); reaching
+        /// it reports the search inconclusive (exit 3).
+        #[arg(long, default_value_t = distlock_sim::explore::systematic::DEFAULT_BUDGET_RUNS,
+              value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+        budget: u64,
+        /// Re-simulate every schedule from time 0 instead of resuming a clone (to measure
+        /// what prefix sharing saves; results are the same).
+        #[arg(long)]
+        no_prefix_sharing: bool,
+        /// Keep the model's own scripted faults in the world explored.
+        #[arg(long)]
+        keep_scripted: bool,
+        /// PCT-style random mode: d faults at uniformly drawn decision points per run (1..=4).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=distlock_sim::explore::systematic::MAX_FAULTS as u64))]
+        depth: Option<u64>,
+        /// Runs of the random mode (default: as many as 99 % confidence at its bound needs,
+        /// at most 1000000).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+        runs: Option<u64>,
+        /// Write the scripted model of a violation here (default: print it).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Validate a model without running it.
     Check { model: String },
     /// List the bundled models with their descriptions.
@@ -356,6 +391,27 @@ fn main() -> ExitCode {
                 Err(e) => bad_input(&e),
             }
         }
+        Cmd::Explore {
+            model,
+            faults,
+            seed,
+            budget,
+            no_prefix_sharing,
+            keep_scripted,
+            depth,
+            runs,
+            out: path,
+            json,
+        } => {
+            let cfg = explore::systematic::ExploreConfig {
+                faults: faults as usize,
+                seed,
+                budget_runs: budget,
+                prefix_sharing: !no_prefix_sharing,
+                keep_scripted,
+            };
+            explore_command(&model, &cfg, depth, runs, path, json)
+        }
         Cmd::Check { model } => match load(&model) {
             Ok(sc) => {
                 out(&format!(
@@ -586,6 +642,80 @@ fn bad_input(msg: &str) -> ExitCode {
 /// the model requires (`witness`) was never reached (vacuous); 2 is bad input.
 fn exit_with(outcome: cli::Outcome) -> ExitCode {
     ExitCode::from(outcome.exit_code())
+}
+
+/// `explore`: the systematic search, or with `depth` its PCT-style random mode.
+fn explore_command(
+    model: &str,
+    cfg: &explore::systematic::ExploreConfig,
+    depth: Option<u64>,
+    runs: Option<u64>,
+    path: Option<PathBuf>,
+    json: bool,
+) -> ExitCode {
+    use explore::systematic as sys;
+    let file = cli::resolve_model(model);
+    let sc = match load(model) {
+        Ok(sc) => sc,
+        Err(code) => return code,
+    };
+    if let Some(d) = depth {
+        // The runs 99 % confidence needs, unless told otherwise (bounded all the same).
+        let probe = match sys::pct(&sc, cfg.seed, d as usize, 0) {
+            Ok(r) => r,
+            Err(e) => return bad_input(&e),
+        };
+        let n = runs.unwrap_or(if probe.runs_needed_99.is_finite() {
+            (probe.runs_needed_99 as u64).clamp(1, 1_000_000)
+        } else {
+            0
+        });
+        let r = match sys::pct(&sc, cfg.seed, d as usize, n) {
+            Ok(r) => r,
+            Err(e) => return bad_input(&e),
+        };
+        if json {
+            out(&format!(
+                "{}\n",
+                serde_json::json!({
+                    "model": r.model, "seed": r.seed, "depth": r.depth,
+                    "decision_points": r.points, "max_menu": r.max_menu,
+                    "p_per_run": r.p_per_run, "runs_needed_99": r.runs_needed_99,
+                    "runs": r.runs, "violating_runs": r.violating_runs,
+                    "confidence": r.confidence, "wall_s": r.wall_s,
+                })
+            ));
+        } else {
+            out(&sys::pct_text(&r));
+        }
+        let outcome = cli::Outcome::of(r.violating_runs > 0, r.confidence < 0.99, r.points == 0);
+        return exit_with(outcome);
+    }
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => return bad_input(&format!("{file}: {e}")),
+    };
+    let r = match sys::explore(&sc, &text, cfg) {
+        Ok(r) => r,
+        Err(e) => return bad_input(&e),
+    };
+    let mut saved = None;
+    if let (Some(p), Some(f)) = (&path, &r.found) {
+        if let Err(e) = std::fs::write(p, &f.model_text) {
+            return bad_input(&format!("{}: {e}", p.display()));
+        }
+        saved = Some(p.display().to_string());
+    }
+    if json {
+        out(&format!("{}\n", sys::report_json(&r)));
+    } else {
+        out(&sys::report_text(&r, saved.as_deref()));
+    }
+    exit_with(cli::Outcome::of(
+        r.found.is_some(),
+        r.inconclusive(),
+        r.vacuous(),
+    ))
 }
 
 fn exit_for(violated: bool) -> ExitCode {

@@ -34,7 +34,10 @@ fn transcript(w: &World) -> String {
 
 /// Runs `w` to `at`, clones it, runs both to the end; returns both transcripts.
 fn original_and_clone(mut w: World, at: SimTime) -> (String, String) {
-    assert!(w.run_until(at).is_none(), "the run ended before the clone point");
+    assert!(
+        w.run_until(at).is_none(),
+        "the run ended before the clone point"
+    );
     let mut copy = w.snapshot().expect("this world can be cloned");
     w.run();
     copy.run();

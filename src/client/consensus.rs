@@ -99,7 +99,7 @@ impl LockNodes {
 }
 
 /// The lock service: sessions, ephemeral sequential nodes per lock, one-shot watches.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ConsensusService {
     pub config: ConsensusServiceConfig,
     // Invariant: strictly increases with every write (session creation, node creation,
@@ -482,7 +482,7 @@ struct OwnNode {
 }
 
 /// A client of the lock service running the ZooKeeper lock recipe.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ConsensusClient {
     pub config: ConsensusClientConfig,
     phase: ClientPhase,

@@ -345,7 +345,7 @@ enum Vote {
 // (its fan-out and resource waits run at once), rather than `RequestTimeout`.
 
 /// One Redlock client.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RedlockClient {
     pub config: RedlockConfig,
     phase: Phase,

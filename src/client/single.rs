@@ -143,7 +143,7 @@ enum Phase {
 }
 
 /// One lock client.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct LockClient {
     pub config: ClientConfig,
     phase: Phase,

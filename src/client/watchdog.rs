@@ -112,7 +112,7 @@ enum Phase {
 }
 
 /// One Redisson-style client.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct WatchdogClient {
     pub config: WatchdogConfig,
     phase: Phase,

@@ -102,7 +102,7 @@ struct Waiter {
 }
 
 /// The server's state.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RedisNode {
     pub config: RedisConfig,
     pub keyspace: Keyspace,
@@ -1258,7 +1258,7 @@ fn absolute_expiry(expiry: Option<SetExpiry>, now: i64, cmd: &str) -> Result<Opt
 }
 
 /// The node as a process of the event loop.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct RedisProcess {
     pub node: RedisNode,
 }

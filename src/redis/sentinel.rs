@@ -279,7 +279,7 @@ enum Failover {
 }
 
 /// One sentinel process.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Sentinel {
     config: SentinelConfig,
 

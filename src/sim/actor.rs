@@ -45,6 +45,23 @@ impl Clone for Actor {
     }
 }
 
+impl std::fmt::Debug for Actor {
+    /// A custom process shows as `Custom` (its state is its own).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Actor::Redis(p) => p.fmt(f),
+            Actor::Client(p) => p.fmt(f),
+            Actor::Redlock(p) => p.fmt(f),
+            Actor::Watchdog(p) => p.fmt(f),
+            Actor::ConsensusService(p) => p.fmt(f),
+            Actor::ConsensusClient(p) => p.fmt(f),
+            Actor::Resource(p) => p.fmt(f),
+            Actor::Sentinel(p) => p.fmt(f),
+            Actor::Custom(_) => f.write_str("Custom"),
+        }
+    }
+}
+
 impl Actor {
     /// Whether `clone` can copy this actor (every built-in one can; a custom process only
     /// if it implements `Process::clone_box`).

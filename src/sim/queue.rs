@@ -43,6 +43,11 @@ impl EventQueue {
         self.keys.is_empty()
     }
 
+    /// Every pending key, in no particular order (state fingerprints sort them).
+    pub fn keys_unordered(&self) -> &[u128] {
+        &self.keys
+    }
+
     #[inline]
     pub fn peek(&self) -> Option<u128> {
         if self.heap {
