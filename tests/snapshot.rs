@@ -187,3 +187,15 @@ fn a_world_with_a_process_that_cannot_be_copied_has_no_snapshot() {
     let w = World::new(Seed(0), limits, link, procs, TraceMode::Off);
     assert!(w.snapshot().is_none());
 }
+
+#[test]
+fn a_clone_has_the_fingerprint_of_its_original_until_one_of_them_moves() {
+    let sc = model("redlock-clock-jump");
+    let (mut w, _) = sc.build(0, TraceMode::Off);
+    assert!(w.run_until(SimTime(sc.model.duration.ns() / 2)).is_none());
+    let copy = w.snapshot().unwrap();
+    assert_eq!(w.fingerprint(), copy.fingerprint());
+    assert!(w.fingerprint().is_some());
+    w.step();
+    assert_ne!(w.fingerprint(), copy.fingerprint());
+}
