@@ -670,10 +670,13 @@ fn explore_command(
         } else {
             0
         });
-        let r = match sys::pct(&sc, cfg.seed, d as usize, n) {
+        #[allow(clippy::disallowed_methods)]
+        let wall = std::time::Instant::now();
+        let mut r = match sys::pct(&sc, cfg.seed, d as usize, n) {
             Ok(r) => r,
             Err(e) => return bad_input(&e),
         };
+        r.wall_s = wall.elapsed().as_secs_f64();
         if json {
             out(&format!(
                 "{}\n",
@@ -695,10 +698,13 @@ fn explore_command(
         Ok(t) => t,
         Err(e) => return bad_input(&format!("{file}: {e}")),
     };
-    let r = match sys::explore(&sc, &text, cfg) {
+    #[allow(clippy::disallowed_methods)]
+    let wall = std::time::Instant::now();
+    let mut r = match sys::explore(&sc, &text, cfg) {
         Ok(r) => r,
         Err(e) => return bad_input(&e),
     };
+    r.wall_s = wall.elapsed().as_secs_f64();
     let mut saved = None;
     if let (Some(p), Some(f)) = (&path, &r.found) {
         if let Err(e) = std::fs::write(p, &f.model_text) {

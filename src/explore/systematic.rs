@@ -123,13 +123,18 @@ pub struct ExploreReport {
     /// Fault kinds the model declares that no menu item places.
     pub not_placed: Vec<&'static str>,
     pub prefix_sharing: bool,
+    /// Wall time, filled in by the caller (the library reads no host clock).
     pub wall_s: f64,
     pub found: Option<Found>,
 }
 
 impl ExploreReport {
     pub fn schedules_per_s(&self) -> f64 {
-        self.schedules as f64 / self.wall_s.max(1e-9)
+        // Not timed (a library caller that did not fill `wall_s` in): no rate.
+        if self.wall_s <= 0.0 {
+            return 0.0;
+        }
+        self.schedules as f64 / self.wall_s
     }
     /// No violation, but the claim covers less than asked (budget, or a run cut short).
     pub fn inconclusive(&self) -> bool {
@@ -859,7 +864,6 @@ pub fn explore_with(
     cfg: &ExploreConfig,
     custom: Option<&ClientFactory>,
 ) -> Result<ExploreReport, String> {
-    let started = std::time::Instant::now();
     let base_sc = base_scenario(sc, cfg.keep_scripted)?;
     let (mut base, _) = base_sc.build_with(cfg.seed, TraceMode::Off, custom);
     base.log_decisions();
@@ -907,7 +911,6 @@ pub fn explore_with(
     if let Some((placed, violations)) = outcome {
         search.report.found = Some(found(&search, original_text, placed, violations)?);
     }
-    search.report.wall_s = started.elapsed().as_secs_f64();
     Ok(search.report)
 }
 
@@ -1146,6 +1149,7 @@ pub struct PctReport {
     /// 1 - (1 - p)^runs.
     pub confidence: f64,
     pub first: Option<(Vec<String>, Vec<Property>)>,
+    /// Wall time, filled in by the caller (the library reads no host clock).
     pub wall_s: f64,
 }
 
@@ -1158,7 +1162,6 @@ fn choose(n: usize, k: usize) -> f64 {
 
 /// PCT-style random placement (see `PctReport`).
 pub fn pct(sc: &Scenario, seed: u64, depth: usize, runs: u64) -> Result<PctReport, String> {
-    let started = std::time::Instant::now();
     let base_sc = base_scenario(sc, false)?;
     let ctx = Ctx::new(sc);
     let (mut base, _) = base_sc.build(seed, TraceMode::Off);
@@ -1195,7 +1198,6 @@ pub fn pct(sc: &Scenario, seed: u64, depth: usize, runs: u64) -> Result<PctRepor
         ..PctReport::default()
     };
     if n < depth || max_menu == 0 {
-        report.wall_s = started.elapsed().as_secs_f64();
         return Ok(report);
     }
     for _ in 0..runs {
@@ -1237,7 +1239,6 @@ pub fn pct(sc: &Scenario, seed: u64, depth: usize, runs: u64) -> Result<PctRepor
         }
     }
     report.confidence = 1.0 - (1.0 - p).powf(report.runs as f64);
-    report.wall_s = started.elapsed().as_secs_f64();
     Ok(report)
 }
 
@@ -1245,7 +1246,7 @@ pub fn pct_text(r: &PctReport) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "explore {} seed {} (PCT-style, depth {}): {} decision points, menus of at most {} faults",
+        "explore {} seed {} (PCT-style, depth {}): {} decision points, menus of at most {} items",
         r.model, r.seed, r.depth, r.points, r.max_menu
     );
     let _ = writeln!(
