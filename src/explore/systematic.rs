@@ -665,6 +665,8 @@ pub fn horizon_ns(sc: &Scenario) -> u64 {
 
 struct Search<'a> {
     sc: &'a Scenario,
+    /// Whether states are deduplicated (not for models checking liveness).
+    dedup: bool,
     custom: Option<&'a ClientFactory>,
     base_sc: Scenario,
     cfg: ExploreConfig,
@@ -789,7 +791,10 @@ impl Search<'_> {
                 };
                 w.run_until(p.open_at);
                 let depth = placed.len();
-                let fresh_state = match w.fingerprint() {
+                // Liveness looks back (how long the lock has been wanted and free), which the
+                // fingerprint leaves out: models checking it are not deduplicated.
+                let fingerprint = if self.dedup { w.fingerprint() } else { None };
+                let fresh_state = match fingerprint {
                     Some(fp) => match self.seen.get(&fp) {
                         Some(&(d, l)) if d < depth || (d == depth && l == level) => false,
                         _ => {
@@ -870,6 +875,7 @@ pub fn explore_with(
     let ctx = Ctx::new(sc);
     let mut search = Search {
         sc,
+        dedup: !sc.properties.contains(&Property::Liveness),
         custom,
         base_sc: base_sc.clone(),
         cfg: cfg.clone(),
