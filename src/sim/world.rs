@@ -335,7 +335,9 @@ impl World {
     /// clocks and run states, the pending events (in order, with their times; a fault event
     /// by what it does, not by its index), the links, the triggers and the roles. Left out:
     /// the history, the trace and the record of faults applied, which only look back.
-    /// `None` if a custom process cannot be described (it has no `clone_box`).
+    /// Equal fingerprints mean equal futures; unequal ones need not mean different futures
+    /// (a node's compiled-script cache shows, and a clone starts with it empty): that only
+    /// costs deduplication. `None` for a world with a custom process (its state is its own).
     pub fn fingerprint(&self) -> Option<u64> {
         use std::fmt::Write as _;
         let mut h = crate::sim::decision::Fnv::default();
