@@ -106,4 +106,11 @@ pub trait Process {
     /// The process crashed and is being restarted: drop volatile state; `keep_data` says
     /// whether durable state survived. `on_start` follows.
     fn on_restart(&mut self, keep_data: bool);
+    /// A copy of this process in its current state, for snapshots of a running world
+    /// (`distlock-sim explore` resumes many schedules from one prefix). `None`, the default,
+    /// says it cannot be copied: a world holding it is then re-simulated from the start
+    /// instead of cloned — slower, same results.
+    fn clone_box(&self) -> Option<Box<dyn Process>> {
+        None
+    }
 }

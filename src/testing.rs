@@ -10,6 +10,10 @@
 //!     distlock_sim::testing::assert_model_holds("models/single-px-cad-fencing.ron");
 //! }
 //! ```
+//!
+//! Beyond seeds: [`assert_explored_holds`] places up to K faults at every decision point of
+//! one run (`distlock-sim explore`, docs/explore.md) and fails with the shortest schedule
+//! that breaks the model, as a scripted model to replay.
 
 use std::path::Path;
 
@@ -150,4 +154,67 @@ pub fn assert_world_holds(
             panic!("{}", failure(what, seed, v, None));
         }
     }
+}
+
+/// Explores the model at `path` with up to `faults` faults at the decision points of seed 0's
+/// run (`distlock-sim explore`; docs/explore.md) and panics with the shortest violating
+/// schedule, as a scripted model and its replay command — or when the search stopped on its
+/// budget (`DISTLOCK_EXPLORE_BUDGET` runs, default `DEFAULT_BUDGET_RUNS`): a search cut short
+/// proves nothing, so it fails rather than passes. Returns the report (schedules, states).
+///
+/// ```
+/// // Fencing tokens keep the resource safe whatever pauses fall at its decision points.
+/// let r = distlock_sim::testing::assert_explored_holds("models/single-px-cad-fencing.ron", 1);
+/// assert!(r.schedules > 1);
+/// ```
+pub fn assert_explored_holds(
+    path: impl AsRef<Path>,
+    faults: usize,
+) -> crate::explore::systematic::ExploreReport {
+    assert_explored_holds_with(path, faults, None)
+}
+
+/// [`assert_explored_holds`] with the model's clients made by `custom`: your algorithm, in
+/// the model's world (see `Scenario::build_with`). Implement `Process::clone_box` on it so
+/// that schedules resume from snapshots (without it they are re-simulated from time 0).
+pub fn assert_explored_holds_with(
+    path: impl AsRef<Path>,
+    faults: usize,
+    custom: Option<&crate::scenario::model::ClientFactory>,
+) -> crate::explore::systematic::ExploreReport {
+    use crate::explore::systematic as sys;
+    let path = path.as_ref();
+    let sc = scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let budget_runs = std::env::var("DISTLOCK_EXPLORE_BUDGET")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(sys::DEFAULT_BUDGET_RUNS);
+    let cfg = sys::ExploreConfig {
+        faults,
+        budget_runs,
+        ..sys::ExploreConfig::default()
+    };
+    let r = sys::explore_with(&sc, &text, &cfg, custom).unwrap_or_else(|e| panic!("{e}"));
+    if let Some(f) = &r.found {
+        panic!(
+            "model {} violated with {} fault(s) at its decision points ({}):\n{}\n  save the model above and run: distlock-sim replay MODEL.ron --seed 0",
+            sc.name,
+            f.placed.len(),
+            test_name(),
+            sys::report_text(&r, None, "distlock-sim")
+        );
+    }
+    assert!(
+        !r.inconclusive(),
+        "model {}: the exploration is inconclusive (raise DISTLOCK_EXPLORE_BUDGET):\n{}",
+        sc.name,
+        sys::report_text(&r, None, "distlock-sim")
+    );
+    assert!(
+        !r.vacuous(),
+        "model {}: vacuous exploration: no decision point takes a fault the model declares",
+        sc.name
+    );
+    r
 }

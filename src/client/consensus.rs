@@ -100,6 +100,7 @@ impl LockNodes {
 }
 
 /// The lock service: sessions, ephemeral sequential nodes per lock, one-shot watches.
+#[derive(Clone, Debug)]
 pub struct ConsensusService {
     pub config: ConsensusServiceConfig,
     // Invariant: strictly increases with every write (session creation, node creation,
@@ -482,6 +483,7 @@ struct OwnNode {
 }
 
 /// A client of the lock service running the ZooKeeper lock recipe.
+#[derive(Clone, Debug)]
 pub struct ConsensusClient {
     pub config: ConsensusClientConfig,
     phase: ClientPhase,

@@ -263,6 +263,7 @@ enum Renewal {
     Resending,
 }
 
+#[derive(Clone, Debug)]
 pub struct RedissonClient {
     pub config: RedissonConfig,
     phase: Phase,

@@ -463,6 +463,7 @@ enum Vote {
 // (its fan-out and resource waits run at once), rather than `RequestTimeout`.
 
 /// One Redlock client.
+#[derive(Clone, Debug)]
 pub struct RedlockClient {
     pub config: RedlockConfig,
     phase: Phase,

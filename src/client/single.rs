@@ -137,6 +137,7 @@ enum Phase {
 }
 
 /// One lock client.
+#[derive(Clone, Debug)]
 pub struct LockClient {
     pub config: ClientConfig,
     phase: Phase,
@@ -184,6 +185,7 @@ pub struct LockClient {
 }
 
 /// redis-py's registered scripts (lock.py:157-165).
+#[derive(Clone, Debug)]
 struct PyScripts {
     release: Script,
     extend: Script,
@@ -518,6 +520,12 @@ impl LockClient {
     }
 
     /// redis-py with `thread_local=False`: the group's one token slot.
+    /// Whether this client shares its token slot with other members of its group (redis-py
+    /// with `thread_local: false`).
+    pub fn shares_token(&self) -> bool {
+        self.shared_token().is_some()
+    }
+
     fn shared_token(&self) -> Option<&SharedToken> {
         self.config
             .redis_py

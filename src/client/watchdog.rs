@@ -115,6 +115,7 @@ enum Phase {
 }
 
 /// One Redisson-style client.
+#[derive(Clone, Debug)]
 pub struct WatchdogClient {
     pub config: WatchdogConfig,
     phase: Phase,

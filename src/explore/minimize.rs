@@ -276,10 +276,16 @@ pub fn scripted_text(original: &str, faults: &[FaultSpec], header: &str) -> Stri
         let _ = writeln!(list, "        {},", fault_ron(f));
     }
     list.push_str("    ],\n");
-    let at = t
-        .find("    check:")
-        .or_else(|| t.find("check:"))
-        .unwrap_or(t.len());
+    // The line that starts the `check` field (not the word in a description or comment).
+    let mut at = t.len();
+    let mut pos = 0;
+    for line in t.split_inclusive('\n') {
+        if line.trim_start().starts_with("check:") {
+            at = pos;
+            break;
+        }
+        pos += line.len();
+    }
     t.insert_str(at, &list);
     format!("{header}{t}")
 }

@@ -5,6 +5,7 @@ pub mod export;
 pub mod minimize;
 pub mod pitfalls;
 pub mod report;
+pub mod systematic;
 pub mod timeline;
 
 use std::collections::BTreeMap;

@@ -309,6 +309,22 @@ pub struct LuaEngine {
     handler: Function,
     /// Lua side of the result conversion, see [`flat_to_reply`].
     flatten: Function,
+    /// The state of `math.random`, which carries over from script to script.
+    rng: Rc<Cell<u64>>,
+}
+
+/// A Lua state cannot be copied; what a script can see of one can be rebuilt. The globals
+/// are read-only (Redis 7.0 sandbox), KEYS and ARGV are set afresh for every run and
+/// compiled functions are a cache (recompiled from source on a miss), so the one thing that
+/// carries over between scripts is `math.random`'s state: a fresh state with that state is
+/// indistinguishable to every script. (Only where Lua's allocator would hit the memory cap,
+/// which counts garbage too, could the copy differ; the copy starts with less garbage.)
+impl Clone for LuaEngine {
+    fn clone(&self) -> LuaEngine {
+        let engine = LuaEngine::new();
+        engine.rng.set(self.rng.get());
+        engine
+    }
 }
 
 impl fmt::Debug for LuaEngine {
@@ -587,6 +603,7 @@ impl LuaEngine {
             xpcall: raw_xpcall,
             handler,
             flatten,
+            rng,
         })
     }
 }

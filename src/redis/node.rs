@@ -108,6 +108,7 @@ struct Waiter {
 }
 
 /// The server's state.
+#[derive(Clone, Debug)]
 pub struct RedisNode {
     pub config: RedisConfig,
     /// The database being executed in; between commands always db 0 (connection.rs).
@@ -1399,6 +1400,7 @@ fn subscribed_mode_reply(cmd: &Command) -> Option<Reply> {
 }
 
 /// The node as a process of the event loop.
+#[derive(Clone, Debug)]
 pub struct RedisProcess {
     pub node: RedisNode,
 }

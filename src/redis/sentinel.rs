@@ -279,6 +279,7 @@ enum Failover {
 }
 
 /// One sentinel process.
+#[derive(Clone, Debug)]
 pub struct Sentinel {
     config: SentinelConfig,
 

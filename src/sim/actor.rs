@@ -25,7 +25,61 @@ pub enum Actor {
     Custom(Box<dyn Process>),
 }
 
+impl Clone for Actor {
+    /// Panics on a custom process that cannot be copied: check `can_clone` first (the world
+    /// does, see `World::snapshot`).
+    fn clone(&self) -> Actor {
+        match self {
+            Actor::Redis(p) => Actor::Redis(p.clone()),
+            Actor::Client(p) => Actor::Client(p.clone()),
+            Actor::Redlock(p) => Actor::Redlock(p.clone()),
+            Actor::Watchdog(p) => Actor::Watchdog(p.clone()),
+            Actor::Redisson(p) => Actor::Redisson(p.clone()),
+            Actor::ConsensusService(p) => Actor::ConsensusService(p.clone()),
+            Actor::ConsensusClient(p) => Actor::ConsensusClient(p.clone()),
+            Actor::Resource(p) => Actor::Resource(p.clone()),
+            Actor::Sentinel(p) => Actor::Sentinel(p.clone()),
+            Actor::Custom(p) => Actor::Custom(
+                (**p)
+                    .clone_box()
+                    .expect("a custom process without clone_box is never cloned"),
+            ),
+        }
+    }
+}
+
+impl std::fmt::Debug for Actor {
+    /// A custom process shows as `Custom` (its state is its own).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Actor::Redis(p) => p.fmt(f),
+            Actor::Client(p) => p.fmt(f),
+            Actor::Redlock(p) => p.fmt(f),
+            Actor::Watchdog(p) => p.fmt(f),
+            Actor::Redisson(p) => p.fmt(f),
+            Actor::ConsensusService(p) => p.fmt(f),
+            Actor::ConsensusClient(p) => p.fmt(f),
+            Actor::Resource(p) => p.fmt(f),
+            Actor::Sentinel(p) => p.fmt(f),
+            Actor::Custom(_) => f.write_str("Custom"),
+        }
+    }
+}
+
 impl Actor {
+    /// Whether `clone` can copy this actor (every built-in one can; a custom process only
+    /// if it implements `Process::clone_box`).
+    pub fn can_clone(&self) -> bool {
+        match self {
+            Actor::Custom(p) => (**p).clone_box().is_some(),
+            // Members of a redis-py group with `thread_local: false` share one token slot
+            // (an `Arc`): a copy would still write the original's slot, so such a world is
+            // re-simulated instead of copied.
+            Actor::Client(c) => !c.shares_token(),
+            _ => true,
+        }
+    }
+
     pub fn as_redis(&self) -> Option<&RedisProcess> {
         match self {
             Actor::Redis(r) => Some(r),

@@ -3,6 +3,7 @@
 
 pub mod actor;
 pub mod adversary;
+pub mod decision;
 pub mod fault;
 pub mod queue;
 pub mod trace;

@@ -22,7 +22,7 @@ const SORTED_MAX: usize = 128;
 /// A heap that shrinks below this many keys is sorted again (hysteresis: no flapping).
 const SORTED_AGAIN: usize = 32;
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct EventQueue {
     // Invariant: if `heap`, 4-ary heap order (every key <= its children's); otherwise
     // strictly descending and at most SORTED_MAX keys.
@@ -41,6 +41,11 @@ impl EventQueue {
 
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+
+    /// Every pending key, in no particular order (state fingerprints sort them).
+    pub fn keys_unordered(&self) -> &[u128] {
+        &self.keys
     }
 
     #[inline]

@@ -8,7 +8,8 @@ use crate::process::{Cx, OutputSink, Process};
 use crate::proto::Msg;
 use crate::rng::{Prng, Seed};
 use crate::sim::actor::Actor;
-use crate::sim::adversary::Trigger;
+use crate::sim::adversary::{SendKind, Trigger};
+use crate::sim::decision::{Decision, DecisionKind};
 use crate::sim::fault::{Aim, Fault, FaultKind};
 use crate::sim::queue::EventQueue;
 use crate::sim::trace::{Trace, TraceEntry, TraceKind, TraceMode};
@@ -64,11 +65,13 @@ pub enum RunState {
 
 /// What a process's reaction runs on: its state and its own RNG stream. Kept apart from the
 /// rest of its slot so that the world can route the reaction's requests while it runs.
+#[derive(Clone)]
 struct Proc {
     actor: Actor,
     rng: Prng,
 }
 
+#[derive(Clone, Debug)]
 struct Slot {
     name: String,
     clock: NodeClock,
@@ -92,6 +95,7 @@ struct Slot {
 }
 
 /// A fault the world knows of, and what its opening did (so that closing undoes exactly that).
+#[derive(Clone)]
 struct FaultState {
     fault: Fault,
     /// The opening took effect (a pause of a process that was down does nothing, and neither
@@ -179,7 +183,9 @@ macro_rules! dispatch {
     }};
 }
 
-/// A world ready to run: processes, clocks, network, queue.
+/// A world ready to run: processes, clocks, network, queue. `Clone` copies it mid-run (see
+/// `snapshot`): the copy continues exactly as the original would.
+#[derive(Clone)]
 pub struct World {
     seed: Seed,
     // Indexed like `slots`; lent out (empty) while a process reacts, see `dispatch`.
@@ -223,6 +229,9 @@ pub struct World {
     started: bool,
     /// Per process, when `start` starts it.
     start_at: Vec<SimTime>,
+    /// Decision points met so far, when asked for (`log_decisions`; `explore` places its
+    /// faults at them); `None` costs one branch per observation and send.
+    decisions: Option<Vec<Decision>>,
 }
 
 /// A process to add to a world.
@@ -292,7 +301,88 @@ impl World {
             top_spent: false,
             started: false,
             start_at,
+            decisions: None,
         }
+    }
+
+    /// From now on, record every decision point met (see `sim::decision`).
+    pub fn log_decisions(&mut self) {
+        self.decisions.get_or_insert_with(Vec::new);
+    }
+
+    /// The decision points recorded since the last call (empty if not logging).
+    pub fn take_decisions(&mut self) -> Vec<Decision> {
+        self.decisions
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn decision(&mut self, kind: DecisionKind, proc: ProcId, peer: Option<ProcId>) {
+        let at = self.now;
+        if let Some(log) = &mut self.decisions {
+            log.push(Decision {
+                at,
+                kind,
+                proc,
+                peer,
+                believed_until: None,
+            });
+        }
+    }
+
+    /// A fingerprint of what decides this world's future: the processes' states and RNGs,
+    /// clocks and run states, the pending events (in order, with their times; a fault event
+    /// by what it does, not by its index), the links, the triggers and the roles. Left out:
+    /// the history, the trace and the record of faults applied, which only look back.
+    /// Equal fingerprints mean equal futures; unequal ones need not mean different futures
+    /// (a node's compiled-script cache shows, and a clone starts with it empty): that only
+    /// costs deduplication. `None` for a world with a custom process (its state is its own).
+    pub fn fingerprint(&self) -> Option<u64> {
+        use std::fmt::Write as _;
+        let mut h = crate::sim::decision::Fnv::default();
+        let _ = write!(h, "{:?}|", self.now);
+        for (proc, slot) in self.procs.iter().zip(&self.slots) {
+            match &proc.actor {
+                Actor::Custom(_) => return None,
+                a => {
+                    let _ = write!(h, "{:?}|{:?}|{:?}|", a, proc.rng, slot);
+                }
+            }
+        }
+        let mut keys = self.queue.keys_unordered().to_vec();
+        keys.sort_unstable();
+        for k in keys {
+            let e = QueueEntry(k);
+            let ev = self.events[e.idx() as usize]
+                .as_ref()
+                .expect("queued event present");
+            let _ = write!(h, "{:?}:", e.time());
+            match ev {
+                Event::Fault { id, close } => {
+                    let st = &self.faults[*id as usize];
+                    let _ = write!(h, "F{close}{:?}{}{}|", st.fault, st.took, st.incarnation);
+                }
+                other => {
+                    let _ = write!(h, "{other:?}|");
+                }
+            }
+        }
+        let _ = write!(
+            h,
+            "{:?}|{:?}|{:?}|{:?}|{}",
+            self.net, self.triggers, self.holders, self.promoted_at, self.started
+        );
+        Some(h.finish())
+    }
+
+    /// A copy of this world as it is now, which continues byte-identically to the original
+    /// (tests/snapshot.rs); `None` if a custom process cannot be copied.
+    pub fn snapshot(&self) -> Option<World> {
+        self.procs
+            .iter()
+            .all(|p| p.actor.can_clone())
+            .then(|| self.clone())
     }
 
     pub fn seed(&self) -> Seed {
@@ -714,6 +804,23 @@ impl World {
             }
             _ => {}
         }
+        if self.decisions.is_some() {
+            match &obs {
+                Observation::Acquired { believed_until, .. } => {
+                    let until = *believed_until;
+                    self.decision(DecisionKind::Acquired, p, None);
+                    if let Some(d) = self.decisions.as_mut().and_then(|l| l.last_mut()) {
+                        d.believed_until = until;
+                    }
+                }
+                // The actors are lent out while one reacts: whether `by` is a client (not a
+                // master streaming to its replica) is for the reader of the log to tell.
+                Observation::KeyWritten { by: Some(c), .. } => {
+                    self.decision(DecisionKind::Granted, p, Some(*c));
+                }
+                _ => {}
+            }
+        }
         // Roles are tracked only for a world with a fault aimed at one: off the hot path
         // otherwise.
         if self.tracks_roles {
@@ -1036,6 +1143,18 @@ struct Router<'w> {
 
 impl OutputSink for Router<'_> {
     fn send(&mut self, to: ProcId, msg: Msg) {
+        if self.world.decisions.is_some() {
+            let kind = if SendKind::Del.matches(&msg) {
+                Some(DecisionKind::BeforeDel)
+            } else if SendKind::ResourceWrite.matches(&msg) {
+                Some(DecisionKind::BeforeResourceWrite)
+            } else {
+                None
+            };
+            if let Some(k) = kind {
+                self.world.decision(k, self.from, Some(to));
+            }
+        }
         if self.held_until.is_none() && !self.world.triggers.is_empty() {
             self.held_until = self.world.pause_before_send(self.from, &msg);
         }
@@ -1064,5 +1183,8 @@ impl Process for Box<dyn Process> {
     }
     fn on_restart(&mut self, keep_data: bool) {
         (**self).on_restart(keep_data)
+    }
+    fn clone_box(&self) -> Option<Box<dyn Process>> {
+        (**self).clone_box()
     }
 }

@@ -11,6 +11,7 @@ use crate::cli::Ctx;
 
 mod check;
 mod conformance;
+mod explore;
 mod hunt;
 mod list;
 mod merge;
@@ -46,6 +47,9 @@ enum Cmd {
     Hunt(hunt::Args),
     /// Turn a failing seed into a minimal scripted model: the faults that matter, shrunk.
     Minimize(minimize::Args),
+    /// Place up to K faults at every decision point of one run, breadth-first (a shortest
+    /// counterexample), or at random ones (--depth, PCT-style); docs/explore.md.
+    Explore(explore::Args),
     /// Validate a model without running it.
     Check(check::Args),
     /// List the bundled models with their descriptions.
@@ -64,6 +68,7 @@ fn dispatch(cmd: Cmd, ctx: &Ctx) -> ExitCode {
         Cmd::Replay(a) => replay::exec(a, ctx),
         Cmd::Hunt(a) => hunt::exec(a, ctx),
         Cmd::Minimize(a) => minimize::exec(a, ctx),
+        Cmd::Explore(a) => explore::exec(a, ctx),
         Cmd::Check(a) => check::exec(a, ctx),
         Cmd::List(a) => list::exec(a, ctx),
         Cmd::Pitfalls(a) => pitfalls::exec(a, ctx),

@@ -1,0 +1,135 @@
+//! `explore MODEL`: every placement of up to K faults at the decision points of one run,
+//! breadth-first (so the first violation is a shortest one), or with `--depth` the PCT-style
+//! random mode with its bound (docs/explore.md).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::cli::{Ctx, Outcome, bad_input, exit_with, out, program_for_replay, resolve_model};
+use crate::explore::systematic as sys;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Model file, or the name of a bundled model (`distlock-sim list`), e.g. single-px-del-pause.
+    model: String,
+    /// K: most faults per schedule (0..=4).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=sys::MAX_FAULTS as u64))]
+    faults: u64,
+    /// The seed of the run whose decision points are explored (its network and client
+    /// randomness; the model's random faults are off).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Most runs to start (schedules and the probes collecting their points); reaching it
+    /// reports the search inconclusive (exit 3).
+    #[arg(long, default_value_t = sys::DEFAULT_BUDGET_RUNS,
+          value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    budget: u64,
+    /// Re-simulate every schedule from time 0 instead of resuming a clone (to measure what
+    /// prefix sharing saves; results are the same).
+    #[arg(long)]
+    no_prefix_sharing: bool,
+    /// Keep the model's own scripted faults in the world explored.
+    #[arg(long)]
+    keep_scripted: bool,
+    /// PCT-style random mode: d faults at uniformly drawn decision points per run (1..=4).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=sys::MAX_FAULTS as u64))]
+    depth: Option<u64>,
+    /// Runs of the random mode (default: as many as 99 % confidence at its bound needs, at
+    /// most 1000000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    runs: Option<u64>,
+    /// Write the scripted model of a violation here (default: print it).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
+    let sc = match ctx.load(&a.model) {
+        Ok(sc) => sc,
+        Err(code) => return code,
+    };
+    let file = match resolve_model(&a.model) {
+        Ok(f) => f,
+        Err(e) => return bad_input(&e),
+    };
+    let cfg = sys::ExploreConfig {
+        faults: a.faults as usize,
+        seed: a.seed,
+        budget_runs: a.budget,
+        prefix_sharing: !a.no_prefix_sharing,
+        keep_scripted: a.keep_scripted,
+    };
+    if let Some(d) = a.depth {
+        // The runs 99 % confidence needs, unless told otherwise (bounded all the same).
+        let probe = match sys::pct(&sc, cfg.seed, d as usize, 0) {
+            Ok(r) => r,
+            Err(e) => return bad_input(&e),
+        };
+        let n = a.runs.unwrap_or(if probe.runs_needed_99.is_finite() {
+            (probe.runs_needed_99 as u64).clamp(1, 1_000_000)
+        } else {
+            0
+        });
+        #[allow(clippy::disallowed_methods)]
+        let wall = std::time::Instant::now();
+        let mut r = match sys::pct(&sc, cfg.seed, d as usize, n) {
+            Ok(r) => r,
+            Err(e) => return bad_input(&e),
+        };
+        r.wall_s = wall.elapsed().as_secs_f64();
+        if a.json {
+            out(&format!(
+                "{}\n",
+                serde_json::json!({
+                    "model": r.model, "seed": r.seed, "depth": r.depth,
+                    "decision_points": r.points, "max_menu": r.max_menu,
+                    "p_per_run": r.p_per_run, "runs_needed_99": r.runs_needed_99,
+                    "runs": r.runs, "violating_runs": r.violating_runs,
+                    "confidence": r.confidence, "wall_s": r.wall_s,
+                })
+            ));
+        } else {
+            out(&sys::pct_text(&r));
+        }
+        return exit_with(Outcome::of(
+            r.violating_runs > 0,
+            r.confidence < 0.99,
+            r.points == 0,
+        ));
+    }
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => return bad_input(&format!("{file}: {e}")),
+    };
+    #[allow(clippy::disallowed_methods)]
+    let wall = std::time::Instant::now();
+    let mut r = match sys::explore(&sc, &text, &cfg) {
+        Ok(r) => r,
+        Err(e) => return bad_input(&e),
+    };
+    r.wall_s = wall.elapsed().as_secs_f64();
+    let mut saved = None;
+    if let (Some(p), Some(f)) = (&a.out, &r.found) {
+        if let Err(e) = std::fs::write(p, &f.model_text) {
+            return bad_input(&format!("{}: {e}", p.display()));
+        }
+        saved = Some(p.display().to_string());
+    }
+    if a.json {
+        out(&format!("{}\n", sys::report_json(&r)));
+    } else {
+        out(&sys::report_text(
+            &r,
+            saved.as_deref(),
+            &program_for_replay(),
+        ));
+    }
+    exit_with(Outcome::of(
+        r.found.is_some(),
+        r.inconclusive(),
+        r.vacuous(),
+    ))
+}

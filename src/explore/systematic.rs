@@ -1,0 +1,1292 @@
+//! Systematic exploration (`distlock-sim explore`): every placement of up to K faults at the
+//! protocol's decision points of one run, breadth-first by number of faults, so the first
+//! violation found is a shortest one; and a PCT-style random mode with a stated bound.
+//!
+//! How (docs/explore.md has the full account):
+//! - the model's world for seed N runs with every fault source off (random, swarm,
+//!   triggers; scripted too unless kept) and records its decision points (`sim::decision`);
+//! - each point has a small fault menu derived from the model (TTLs, nodes, replicas);
+//! - level L (0, 1, …, K) runs every schedule of exactly L faults, each resumed from a clone
+//!   of the world taken just before its last fault opens — a cursor walks each run once and
+//!   is cloned at every point, so no prefix is simulated twice for its children;
+//! - a schedule whose world, right after its last fault opened, has the fingerprint of one
+//!   already explored with as many faults left (or more) is skipped (`World::fingerprint`);
+//! - a schedule runs to a horizon after its last fault (`horizon_ns`), long enough for every
+//!   key, lease and belief set before it to end, and is checked there.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::check::{CheckConfig, Property, Violation, check_all};
+use crate::explore::minimize::{fault_ron, fault_spec, scripted_text};
+use crate::rng::Seed;
+use crate::scenario::model::{ClientFactory, ClientKind, FaultSpec};
+use crate::scenario::{ProcKind, Scenario};
+use crate::sim::decision::{Decision, DecisionKind};
+use crate::sim::{Fault, FaultKind, TraceMode, World};
+use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime, fmt_duration_ns};
+
+/// Runs an exploration may start (schedules and the probes that collect their points), by
+/// default: the bound that keeps `explore` finite on any model; reaching it is reported as
+/// inconclusive.
+pub const DEFAULT_BUDGET_RUNS: u64 = 20_000;
+/// Most faults per schedule `explore` accepts (the search grows as points^K).
+pub const MAX_FAULTS: usize = 4;
+
+/// What to explore.
+#[derive(Clone, Debug)]
+pub struct ExploreConfig {
+    /// K: most faults per schedule.
+    pub faults: usize,
+    pub seed: u64,
+    /// Most runs (schedules and probes) to start; then the search stops, inconclusive.
+    pub budget_runs: u64,
+    /// Resume every schedule from a clone of the world at its fault point (the default);
+    /// `false` re-simulates each from time 0 with its faults scripted (to measure what
+    /// sharing saves; also what happens when a custom process cannot be cloned).
+    pub prefix_sharing: bool,
+    /// Keep the model's own scripted faults as part of the world explored.
+    pub keep_scripted: bool,
+}
+
+impl Default for ExploreConfig {
+    fn default() -> ExploreConfig {
+        ExploreConfig {
+            faults: 2,
+            seed: 0,
+            budget_runs: DEFAULT_BUDGET_RUNS,
+            prefix_sharing: true,
+            keep_scripted: false,
+        }
+    }
+}
+
+/// A decision point as `explore` uses it: where it is, what it is, when its faults open.
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub decision: Decision,
+    /// `quorum-reached`, `acquired`, `granted`, `reply-before-replication`, `before-del`,
+    /// `before-resource-write`.
+    pub label: &'static str,
+    /// When its faults open: 1 ns after the event (after the client acquired, after the node
+    /// replied) or 1 ns before it (before the client's message leaves: the pause parks the
+    /// event that would send it).
+    pub open_at: SimTime,
+}
+
+/// One fault of the menu placed at a point (one menu item may be two faults: a crash with
+/// its replication cut).
+#[derive(Clone, Debug)]
+pub struct Placed {
+    pub point: &'static str,
+    pub point_at: SimTime,
+    pub item: String,
+    pub faults: Vec<Fault>,
+}
+
+/// A violating schedule.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// Faults placed (menu items), the level it was found at.
+    pub placed: Vec<Placed>,
+    pub violations: Vec<Violation>,
+    /// The schedule as a scripted model's `faults` (the model's kept faults first).
+    pub scripted: Vec<FaultSpec>,
+    pub model_text: String,
+    /// Whether the scripted model, run from the start for its whole duration, violates the
+    /// same property (it should: `false` is reported, never hidden).
+    pub replay_confirms: bool,
+}
+
+/// What an exploration did and found.
+#[derive(Clone, Debug, Default)]
+pub struct ExploreReport {
+    pub model: String,
+    pub seed: u64,
+    pub faults: usize,
+    /// The base run's decision points, by label.
+    pub points_by_kind: BTreeMap<&'static str, u64>,
+    pub points: usize,
+    /// Schedules simulated to their horizon and checked (level 0 included).
+    pub schedules: u64,
+    /// Runs started in all: schedules and the probes that collect their points.
+    pub runs: u64,
+    /// Schedules skipped because their state had been explored.
+    pub duplicates: u64,
+    pub distinct_states: u64,
+    /// Levels (fault counts) searched in full.
+    pub levels_done: usize,
+    /// Schedules whose run stopped on a budget of the model (events, history).
+    pub inconclusive_runs: u64,
+    pub budget_hit: bool,
+    pub horizon_ns: u64,
+    /// Fault kinds the model declares that no menu item places.
+    pub not_placed: Vec<&'static str>,
+    pub prefix_sharing: bool,
+    /// Wall time, filled in by the caller (the library reads no host clock).
+    pub wall_s: f64,
+    pub found: Option<Found>,
+}
+
+impl ExploreReport {
+    pub fn schedules_per_s(&self) -> f64 {
+        // Not timed (a library caller that did not fill `wall_s` in): no rate.
+        if self.wall_s <= 0.0 {
+            return 0.0;
+        }
+        self.schedules as f64 / self.wall_s
+    }
+    /// No violation, but the claim covers less than asked (budget, or a run cut short).
+    pub fn inconclusive(&self) -> bool {
+        self.found.is_none() && (self.budget_hit || self.inconclusive_runs > 0)
+    }
+    /// No decision point at all: "no placement breaks it" would claim nothing.
+    pub fn vacuous(&self) -> bool {
+        self.found.is_none() && self.points == 0
+    }
+}
+
+/// What the menus need to know of the model.
+struct Ctx {
+    /// TTL (lease, session timeout) per client.
+    ttl_ns: BTreeMap<ProcId, u64>,
+    redlock: Vec<ProcId>,
+    clients: Vec<ProcId>,
+    /// Redis nodes and the consensus service: what a client's partition cuts it from.
+    servers: Vec<ProcId>,
+    /// Replicas of each master.
+    replicas: BTreeMap<ProcId, Vec<ProcId>>,
+    /// With sentinels: how long a crashed master stays down so that they promote a replica.
+    failover_down_ns: Option<u64>,
+    allowed: Allowed,
+}
+
+/// The faults the model itself declares (scripted, random, swarm, triggers), by kind and
+/// target, with the magnitudes it allows: the menu offers only these, so that a model that
+/// holds against its own faults is not "broken" by faults it never claimed to survive.
+/// Ranges are (min, max); a scripted fault's is its one value.
+#[derive(Debug, Default)]
+struct Allowed {
+    pause_ns: BTreeMap<ProcId, (u64, u64)>,
+    /// keep_data -> downtime range; `None` for a crash never restarted.
+    crash: BTreeMap<ProcId, BTreeMap<bool, Option<(u64, u64)>>>,
+    step_ms: BTreeMap<ProcId, (i64, i64)>,
+    /// Cuts of a client from the lock servers (partition, isolation).
+    cut_ns: BTreeMap<ProcId, (u64, u64)>,
+    /// Kinds declared that no menu item places (drift, latency, loss, delayed replies, cuts
+    /// between servers): named in the report.
+    not_placed: std::collections::BTreeSet<&'static str>,
+}
+
+fn widen<T: Copy + Ord>(m: &mut BTreeMap<ProcId, (T, T)>, p: ProcId, r: (T, T)) {
+    let e = m.entry(p).or_insert(r);
+    *e = (e.0.min(r.0), e.1.max(r.1));
+}
+
+impl Allowed {
+    fn of(sc: &Scenario) -> Allowed {
+        use crate::scenario::model::{RandomFaultSpec as R, Target, TriggerSpec as T};
+        let mut a = Allowed::default();
+        let kind_of = |i: usize| sc.procs[i].1;
+        let all = |k: ProcKind| -> Vec<ProcId> {
+            (0..sc.procs.len())
+                .filter(|&i| kind_of(i) == k)
+                .map(|i| ProcId(i as u32))
+                .collect()
+        };
+        let ids = |v: &[crate::scenario::units::Name]| -> Vec<ProcId> {
+            v.iter().map(|n| sc.proc_id(&n.0)).collect()
+        };
+        let target = |t: &Target| -> Vec<ProcId> {
+            match t {
+                Target::Proc(n) => vec![sc.proc_id(&n.0)],
+                Target::Holder(_) => all(ProcKind::Client),
+                Target::Master(_) => all(ProcKind::Redis),
+            }
+        };
+        let is_client = |p: &ProcId| kind_of(p.index()) == ProcKind::Client;
+        let crash = |a: &mut Allowed, p: ProcId, keep: bool, down: Option<(u64, u64)>| {
+            let e = a.crash.entry(p).or_default().entry(keep).or_insert(down);
+            *e = match (*e, down) {
+                (Some(x), Some(y)) => Some((x.0.min(y.0), x.1.max(y.1))),
+                (x, y) => x.or(y),
+            };
+        };
+        let cut = |a: &mut Allowed, from: &[ProcId], to: &[ProcId], r: (u64, u64)| {
+            let clients: Vec<ProcId> = from.iter().chain(to).copied().filter(is_client).collect();
+            if clients.is_empty() {
+                a.not_placed.insert("cuts between servers");
+            }
+            for c in clients {
+                widen(&mut a.cut_ns, c, r);
+            }
+        };
+        for f in &sc.model.faults {
+            match f {
+                FaultSpec::Pause {
+                    target: t,
+                    duration,
+                    ..
+                } => {
+                    for p in target(t) {
+                        widen(&mut a.pause_ns, p, (duration.0, duration.0));
+                    }
+                }
+                FaultSpec::Crash {
+                    target: t,
+                    restart_after,
+                    keep_data,
+                    ..
+                } => {
+                    for p in target(t) {
+                        crash(&mut a, p, *keep_data, restart_after.map(|d| (d.0, d.0)));
+                    }
+                }
+                FaultSpec::ClockStep {
+                    target: t, delta, ..
+                } => {
+                    for p in target(t) {
+                        widen(&mut a.step_ms, p, (delta.ms(), delta.ms()));
+                    }
+                }
+                FaultSpec::Isolate {
+                    target: t,
+                    duration,
+                    ..
+                } => {
+                    let d = duration.map_or(u64::MAX / 4, |d| d.0);
+                    cut(&mut a, &target(t), &[], (d, d));
+                }
+                FaultSpec::Partition {
+                    from, to, duration, ..
+                } => {
+                    let d = duration.map_or(u64::MAX / 4, |d| d.0);
+                    cut(&mut a, &ids(from), &ids(to), (d, d));
+                }
+                FaultSpec::Drift { .. } => {
+                    a.not_placed.insert("drift");
+                }
+                FaultSpec::LatencySpike { .. } => {
+                    a.not_placed.insert("latency spikes");
+                }
+                FaultSpec::Loss { .. } => {
+                    a.not_placed.insert("loss");
+                }
+            }
+        }
+        let mut randoms: Vec<&R> = sc.model.random_faults.iter().collect();
+        if let Some(sw) = &sc.model.swarm {
+            randoms.extend(sw.faults.iter());
+        }
+        for f in randoms {
+            match f {
+                R::Pause {
+                    targets, duration, ..
+                } => {
+                    for p in ids(targets) {
+                        widen(&mut a.pause_ns, p, (duration.min.ns(), duration.max.ns()));
+                    }
+                }
+                R::Crash {
+                    targets,
+                    down,
+                    keep_data,
+                    ..
+                } => {
+                    for p in ids(targets) {
+                        crash(&mut a, p, *keep_data, Some((down.min.ns(), down.max.ns())));
+                    }
+                }
+                R::ClockStep { targets, delta, .. } => {
+                    for p in ids(targets) {
+                        widen(&mut a.step_ms, p, (delta.min.ms(), delta.max.ms()));
+                    }
+                }
+                R::Partition {
+                    targets, duration, ..
+                } => {
+                    cut(
+                        &mut a,
+                        &ids(targets),
+                        &[],
+                        (duration.min.ns(), duration.max.ns()),
+                    );
+                }
+                R::Drift { .. } => {
+                    a.not_placed.insert("drift");
+                }
+                R::LatencySpike { .. } => {
+                    a.not_placed.insert("latency spikes");
+                }
+                R::Loss { .. } => {
+                    a.not_placed.insert("loss");
+                }
+            }
+        }
+        for t in &sc.model.triggers {
+            match t {
+                T::PauseBeforeSend {
+                    targets, duration, ..
+                }
+                | T::PauseAfterAcquire {
+                    targets, duration, ..
+                }
+                | T::PauseAfterRead {
+                    targets, duration, ..
+                } => {
+                    for p in ids(targets) {
+                        widen(&mut a.pause_ns, p, (duration.min.ns(), duration.max.ns()));
+                    }
+                }
+                T::PartitionAfterAcquire {
+                    targets, duration, ..
+                } => {
+                    cut(
+                        &mut a,
+                        &ids(targets),
+                        &[],
+                        (duration.min.ns(), duration.max.ns()),
+                    );
+                }
+                T::ClockStepAfterGrant { targets, delta, .. } => {
+                    for p in ids(targets) {
+                        widen(&mut a.step_ms, p, (delta.min.ms(), delta.max.ms()));
+                    }
+                }
+                T::CrashAfterGrant {
+                    targets,
+                    restart_after,
+                    keep_data,
+                    ..
+                } => {
+                    for p in ids(targets) {
+                        crash(
+                            &mut a,
+                            p,
+                            *keep_data,
+                            restart_after.map(|d| (d.ns(), d.ns())),
+                        );
+                    }
+                }
+                T::DelayRepliesAfterAttempt { .. } => {
+                    a.not_placed.insert("delayed replies");
+                }
+            }
+        }
+        a
+    }
+}
+
+/// The canonical magnitudes `want`, each brought into `range`, without repeats.
+fn fit<T: Copy + Ord>(want: &[T], range: (T, T)) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for &w in want {
+        let v = w.clamp(range.0, range.1);
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+impl Ctx {
+    fn new(sc: &Scenario) -> Ctx {
+        let mut ttl_ns = BTreeMap::new();
+        let mut redlock = Vec::new();
+        for g in sc.model.clients.iter() {
+            for m in g.members() {
+                let id = sc.proc_id(&m.0);
+                ttl_ns.insert(id, g.ttl.ns());
+                if g.kind() == ClientKind::Redlock {
+                    redlock.push(id);
+                }
+            }
+        }
+        let of = |k: ProcKind| -> Vec<ProcId> {
+            (0..sc.procs.len())
+                .filter(|&i| sc.procs[i].1 == k)
+                .map(|i| ProcId(i as u32))
+                .collect()
+        };
+        let mut servers = of(ProcKind::Redis);
+        servers.extend(of(ProcKind::Consensus));
+        let mut replicas: BTreeMap<ProcId, Vec<ProcId>> = BTreeMap::new();
+        for n in sc.model.nodes.iter() {
+            if let Some(m) = &n.replica_of {
+                replicas
+                    .entry(sc.proc_id(&m.0))
+                    .or_default()
+                    .push(sc.proc_id(&n.name.0));
+            }
+        }
+        let failover_down_ns = sc
+            .model
+            .sentinels
+            .as_ref()
+            .map(|s| s.down_after.map_or(30 * NS_PER_S, |d| d.ns()) + 5 * NS_PER_S);
+        Ctx {
+            ttl_ns,
+            redlock,
+            clients: of(ProcKind::Client),
+            servers,
+            replicas,
+            failover_down_ns,
+            allowed: Allowed::of(sc),
+        }
+    }
+
+    fn max_ttl_ns(&self) -> u64 {
+        self.ttl_ns.values().copied().max().unwrap_or(NS_PER_S)
+    }
+
+    /// The point a decision is, if `explore` places faults there.
+    fn point(&self, d: &Decision) -> Option<Point> {
+        let (label, open_at) = match d.kind {
+            DecisionKind::Acquired if self.redlock.contains(&d.proc) => {
+                ("quorum-reached", d.at.plus_ns(1))
+            }
+            DecisionKind::Acquired => ("acquired", d.at.plus_ns(1)),
+            // A write by a master streaming to its replica is not a grant.
+            DecisionKind::Granted if !d.peer.is_some_and(|c| self.clients.contains(&c)) => {
+                return None;
+            }
+            DecisionKind::Granted if self.replicas.contains_key(&d.proc) => {
+                ("reply-before-replication", d.at.plus_ns(1))
+            }
+            DecisionKind::Granted => ("granted", d.at.plus_ns(1)),
+            DecisionKind::BeforeDel => ("before-del", SimTime(d.at.0.saturating_sub(1))),
+            DecisionKind::BeforeResourceWrite => {
+                ("before-resource-write", SimTime(d.at.0.saturating_sub(1)))
+            }
+        };
+        // A fault before time 1 cannot be placed before its event.
+        (open_at.0 >= 1).then(|| Point {
+            decision: d.clone(),
+            label,
+            open_at,
+        })
+    }
+
+    /// Faults of node `n` right after it served client `c` (the granted point, or the
+    /// client's acquired point: after its WAIT or fencing INCR too).
+    fn node_items(&self, n: ProcId, c: ProcId, at: SimTime) -> Vec<(String, Vec<Fault>)> {
+        let a = &self.allowed;
+        let ms = fmt_duration_ns;
+        let mut items = Vec::new();
+        let ttl = self.ttl_ns.get(&c).copied().unwrap_or(NS_PER_S);
+        if let Some(&range) = a.step_ms.get(&n) {
+            let t = (ttl / NS_PER_MS) as i64;
+            for delta_ms in fit(&[t, -t], range) {
+                items.push((
+                    format!("wall-clock step {delta_ms:+}ms"),
+                    vec![Fault::new(
+                        at,
+                        None,
+                        FaultKind::ClockStep { proc: n, delta_ms },
+                    )],
+                ));
+            }
+        }
+        let replicas = self.replicas.get(&n);
+        for (&keep_data, &down) in a.crash.get(&n).into_iter().flatten() {
+            let mut want = vec![NS_PER_MS, ttl];
+            want.extend(self.failover_down_ns);
+            let downs: Vec<Option<u64>> = match down {
+                Some(range) => fit(&want, range).into_iter().map(Some).collect(),
+                None => vec![None],
+            };
+            for down in downs {
+                let mut fs = Vec::new();
+                // Cut from its replicas first, so the write in flight is lost with it.
+                if let Some(r) = replicas {
+                    fs.push(Fault::new(
+                        at,
+                        down,
+                        FaultKind::Partition {
+                            from: vec![n],
+                            to: r.clone(),
+                            both_ways: false,
+                        },
+                    ));
+                }
+                fs.push(Fault::new(
+                    at,
+                    down,
+                    FaultKind::Crash { proc: n, keep_data },
+                ));
+                items.push((
+                    format!(
+                        "crash ({}), {}{}",
+                        if keep_data { "data kept" } else { "empty" },
+                        down.map_or("never restarted".to_string(), |d| format!(
+                            "restarted after {}",
+                            ms(d)
+                        )),
+                        if replicas.is_some() {
+                            ", replication cut"
+                        } else {
+                            ""
+                        }
+                    ),
+                    fs,
+                ));
+            }
+        }
+        items
+    }
+
+    /// The fault menu at a point (docs/explore.md, "The fault menu"): the canonical
+    /// faults, of the kinds and on the processes the model declares, their magnitudes
+    /// brought into the model's ranges.
+    fn menu(&self, p: &Point) -> Vec<(String, Vec<Fault>)> {
+        let at = p.open_at;
+        let d = &p.decision;
+        let a = &self.allowed;
+        let mut items = Vec::new();
+        let ms = fmt_duration_ns;
+        match d.kind {
+            DecisionKind::Acquired
+            | DecisionKind::BeforeDel
+            | DecisionKind::BeforeResourceWrite => {
+                let c = d.proc;
+                let ttl = self.ttl_ns.get(&c).copied().unwrap_or(NS_PER_S);
+                if let Some(&range) = a.pause_ns.get(&c) {
+                    // Just past what is left of its lock: its belief if it has one, else the
+                    // TTL; and 2 x TTL.
+                    let left = d
+                        .believed_until
+                        .map_or(ttl, |u| u.0.saturating_sub(d.at.0))
+                        .max(1);
+                    for dur in fit(&[left + NS_PER_MS, 2 * ttl], range) {
+                        items.push((
+                            format!("pause {}", ms(dur)),
+                            vec![Fault::new(at, Some(dur), FaultKind::Pause(c))],
+                        ));
+                    }
+                }
+                if d.kind == DecisionKind::Acquired {
+                    if let Some(n) = d.peer {
+                        items.extend(self.node_items(n, c, at));
+                    }
+                    // A client that dies holding its lock (restarted as the model says).
+                    for (&keep_data, &down) in a.crash.get(&c).into_iter().flatten() {
+                        let downs: Vec<Option<u64>> = match down {
+                            Some(range) => fit(&[NS_PER_MS, ttl], range)
+                                .into_iter()
+                                .map(Some)
+                                .collect(),
+                            None => vec![None],
+                        };
+                        for down in downs {
+                            items.push((
+                                format!(
+                                    "crash, {}",
+                                    down.map_or("never restarted".to_string(), |d| format!(
+                                        "restarted after {}",
+                                        ms(d)
+                                    ))
+                                ),
+                                vec![Fault::new(
+                                    at,
+                                    down,
+                                    FaultKind::Crash { proc: c, keep_data },
+                                )],
+                            ));
+                        }
+                    }
+                    if let Some(&range) = a.step_ms.get(&c) {
+                        let t = (ttl / NS_PER_MS) as i64;
+                        for delta_ms in fit(&[t, -t], range) {
+                            items.push((
+                                format!("wall-clock step {delta_ms:+}ms"),
+                                vec![Fault::new(
+                                    at,
+                                    None,
+                                    FaultKind::ClockStep { proc: c, delta_ms },
+                                )],
+                            ));
+                        }
+                    }
+                    if let Some(&range) = a.cut_ns.get(&c) {
+                        for dur in fit(&[ttl], range) {
+                            items.push((
+                                format!("partition from the lock servers for {}", ms(dur)),
+                                vec![Fault::new(
+                                    at,
+                                    Some(dur),
+                                    FaultKind::Partition {
+                                        from: vec![c],
+                                        to: self.servers.clone(),
+                                        both_ways: true,
+                                    },
+                                )],
+                            ));
+                        }
+                    }
+                }
+            }
+            DecisionKind::Granted => {
+                let n = d.proc;
+                let c = d.peer.expect("a grant has a writer");
+                let ttl = self.ttl_ns.get(&c).copied().unwrap_or(NS_PER_S);
+                items.extend(self.node_items(n, c, at));
+                if let Some(&range) = a.cut_ns.get(&c) {
+                    for dur in fit(&[ttl], range) {
+                        items.push((
+                            format!("partition the client from this node for {}", ms(dur)),
+                            vec![Fault::new(
+                                at,
+                                Some(dur),
+                                FaultKind::Partition {
+                                    from: vec![c],
+                                    to: vec![n],
+                                    both_ways: true,
+                                },
+                            )],
+                        ));
+                    }
+                }
+            }
+        }
+        items
+    }
+}
+
+/// How long a schedule runs after its last fault opens: long enough for the longest fault
+/// of a menu (2 x TTL, or a failover's downtime) to end and every key, lease and belief set
+/// before it to run out (another TTL), with a TTL and a second to spare; and past the
+/// liveness bound, so that a lock left unobtainable is seen.
+pub fn horizon_ns(sc: &Scenario) -> u64 {
+    let ctx = Ctx::new(sc);
+    let ttl = ctx.max_ttl_ns();
+    let longest_fault = (2 * ttl).max(ctx.failover_down_ns.unwrap_or(0));
+    (longest_fault + 2 * ttl + NS_PER_S).max(sc.liveness_bound_ns.saturating_add(ttl))
+}
+
+struct Search<'a> {
+    sc: &'a Scenario,
+    /// Whether states are deduplicated (not for models checking liveness).
+    dedup: bool,
+    custom: Option<&'a ClientFactory>,
+    base_sc: Scenario,
+    cfg: ExploreConfig,
+    ctx: Ctx,
+    horizon_ns: u64,
+    /// Fingerprint -> (fewest faults it was reached with, level it was reached at then).
+    seen: BTreeMap<u64, (usize, usize)>,
+    report: ExploreReport,
+    names: Vec<String>,
+}
+
+enum Stop {
+    Found(Box<(Vec<Placed>, Vec<Violation>)>),
+    Budget,
+}
+
+impl Search<'_> {
+    fn fresh(&self, placed: &[Placed]) -> World {
+        let (mut w, _) = self
+            .base_sc
+            .build_with(self.cfg.seed, TraceMode::Off, self.custom);
+        w.log_decisions();
+        let extra: Vec<Fault> = placed.iter().flat_map(|p| p.faults.clone()).collect();
+        w.schedule_all(extra);
+        w
+    }
+
+    fn check(&self, w: &World) -> Vec<Violation> {
+        let cfg = CheckConfig {
+            liveness_bound_ns: self.sc.liveness_bound_ns,
+            end: w.now(),
+        };
+        let names = &self.names;
+        check_all(&w.history, &self.sc.properties, &cfg, &|p| {
+            names[p.index()].clone()
+        })
+    }
+
+    fn spend(&mut self) -> Result<(), Stop> {
+        if self.report.runs >= self.cfg.budget_runs {
+            self.report.budget_hit = true;
+            return Err(Stop::Budget);
+        }
+        self.report.runs += 1;
+        Ok(())
+    }
+
+    /// Runs `w` to `until`; true if the run stopped on one of the model's budgets.
+    fn run_to(w: &mut World, until: SimTime) -> bool {
+        matches!(w.run_until(until), Some(e) if e.is_inconclusive())
+    }
+
+    /// The points of `w`'s run after `after`, up to `until` (`w` is a probe, consumed).
+    fn points(&self, mut w: World, after: Option<SimTime>, until: SimTime) -> Vec<Point> {
+        Self::run_to(&mut w, until);
+        let mut ps: Vec<Point> = with_granters(w.take_decisions())
+            .iter()
+            .filter_map(|d| self.ctx.point(d))
+            .filter(|p| after.is_none_or(|a| p.open_at > a) && p.open_at <= until)
+            // A point where the model declares no fault is no place to put one.
+            .filter(|p| !self.ctx.menu(p).is_empty())
+            .collect();
+        ps.sort_by_key(|p| p.open_at);
+        ps
+    }
+
+    fn end_of(&self, last_open: Option<SimTime>) -> SimTime {
+        let max = self.sc.limits.max_time;
+        match last_open {
+            None => max,
+            Some(t) => t.plus_ns(self.horizon_ns).min(max),
+        }
+    }
+
+    /// Level `level` below `node` (a world with `placed` scheduled, at or before the last
+    /// one's opening).
+    fn walk(
+        &mut self,
+        node: World,
+        placed: &mut Vec<Placed>,
+        last_open: Option<SimTime>,
+        level: usize,
+    ) -> Result<(), Stop> {
+        let until = self.end_of(last_open);
+        if placed.len() == level {
+            self.spend()?;
+            let mut w = node;
+            if Self::run_to(&mut w, until) {
+                self.report.inconclusive_runs += 1;
+            }
+            self.report.schedules += 1;
+            let v = self.check(&w);
+            if !v.is_empty() {
+                return Err(Stop::Found(Box::new((placed.clone(), v))));
+            }
+            return Ok(());
+        }
+        self.spend()?;
+        let probe = node.clone();
+        let points = self.points(probe, last_open, until);
+        let mut cursor = node;
+        for p in points {
+            let stop_at = SimTime(p.open_at.0 - 1);
+            if cursor.now() < stop_at && cursor.run_until(stop_at).is_some() {
+                break;
+            }
+            // What the cursor logged is for its probe, already taken: do not copy it on.
+            cursor.take_decisions();
+            for (item, faults) in self.ctx.menu(&p) {
+                placed.push(Placed {
+                    point: p.label,
+                    point_at: p.decision.at,
+                    item,
+                    faults: faults.clone(),
+                });
+                let mut w = if self.cfg.prefix_sharing {
+                    let mut w = cursor.clone();
+                    w.schedule_all(faults);
+                    w
+                } else {
+                    self.fresh(placed)
+                };
+                w.run_until(p.open_at);
+                let depth = placed.len();
+                // Liveness looks back (how long the lock has been wanted and free), which the
+                // fingerprint leaves out: models checking it are not deduplicated.
+                let fingerprint = if self.dedup { w.fingerprint() } else { None };
+                let fresh_state = match fingerprint {
+                    Some(fp) => match self.seen.get(&fp) {
+                        Some(&(d, l)) if d < depth || (d == depth && l == level) => false,
+                        _ => {
+                            if !self.seen.contains_key(&fp) {
+                                self.report.distinct_states += 1;
+                            }
+                            self.seen.insert(fp, (depth, level));
+                            true
+                        }
+                    },
+                    None => true,
+                };
+                let r = if fresh_state {
+                    self.walk(w, placed, Some(p.open_at), level)
+                } else {
+                    self.report.duplicates += 1;
+                    Ok(())
+                };
+                placed.pop();
+                r?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Each `Acquired` decision with, as its peer, the node that last stored a write of that
+/// client (its lock's node; for Redlock, the last of its quorum to answer).
+fn with_granters(mut ds: Vec<Decision>) -> Vec<Decision> {
+    let mut last: BTreeMap<ProcId, ProcId> = BTreeMap::new();
+    for d in &mut ds {
+        match d.kind {
+            DecisionKind::Granted => {
+                if let Some(c) = d.peer {
+                    last.insert(c, d.proc);
+                }
+            }
+            DecisionKind::Acquired => d.peer = last.get(&d.proc).copied(),
+            _ => {}
+        }
+    }
+    ds
+}
+
+/// The base scenario `explore` searches: the model with every fault source off (its scripted
+/// faults kept if asked).
+fn base_scenario(sc: &Scenario, keep_scripted: bool) -> Result<Scenario, String> {
+    let faults = if keep_scripted {
+        sc.model.faults.clone()
+    } else {
+        Vec::new()
+    };
+    sc.with_scripted_faults(faults).map_err(|e| e.message)
+}
+
+/// Explores `sc` (whose text is `original_text`, for the scripted model of a violation).
+pub fn explore(
+    sc: &Scenario,
+    original_text: &str,
+    cfg: &ExploreConfig,
+) -> Result<ExploreReport, String> {
+    explore_with(sc, original_text, cfg, None)
+}
+
+/// `explore` with the model's clients made by `custom` (`Scenario::build_with`): your own
+/// algorithm in the model's world. Its processes are cloned through `Process::clone_box`;
+/// without it every schedule is re-simulated from time 0 (same results, slower) and no
+/// state is deduplicated.
+pub fn explore_with(
+    sc: &Scenario,
+    original_text: &str,
+    cfg: &ExploreConfig,
+    custom: Option<&ClientFactory>,
+) -> Result<ExploreReport, String> {
+    let base_sc = base_scenario(sc, cfg.keep_scripted)?;
+    let (mut base, _) = base_sc.build_with(cfg.seed, TraceMode::Off, custom);
+    base.log_decisions();
+    let ctx = Ctx::new(sc);
+    let mut search = Search {
+        sc,
+        dedup: !sc.properties.contains(&Property::Liveness),
+        custom,
+        base_sc: base_sc.clone(),
+        cfg: cfg.clone(),
+        horizon_ns: horizon_ns(sc),
+        ctx,
+        seen: BTreeMap::new(),
+        report: ExploreReport {
+            model: sc.name.clone(),
+            seed: cfg.seed,
+            faults: cfg.faults,
+            prefix_sharing: cfg.prefix_sharing,
+            ..ExploreReport::default()
+        },
+        names: base.names(),
+    };
+    search.report.horizon_ns = search.horizon_ns;
+    search.report.not_placed = search.ctx.allowed.not_placed.iter().copied().collect();
+    if cfg.prefix_sharing && base.snapshot().is_none() {
+        search.cfg.prefix_sharing = false;
+        search.report.prefix_sharing = false;
+    }
+    let all = search.points(base.clone(), None, sc.limits.max_time);
+    search.report.points = all.len();
+    for p in &all {
+        *search.report.points_by_kind.entry(p.label).or_default() += 1;
+    }
+    let mut outcome = None;
+    for level in 0..=cfg.faults {
+        match search.walk(base.clone(), &mut Vec::new(), None, level) {
+            Ok(()) => search.report.levels_done = level + 1,
+            Err(Stop::Budget) => break,
+            Err(Stop::Found(f)) => {
+                outcome = Some(*f);
+                search.report.levels_done = level;
+                break;
+            }
+        }
+    }
+    if let Some((placed, violations)) = outcome {
+        search.report.found = Some(found(&search, original_text, placed, violations)?);
+    }
+    Ok(search.report)
+}
+
+fn found(
+    s: &Search<'_>,
+    original_text: &str,
+    placed: Vec<Placed>,
+    violations: Vec<Violation>,
+) -> Result<Found, String> {
+    let name = |p: ProcId| s.names[p.index()].clone();
+    let mut scripted: Vec<FaultSpec> = if s.cfg.keep_scripted {
+        s.sc.model.faults.clone()
+    } else {
+        Vec::new()
+    };
+    for p in &placed {
+        for f in &p.faults {
+            scripted.push(fault_spec(f, &name));
+        }
+    }
+    let property = violations[0].property;
+    let header = format!(
+        "// {model}-explored — {property} with {k} fault{plural} at decision points of seed {seed} of {path}:\n// the shortest schedule `distlock-sim explore {path} --seed {seed}` found.\n",
+        model = s.sc.name,
+        k = placed.len(),
+        plural = if placed.len() == 1 { "" } else { "s" },
+        seed = s.cfg.seed,
+        path = s.sc.path,
+    );
+    let model_text = scripted_text(original_text, &scripted, &header);
+    // The scripted model, from the start and for its whole duration, must show it too.
+    let replay_confirms = match crate::scenario::load_str(&s.sc.name, &s.sc.path, &model_text) {
+        Ok(read) => crate::explore::run_world(&read, s.cfg.seed, TraceMode::Off)
+            .0
+            .violations
+            .iter()
+            .any(|v| v.property == property),
+        Err(e) => {
+            return Err(format!(
+                "explored schedule does not read back as a model: {e}\n{model_text}"
+            ));
+        }
+    };
+    Ok(Found {
+        placed,
+        violations,
+        scripted,
+        model_text,
+        replay_confirms,
+    })
+}
+
+/// The report as text; `saved` is where the scripted model was written, if it was.
+/// `program` begins the printed replay command (the CLI passes the program as invoked, so
+/// the line runs as pasted).
+pub fn report_text(r: &ExploreReport, saved: Option<&str>, program: &str) -> String {
+    let mut t = String::new();
+    let kinds: Vec<String> = r
+        .points_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let _ = writeln!(
+        t,
+        "explore {} seed {}: up to {} fault{} per schedule at the decision points of the run",
+        r.model,
+        r.seed,
+        r.faults,
+        if r.faults == 1 { "" } else { "s" }
+    );
+    let _ = writeln!(
+        t,
+        "decision points: {}{}",
+        r.points,
+        if kinds.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", kinds.join(", "))
+        }
+    );
+    if !r.not_placed.is_empty() {
+        let _ = writeln!(
+            t,
+            "not placed (the model declares them; no decision-point menu item is of that kind): {}",
+            r.not_placed.join(", ")
+        );
+    }
+    let _ = writeln!(
+        t,
+        "schedules run: {} ({} runs in all, {} skipped as explored states), distinct states: {}, horizon {} after the last fault",
+        r.schedules,
+        r.runs,
+        r.duplicates,
+        r.distinct_states,
+        fmt_duration_ns(r.horizon_ns)
+    );
+    let _ = writeln!(
+        t,
+        "wall time: {:.2}s, {:.0} schedules/s{}",
+        r.wall_s,
+        r.schedules_per_s(),
+        if r.prefix_sharing {
+            ""
+        } else {
+            " (no prefix sharing: every schedule from time 0)"
+        }
+    );
+    match &r.found {
+        Some(f) => {
+            let _ = writeln!(
+                t,
+                "VIOLATED with {} fault{} (a shortest schedule: every schedule with fewer held):",
+                f.placed.len(),
+                if f.placed.len() == 1 { "" } else { "s" }
+            );
+            for v in &f.violations {
+                let _ = writeln!(t, "  {}: {}", v.property, v.message);
+            }
+            let _ = writeln!(t, "schedule:");
+            for p in &f.placed {
+                let _ = writeln!(
+                    t,
+                    "  at {} ({} of {}): {}",
+                    p.point_at, p.point, r.model, p.item
+                );
+            }
+            let _ = writeln!(t, "as scripted faults:");
+            for s in &f.scripted {
+                let _ = writeln!(t, "  {}", fault_ron(s));
+            }
+            if !f.replay_confirms {
+                let _ = writeln!(
+                    t,
+                    "WARNING: the scripted model run from the start does not show {} (a fault placed at the same nanosecond as another event is ordered differently there)",
+                    f.violations[0].property
+                );
+            }
+            let path = saved.unwrap_or("EXPLORED.ron");
+            match saved {
+                Some(p) => {
+                    let _ = writeln!(t, "scripted model written to {p}");
+                }
+                None => {
+                    let _ = writeln!(t, "scripted model (save it as {path}):");
+                    t.push_str(&f.model_text);
+                }
+            }
+            let _ = writeln!(t, "timeline: {program} replay {path} --seed {}", r.seed);
+        }
+        None if r.budget_hit => {
+            let _ = writeln!(
+                t,
+                "INCONCLUSIVE: the budget of runs ran out in the search with {} fault{}: no violation with ≤ {} faults at {} points (levels below searched in full)",
+                r.levels_done,
+                if r.levels_done == 1 { "" } else { "s" },
+                r.levels_done.saturating_sub(1),
+                r.points
+            );
+        }
+        None => {
+            let _ = writeln!(
+                t,
+                "no violation with ≤ {} faults at {} points",
+                r.faults, r.points
+            );
+            if r.inconclusive_runs > 0 {
+                let _ = writeln!(
+                    t,
+                    "INCONCLUSIVE: {} schedule(s) stopped on the model's event or history budget",
+                    r.inconclusive_runs
+                );
+            }
+            if r.points == 0 {
+                let _ = writeln!(
+                    t,
+                    "VACUOUS: no decision point of the run takes a fault the model declares"
+                );
+            }
+        }
+    }
+    t
+}
+
+/// The report as one JSON object.
+pub fn report_json(r: &ExploreReport) -> serde_json::Value {
+    let found = r.found.as_ref().map(|f| {
+        serde_json::json!({
+            "faults": f.placed.len(),
+            "properties": f.violations.iter().map(|v| v.property.to_string()).collect::<Vec<_>>(),
+            "schedule": f.placed.iter().map(|p| serde_json::json!({
+                "point": p.point, "at_ns": p.point_at.0, "fault": p.item,
+            })).collect::<Vec<_>>(),
+            "scripted": f.scripted.iter().map(fault_ron).collect::<Vec<_>>(),
+            "replay_confirms": f.replay_confirms,
+            "model_text": f.model_text,
+        })
+    });
+    serde_json::json!({
+        "model": r.model,
+        "seed": r.seed,
+        "max_faults": r.faults,
+        "decision_points": r.points,
+        "points_by_kind": r.points_by_kind,
+        "schedules": r.schedules,
+        "runs": r.runs,
+        "duplicates": r.duplicates,
+        "distinct_states": r.distinct_states,
+        "levels_done": r.levels_done,
+        "budget_hit": r.budget_hit,
+        "inconclusive_runs": r.inconclusive_runs,
+        "horizon_ns": r.horizon_ns,
+        "not_placed": r.not_placed,
+        "prefix_sharing": r.prefix_sharing,
+        "wall_s": r.wall_s,
+        "schedules_per_s": r.schedules_per_s(),
+        "violation": found,
+    })
+}
+
+/// The PCT-style random mode: `runs` runs, each with `depth` faults placed at distinct
+/// decision points of the base run, drawn uniformly (points and menu items), all scripted
+/// from time 0.
+#[derive(Clone, Debug, Default)]
+pub struct PctReport {
+    pub model: String,
+    pub seed: u64,
+    pub depth: usize,
+    pub points: usize,
+    /// Largest menu at any point: the bound uses it.
+    pub max_menu: usize,
+    /// Lower bound on one run finding a bug that needs a given placement of `depth` faults
+    /// at base-run points: 1 / (C(n, d) · m^d).
+    pub p_per_run: f64,
+    /// Runs for 99 % confidence at that bound.
+    pub runs_needed_99: f64,
+    pub runs: u64,
+    pub violating_runs: u64,
+    /// 1 - (1 - p)^runs.
+    pub confidence: f64,
+    pub first: Option<(Vec<String>, Vec<Property>)>,
+    /// Wall time, filled in by the caller (the library reads no host clock).
+    pub wall_s: f64,
+}
+
+fn choose(n: usize, k: usize) -> f64 {
+    if k > n {
+        return 0.0;
+    }
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// PCT-style random placement (see `PctReport`).
+pub fn pct(sc: &Scenario, seed: u64, depth: usize, runs: u64) -> Result<PctReport, String> {
+    let base_sc = base_scenario(sc, false)?;
+    let ctx = Ctx::new(sc);
+    let (mut base, _) = base_sc.build(seed, TraceMode::Off);
+    base.log_decisions();
+    base.run();
+    let names = base.names();
+    let points: Vec<Point> = with_granters(base.take_decisions())
+        .iter()
+        .filter_map(|d| ctx.point(d))
+        .filter(|p| !ctx.menu(p).is_empty())
+        .collect();
+    let menus: Vec<Vec<(String, Vec<Fault>)>> = points.iter().map(|p| ctx.menu(p)).collect();
+    let max_menu = menus.iter().map(Vec::len).max().unwrap_or(0);
+    let n = points.len();
+    let p = if n >= depth && max_menu > 0 {
+        1.0 / (choose(n, depth) * (max_menu as f64).powi(depth as i32))
+    } else {
+        0.0
+    };
+    let runs_needed_99 = if p > 0.0 {
+        (0.01f64.ln() / (1.0 - p).ln()).ceil()
+    } else {
+        f64::INFINITY
+    };
+    let mut rng = Seed(seed).stream("explore-pct", depth as u64);
+    let mut report = PctReport {
+        model: sc.name.clone(),
+        seed,
+        depth,
+        points: n,
+        max_menu,
+        p_per_run: p,
+        runs_needed_99,
+        ..PctReport::default()
+    };
+    if n < depth || max_menu == 0 {
+        return Ok(report);
+    }
+    for _ in 0..runs {
+        // d distinct points, uniformly (a partial Fisher-Yates over indices).
+        let mut idx: Vec<usize> = (0..n).collect();
+        for i in 0..depth {
+            let j = i + rng.below((n - i) as u64) as usize;
+            idx.swap(i, j);
+        }
+        let mut chosen: Vec<usize> = idx[..depth].to_vec();
+        chosen.sort_unstable();
+        let mut faults = Vec::new();
+        let mut what = Vec::new();
+        for &i in &chosen {
+            let menu = &menus[i];
+            let item = &menu[rng.below(menu.len() as u64) as usize];
+            faults.extend(item.1.clone());
+            what.push(format!(
+                "{} at {}: {}",
+                points[i].label, points[i].decision.at, item.0
+            ));
+        }
+        let (mut w, _) = base_sc.build(seed, TraceMode::Off);
+        w.schedule_all(faults);
+        w.run();
+        report.runs += 1;
+        let cfg = CheckConfig {
+            liveness_bound_ns: sc.liveness_bound_ns,
+            end: w.now(),
+        };
+        let v = check_all(&w.history, &sc.properties, &cfg, &|q| {
+            names[q.index()].clone()
+        });
+        if !v.is_empty() {
+            report.violating_runs += 1;
+            if report.first.is_none() {
+                report.first = Some((what, v.iter().map(|x| x.property).collect()));
+            }
+        }
+    }
+    report.confidence = 1.0 - (1.0 - p).powf(report.runs as f64);
+    Ok(report)
+}
+
+pub fn pct_text(r: &PctReport) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "explore {} seed {} (PCT-style, depth {}): {} decision points, menus of at most {} items",
+        r.model, r.seed, r.depth, r.points, r.max_menu
+    );
+    let _ = writeln!(
+        t,
+        "bound: a bug that needs {} given fault(s) at given points of the run is found by one run with probability ≥ 1/(C({}, {}) · {}^{}) = {:.3e}; 99 % confidence takes {} runs",
+        r.depth, r.points, r.depth, r.max_menu, r.depth, r.p_per_run, r.runs_needed_99
+    );
+    let _ = writeln!(
+        t,
+        "runs: {} ({:.2}s wall), confidence reached {:.2} %{}",
+        r.runs,
+        r.wall_s,
+        100.0 * r.confidence,
+        if r.confidence < 0.99 {
+            " — FEWER runs than 99 % needs (inconclusive)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        t,
+        "violating runs: {} of {} (measured rate {:.4})",
+        r.violating_runs,
+        r.runs,
+        r.violating_runs as f64 / (r.runs.max(1)) as f64
+    );
+    if let Some((what, props)) = &r.first {
+        let ps: Vec<String> = props.iter().map(|p| p.to_string()).collect();
+        let _ = writeln!(t, "first violating run ({}):", ps.join(", "));
+        for w in what {
+            let _ = writeln!(t, "  {w}");
+        }
+    }
+    t
+}
