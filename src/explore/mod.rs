@@ -13,7 +13,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::check::witness::{Hazard, Hazards};
-use crate::check::{CheckConfig, Property, Violation, check_all};
+use crate::check::{CheckConfig, Property, Violation, check_all_named};
 use crate::history::Observation;
 use crate::scenario::Scenario;
 use crate::sim::{Fault, RunEnd, TraceMode, World};
@@ -86,7 +86,12 @@ pub fn run_world_with(
         liveness_bound_ns: sc.liveness_bound_ns,
         end: world.now(),
     };
-    let violations = check_all(&world.history, &sc.properties, &cfg, &name);
+    let keys = sc.lock_keys();
+    let lock_name = |l: u32| match keys.get(l as usize) {
+        Some(k) => format!("lock `{}`", String::from_utf8_lossy(k)),
+        None => format!("lock {l}"),
+    };
+    let violations = check_all_named(&world.history, &sc.properties, &cfg, &name, &lock_name);
     let acquisitions = world
         .history
         .records

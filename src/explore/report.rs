@@ -32,6 +32,10 @@ const LANE_PX: f64 = 50.0;
 /// nearest to the first violation.
 const ARROWS_STATIC: usize = 300;
 const ARROWS_PAGE: usize = 3000;
+/// More arrows than this in the first window make a run busy: its arrows hide the lanes and
+/// the clock labels (redlock-clock-jump has ~400 between 11 and 16 s), so they are off until
+/// the reader asks.
+const BUSY_ARROWS: usize = 120;
 /// Points sampled along a clock-offset curve (clock steps add their own).
 const CLOCK_SAMPLES: u64 = 240;
 /// A run without a violation is pictured over its first this-many nanoseconds: enough for a
@@ -194,6 +198,13 @@ fn esc(s: &str) -> String {
     o
 }
 
+/// A lock by its key, as the model names it.
+fn lock_text(lock_keys: &[Bytes], lock: u32) -> String {
+    lock_keys
+        .get(lock as usize)
+        .map_or_else(|| lock.to_string(), text_of)
+}
+
 fn text_of(b: &Bytes) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -280,6 +291,10 @@ enum MarkKind {
     ClockChange,
     /// A Sentinel, replication or free-text note.
     Info,
+    /// The lock key expired on a node: the pivot of most pitfalls.
+    Expiry,
+    /// A replica became master (a failover's promotion).
+    Promoted,
 }
 
 impl MarkKind {
@@ -292,6 +307,8 @@ impl MarkKind {
             MarkKind::ResourceWrite { accepted: false } => "rejected",
             MarkKind::Fault | MarkKind::ClockChange => "fault",
             MarkKind::Info => "info",
+            MarkKind::Expiry => "expiry",
+            MarkKind::Promoted => "promoted",
         }
     }
 
@@ -302,6 +319,8 @@ impl MarkKind {
             MarkKind::Fault => (3.0, 2.0, LANE_PX - 4.0, "⚡"),
             MarkKind::Acquired => (2.0, 6.0, 26.0, ""),
             MarkKind::ForeignDelete => (7.0, 10.0, 20.0, "✗"),
+            MarkKind::Expiry => (3.0, 6.0, 30.0, "⌛"),
+            MarkKind::Promoted => (4.0, 2.0, LANE_PX - 4.0, "★"),
             MarkKind::ResourceRead { .. } | MarkKind::ResourceWrite { .. } | MarkKind::Info => {
                 (6.0, 14.0, 12.0, "")
             }
@@ -315,6 +334,17 @@ struct Mark {
     at: SimTime,
     kind: MarkKind,
     tip: String,
+    /// Words drawn beside the mark ("r1 is now master"); most marks have none.
+    label: Option<String>,
+}
+
+/// A lock key's expiry on a node and the end of the belief of the client whose token it
+/// held: joined by a dotted line, so the gap between them is seen.
+struct Gap {
+    client: usize,
+    believed_until: SimTime,
+    node: usize,
+    expired_at: SimTime,
 }
 
 /// Everything the picture draws, extracted once from the history and the trace.
@@ -325,6 +355,8 @@ struct Scene {
     /// Two clients holding the same lock at once: (client a, client b, from, to).
     overlaps: Vec<(usize, usize, SimTime, SimTime)>,
     marks: Vec<Mark>,
+    /// A key's expiry next to the end of the belief it stood for.
+    gaps: Vec<Gap>,
     /// (from, to, sent, received, dropped, text, kind)
     arrows: Vec<(usize, usize, SimTime, SimTime, bool, String, &'static str)>,
 }
@@ -392,6 +424,10 @@ fn scene(
     let mut token_owner: Vec<(Bytes, usize)> = Vec::new();
     let mut crashed_keys: Vec<OpenKey> = Vec::new();
     let mut down: Vec<(usize, SimTime)> = Vec::new();
+    // (token, client, believed until): the belief each token's key stands for, to set a
+    // key's expiry beside the end of that belief.
+    let mut token_belief: Vec<(Bytes, usize, SimTime)> = Vec::new();
+    let mut gaps: Vec<Gap> = Vec::new();
 
     let close_hold = |spans: &mut Vec<Span>,
                       closed: &mut Vec<(usize, u32, SimTime, SimTime)>,
@@ -410,8 +446,9 @@ fn scene(
             fill: Some(client_colour(sc, c)),
             label: text_of(&token),
             tip: format!(
-                "{} holds lock {lock} (token {}{fence}) from {start} to {at}: {how}",
+                "{} holds lock `{}` (token {}{fence}) from {start} to {at}: {how}",
                 names[c],
+                lock_text(lock_keys, lock),
                 text_of(&token)
             ),
         });
@@ -463,24 +500,29 @@ fn scene(
                 }
                 holds.push((p, *lock, token.clone(), *fence, at));
                 if let Some(u) = believed_until {
+                    token_belief.push((token.clone(), p, *u));
                     beliefs.push(p, at, *u);
                     marks.push(Mark {
                         proc: p,
                         at,
                         kind: MarkKind::Acquired,
                         tip: format!(
-                            "{} acquired lock {lock} (token {}) at {at}; believes it valid for {} → until {u}",
+                            "{} acquired lock `{}` (token {}) at {at}; believes it valid for {} → until {u}",
                             names[p],
+                            lock_text(lock_keys, *lock),
                             text_of(token),
                             validity_ns.map_or("?".into(), fmt_duration_ns)
                         ),
+                        label: None,
                     });
                 }
             }
             Observation::Extended {
                 believed_until: Some(u),
+                token,
                 ..
             } => {
+                token_belief.push((token.clone(), p, *u));
                 beliefs.push(p, at, *u);
             }
             Observation::Extended { .. } => {}
@@ -590,6 +632,10 @@ fn scene(
                 if let Some(i) = keys.iter().position(|k| k.0 == p && k.1 == *key) {
                     let k = keys.swap_remove(i);
                     let writer = k.3;
+                    // When the key stopped existing for readers: its removal, or for an
+                    // expiry the instant its TTL ran out on the node's clock (the active
+                    // expiry cycle frees the memory up to 100 ms later).
+                    let mut dead_at = at;
                     let (how_text, foreign) = match how {
                         Removal::Del => match by {
                             Some(b) => (
@@ -598,7 +644,28 @@ fn scene(
                             ),
                             None => ("deleted (its master's DEL, replicated)".into(), false),
                         },
-                        Removal::Expired => ("expired".into(), false),
+                        Removal::Expired => {
+                            dead_at = expiry_instant(world, p, k.4, at, k.5);
+                            let (label, tip, gap) = expiry_words(
+                                sc,
+                                &names,
+                                p,
+                                &k,
+                                dead_at,
+                                at,
+                                token_belief.iter().rev().find(|(t, _, _)| *t == k.2),
+                                holds.iter().any(|h| h.2 == k.2),
+                            );
+                            marks.push(Mark {
+                                proc: p,
+                                at: dead_at,
+                                kind: MarkKind::Expiry,
+                                tip,
+                                label: Some(label),
+                            });
+                            gaps.extend(gap);
+                            ("expired".into(), false)
+                        }
                         Removal::Overwritten => ("overwritten".into(), false),
                         Removal::Flushed => {
                             ("flushed (restart without data or resync)".into(), false)
@@ -615,9 +682,10 @@ fn scene(
                                 by.map_or("?", |b| names[b.index()].as_str()),
                                 text_of(&k.2)
                             ),
+                            label: None,
                         });
                     }
-                    close_key(&mut spans, k, at, how_text);
+                    close_key(&mut spans, k, dead_at, how_text);
                 }
             }
             Observation::KeyWritten { .. } | Observation::KeyRemoved { .. } => {}
@@ -637,6 +705,7 @@ fn scene(
                         }
                     },
                     tip: crate::explore::timeline::resource_op(&r.obs, &names).unwrap_or_default(),
+                    label: None,
                 })
             }
             Observation::Fault { what } => marks.push(Mark {
@@ -644,6 +713,7 @@ fn scene(
                 at,
                 kind: MarkKind::Fault,
                 tip: format!("fault at {at}: {what}"),
+                label: None,
             }),
             Observation::Sentinel { what } | Observation::Replication { what } => {
                 marks.push(Mark {
@@ -651,6 +721,7 @@ fn scene(
                     at,
                     kind: MarkKind::Info,
                     tip: format!("{} at {at}: {what}", names[p]),
+                    label: None,
                 })
             }
             Observation::Note(what) => marks.push(Mark {
@@ -658,6 +729,18 @@ fn scene(
                 at,
                 kind: MarkKind::Info,
                 tip: format!("{} at {at}: {what}", names[p]),
+                label: None,
+            }),
+            // Said in words where a reader looks for it: on the lane of the new master.
+            Observation::Fact(crate::history::Fact::Promoted) => marks.push(Mark {
+                proc: p,
+                at,
+                kind: MarkKind::Promoted,
+                tip: format!(
+                    "{} is now master (promoted at {at}): clients that follow the failover write their locks here, and the keys it holds are only what replication had brought it",
+                    names[p]
+                ),
+                label: Some(format!("{} is now master", names[p])),
             }),
             // Said in words by the fault and replication marks.
             Observation::Fact(_) => {}
@@ -733,6 +816,7 @@ fn scene(
                 at: f.at,
                 kind: MarkKind::ClockChange,
                 tip: format!("at {}: {}", f.at, world.describe_fault(f)),
+                label: None,
             });
         }
     }
@@ -745,8 +829,113 @@ fn scene(
             .collect(),
         overlaps,
         marks,
+        gaps,
         arrows: arrows(world, &names, view, violations),
     }
+}
+
+/// The words for a lock key's expiry: the label beside its mark, the tooltip, and the gap
+/// to the belief of the client whose token it held. The belief is measured on the client's
+/// clock from before its SET; the key's TTL on the node's clock from the write: the two ends
+/// differ by the round trip and by what the two clocks did, and the lesson of most pitfalls
+/// is which comes first.
+/// The first true instant in `written..=removed` at which `node`'s wall clock is past
+/// `expire_at_ms` (Redis: a key is expired once `mstime() > when`); `removed` without one.
+fn expiry_instant(
+    world: &World,
+    node: usize,
+    written: SimTime,
+    removed: SimTime,
+    expire_at_ms: Option<i64>,
+) -> SimTime {
+    let Some(when) = expire_at_ms else {
+        return removed;
+    };
+    let clock = world.clock(ProcId(node as u32));
+    let (mut lo, mut hi) = (written.0, removed.0);
+    if clock.wall_ms(SimTime(hi)) <= when {
+        return removed;
+    }
+    // Invariant: the clock is past `when` at `hi`, and not at `lo` unless lo == written.
+    if clock.wall_ms(SimTime(lo)) > when {
+        return written;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if clock.wall_ms(SimTime(mid)) > when {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    SimTime(hi)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn expiry_words(
+    sc: &Scenario,
+    names: &[String],
+    node: usize,
+    k: &(usize, Bytes, Bytes, Option<usize>, SimTime, Option<i64>),
+    at: SimTime,
+    removed: SimTime,
+    belief: Option<&(Bytes, usize, SimTime)>,
+    still_held: bool,
+) -> (String, String, Option<Gap>) {
+    let wall = k.5.map_or(String::new(), |e| {
+        format!(
+            " (at +{} on {}'s clock)",
+            fmt_duration_ns(((e - sc.epoch_unix_ms).max(0) as u64) * NS_PER_MS),
+            names[node]
+        )
+    });
+    let freed = if removed > at {
+        format!("; freed at {removed} by the expiry cycle")
+    } else {
+        String::new()
+    };
+    let head = format!(
+        "{}: key {} (token {}) expired at {at}{wall}{freed}",
+        names[node],
+        text_of(&k.1),
+        text_of(&k.2)
+    );
+    let Some((_, c, until)) = belief else {
+        return ("key expires".into(), head, None);
+    };
+    let holder = &names[*c];
+    let held = if still_held {
+        format!(" {holder} still holds the lock now: it acts on a lock that is gone.")
+    } else {
+        String::new()
+    };
+    let (label, why) = if *until > at {
+        let d = fmt_duration_ns(until.0 - at.0);
+        (
+            format!("key expires {d} before {holder}'s belief ends"),
+            format!(
+                "{holder} believed it valid until {until}, {d} LATER: for that long it believes in a key that no longer exists (its clock ran slow, or the node's ran fast)."
+            ),
+        )
+    } else {
+        let d = fmt_duration_ns(at.0 - until.0);
+        (
+            format!("key expires ({d} after {holder}'s belief)"),
+            format!(
+                "{holder} believed it valid until {until}, {d} earlier: it counts its validity from before it sent SET, the node from when it wrote the key, so the belief should end first (dashed line)."
+            ),
+        )
+    };
+    (
+        label,
+        format!("{head}. {why}{held}"),
+        Some(Gap {
+            client: *c,
+            believed_until: *until,
+            node,
+            expired_at: at,
+        }),
+    )
 }
 
 fn trying_span(names: &[String], p: usize, s: SimTime, e: SimTime, how: &str) -> Span {
@@ -1042,6 +1231,15 @@ fn render_svg(
     let names = world.names();
     let scene = scene(sc, world, &lock_keys, &view, violations);
     let end = world.now();
+    let in_window = scene
+        .arrows
+        .iter()
+        .filter(|a| a.3 >= view.from && a.2 <= view.to)
+        .count();
+    // Busy: the arrows would bury the lanes and the clock labels. The page hides them until
+    // asked; the static picture leaves them out.
+    let busy_run = in_window > BUSY_ARROWS;
+    let busy = busy_run && !page;
 
     // Header text (the static picture carries its own explanation).
     let mut header: Vec<(String, &str)> = Vec::new();
@@ -1080,6 +1278,14 @@ fn render_svg(
                 "vtext",
             ));
         }
+        if busy {
+            header.push((
+                format!(
+                    "{in_window} message arrows in this window are not drawn (a busy run: they would hide the lanes); the HTML page (--format html) shows them on demand"
+                ),
+                "sub",
+            ));
+        }
     }
     let legend_y = 14.0 + header.len() as f64 * 16.0 + 8.0;
     let mut legend_svg = String::new();
@@ -1099,11 +1305,16 @@ fn render_svg(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="{WIDTH_PX}" height="{height}" viewBox="0 0 {WIDTH_PX} {height}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11" data-w0="{}" data-w1="{}" data-end="{}" data-x0="{PLOT_X0}" data-x1="{PLOT_X1}" data-top="{top}" data-bottom="{}">"##,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="{WIDTH_PX}" height="{height}" viewBox="0 0 {WIDTH_PX} {height}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11" data-w0="{}" data-w1="{}" data-end="{}" data-x0="{PLOT_X0}" data-x1="{PLOT_X1}" data-top="{top}" data-bottom="{}" data-msgs="{in_window}"{}>"##,
         view.from.0,
         view.to.0,
         end.0,
-        top + order.len() as f64 * LANE_PX
+        top + order.len() as f64 * LANE_PX,
+        if busy_run && page {
+            r#" class="nomsgs""#
+        } else {
+            ""
+        }
     );
     s.push_str(
         STYLE_AND_DEFS
@@ -1187,7 +1398,15 @@ fn render_svg(
     let _ = writeln!(s, r#"<g id="plot" clip-path="url(#plotclip)">"#);
     draw_spans(&mut s, &l, &scene);
     draw_clocks(&mut s, &l, &order, &names);
-    draw_arrows(&mut s, &l, &scene);
+    if busy {
+        // Left out of the static picture: on a busy run they hide the lanes and the clocks.
+        let _ = writeln!(s, r#"<g id="msgs"></g>"#);
+    } else {
+        let _ = writeln!(s, r#"<g id="msgs">"#);
+        draw_arrows(&mut s, &l, &scene);
+        let _ = writeln!(s, "</g>");
+    }
+    draw_gaps(&mut s, &l, &scene);
     draw_marks(&mut s, &l, &scene);
     draw_violations(&mut s, &l, violations, order.len());
     let _ = writeln!(s, "</g>");
@@ -1409,6 +1628,24 @@ fn draw_arrows(s: &mut String, l: &Layout<'_>, scene: &Scene) {
     }
 }
 
+fn draw_gaps(s: &mut String, l: &Layout<'_>, scene: &Scene) {
+    for g in &scene.gaps {
+        if !l.keep(g.believed_until.min(g.expired_at), g.believed_until.max(g.expired_at)) {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            r#"<line class="gap" data-t0="{}" data-t1="{}" x1="{:.1}" x2="{:.1}" y1="{}" y2="{}"/>"#,
+            g.believed_until.0,
+            g.expired_at.0,
+            l.x(g.believed_until),
+            l.x(g.expired_at),
+            l.lane_y(g.client) + 8.0,
+            l.lane_y(g.node) + 20.0,
+        );
+    }
+}
+
 fn draw_marks(s: &mut String, l: &Layout<'_>, scene: &Scene) {
     for m in &scene.marks {
         if !l.keep(m.at, m.at) {
@@ -1433,6 +1670,23 @@ fn draw_marks(s: &mut String, l: &Layout<'_>, scene: &Scene) {
                 m.at.0,
                 x + 3.0,
                 y0 + 12.0
+            );
+        }
+        if let Some(words) = &m.label {
+            // Promotions on the lane's top line (the lane's role changes there); expiries
+            // under the key bar.
+            let (dx, dy) = match m.kind {
+                MarkKind::Promoted => (14.0, 12.0),
+                _ => (4.0, 40.0),
+            };
+            let _ = write!(
+                s,
+                r#"<text class="mlabel {}" data-t0="{}" data-dx="{dx}" x="{:.1}" y="{}">{}</text>"#,
+                m.kind.class(),
+                m.at.0,
+                x + dx,
+                y0 + dy,
+                esc(words)
             );
         }
         s.push('\n');
@@ -1479,7 +1733,7 @@ fn draw_violations(s: &mut String, l: &Layout<'_>, violations: &[Violation], lan
 /// The legend from `y` down, wrapped to the picture's width; returns its height.
 fn legend(s: &mut String, mut y: f64) -> f64 {
     let top = y;
-    let items: [(&str, &str); 11] = [
+    let items: [(&str, &str); 12] = [
         ("hold", "holds the lock (its own belief)"),
         ("belief", "validity it believes in"),
         ("key", "lock key on a node (writer's colour)"),
@@ -1491,6 +1745,7 @@ fn legend(s: &mut String, mut y: f64) -> f64 {
         ("msg req", "message"),
         ("overlap", "two holders"),
         ("clock", "wall − true time"),
+        ("mark expiry", "key expires (dotted: to the belief's end)"),
     ];
     let mut x = 10.0;
     for (class, text) in items {
@@ -1572,6 +1827,13 @@ const STYLE_AND_DEFS: &str = r##"<defs>
 .violation{stroke:#e00000;stroke-width:2}
 .vlabel{font-size:10px;font-weight:bold;fill:#e00000}
 .vactor{fill:#e00000;fill-opacity:.12}
+.mark.expiry{fill:#8b0000}
+.mark.promoted{fill:#6a3d9a}
+.mlabel{font-size:9.5px;pointer-events:none}
+.mlabel.expiry{fill:#8b0000}
+.mlabel.promoted{font-size:11px;font-weight:bold;fill:#6a3d9a}
+.gap{stroke:#8b0000;stroke-width:1;stroke-dasharray:1 2}
+.nomsgs #msgs{display:none}
 </style>
 "##;
 
@@ -1657,6 +1919,7 @@ pub fn html(
     s.push_str(
         r#"</header>
 <nav><button id="fit">whole run</button> <button id="focus">first violation</button> <button id="zin">zoom in</button> <button id="zout">zoom out</button>
+<label class="toggle"><input type="checkbox" id="msgs-toggle" checked> message arrows</label>
 <span class="hint">wheel: zoom at the pointer · drag: pan · hover: details · click a violation above to go there</span>
 <span id="range"></span></nav>
 <div id="chart">
@@ -1705,6 +1968,7 @@ nav{margin:8px 0;font-size:12px} nav button{font-size:12px;margin-right:4px}
 #chart{border:1px solid #ddd;overflow-x:auto;user-select:none;cursor:grab}
 #chart svg{display:block}
 #tip{position:fixed;max-width:560px;background:#222;color:#fff;font-size:12px;padding:6px 8px;border-radius:4px;pointer-events:none;white-space:pre-wrap;z-index:10}
+.toggle{margin-left:8px}
 .faults{font-size:12px;columns:2} .note{font-size:12px;color:#666}
 "#;
 
@@ -1829,8 +2093,19 @@ const PAGE_JS: &str = r#"
     tip.style.top = (ev.clientY + 14) + 'px';
   });
   svg.addEventListener('mouseleave', () => { tip.hidden = true; });
+  // Message arrows: off from the start on a busy run (the SVG says so), a click away.
+  const msgsBox = document.getElementById('msgs-toggle');
+  msgsBox.checked = !svg.classList.contains('nomsgs');
+  msgsBox.addEventListener('change', () => svg.classList.toggle('nomsgs', !msgsBox.checked));
   const m = /^#w=(-?[0-9.]+),(-?[0-9.]+)$/.exec(location.hash);
   if (m && +m[2] > +m[1]) { w0 = +m[1] * 1e9; w1 = +m[2] * 1e9; }
+  else {
+    // A narrow window shows only the left of the picture: widen the time window so that
+    // the part around the violation lands in what is visible, beside the lane names.
+    const chart = document.getElementById('chart');
+    const room = chart.clientWidth - X0 - 10;
+    if (room > 50 && room < X1 - X0) { w1 = w0 + (w1 - w0) * (X1 - X0) / room; }
+  }
   layout();
   document.body.dataset.rendered = String(timed.length);
   // `#selftest`: the page drives itself as a reader would (wheel, hover, "whole run") and
