@@ -5,7 +5,9 @@ pub mod export;
 pub mod minimize;
 pub mod pitfalls;
 pub mod report;
+pub mod stepper;
 pub mod timeline;
+pub mod variants;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
