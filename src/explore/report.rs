@@ -319,7 +319,7 @@ impl MarkKind {
             MarkKind::Fault => (3.0, 2.0, LANE_PX - 4.0, "⚡"),
             MarkKind::Acquired => (2.0, 6.0, 26.0, ""),
             MarkKind::ForeignDelete => (7.0, 10.0, 20.0, "✗"),
-            MarkKind::Expiry => (3.0, 6.0, 30.0, "⌛"),
+            MarkKind::Expiry => (3.0, 6.0, 30.0, ""),
             MarkKind::Promoted => (4.0, 2.0, LANE_PX - 4.0, "★"),
             MarkKind::ResourceRead { .. } | MarkKind::ResourceWrite { .. } | MarkKind::Info => {
                 (6.0, 14.0, 12.0, "")
@@ -1630,7 +1630,10 @@ fn draw_arrows(s: &mut String, l: &Layout<'_>, scene: &Scene) {
 
 fn draw_gaps(s: &mut String, l: &Layout<'_>, scene: &Scene) {
     for g in &scene.gaps {
-        if !l.keep(g.believed_until.min(g.expired_at), g.believed_until.max(g.expired_at)) {
+        if !l.keep(
+            g.believed_until.min(g.expired_at),
+            g.believed_until.max(g.expired_at),
+        ) {
             continue;
         }
         let _ = writeln!(
@@ -2006,11 +2009,7 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
         if i > 0 {
             svg = svg.replacen(r#"id="timeline""#, &format!(r#"id="timeline-{i}""#), 1);
         }
-        let _ = writeln!(
-            s,
-            r#"<div class="run" data-variant="{}">"#,
-            esc(&r.name)
-        );
+        let _ = writeln!(s, r#"<div class="run" data-variant="{}">"#, esc(&r.name));
         if runs.len() > 1 {
             let _ = writeln!(
                 s,
@@ -2266,6 +2265,11 @@ const PAGE_JS: &str = r#"
     return { name: el.dataset.variant, verdict: el.dataset.verdict, ok: el.dataset.ok === 'true', data, steps: data.steps };
   });
   let active = 0, cur = 0, timer = null;
+  // The part of the plot's width the window shows without scrolling (1 on a wide screen).
+  const VIS = (() => {
+    const room = document.getElementById('chart').clientWidth - X0 - 10;
+    return room > 50 && room < X1 - X0 ? room / (X1 - X0) : 1;
+  })();
   const sentence = document.getElementById('sentence');
   const statePanel = document.getElementById('state');
   const scrub = document.getElementById('scrub');
@@ -2346,7 +2350,8 @@ const PAGE_JS: &str = r#"
     verdict.className = r.ok ? 'ok' : 'bad';
     renderState(r, cur);
     for (const c of charts) { c.cursor.setAttribute('data-t0', String(t)); c.cursor.removeAttribute('display'); }
-    if (pan && (t < w0 || t > w1)) { const span = w1 - w0; w0 = t - span * 0.6; w1 = w0 + span; }
+    // Keep the cursor in what the reader sees (a narrow window shows only the left part).
+    if (pan && (t < w0 || t > w0 + (w1 - w0) * VIS)) { const span = w1 - w0; w0 = Math.max(0, t - span * VIS * 0.6); w1 = w0 + span; }
     layout();
   }
   function go(n) {
@@ -2401,19 +2406,20 @@ const PAGE_JS: &str = r#"
 
   const m = /^(-?[0-9.]+),(-?[0-9.]+)$/.exec(params.w || '');
   if (m && +m[2] > +m[1]) { w0 = +m[1] * 1e9; w1 = +m[2] * 1e9; }
-  else if (!('step' in params)) {
+  else if (VIS < 1) {
     // A narrow window shows only the left of the picture: widen the time window so that
     // the part around the violation lands in what is visible, beside the lane names.
-    const chart = document.getElementById('chart');
-    const room = chart.clientWidth - X0 - 10;
-    if (room > 50 && room < X1 - X0) { w1 = w0 + (w1 - w0) * (X1 - X0) / room; }
+    w1 = w0 + (w1 - w0) / VIS;
   }
   if (runs.length) {
     if (params.variant) {
       const i = runs.findIndex(r => r.name === params.variant);
       if (i >= 0) { active = i; for (const el of document.querySelectorAll('input[name=variant]')) el.checked = el.value === params.variant; }
     }
-    cur = Math.max(0, Math.min(runs[active].steps.length - 1, parseInt(params.step || '0', 10) || 0));
+    // Without a step in the address: the first event of the window the page opens on.
+    cur = 'step' in params
+      ? Math.max(0, Math.min(runs[active].steps.length - 1, parseInt(params.step, 10) || 0))
+      : Math.min(runs[active].steps.length - 1, stepAtTime(runs[active], w0) + (runs[active].steps[0] && runs[active].steps[0].t < w0 ? 1 : 0));
     show('step' in params && !m);
   } else {
     layout();

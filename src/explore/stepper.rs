@@ -592,23 +592,23 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                 }
                 Observation::Paused => {
                     notable = Some(Notable::Fault);
-                    let mut s = format!("{who} is paused (GC, SIGSTOP): it does nothing until it resumes");
+                    let mut s =
+                        format!("{who} is paused (GC, SIGSTOP): it does nothing until it resumes");
                     if let Some(c) = st.clients.get_mut(&p) {
                         if !c.holds.is_empty() {
-                            s = format!("{who} is paused (GC, SIGSTOP) inside its critical section");
+                            s = format!(
+                                "{who} is paused (GC, SIGSTOP) inside its critical section"
+                            );
                         }
                         c.paused = true;
                         dirty_c.push(p);
                         for h in &c.holds {
-                            let key = st
-                                .nodes
-                                .iter()
-                                .find_map(|(n, ns)| {
-                                    ns.keys
-                                        .iter()
-                                        .find(|(_, (v, _))| *v == h.token)
-                                        .map(|(_, (_, e))| (*n, *e))
-                                });
+                            let key = st.nodes.iter().find_map(|(n, ns)| {
+                                ns.keys
+                                    .iter()
+                                    .find(|(_, (v, _))| *v == h.token)
+                                    .map(|(_, (_, e))| (*n, *e))
+                            });
                             let k = match key {
                                 Some((n, Some(e))) => format!(
                                     "its key expires at {} on {}'s clock, ",
@@ -620,7 +620,10 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                                 }
                                 None => String::new(),
                             };
-                            s = format!("{s}: {k}but {who} still believes it holds lock {}", h.lock);
+                            s = format!(
+                                "{s}: {k}but {who} still believes it holds lock {}",
+                                h.lock
+                            );
                             if let Some(u) = h.until_own_ms {
                                 s = format!("{s} (until {} on its own clock)", wall_secs(u));
                             }
@@ -751,7 +754,7 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
         if !dw.is_empty() {
             d.insert("w".into(), Value::Object(dw));
         }
-        if steps.len() % FRAME_EVERY == 0 {
+        if steps.len().is_multiple_of(FRAME_EVERY) {
             frames.push(st.snapshot());
         }
         steps.push(step);

@@ -120,8 +120,8 @@ pub fn load_str(name: &str, path: &str, text: &str) -> Result<Scenario, ModelErr
     })?;
     // Each variant must load as the model it stands for; its errors are located back in
     // this file (inside the value the variant wrote, or at its name).
-    let vs = variants::parse(text)
-        .map_err(|(off, msg)| error(variants::line_col(text, off), msg))?;
+    let vs =
+        variants::parse(text).map_err(|(off, msg)| error(variants::line_col(text, off), msg))?;
     for v in &vs {
         if let Err(e) = load_str(name, path, &v.text) {
             let off = variants::offset_of(&v.text, e.line, e.col);

@@ -102,7 +102,13 @@ fn string_end(b: &[u8], mut i: usize) -> Result<usize, Located> {
         }
         i += 1; // the quote
         while i < b.len() {
-            if b[i] == b'"' && b[i + 1..].iter().take(hashes).filter(|&&c| c == b'#').count() == hashes
+            if b[i] == b'"'
+                && b[i + 1..]
+                    .iter()
+                    .take(hashes)
+                    .filter(|&&c| c == b'#')
+                    .count()
+                    == hashes
             {
                 return Ok(i + 1 + hashes);
             }
@@ -132,9 +138,7 @@ fn group_end(b: &[u8], i: usize) -> Result<usize, Located> {
         }
         match b[j] {
             b'"' => j = string_end(b, j)?,
-            b'r' if b.get(j + 1).is_some_and(|c| *c == b'"' || *c == b'#') => {
-                j = string_end(b, j)?
-            }
+            b'r' if b.get(j + 1).is_some_and(|c| *c == b'"' || *c == b'#') => j = string_end(b, j)?,
             b'\'' => {
                 // A char literal: 'x' or '\n'.
                 j += if b.get(j + 1) == Some(&b'\\') { 4 } else { 3 };
@@ -316,7 +320,10 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
         return Ok(Vec::new());
     };
     if b.get(vf.value_at) != Some(&b'[') {
-        return Err((vf.value_at, "variants: a list of (name: \"...\", <changed fields>) was expected".into()));
+        return Err((
+            vf.value_at,
+            "variants: a list of (name: \"...\", <changed fields>) was expected".into(),
+        ));
     }
     // Leaving `variants` out: from its name to the next field (or the closing paren).
     let vi = top.iter().position(|f| f.name == "variants").unwrap_or(0);
@@ -333,21 +340,38 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
     let mut out: Vec<Variant> = Vec::new();
     let list = items(b, vf.value_at)?;
     if list.len() > MAX_VARIANTS {
-        return Err((vf.value_at, format!("variants: at most {MAX_VARIANTS} (found {})", list.len())));
+        return Err((
+            vf.value_at,
+            format!("variants: at most {MAX_VARIANTS} (found {})", list.len()),
+        ));
     }
     for (start, _) in list {
         if b.get(start) != Some(&b'(') {
-            return Err((start, "a variant is (name: \"...\", <changed fields>)".into()));
+            return Err((
+                start,
+                "a variant is (name: \"...\", <changed fields>)".into(),
+            ));
         }
         let (vfs, _) = fields(b, start)?;
         let Some(nf) = vfs.iter().find(|f| f.name == "name") else {
-            return Err((start, "this variant has no name: (name: \"...\", <changed fields>)".into()));
+            return Err((
+                start,
+                "this variant has no name: (name: \"...\", <changed fields>)".into(),
+            ));
         };
         let Some(name) = string_value(text, nf).filter(|n| !n.is_empty() && n.len() <= 64) else {
-            return Err((nf.value_at, "a variant's name is a non-empty string of at most 64 characters".into()));
+            return Err((
+                nf.value_at,
+                "a variant's name is a non-empty string of at most 64 characters".into(),
+            ));
         };
         if name == "as written" || out.iter().any(|v| v.name == name) {
-            return Err((nf.value_at, format!("variant {name:?} is named twice (or takes the name of the model as written)")));
+            return Err((
+                nf.value_at,
+                format!(
+                    "variant {name:?} is named twice (or takes the name of the model as written)"
+                ),
+            ));
         }
         let mut edits = vec![Edit { ..cut_clone(&cut) }];
         for f in vfs.iter().filter(|f| f.name != "name") {
@@ -360,16 +384,30 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
                 };
                 let groups = items(b, cf.value_at)?;
                 if b.get(f.value_at) != Some(&b'[') {
-                    return Err((f.value_at, "clients in a variant: a list of (name: \"<group>\", <changed fields>)".into()));
+                    return Err((
+                        f.value_at,
+                        "clients in a variant: a list of (name: \"<group>\", <changed fields>)"
+                            .into(),
+                    ));
                 }
                 for (ps, _) in items(b, f.value_at)? {
                     if b.get(ps) != Some(&b'(') {
-                        return Err((ps, "a client patch is (name: \"<group>\", <changed fields>)".into()));
+                        return Err((
+                            ps,
+                            "a client patch is (name: \"<group>\", <changed fields>)".into(),
+                        ));
                     }
                     let (pfs, _) = fields(b, ps)?;
-                    let Some(pn) = pfs.iter().find(|g| g.name == "name").and_then(|g| string_value(text, g).map(|s| (s, g)))
+                    let Some(pn) = pfs
+                        .iter()
+                        .find(|g| g.name == "name")
+                        .and_then(|g| string_value(text, g).map(|s| (s, g)))
                     else {
-                        return Err((ps, "a client patch names the group it changes: (name: \"<group>\", ...)".into()));
+                        return Err((
+                            ps,
+                            "a client patch names the group it changes: (name: \"<group>\", ...)"
+                                .into(),
+                        ));
                     };
                     let mut found = None;
                     let mut known = Vec::new();
@@ -378,7 +416,10 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
                             continue;
                         }
                         let (gfs, gclose) = fields(b, gs)?;
-                        let gname = gfs.iter().find(|g| g.name == "name").and_then(|g| string_value(text, g));
+                        let gname = gfs
+                            .iter()
+                            .find(|g| g.name == "name")
+                            .and_then(|g| string_value(text, g));
                         if gname.as_deref() == Some(pn.0.as_str()) {
                             found = Some((gs, gfs, gclose));
                             break;
@@ -386,7 +427,14 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
                         known.extend(gname);
                     }
                     let Some((gs, gfs, gclose)) = found else {
-                        return Err((pn.1.value_at, format!("variant {name:?}: no client group named {:?} (groups: {})", pn.0, known.join(", "))));
+                        return Err((
+                            pn.1.value_at,
+                            format!(
+                                "variant {name:?}: no client group named {:?} (groups: {})",
+                                pn.0,
+                                known.join(", ")
+                            ),
+                        ));
                     };
                     for pf in pfs.iter().filter(|g| g.name != "name") {
                         edits.push(set_field(b, &gfs, gclose, pf, gs));
@@ -395,7 +443,14 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
             } else if MODEL_FIELDS.contains(&f.name.as_str()) {
                 edits.push(set_field(b, &top, top_close, f, open));
             } else {
-                return Err((f.name_at, format!("unknown field {:?} in variant {name:?}; a variant changes fields of the model: {}", f.name, MODEL_FIELDS.join(", "))));
+                return Err((
+                    f.name_at,
+                    format!(
+                        "unknown field {:?} in variant {name:?}; a variant changes fields of the model: {}",
+                        f.name,
+                        MODEL_FIELDS.join(", ")
+                    ),
+                ));
             }
         }
         // Apply in order of position (edits never overlap: each is in its own field).
@@ -413,7 +468,13 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
                 // "…name: " — the name is what precedes the ": ".
                 let name_len = e.prefix.trim_end().trim_end_matches(':').len();
                 let start = t.len() - e.prefix.len() + name_len;
-                let nlen = e.prefix.trim_end().trim_end_matches(':').rsplit(' ').next().map_or(0, str::len);
+                let nlen = e
+                    .prefix
+                    .trim_end()
+                    .trim_end_matches(':')
+                    .rsplit(' ')
+                    .next()
+                    .map_or(0, str::len);
                 spliced.push((start - nlen, start, n));
             }
             let s0 = t.len();
@@ -451,7 +512,10 @@ pub fn offset_of(text: &str, line: usize, col: usize) -> usize {
     let mut off = 0;
     for (i, l) in text.split_inclusive('\n').enumerate() {
         if i + 1 == line {
-            return off + l.char_indices().nth(col.saturating_sub(1)).map_or(l.len(), |(b, _)| b);
+            return off
+                + l.char_indices()
+                    .nth(col.saturating_sub(1))
+                    .map_or(l.len(), |(b, _)| b);
         }
         off += l.len();
     }
@@ -504,11 +568,25 @@ mod tests {
         let vs = parse(MODEL).unwrap();
         assert_eq!(vs.len(), 2);
         assert_eq!(vs[0].name, "cad");
-        assert!(vs[0].text.contains(r#"algorithm: "set-px-cad""#), "{}", vs[0].text);
-        assert!(vs[0].text.contains(r#"think: ("0ms", "5ms")"#), "{}", vs[0].text);
+        assert!(
+            vs[0].text.contains(r#"algorithm: "set-px-cad""#),
+            "{}",
+            vs[0].text
+        );
+        assert!(
+            vs[0].text.contains(r#"think: ("0ms", "5ms")"#),
+            "{}",
+            vs[0].text
+        );
         assert!(!vs[0].text.contains("variants"), "{}", vs[0].text);
         assert!(!vs[0].text.contains("set-px-del"));
-        assert!(vs[1].text.contains(r#"resource: (name: "db", fencing: true)"#), "{}", vs[1].text);
+        assert!(
+            vs[1]
+                .text
+                .contains(r#"resource: (name: "db", fencing: true)"#),
+            "{}",
+            vs[1].text
+        );
         assert!(vs[1].text.contains("set-px-del"));
     }
 
