@@ -135,6 +135,13 @@ enum Cmd {
         #[arg(long, default_value_t = cli::default_jobs(), value_parser = cli::parse_jobs)]
         jobs: usize,
     },
+    /// Write a static teaching site: an index of the catalogue and one lesson page per model
+    /// (the stepper on its first failing seed, its fix beside it, "what happens next?" stops).
+    Site {
+        /// The directory to write (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Replay a recorded Redis conformance corpus (a directory of *.txt files) against the model.
     Conformance {
         /// Directory (or single file) in the corpus format.
@@ -205,6 +212,13 @@ fn main() -> ExitCode {
                 }
             }
             Err(e) => bad_input(&e.to_string()),
+        },
+        Cmd::Site { out: dir } => match explore::site::write(&cli::models_dir(), &dir) {
+            Ok(n) => {
+                out(&format!("wrote {n} pages to {}\n", dir.display()));
+                ExitCode::SUCCESS
+            }
+            Err(e) => bad_input(&e),
         },
         Cmd::Pitfalls { out: path, jobs } => {
             match explore::pitfalls::render(&cli::models_dir(), jobs) {

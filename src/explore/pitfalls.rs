@@ -246,7 +246,7 @@ keyspace notifications, which a partitioned holder does not receive.",
     ),
 ];
 
-fn header(path: &Path) -> String {
+pub(crate) fn header(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text
         .lines()
