@@ -85,6 +85,18 @@ enum Cmd {
         /// Thin the faults as `hunt --sparser` did.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         sparser: u32,
+        /// Add a scripted fault, as `serve`'s what-if address writes it:
+        /// KIND:TARGET:AT[:ARG] in seconds (pause:c1:43.2:5, clock:r1:10:-2, crash:r1:5:3,
+        /// isolate:c1:5:2). Repeatable.
+        #[arg(long = "fault")]
+        faults: Vec<String>,
+    },
+    /// Serve the pages on loopback, where a click on a lane adds a fault there and shows the
+    /// new future under the old one ("what if").
+    Serve {
+        /// The port on 127.0.0.1 (0: any free one).
+        #[arg(long, default_value_t = 8417)]
+        port: u16,
     },
     /// How fast a model finds its first violation: run seeds in order from several starting
     /// points until one violates; print seeds and wall time to each, and the median.
@@ -212,6 +224,10 @@ fn main() -> ExitCode {
                 }
             }
             Err(e) => bad_input(&e.to_string()),
+        },
+        Cmd::Serve { port } => match explore::serve::serve(&cli::models_dir(), port) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => bad_input(&e),
         },
         Cmd::Site { out: dir } => match explore::site::write(&cli::models_dir(), &dir) {
             Ok(n) => {
@@ -418,8 +434,18 @@ fn main() -> ExitCode {
             adversary,
             window,
             sparser,
+            faults,
         } => match load(&model) {
             Ok(sc) => {
+                // A what-if from `serve`: the model with those faults added.
+                let sc = if faults.is_empty() {
+                    sc
+                } else {
+                    match explore::serve::what_if(std::path::Path::new(&model), &faults) {
+                        Ok(w) => w,
+                        Err(e) => return bad_input(&e),
+                    }
+                };
                 let sc = match timed(&sc, sparser, adversary) {
                     Ok(s) => s,
                     Err(code) => return code,

@@ -291,6 +291,16 @@ impl Cdp {
         }
     }
 
+    /// Waits for the next load event (a navigation the page started).
+    fn wait_load(&mut self) {
+        loop {
+            let v = self.read();
+            if v["method"].as_str() == Some("Page.loadEventFired") {
+                break;
+            }
+        }
+    }
+
     fn eval(&mut self, expr: &str) -> serde_json::Value {
         let r = self.call(
             "Runtime.evaluate",
@@ -551,4 +561,97 @@ fn a_reader_steps_to_the_expiry_reads_the_state_and_flips_to_the_fix() {
     );
     cdp.close();
     eprintln!("screenshots in {}", dir.display());
+}
+
+#[test]
+fn serve_adds_a_pause_where_the_reader_clicks_and_shows_the_new_violation_beside_the_old_run() {
+    let Some(bin) = chromium() else {
+        if std::env::var("DISTLOCK_BROWSER_TEST").as_deref() == Ok("require") {
+            panic!("no chromium found, and DISTLOCK_BROWSER_TEST=require");
+        }
+        eprintln!("skipped: no chromium (apt-get install chromium, or run .ci/run)");
+        return;
+    };
+    use std::io::BufRead;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["serve", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start serve");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("serving on ")
+        .unwrap_or_else(|| panic!("serve said {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    assert!(
+        base.starts_with("http://127.0.0.1:"),
+        "loopback only: {base}"
+    );
+
+    let mut cdp = Cdp::start(&bin, &dir, "serve");
+    // redlock-quiet holds; zoomed on its first second, where c2 takes the lock first.
+    cdp.open(
+        &format!("{base}/model/redlock-quiet?seed=0#w=0,1"),
+        1280,
+        1100,
+    );
+    assert_eq!(
+        cdp.eval("document.querySelector('script.steps').dataset.verdict"),
+        "no violation"
+    );
+    // Click c2's lane 10 ms after its first acquisition: the menu offers a pause there.
+    let at = cdp.eval(
+        "(() => { const s = JSON.parse(document.querySelector('script.steps').textContent); const c2 = s.names.indexOf('c2'); return s.steps.find(x => x.k === 'acquire' && x.p === c2).t / 1e9 + 0.01; })()",
+    );
+    let xy = cdp.eval(&format!(
+        "(() => {{ const svg = document.getElementById('timeline'), r = svg.getBoundingClientRect(), k = r.width / svg.viewBox.baseVal.width; const lanes = Array.from(svg.querySelectorAll('text.lane')).map(t => t.textContent); const X0 = +svg.dataset.x0, X1 = +svg.dataset.x1; const x = X0 + ({at} - 0) / 1 * (X1 - X0); return [r.left + x * k, r.top + (+svg.dataset.top + lanes.indexOf('c2') * 50 + 25) * k]; }})()"
+    ));
+    let (x, y) = (xy[0].as_f64().unwrap(), xy[1].as_f64().unwrap());
+    for kind in ["mousePressed", "mouseReleased"] {
+        cdp.call(
+            "Input.dispatchMouseEvent",
+            serde_json::json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
+        );
+    }
+    assert_eq!(
+        cdp.eval("document.getElementById('whatif').hidden"),
+        false,
+        "no menu"
+    );
+    cdp.eval("document.getElementById('whatif-arg-0').value = '15'");
+    cdp.click("#whatif button.whatif[data-kind=pause]");
+    cdp.wait_load();
+    let verdicts = cdp.eval(
+        "Array.from(document.querySelectorAll('script.steps')).map(s => s.dataset.variant + ': ' + s.dataset.verdict)",
+    );
+    eprintln!("what if: {verdicts} at {}", cdp.eval("location.href"));
+    let v = verdicts.as_array().unwrap();
+    assert_eq!(v.len(), 2, "{verdicts}");
+    assert_eq!(v[0], "as written: no violation");
+    assert!(
+        v[1].as_str().unwrap().starts_with("what if: pause:c2:")
+            && v[1]
+                .as_str()
+                .unwrap()
+                .ends_with("VIOLATED: mutual_exclusion"),
+        "{verdicts}"
+    );
+    cdp.eval("window.scrollTo(0, 0)");
+    cdp.screenshot(&dir.join("serve-what-if-pause.png"), true);
+    assert!(
+        cdp.complaints.is_empty(),
+        "the pages complained: {:#?}",
+        cdp.complaints
+    );
+    cdp.close();
+    let _ = server.kill();
+    let _ = server.wait();
 }

@@ -5,6 +5,7 @@ pub mod export;
 pub mod minimize;
 pub mod pitfalls;
 pub mod report;
+pub mod serve;
 pub mod site;
 pub mod stepper;
 pub mod timeline;

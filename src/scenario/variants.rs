@@ -542,6 +542,52 @@ impl Variant {
     }
 }
 
+/// `text` with `faults` (RON fault entries, e.g. `pause(target: "c1", at: "43200ms",
+/// duration: "5000ms")`) added to its scripted faults, and without its variants: the model
+/// of a "what if" (`serve`).
+pub fn with_added_faults(text: &str, faults: &[String]) -> Result<String, Located> {
+    let b = text.as_bytes();
+    let open = skip_ws(b, 0);
+    if b.get(open) != Some(&b'(') {
+        return Err((open, "a model is a RON struct: ( ... )".into()));
+    }
+    let (top, close) = fields(b, open)?;
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    if let Some(i) = top.iter().position(|f| f.name == "variants") {
+        let end = top.get(i + 1).map_or(close, |n| n.name_at);
+        edits.push((top[i].name_at, end, String::new()));
+    }
+    let added = faults.join(", ");
+    match top.iter().find(|f| f.name == "faults") {
+        Some(f) if b.get(f.value_at) == Some(&b'[') => {
+            let list = items(b, f.value_at)?;
+            let at = f.value_end - 1; // the `]`
+            let sep = if list.is_empty() { "" } else { ", " };
+            // After the last item (a trailing comma of its own is fine before ours).
+            let at = list.last().map_or(at, |l| l.1);
+            edits.push((at, at, format!("{sep}{added}")));
+        }
+        Some(f) => return Err((f.value_at, "faults: a list was expected".into())),
+        None => {
+            let last = top
+                .iter()
+                .rfind(|f| f.name != "variants")
+                .map_or(open + 1, |l| l.value_end);
+            edits.push((last, last, format!(", faults: [{added}]")));
+        }
+    }
+    edits.sort_by_key(|e| e.0);
+    let mut out = String::with_capacity(text.len() + added.len() + 16);
+    let mut pos = 0;
+    for (s, e, ins) in edits {
+        out.push_str(&text[pos..s]);
+        out.push_str(&ins);
+        pos = e;
+    }
+    out.push_str(&text[pos..]);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
