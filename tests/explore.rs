@@ -234,7 +234,10 @@ fn explore_prints_a_shortest_counterexample_whose_scripted_model_replays_it() {
     ]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("VIOLATED with 1 fault"), "{text}");
-    assert!(text.contains("timeline: ") && text.contains(" replay "), "{text}");
+    assert!(
+        text.contains("timeline: ") && text.contains(" replay "),
+        "{text}"
+    );
     let (code, replay) = cli(&["run", out.to_str().unwrap()]);
     assert_eq!(code, 1, "the scripted model does not violate:\n{replay}");
     std::fs::remove_dir_all(&dir).unwrap();

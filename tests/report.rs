@@ -212,3 +212,81 @@ fn arrows_start_at_the_real_send_even_for_messages_parked_during_a_pause() {
     // it was sent. Links take at most 1 ms otherwise.
     assert!(longest > 1_000_000_000, "longest flight {longest} ns");
 }
+
+#[test]
+fn the_stepper_says_at_the_expiry_that_the_paused_holder_still_believes_it_holds_the_lock() {
+    let sc = model("single-px-del-pause");
+    let (o, world) = run_world(&sc, 0, TraceMode::Full);
+    let steps = distlock_sim::explore::stepper::steps(&sc, &world, &o.violations);
+    let expiry = steps
+        .iter()
+        .find(|s| s.notable == Some(distlock_sim::explore::stepper::Notable::Expiry))
+        .expect("the key expires");
+    assert!(
+        expiry
+            .sentence
+            .contains("c1 is paused and still believes it holds it"),
+        "{}",
+        expiry.sentence
+    );
+    // Every violation is a step of its own, after the records of its instant.
+    let vs: Vec<_> = steps
+        .iter()
+        .filter(|s| s.notable == Some(distlock_sim::explore::stepper::Notable::Violation))
+        .collect();
+    assert_eq!(vs.len(), o.violations.len());
+    assert!(vs[0].sentence.contains("lock `lock`"), "{}", vs[0].sentence);
+}
+
+#[test]
+fn the_page_embeds_the_steps_of_the_model_and_of_its_fix_on_the_same_seed() {
+    let sc = model("single-px-cad-pause");
+    assert_eq!(sc.variants.len(), 1, "the catalogue declares the fix");
+    let (o, world) = run_world(&sc, 0, TraceMode::Full);
+    let page = html(&sc, 0, &world, &o.violations, None);
+    assert!(page.contains(r#"id="state""#));
+    assert!(page.contains(
+        r#"class="steps" data-variant="as written" data-verdict="VIOLATED: resource_safety""#
+    ));
+    assert!(
+        page.contains(r#"class="steps" data-variant="fencing tokens" data-verdict="no violation""#)
+    );
+    assert!(
+        page.contains(r#"id="timeline-1""#),
+        "the variant has its own chart"
+    );
+}
+
+#[test]
+fn a_variant_with_a_bad_value_is_refused_at_that_value_with_exit_2() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("variants");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/single-px-cad-pause.ron"),
+    )
+    .unwrap()
+    .replace(
+        r#"algorithm: "set-px-cad-fencing""#,
+        r#"algorithm: "set-px-cad-fenc""#,
+    );
+    let (line, col) = text
+        .lines()
+        .enumerate()
+        // The loader points at a string's first character, inside the quotes.
+        .find_map(|(i, l)| l.find("set-px-cad-fenc\"").map(|c| (i + 1, c + 1)))
+        .unwrap();
+    let path = dir.join("bad-variant.ron");
+    std::fs::write(&path, &text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+        .args(["replay", path.to_str().unwrap(), "--seed", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "bad-variant.ron:{line}:{col}: in variant \"fencing tokens\": unknown algorithm"
+        )),
+        "{err}"
+    );
+}

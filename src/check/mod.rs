@@ -82,14 +82,31 @@ pub fn check_all(
     cfg: &CheckConfig,
     name: &dyn Fn(ProcId) -> String,
 ) -> Vec<Violation> {
+    check_all_named(history, props, cfg, name, &lock_by_index)
+}
+
+/// A lock named by its index in the model's lock table (when the keys are not at hand).
+fn lock_by_index(lock: u32) -> String {
+    format!("lock {lock}")
+}
+
+/// As `check_all`, with locks named in messages by `lock_name` (a run names them by their
+/// key: "lock `lock`" reads as the model wrote it; "lock 0" reads as a bug).
+pub fn check_all_named(
+    history: &History,
+    props: &[Property],
+    cfg: &CheckConfig,
+    name: &dyn Fn(ProcId) -> String,
+    lock_name: &dyn Fn(u32) -> String,
+) -> Vec<Violation> {
     let mut out = Vec::new();
     for &p in props {
         let v = match p {
-            Property::MutualExclusion => mutual_exclusion(history, name),
+            Property::MutualExclusion => mutual_exclusion_named(history, name, lock_name),
             Property::ResourceSafety => resource_safety(history, name),
             Property::ForeignUnlock => foreign_unlock(history, name),
             Property::FencingMonotonic => fencing_monotonic(history, name),
-            Property::Liveness => liveness(history, cfg, name),
+            Property::Liveness => liveness_named(history, cfg, name, lock_name),
         };
         out.extend(v);
     }
@@ -169,6 +186,14 @@ pub fn overlaps_ns(history: &History) -> (u64, u64) {
 }
 
 pub fn mutual_exclusion(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
+    mutual_exclusion_named(history, name, &lock_by_index)
+}
+
+fn mutual_exclusion_named(
+    history: &History,
+    name: &dyn Fn(ProcId) -> String,
+    lock_name: &dyn Fn(u32) -> String,
+) -> Option<Violation> {
     // lock -> (holder, since)
     let mut holders: BTreeMap<u32, Vec<(ProcId, SimTime)>> = BTreeMap::new();
     let mut found = None;
@@ -183,8 +208,9 @@ pub fn mutual_exclusion(history: &History, name: &dyn Fn(ProcId) -> String) -> O
                     at,
                     actors: vec![other, p],
                     message: format!(
-                        "{} acquired lock {lock} while {} still believed it held it (since {since})",
+                        "{} acquired {} while {} still believed it held it (since {since})",
                         name(p),
+                        lock_name(lock),
                         name(other)
                     ),
                 });
@@ -342,6 +368,15 @@ pub fn liveness(
     cfg: &CheckConfig,
     name: &dyn Fn(ProcId) -> String,
 ) -> Option<Violation> {
+    liveness_named(history, cfg, name, &lock_by_index)
+}
+
+fn liveness_named(
+    history: &History,
+    cfg: &CheckConfig,
+    name: &dyn Fn(ProcId) -> String,
+    lock_name: &dyn Fn(u32) -> String,
+) -> Option<Violation> {
     #[derive(Default)]
     struct LockState {
         holders: Vec<ProcId>,
@@ -422,7 +457,8 @@ pub fn liveness(
             at,
             actors: vec![who],
             message: format!(
-                "lock {lock} unobtainable for more than {} while no live client held it ({how})",
+                "{} unobtainable for more than {} while no live client held it ({how})",
+                lock_name(lock),
                 fmt_duration_ns(bound),
             ),
         })

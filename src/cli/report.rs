@@ -447,7 +447,7 @@ pub fn sweep_text(
         let mean = summary.total_overlap_ns / summary.seeds_run.max(1);
         let _ = writeln!(
             s,
-            "  two holders at once: longest {} (seed {seed}), {} per seed on average",
+            "  two holders at once: longest single stretch {} (seed {seed}); in total {} per seed on average",
             fmt_duration_ns(ns),
             fmt_duration_ns(mean)
         );

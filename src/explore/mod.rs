@@ -5,8 +5,12 @@ pub mod export;
 pub mod minimize;
 pub mod pitfalls;
 pub mod report;
+pub mod serve;
+pub mod site;
+pub mod stepper;
 pub mod systematic;
 pub mod timeline;
+pub mod variants;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -14,7 +18,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::check::witness::{Hazard, Hazards};
-use crate::check::{CheckConfig, Property, Violation, check_all};
+use crate::check::{CheckConfig, Property, Violation, check_all_named};
 use crate::history::Observation;
 use crate::scenario::Scenario;
 use crate::sim::{Fault, RunEnd, TraceMode, World};
@@ -87,7 +91,12 @@ pub fn run_world_with(
         liveness_bound_ns: sc.liveness_bound_ns,
         end: world.now(),
     };
-    let violations = check_all(&world.history, &sc.properties, &cfg, &name);
+    let keys = sc.lock_keys();
+    let lock_name = |l: u32| match keys.get(l as usize) {
+        Some(k) => format!("lock `{}`", String::from_utf8_lossy(k)),
+        None => format!("lock {l}"),
+    };
+    let violations = check_all_named(&world.history, &sc.properties, &cfg, &name, &lock_name);
     let acquisitions = world
         .history
         .records

@@ -301,7 +301,7 @@ still believe they hold the lock; the token comes from the same Redis, which a f
     ),
 ];
 
-fn header(path: &Path) -> String {
+pub(crate) fn header(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text
         .lines()

@@ -32,6 +32,10 @@ const LANE_PX: f64 = 50.0;
 /// nearest to the first violation.
 const ARROWS_STATIC: usize = 300;
 const ARROWS_PAGE: usize = 3000;
+/// More arrows than this in the first window make a run busy: its arrows hide the lanes and
+/// the clock labels (redlock-clock-jump has ~400 between 11 and 16 s), so they are off until
+/// the reader asks.
+const BUSY_ARROWS: usize = 120;
 /// Points sampled along a clock-offset curve (clock steps add their own).
 const CLOCK_SAMPLES: u64 = 240;
 /// A run without a violation is pictured over its first this-many nanoseconds: enough for a
@@ -194,6 +198,13 @@ fn esc(s: &str) -> String {
     o
 }
 
+/// A lock by its key, as the model names it.
+fn lock_text(lock_keys: &[Bytes], lock: u32) -> String {
+    lock_keys
+        .get(lock as usize)
+        .map_or_else(|| lock.to_string(), text_of)
+}
+
 fn text_of(b: &Bytes) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -280,6 +291,10 @@ enum MarkKind {
     ClockChange,
     /// A Sentinel, replication or free-text note.
     Info,
+    /// The lock key expired on a node: the pivot of most pitfalls.
+    Expiry,
+    /// A replica became master (a failover's promotion).
+    Promoted,
 }
 
 impl MarkKind {
@@ -292,6 +307,8 @@ impl MarkKind {
             MarkKind::ResourceWrite { accepted: false } => "rejected",
             MarkKind::Fault | MarkKind::ClockChange => "fault",
             MarkKind::Info => "info",
+            MarkKind::Expiry => "expiry",
+            MarkKind::Promoted => "promoted",
         }
     }
 
@@ -302,6 +319,8 @@ impl MarkKind {
             MarkKind::Fault => (3.0, 2.0, LANE_PX - 4.0, "⚡"),
             MarkKind::Acquired => (2.0, 6.0, 26.0, ""),
             MarkKind::ForeignDelete => (7.0, 10.0, 20.0, "✗"),
+            MarkKind::Expiry => (3.0, 6.0, 30.0, ""),
+            MarkKind::Promoted => (4.0, 2.0, LANE_PX - 4.0, "★"),
             MarkKind::ResourceRead { .. } | MarkKind::ResourceWrite { .. } | MarkKind::Info => {
                 (6.0, 14.0, 12.0, "")
             }
@@ -315,6 +334,17 @@ struct Mark {
     at: SimTime,
     kind: MarkKind,
     tip: String,
+    /// Words drawn beside the mark ("r1 is now master"); most marks have none.
+    label: Option<String>,
+}
+
+/// A lock key's expiry on a node and the end of the belief of the client whose token it
+/// held: joined by a dotted line, so the gap between them is seen.
+struct Gap {
+    client: usize,
+    believed_until: SimTime,
+    node: usize,
+    expired_at: SimTime,
 }
 
 /// Everything the picture draws, extracted once from the history and the trace.
@@ -325,6 +355,8 @@ struct Scene {
     /// Two clients holding the same lock at once: (client a, client b, from, to).
     overlaps: Vec<(usize, usize, SimTime, SimTime)>,
     marks: Vec<Mark>,
+    /// A key's expiry next to the end of the belief it stood for.
+    gaps: Vec<Gap>,
     /// (from, to, sent, received, dropped, text, kind)
     arrows: Vec<(usize, usize, SimTime, SimTime, bool, String, &'static str)>,
 }
@@ -392,6 +424,10 @@ fn scene(
     let mut token_owner: Vec<(Bytes, usize)> = Vec::new();
     let mut crashed_keys: Vec<OpenKey> = Vec::new();
     let mut down: Vec<(usize, SimTime)> = Vec::new();
+    // (token, client, believed until): the belief each token's key stands for, to set a
+    // key's expiry beside the end of that belief.
+    let mut token_belief: Vec<(Bytes, usize, SimTime)> = Vec::new();
+    let mut gaps: Vec<Gap> = Vec::new();
 
     let close_hold = |spans: &mut Vec<Span>,
                       closed: &mut Vec<(usize, u32, SimTime, SimTime)>,
@@ -410,8 +446,9 @@ fn scene(
             fill: Some(client_colour(sc, c)),
             label: text_of(&token),
             tip: format!(
-                "{} holds lock {lock} (token {}{fence}) from {start} to {at}: {how}",
+                "{} holds lock `{}` (token {}{fence}) from {start} to {at}: {how}",
                 names[c],
+                lock_text(lock_keys, lock),
                 text_of(&token)
             ),
         });
@@ -463,24 +500,29 @@ fn scene(
                 }
                 holds.push((p, *lock, token.clone(), *fence, at));
                 if let Some(u) = believed_until {
+                    token_belief.push((token.clone(), p, *u));
                     beliefs.push(p, at, *u);
                     marks.push(Mark {
                         proc: p,
                         at,
                         kind: MarkKind::Acquired,
                         tip: format!(
-                            "{} acquired lock {lock} (token {}) at {at}; believes it valid for {} → until {u}",
+                            "{} acquired lock `{}` (token {}) at {at}; believes it valid for {} → until {u}",
                             names[p],
+                            lock_text(lock_keys, *lock),
                             text_of(token),
                             validity_ns.map_or("?".into(), fmt_duration_ns)
                         ),
+                        label: None,
                     });
                 }
             }
             Observation::Extended {
                 believed_until: Some(u),
+                token,
                 ..
             } => {
+                token_belief.push((token.clone(), p, *u));
                 beliefs.push(p, at, *u);
             }
             Observation::Extended { .. } => {}
@@ -590,6 +632,10 @@ fn scene(
                 if let Some(i) = keys.iter().position(|k| k.0 == p && k.1 == *key) {
                     let k = keys.swap_remove(i);
                     let writer = k.3;
+                    // When the key stopped existing for readers: its removal, or for an
+                    // expiry the instant its TTL ran out on the node's clock (the active
+                    // expiry cycle frees the memory up to 100 ms later).
+                    let mut dead_at = at;
                     let (how_text, foreign) = match how {
                         Removal::Del => match by {
                             Some(b) => (
@@ -598,7 +644,28 @@ fn scene(
                             ),
                             None => ("deleted (its master's DEL, replicated)".into(), false),
                         },
-                        Removal::Expired => ("expired".into(), false),
+                        Removal::Expired => {
+                            dead_at = expiry_instant(world, p, k.4, at, k.5);
+                            let (label, tip, gap) = expiry_words(
+                                sc,
+                                &names,
+                                p,
+                                &k,
+                                dead_at,
+                                at,
+                                token_belief.iter().rev().find(|(t, _, _)| *t == k.2),
+                                holds.iter().any(|h| h.2 == k.2),
+                            );
+                            marks.push(Mark {
+                                proc: p,
+                                at: dead_at,
+                                kind: MarkKind::Expiry,
+                                tip,
+                                label: Some(label),
+                            });
+                            gaps.extend(gap);
+                            ("expired".into(), false)
+                        }
                         Removal::Overwritten => ("overwritten".into(), false),
                         Removal::Flushed => {
                             ("flushed (restart without data or resync)".into(), false)
@@ -615,9 +682,10 @@ fn scene(
                                 by.map_or("?", |b| names[b.index()].as_str()),
                                 text_of(&k.2)
                             ),
+                            label: None,
                         });
                     }
-                    close_key(&mut spans, k, at, how_text);
+                    close_key(&mut spans, k, dead_at, how_text);
                 }
             }
             Observation::KeyWritten { .. } | Observation::KeyRemoved { .. } => {}
@@ -637,6 +705,7 @@ fn scene(
                         }
                     },
                     tip: crate::explore::timeline::resource_op(&r.obs, &names).unwrap_or_default(),
+                    label: None,
                 })
             }
             Observation::Fault { what } => marks.push(Mark {
@@ -644,6 +713,7 @@ fn scene(
                 at,
                 kind: MarkKind::Fault,
                 tip: format!("fault at {at}: {what}"),
+                label: None,
             }),
             Observation::Sentinel { what } | Observation::Replication { what } => {
                 marks.push(Mark {
@@ -651,6 +721,7 @@ fn scene(
                     at,
                     kind: MarkKind::Info,
                     tip: format!("{} at {at}: {what}", names[p]),
+                    label: None,
                 })
             }
             Observation::Note(what) => marks.push(Mark {
@@ -658,6 +729,18 @@ fn scene(
                 at,
                 kind: MarkKind::Info,
                 tip: format!("{} at {at}: {what}", names[p]),
+                label: None,
+            }),
+            // Said in words where a reader looks for it: on the lane of the new master.
+            Observation::Fact(crate::history::Fact::Promoted) => marks.push(Mark {
+                proc: p,
+                at,
+                kind: MarkKind::Promoted,
+                tip: format!(
+                    "{} is now master (promoted at {at}): clients that follow the failover write their locks here, and the keys it holds are only what replication had brought it",
+                    names[p]
+                ),
+                label: Some(format!("{} is now master", names[p])),
             }),
             // Said in words by the fault and replication marks.
             Observation::Fact(_) => {}
@@ -733,6 +816,7 @@ fn scene(
                 at: f.at,
                 kind: MarkKind::ClockChange,
                 tip: format!("at {}: {}", f.at, world.describe_fault(f)),
+                label: None,
             });
         }
     }
@@ -745,8 +829,113 @@ fn scene(
             .collect(),
         overlaps,
         marks,
+        gaps,
         arrows: arrows(world, &names, view, violations),
     }
+}
+
+/// The words for a lock key's expiry: the label beside its mark, the tooltip, and the gap
+/// to the belief of the client whose token it held. The belief is measured on the client's
+/// clock from before its SET; the key's TTL on the node's clock from the write: the two ends
+/// differ by the round trip and by what the two clocks did, and the lesson of most pitfalls
+/// is which comes first.
+/// The first true instant in `written..=removed` at which `node`'s wall clock is past
+/// `expire_at_ms` (Redis: a key is expired once `mstime() > when`); `removed` without one.
+fn expiry_instant(
+    world: &World,
+    node: usize,
+    written: SimTime,
+    removed: SimTime,
+    expire_at_ms: Option<i64>,
+) -> SimTime {
+    let Some(when) = expire_at_ms else {
+        return removed;
+    };
+    let clock = world.clock(ProcId(node as u32));
+    let (mut lo, mut hi) = (written.0, removed.0);
+    if clock.wall_ms(SimTime(hi)) <= when {
+        return removed;
+    }
+    // Invariant: the clock is past `when` at `hi`, and not at `lo` unless lo == written.
+    if clock.wall_ms(SimTime(lo)) > when {
+        return written;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if clock.wall_ms(SimTime(mid)) > when {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    SimTime(hi)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn expiry_words(
+    sc: &Scenario,
+    names: &[String],
+    node: usize,
+    k: &(usize, Bytes, Bytes, Option<usize>, SimTime, Option<i64>),
+    at: SimTime,
+    removed: SimTime,
+    belief: Option<&(Bytes, usize, SimTime)>,
+    still_held: bool,
+) -> (String, String, Option<Gap>) {
+    let wall = k.5.map_or(String::new(), |e| {
+        format!(
+            " (at +{} on {}'s clock)",
+            fmt_duration_ns(((e - sc.epoch_unix_ms).max(0) as u64) * NS_PER_MS),
+            names[node]
+        )
+    });
+    let freed = if removed > at {
+        format!("; freed at {removed} by the expiry cycle")
+    } else {
+        String::new()
+    };
+    let head = format!(
+        "{}: key {} (token {}) expired at {at}{wall}{freed}",
+        names[node],
+        text_of(&k.1),
+        text_of(&k.2)
+    );
+    let Some((_, c, until)) = belief else {
+        return ("key expires".into(), head, None);
+    };
+    let holder = &names[*c];
+    let held = if still_held {
+        format!(" {holder} still holds the lock now: it acts on a lock that is gone.")
+    } else {
+        String::new()
+    };
+    let (label, why) = if *until > at {
+        let d = fmt_duration_ns(until.0 - at.0);
+        (
+            format!("key expires {d} before {holder}'s belief ends"),
+            format!(
+                "{holder} believed it valid until {until}, {d} LATER: for that long it believes in a key that no longer exists (its clock ran slow, or the node's ran fast)."
+            ),
+        )
+    } else {
+        let d = fmt_duration_ns(at.0 - until.0);
+        (
+            format!("key expires ({d} after {holder}'s belief)"),
+            format!(
+                "{holder} believed it valid until {until}, {d} earlier: it counts its validity from before it sent SET, the node from when it wrote the key, so the belief should end first (dashed line)."
+            ),
+        )
+    };
+    (
+        label,
+        format!("{head}. {why}{held}"),
+        Some(Gap {
+            client: *c,
+            believed_until: *until,
+            node,
+            expired_at: at,
+        }),
+    )
 }
 
 fn trying_span(names: &[String], p: usize, s: SimTime, e: SimTime, how: &str) -> Span {
@@ -1042,6 +1231,15 @@ fn render_svg(
     let names = world.names();
     let scene = scene(sc, world, &lock_keys, &view, violations);
     let end = world.now();
+    let in_window = scene
+        .arrows
+        .iter()
+        .filter(|a| a.3 >= view.from && a.2 <= view.to)
+        .count();
+    // Busy: the arrows would bury the lanes and the clock labels. The page hides them until
+    // asked; the static picture leaves them out.
+    let busy_run = in_window > BUSY_ARROWS;
+    let busy = busy_run && !page;
 
     // Header text (the static picture carries its own explanation).
     let mut header: Vec<(String, &str)> = Vec::new();
@@ -1080,6 +1278,14 @@ fn render_svg(
                 "vtext",
             ));
         }
+        if busy {
+            header.push((
+                format!(
+                    "{in_window} message arrows in this window are not drawn (a busy run: they would hide the lanes); the HTML page (--format html) shows them on demand"
+                ),
+                "sub",
+            ));
+        }
     }
     let legend_y = 14.0 + header.len() as f64 * 16.0 + 8.0;
     let mut legend_svg = String::new();
@@ -1099,11 +1305,16 @@ fn render_svg(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="{WIDTH_PX}" height="{height}" viewBox="0 0 {WIDTH_PX} {height}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11" data-w0="{}" data-w1="{}" data-end="{}" data-x0="{PLOT_X0}" data-x1="{PLOT_X1}" data-top="{top}" data-bottom="{}">"##,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="{WIDTH_PX}" height="{height}" viewBox="0 0 {WIDTH_PX} {height}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11" data-w0="{}" data-w1="{}" data-end="{}" data-x0="{PLOT_X0}" data-x1="{PLOT_X1}" data-top="{top}" data-bottom="{}" data-msgs="{in_window}"{}>"##,
         view.from.0,
         view.to.0,
         end.0,
-        top + order.len() as f64 * LANE_PX
+        top + order.len() as f64 * LANE_PX,
+        match (page, busy_run) {
+            (true, true) => r#" class="timeline nomsgs""#,
+            (true, false) => r#" class="timeline""#,
+            _ => "",
+        }
     );
     s.push_str(
         STYLE_AND_DEFS
@@ -1187,7 +1398,15 @@ fn render_svg(
     let _ = writeln!(s, r#"<g id="plot" clip-path="url(#plotclip)">"#);
     draw_spans(&mut s, &l, &scene);
     draw_clocks(&mut s, &l, &order, &names);
-    draw_arrows(&mut s, &l, &scene);
+    if busy {
+        // Left out of the static picture: on a busy run they hide the lanes and the clocks.
+        let _ = writeln!(s, r#"<g id="msgs"></g>"#);
+    } else {
+        let _ = writeln!(s, r#"<g id="msgs">"#);
+        draw_arrows(&mut s, &l, &scene);
+        let _ = writeln!(s, "</g>");
+    }
+    draw_gaps(&mut s, &l, &scene);
     draw_marks(&mut s, &l, &scene);
     draw_violations(&mut s, &l, violations, order.len());
     let _ = writeln!(s, "</g>");
@@ -1409,6 +1628,27 @@ fn draw_arrows(s: &mut String, l: &Layout<'_>, scene: &Scene) {
     }
 }
 
+fn draw_gaps(s: &mut String, l: &Layout<'_>, scene: &Scene) {
+    for g in &scene.gaps {
+        if !l.keep(
+            g.believed_until.min(g.expired_at),
+            g.believed_until.max(g.expired_at),
+        ) {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            r#"<line class="gap" data-t0="{}" data-t1="{}" x1="{:.1}" x2="{:.1}" y1="{}" y2="{}"/>"#,
+            g.believed_until.0,
+            g.expired_at.0,
+            l.x(g.believed_until),
+            l.x(g.expired_at),
+            l.lane_y(g.client) + 8.0,
+            l.lane_y(g.node) + 20.0,
+        );
+    }
+}
+
 fn draw_marks(s: &mut String, l: &Layout<'_>, scene: &Scene) {
     for m in &scene.marks {
         if !l.keep(m.at, m.at) {
@@ -1433,6 +1673,23 @@ fn draw_marks(s: &mut String, l: &Layout<'_>, scene: &Scene) {
                 m.at.0,
                 x + 3.0,
                 y0 + 12.0
+            );
+        }
+        if let Some(words) = &m.label {
+            // Promotions on the lane's top line (the lane's role changes there); expiries
+            // under the key bar.
+            let (dx, dy) = match m.kind {
+                MarkKind::Promoted => (14.0, 12.0),
+                _ => (4.0, 40.0),
+            };
+            let _ = write!(
+                s,
+                r#"<text class="mlabel {}" data-t0="{}" data-dx="{dx}" x="{:.1}" y="{}">{}</text>"#,
+                m.kind.class(),
+                m.at.0,
+                x + dx,
+                y0 + dy,
+                esc(words)
             );
         }
         s.push('\n');
@@ -1479,7 +1736,7 @@ fn draw_violations(s: &mut String, l: &Layout<'_>, violations: &[Violation], lan
 /// The legend from `y` down, wrapped to the picture's width; returns its height.
 fn legend(s: &mut String, mut y: f64) -> f64 {
     let top = y;
-    let items: [(&str, &str); 11] = [
+    let items: [(&str, &str); 12] = [
         ("hold", "holds the lock (its own belief)"),
         ("belief", "validity it believes in"),
         ("key", "lock key on a node (writer's colour)"),
@@ -1491,6 +1748,7 @@ fn legend(s: &mut String, mut y: f64) -> f64 {
         ("msg req", "message"),
         ("overlap", "two holders"),
         ("clock", "wall − true time"),
+        ("mark expiry", "key expires (dotted: to the belief's end)"),
     ];
     let mut x = 10.0;
     for (class, text) in items {
@@ -1572,6 +1830,13 @@ const STYLE_AND_DEFS: &str = r##"<defs>
 .violation{stroke:#e00000;stroke-width:2}
 .vlabel{font-size:10px;font-weight:bold;fill:#e00000}
 .vactor{fill:#e00000;fill-opacity:.12}
+.mark.expiry{fill:#8b0000}
+.mark.promoted{fill:#6a3d9a}
+.mlabel{font-size:9.5px;pointer-events:none}
+.mlabel.expiry{fill:#8b0000}
+.mlabel.promoted{font-size:11px;font-weight:bold;fill:#6a3d9a}
+.gap{stroke:#8b0000;stroke-width:1;stroke-dasharray:1 2}
+.nomsgs #msgs{display:none}
 </style>
 "##;
 
@@ -1606,8 +1871,29 @@ pub fn svg(
     s
 }
 
+/// One run the page shows: the model itself, or one of its variants on the same seed.
+pub struct PageRun<'a> {
+    /// "as written" for the model itself, else the variant's name.
+    pub name: String,
+    pub sc: &'a Scenario,
+    pub world: &'a World,
+    pub violations: &'a [Violation],
+}
+
+fn verdict_text(violations: &[Violation]) -> String {
+    if violations.is_empty() {
+        "no violation".to_string()
+    } else {
+        let mut props: Vec<String> = violations.iter().map(|v| v.property.to_string()).collect();
+        props.sort();
+        props.dedup();
+        format!("VIOLATED: {}", props.join(", "))
+    }
+}
+
 /// The page: one self-contained HTML file (inline SVG, CSS and script; nothing fetched),
-/// opened on `window` or by default on the static picture's window.
+/// opened on `window` or by default on the static picture's window. The model's variants
+/// (`variants:` in the model) run on the same seed and show beside it.
 pub fn html(
     sc: &Scenario,
     seed: u64,
@@ -1615,6 +1901,28 @@ pub fn html(
     violations: &[Violation],
     window: Option<(SimTime, SimTime)>,
 ) -> String {
+    let variants = crate::explore::variants::run_variants(sc, seed);
+    let mut runs = vec![PageRun {
+        name: "as written".into(),
+        sc,
+        world,
+        violations,
+    }];
+    for v in &variants {
+        runs.push(PageRun {
+            name: v.name.clone(),
+            sc: &v.sc,
+            world: &v.world,
+            violations: &v.outcome.violations,
+        });
+    }
+    html_runs(seed, &runs, window)
+}
+
+/// The page for `runs` (the first is the model as written), aligned on one time axis.
+pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTime)>) -> String {
+    let base = &runs[0];
+    let (sc, world, violations) = (base.sc, base.world, base.violations);
     let view = View::page(world, violations).on(window);
     let names = world.names();
     let mut s = String::new();
@@ -1622,6 +1930,7 @@ pub fn html(
         s,
         r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>distlock-sim: {} seed {seed}</title>
 <style>{PAGE_CSS}</style></head>
 <body>
@@ -1657,13 +1966,68 @@ pub fn html(
     s.push_str(
         r#"</header>
 <nav><button id="fit">whole run</button> <button id="focus">first violation</button> <button id="zin">zoom in</button> <button id="zout">zoom out</button>
+<label class="toggle"><input type="checkbox" id="msgs-toggle" checked> message arrows</label>
 <span class="hint">wheel: zoom at the pointer · drag: pan · hover: details · click a violation above to go there</span>
 <span id="range"></span></nav>
-<div id="chart">
+<div id="stepper"><button id="first-step" title="first event (Home)">|◀ first</button> <button id="prev-notable" title="previous notable event: acquire, expiry, fault, violation (Shift+← or PageUp)">◀◀ notable</button> <button id="prev" title="previous event (←)">◀ prev</button> <button id="play" title="play / pause (Space)">▶ play</button> <select id="pace" title="pace"><option value="1">1 step/s</option><option value="2" selected>2 steps/s</option><option value="5">5 steps/s</option><option value="20">20 steps/s</option></select> <button id="next" title="next event (→)">next ▶</button> <button id="next-notable" title="next notable event (Shift+→ or PageDown)">notable ▶▶</button> <input type="range" id="scrub" min="0" value="0" aria-label="step"> <span id="stepno"></span>
+<p id="sentence"></p></div>
 "#,
     );
-    s.push_str(&render_svg(sc, seed, world, violations, view, true));
-    s.push_str("</div>\n<div id=\"tip\" hidden></div>\n");
+    if runs.len() > 1 {
+        s.push_str("<div id=\"variants\">compare on the same seed — the same faults, and every random draw from the same stream, so the runs stay alike until a variant sends other messages: ");
+        for (i, r) in runs.iter().enumerate() {
+            let _ = write!(
+                s,
+                r#"<label class="variant"><input type="radio" name="variant" value="{}"{}> {} <span class="{}">({})</span></label> "#,
+                esc(&r.name),
+                if i == 0 { " checked" } else { "" },
+                esc(&r.name),
+                if r.violations.is_empty() { "ok" } else { "bad" },
+                esc(&verdict_text(r.violations))
+            );
+        }
+        s.push_str("</div>\n");
+    }
+    let _ = writeln!(
+        s,
+        r#"<p id="verdict" class="{}">{}: {}</p>"#,
+        if violations.is_empty() { "ok" } else { "bad" },
+        esc(&base.name),
+        esc(&verdict_text(violations))
+    );
+    for (i, r) in runs.iter().enumerate() {
+        let rv = View::page(r.world, r.violations).on(window);
+        // All runs on the first one's window, so that one instant is one x everywhere.
+        let rv = View {
+            from: view.from,
+            to: view.to,
+            arrows_from: rv.arrows_from.min(view.arrows_from),
+            arrows_to: rv.arrows_to.max(view.arrows_to),
+            ..rv
+        };
+        let mut svg = render_svg(r.sc, seed, r.world, r.violations, rv, true);
+        if i > 0 {
+            svg = svg.replacen(r#"id="timeline""#, &format!(r#"id="timeline-{i}""#), 1);
+        }
+        let _ = writeln!(s, r#"<div class="run" data-variant="{}">"#, esc(&r.name));
+        if runs.len() > 1 {
+            let _ = writeln!(
+                s,
+                r#"<h3>{} <span class="{}">{}</span></h3>"#,
+                esc(&r.name),
+                if r.violations.is_empty() { "ok" } else { "bad" },
+                esc(&verdict_text(r.violations))
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<div class="chart{}">"#,
+            if i == 0 { r#"" id="chart"# } else { "" }
+        );
+        s.push_str(&svg);
+        s.push_str("</div></div>\n");
+    }
+    s.push_str("<div id=\"state\" aria-live=\"polite\"></div>\n<div id=\"tip\" hidden></div>\n");
     let _ = writeln!(
         s,
         "<section><h2>Faults applied ({})</h2><ul class=\"faults\">",
@@ -1683,11 +2047,22 @@ pub fn html(
     }
     let _ = writeln!(
         s,
-        "</ul><p class=\"note\">Lanes: {}. Message arrows are drawn from {} to {} (at most {ARROWS_PAGE}); the JSON trace (<code>--format json</code>) has every message.</p></section>",
+        "</ul><p class=\"note\">Lanes: {}. Message arrows are drawn from {} to {} (at most {ARROWS_PAGE}); the JSON trace (<code>--format json</code>) has every message. Keys: ← → step, Shift+← → notable step, Space play, Home/End, m messages. The address <code>#step=N&amp;variant=NAME</code> opens the page at step N of that run.</p></section>",
         esc(&names.join(", ")),
         view.arrows_from,
         view.arrows_to
     );
+    // The steps and their state, computed from each run's history (`explore::stepper`).
+    for r in runs {
+        let _ = writeln!(
+            s,
+            r#"<script type="application/json" class="steps" data-variant="{}" data-verdict="{}" data-ok="{}">{}</script>"#,
+            esc(&r.name),
+            esc(&verdict_text(r.violations)),
+            r.violations.is_empty(),
+            crate::explore::stepper::steps_json(r.sc, r.world, r.violations)
+        );
+    }
     s.push_str("<script>\n");
     s.push_str(PAGE_JS);
     s.push_str("</script>\n</body></html>\n");
@@ -1696,38 +2071,62 @@ pub fn html(
 
 const PAGE_CSS: &str = r#"
 body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:16px;color:#222;background:#fff}
-h1{font-size:20px;margin:0 0 4px} h2{font-size:15px;margin:18px 0 6px}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:15px;margin:18px 0 6px} h3{font-size:13px;margin:8px 0 2px}
 .seed{color:#666;font-weight:normal} .bad{color:#c00000} .ok{color:#2a7a2a}
 .replay code{background:#f3f3f3;padding:1px 4px}
 .violations li{color:#c00000;margin:2px 0} .violations a{color:#c00000}
 nav{margin:8px 0;font-size:12px} nav button{font-size:12px;margin-right:4px}
 .hint{color:#777;margin-left:8px} #range{margin-left:12px;color:#444}
-#chart{border:1px solid #ddd;overflow-x:auto;user-select:none;cursor:grab}
-#chart svg{display:block}
+.toggle{margin-left:8px}
+#stepper{font-size:12px;margin:6px 0;padding:6px 8px;background:#f4f6fa;border:1px solid #d8dde8;border-radius:4px}
+#stepper button,#stepper select{font-size:12px} #scrub{width:240px;vertical-align:middle} #stepno{color:#444;margin-left:6px}
+#sentence{font-size:14px;margin:6px 0 0;min-height:1.3em}
+#sentence.violation{color:#c00000;font-weight:bold} #sentence.expiry{color:#8b0000} #sentence.fault{color:#b34700}
+#variants{font-size:12px;margin:4px 0} .variant{margin-right:10px}
+#verdict{font-size:13px;font-weight:bold;margin:4px 0}
+.chart{border:1px solid #ddd;overflow-x:auto;user-select:none;cursor:grab}
+.chart svg{display:block}
+#state{font-size:12px;margin:8px 0;display:flex;flex-wrap:wrap;gap:16px}
+#state table{border-collapse:collapse} #state th,#state td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
+#state th{background:#f3f3f3} #state .gone{color:#c00000;font-weight:bold} #state .when{color:#555}
+#state h4{font-size:13px;margin:0 0 4px}
 #tip{position:fixed;max-width:560px;background:#222;color:#fff;font-size:12px;padding:6px 8px;border-radius:4px;pointer-events:none;white-space:pre-wrap;z-index:10}
 .faults{font-size:12px;columns:2} .note{font-size:12px;color:#666}
+svg .cursor{stroke:#0057d9;stroke-width:2;opacity:.8;pointer-events:none}
 "#;
 
-/// Zoom, pan and tooltips: every element placed in time carries its true times, and
-/// `layout()` places it again for the current window with the same formula as the Rust side.
+/// Zoom, pan, tooltips and the stepper. Every element placed in time carries its true times,
+/// and `layout()` places it again for the current window with the same formula as the Rust
+/// side; every chart (the model and its variants) shares one window and one cursor. The
+/// state panel shows the state `explore::stepper` computed and embedded: this script only
+/// applies its deltas and prints it.
 const PAGE_JS: &str = r#"
 (function () {
   'use strict';
-  const svg = document.getElementById('timeline');
-  const SELFTEST = location.hash === '#selftest';
+  const svgs = Array.from(document.querySelectorAll('svg.timeline'));
+  const svg = svgs[0];
+  const params = {};
+  for (const part of location.hash.replace(/^#/, '').split('&')) {
+    const i = part.indexOf('=');
+    if (part) params[i < 0 ? part : part.slice(0, i)] = i < 0 ? '' : decodeURIComponent(part.slice(i + 1));
+  }
+  const SELFTEST = 'selftest' in params;
   const NS = 'http://www.w3.org/2000/svg';
-  const X0 = +svg.dataset.x0, X1 = +svg.dataset.x1, END = +svg.dataset.end;
-  const TOP = +svg.dataset.top, BOTTOM = +svg.dataset.bottom;
+  const X0 = +svg.dataset.x0, X1 = +svg.dataset.x1;
+  const END = Math.max.apply(null, svgs.map(s => +s.dataset.end));
   const FIRST = [+svg.dataset.w0, +svg.dataset.w1];
   let w0 = FIRST[0], w1 = FIRST[1];
-  const timed = Array.from(svg.querySelectorAll('[data-t0],[data-ts]'));
+  const charts = svgs.map(s => ({
+    svg: s, top: +s.dataset.top, bottom: +s.dataset.bottom,
+    timed: Array.from(s.querySelectorAll('[data-t0],[data-ts]')), cursor: null,
+  }));
   const x = t => X0 + (t - w0) / Math.max(1, w1 - w0) * (X1 - X0);
   function fmt(t, step) {
     const d = step >= 1e9 ? 0 : step >= 1e8 ? 1 : step >= 1e7 ? 2 : step >= 1e6 ? 3 : 6;
     return (t / 1e9).toFixed(d) + 's';
   }
-  function ticks() {
-    const g = document.getElementById('ticks');
+  function ticks(c) {
+    const g = c.svg.querySelector('#ticks');
     while (g.firstChild) g.removeChild(g.firstChild);
     const span = w1 - w0, raw = Math.max(1, span / 10);
     let step = Math.pow(10, Math.floor(Math.log10(raw)));
@@ -1736,47 +2135,62 @@ const PAGE_JS: &str = r#"
       const l = document.createElementNS(NS, 'line');
       l.setAttribute('class', 'grid');
       l.setAttribute('x1', x(t)); l.setAttribute('x2', x(t));
-      l.setAttribute('y1', TOP - 8); l.setAttribute('y2', BOTTOM);
+      l.setAttribute('y1', c.top - 8); l.setAttribute('y2', c.bottom);
       const tx = document.createElementNS(NS, 'text');
-      tx.setAttribute('class', 'tick'); tx.setAttribute('x', x(t)); tx.setAttribute('y', TOP - 12);
+      tx.setAttribute('class', 'tick'); tx.setAttribute('x', x(t)); tx.setAttribute('y', c.top - 12);
       tx.textContent = fmt(t, step);
       g.appendChild(l); g.appendChild(tx);
     }
   }
+  // The address: the cursor's step and run when the reader has moved it, and the window.
+  let cursorMoved = 'step' in params;
+  function address() {
+    if (!history.replaceState) return;
+    const parts = [];
+    if (cursorMoved && runs.length) {
+      parts.push('step=' + cur);
+      if (active > 0) parts.push('variant=' + encodeURIComponent(runs[active].name));
+    }
+    parts.push('w=' + (w0 / 1e9).toFixed(6) + ',' + (w1 / 1e9).toFixed(6));
+    try { history.replaceState(null, '', '#' + parts.join('&')); } catch (e) { /* file:// may refuse */ }
+  }
   function layout() {
-    for (const el of timed) {
-      const d = el.dataset;
-      if (d.ts !== undefined) {
-        const ts = d.ts.split(' '), ys = d.ys.split(' ');
-        el.setAttribute('points', ts.map((t, i) => x(+t).toFixed(1) + ',' + ys[i]).join(' '));
-        continue;
+    for (const c of charts) {
+      for (const el of c.timed) {
+        const d = el.dataset;
+        if (d.ts !== undefined) {
+          const ts = d.ts.split(' '), ys = d.ys.split(' ');
+          el.setAttribute('points', ts.map((t, i) => x(+t).toFixed(1) + ',' + ys[i]).join(' '));
+          continue;
+        }
+        const a = x(+d.t0);
+        const tag = el.tagName;
+        if (tag === 'line') {
+          el.setAttribute('x1', a.toFixed(1));
+          el.setAttribute('x2', (d.t1 !== undefined ? x(+d.t1) : a).toFixed(1));
+        } else if (tag === 'rect') {
+          if (d.w !== undefined) { el.setAttribute('x', (a - d.w / 2).toFixed(1)); }
+          else {
+            el.setAttribute('x', a.toFixed(1));
+            el.setAttribute('width', Math.max(1, x(+d.t1) - a).toFixed(1));
+          }
+        } else if (tag === 'text') {
+          el.setAttribute('x', (a + (+d.dx || 0)).toFixed(1));
+          if (d.minw !== undefined) {
+            const w = x(+d.t1) - a;
+            if (w >= +d.minw) el.removeAttribute('display'); else el.setAttribute('display', 'none');
+          }
+        }
       }
-      const a = x(+d.t0);
-      const tag = el.tagName;
-      if (tag === 'line') {
-        el.setAttribute('x1', a.toFixed(1));
-        el.setAttribute('x2', (d.t1 !== undefined ? x(+d.t1) : a).toFixed(1));
-      } else if (tag === 'rect') {
-        if (d.w !== undefined) { el.setAttribute('x', (a - d.w / 2).toFixed(1)); }
-        else {
-          el.setAttribute('x', a.toFixed(1));
-          el.setAttribute('width', Math.max(1, x(+d.t1) - a).toFixed(1));
-        }
-      } else if (tag === 'text') {
-        el.setAttribute('x', (a + (+d.dx || 0)).toFixed(1));
-        if (d.minw !== undefined) {
-          const w = x(+d.t1) - a;
-          if (w >= +d.minw) el.removeAttribute('display'); else el.setAttribute('display', 'none');
-        }
+      ticks(c);
+      if (c.cursor && c.cursor.dataset.t0 !== undefined) {
+        const cx = x(+c.cursor.dataset.t0).toFixed(1);
+        c.cursor.setAttribute('x1', cx); c.cursor.setAttribute('x2', cx);
       }
     }
-    ticks();
     document.getElementById('range').textContent =
       'showing ' + (w0 / 1e9).toFixed(6) + 's … ' + (w1 / 1e9).toFixed(6) + 's of ' + (END / 1e9).toFixed(3) + 's';
-    // The window in the address (#w=FROM,TO in seconds), so a zoomed view can be shared.
-    if (history.replaceState) {
-      try { history.replaceState(null, '', '#w=' + (w0 / 1e9).toFixed(6) + ',' + (w1 / 1e9).toFixed(6)); } catch (e) { /* file:// may refuse */ }
-    }
+    address();
   }
   function setWindow(a, b) {
     const minSpan = 1e5;
@@ -1790,17 +2204,44 @@ const PAGE_JS: &str = r#"
     setWindow(t - (t - w0) * f, t + (w1 - t) * f);
   }
   const tAt = px => w0 + (px - X0) / (X1 - X0) * (w1 - w0);
-  const svgX = ev => { const r = svg.getBoundingClientRect(); return (ev.clientX - r.left) * (svg.viewBox.baseVal.width / r.width); };
-  svg.addEventListener('wheel', ev => { ev.preventDefault(); zoom(ev.deltaY < 0 ? 0.8 : 1.25, tAt(svgX(ev))); }, { passive: false });
+  const tip = document.getElementById('tip');
   let drag = null;
-  svg.addEventListener('mousedown', ev => { drag = { px: svgX(ev), w0, w1 }; });
   window.addEventListener('mouseup', () => { drag = null; });
-  svg.addEventListener('mousemove', ev => {
-    if (drag) {
-      const dt = (svgX(ev) - drag.px) / (X1 - X0) * (drag.w1 - drag.w0);
-      w0 = drag.w0 - dt; w1 = drag.w1 - dt; layout();
+  for (const c of charts) {
+    const s = c.svg;
+    const svgX = ev => { const r = s.getBoundingClientRect(); return (ev.clientX - r.left) * (s.viewBox.baseVal.width / r.width); };
+    s.addEventListener('wheel', ev => { ev.preventDefault(); zoom(ev.deltaY < 0 ? 0.8 : 1.25, tAt(svgX(ev))); }, { passive: false });
+    s.addEventListener('mousedown', ev => { drag = { px: svgX(ev), w0, w1 }; });
+    s.addEventListener('mousemove', ev => {
+      if (drag) {
+        const dt = (svgX(ev) - drag.px) / (X1 - X0) * (drag.w1 - drag.w0);
+        w0 = drag.w0 - dt; w1 = drag.w1 - dt; layout();
+      }
+    });
+    // Tooltips: the SVG's <title>s become the page's own tip (one, styled, instant).
+    for (const t of Array.from(s.querySelectorAll('title'))) {
+      t.parentNode.setAttribute('data-tip', t.textContent);
+      t.parentNode.removeChild(t);
     }
-  });
+    s.addEventListener('mouseover', ev => {
+      const el = ev.target.closest('[data-tip]');
+      if (!el) { tip.hidden = true; return; }
+      tip.textContent = el.getAttribute('data-tip');
+      tip.hidden = false;
+    });
+    s.addEventListener('mousemove', ev => {
+      tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 580) + 'px';
+      tip.style.top = (ev.clientY + 14) + 'px';
+    });
+    s.addEventListener('mouseleave', () => { tip.hidden = true; });
+    // The cursor: one line across the lanes at the stepper's instant.
+    const line = document.createElementNS(NS, 'line');
+    line.setAttribute('class', 'cursor');
+    line.setAttribute('y1', c.top - 6); line.setAttribute('y2', c.bottom);
+    line.setAttribute('display', 'none');
+    s.querySelector('#plot').appendChild(line);
+    c.cursor = line;
+  }
   document.getElementById('fit').onclick = () => setWindow(0, END);
   document.getElementById('focus').onclick = () => setWindow(FIRST[0], FIRST[1]);
   document.getElementById('zin').onclick = () => zoom(0.5);
@@ -1812,27 +2253,178 @@ const PAGE_JS: &str = r#"
       setWindow(t - span * 0.7, t + span * 0.3);
     });
   }
-  // Tooltips: the SVG's <title>s become the page's own tip (one, styled, instant).
-  const tip = document.getElementById('tip');
-  for (const t of Array.from(svg.querySelectorAll('title'))) {
-    t.parentNode.setAttribute('data-tip', t.textContent);
-    t.parentNode.removeChild(t);
+  // Message arrows: off from the start on a busy run (the SVG says so), a click away.
+  const msgsBox = document.getElementById('msgs-toggle');
+  msgsBox.checked = !svg.classList.contains('nomsgs');
+  const showMsgs = on => { msgsBox.checked = on; for (const s of svgs) s.classList.toggle('nomsgs', !on); };
+  msgsBox.addEventListener('change', () => showMsgs(msgsBox.checked));
+
+  // ---- The stepper: the state each run's history gave, step by step. ----
+  const runs = Array.from(document.querySelectorAll('script.steps')).map(el => {
+    const data = JSON.parse(el.textContent);
+    return { name: el.dataset.variant, verdict: el.dataset.verdict, ok: el.dataset.ok === 'true', data, steps: data.steps };
+  });
+  let active = 0, cur = 0, timer = null;
+  // The part of the plot's width the window shows without scrolling (1 on a wide screen).
+  const VIS = (() => {
+    const room = document.getElementById('chart').clientWidth - X0 - 10;
+    return room > 50 && room < X1 - X0 ? room / (X1 - X0) : 1;
+  })();
+  const sentence = document.getElementById('sentence');
+  const statePanel = document.getElementById('state');
+  const scrub = document.getElementById('scrub');
+  const stepno = document.getElementById('stepno');
+  const verdict = document.getElementById('verdict');
+  const esc = s => String(s).replace(/[&<>"]/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+  const secs = ns => (ns / 1e9).toFixed(3) + ' s';
+  const wall = ms => (ms < 0 ? '−' : '+') + (Math.abs(ms) / 1000).toFixed(3) + ' s';
+  const dur = ns => { const a = Math.abs(ns); return a < 1e6 ? Math.round(a / 1e3) + ' µs' : a < 1e9 ? (a / 1e6).toFixed(1) + ' ms' : (a / 1e9).toFixed(3) + ' s'; };
+  function apply(s, d) {
+    if (!d) return;
+    for (const part of ['n', 'c', 'w']) { if (d[part]) for (const k in d[part]) s[part][k] = d[part][k]; }
+    if (d.r) s.r = d.r;
   }
-  svg.addEventListener('mouseover', ev => {
-    const el = ev.target.closest('[data-tip]');
-    if (!el) { tip.hidden = true; return; }
-    tip.textContent = el.getAttribute('data-tip');
-    tip.hidden = false;
+  // The state after step n of run r: the nearest snapshot before it, then the deltas.
+  function stateAt(r, n) {
+    const D = r.data, j = Math.floor(n / D.every);
+    const s = JSON.parse(JSON.stringify(D.frames[j]));
+    for (let i = j * D.every + 1; i <= n; i++) apply(s, r.steps[i].d);
+    return s;
+  }
+  // The last step of run r at or before true time t (runs share the time axis, not steps).
+  function stepAtTime(r, t) {
+    let lo = 0, hi = r.steps.length - 1;
+    if (hi < 0 || r.steps[0].t > t) return 0;
+    while (lo < hi) { const m = (lo + hi + 1) >> 1; if (r.steps[m].t <= t) lo = m; else hi = m - 1; }
+    return lo;
+  }
+  function renderState(r, n) {
+    const st = stateAt(r, n), step = r.steps[n], t = step.t, names = r.data.names;
+    const clock = p => t / 1e6 + (st.w[p] || 0);
+    const off = p => { const o = st.w[p] || 0; return o === 0 ? '' : ' <span class="when">(' + (o > 0 ? '+' : '−') + dur(Math.abs(o) * 1e6) + ' off true time)</span>'; };
+    let h = '<div><h4>Redis nodes at ' + secs(t) + ' (true time)</h4><table><tr><th>node</th><th>role</th><th>its clock reads</th><th>keys (value, expiry on this node\'s clock)</th></tr>';
+    for (const p in st.n) {
+      const nd = st.n[p], now = clock(+p);
+      const keys = Object.keys(nd.keys).map(k => {
+        const [v, e] = nd.keys[k];
+        const left = e === null ? 'no expiry' : 'expires at ' + wall(e) + ' <span class="when">(' + (e > now ? 'in ' + dur((e - now) * 1e6) : 'due') + ')</span>';
+        return '<b>' + esc(k) + '</b> = ' + esc(v) + ', ' + left;
+      });
+      h += '<tr><td>' + esc(names[p]) + '</td><td>' + esc(nd.role) + (nd.down ? ' <span class="gone">DOWN</span>' : '') + '</td><td>' + wall(Math.floor(now)) + off(+p) + '</td><td>' + (keys.length ? keys.join('<br>') : '<span class="when">no lock key</span>') + '</td></tr>';
+    }
+    h += '</table></div><div><h4>Clients: what each believes</h4><table><tr><th>client</th><th>doing</th><th>belief</th><th>its clock reads</th></tr>';
+    for (const p in st.c) {
+      const c = st.c[p], now = clock(+p);
+      const doing = c.down ? 'down' : c.paused ? 'PAUSED' : c.holds.length ? 'in its critical section' : c.trying ? 'trying to lock' : 'idle';
+      const beliefs = c.holds.map(hd => {
+        let b = 'holds lock ' + esc(hd.lock) + ' with token ' + esc(hd.token) + (hd.fence !== null ? ' (fencing token ' + hd.fence + ')' : '');
+        if (hd.until_own !== null) {
+          b += ', until ' + wall(hd.until_own) + ' on ' + esc(names[p]) + '\'s clock';
+          if (hd.until !== null && hd.until <= t) b += ' — <span class="gone">its belief ran out ' + dur(t - hd.until) + ' ago</span>';
+        } else b += ', with no end it checks';
+        const present = Object.values(st.n).some(nd => Object.values(nd.keys).some(kv => kv[0] === hd.token));
+        if (Object.keys(st.n).length && !present) b += ' — <span class="gone">its key is gone</span>';
+        return b;
+      });
+      h += '<tr><td>' + esc(names[p]) + '</td><td>' + doing + '</td><td>' + (beliefs.length ? beliefs.join('<br>') : '<span class="when">holds nothing</span>') + '</td><td>' + wall(Math.floor(now)) + off(+p) + '</td></tr>';
+    }
+    h += '</table></div>';
+    if (st.r) {
+      h += '<div><h4>Resource</h4><table><tr><th>version</th><td>' + st.r.version + '</td></tr><tr><th>highest token seen</th><td>' + (st.r.highest === null ? '—' : st.r.highest) + '</td></tr><tr><th>last</th><td>' + esc(st.r.last || '—') + '</td></tr></table></div>';
+    }
+    statePanel.innerHTML = h;
+    statePanel.dataset.step = String(n);
+    statePanel.dataset.variant = r.name;
+  }
+  function show(pan) {
+    if (!runs.length) return;
+    const r = runs[active], step = r.steps[cur];
+    if (!step) return;
+    const t = step.t;
+    sentence.textContent = step.s;
+    sentence.className = step.k || '';
+    scrub.max = String(r.steps.length - 1);
+    scrub.value = String(cur);
+    stepno.textContent = 'step ' + cur + ' of ' + (r.steps.length - 1) + ' · ' + secs(t) + (step.k ? ' · ' + step.k : '') + (r.data.cut !== null ? ' (steps cut at ' + secs(r.data.cut) + ')' : '');
+    verdict.textContent = r.name + ': ' + r.verdict;
+    verdict.className = r.ok ? 'ok' : 'bad';
+    renderState(r, cur);
+    for (const c of charts) { c.cursor.setAttribute('data-t0', String(t)); c.cursor.removeAttribute('display'); }
+    // Keep the cursor in what the reader sees (a narrow window shows only the left part).
+    if (pan && (t < w0 || t > w0 + (w1 - w0) * VIS)) { const span = w1 - w0; w0 = Math.max(0, t - span * VIS * 0.6); w1 = w0 + span; }
+    layout();
+  }
+  function go(n) {
+    const r = runs[active];
+    cur = Math.max(0, Math.min(r.steps.length - 1, n));
+    cursorMoved = true;
+    show(true);
+  }
+  function notable(dir) {
+    const r = runs[active];
+    for (let i = cur + dir; i >= 0 && i < r.steps.length; i += dir) { if (r.steps[i].k) { go(i); return; } }
+  }
+  function play() {
+    if (timer) { clearInterval(timer); timer = null; document.getElementById('play').textContent = '▶ play'; return; }
+    document.getElementById('play').textContent = '❚❚ pause';
+    timer = setInterval(() => {
+      if (cur >= runs[active].steps.length - 1) { play(); return; }
+      go(cur + 1);
+    }, 1000 / +document.getElementById('pace').value);
+  }
+  function setVariant(name) {
+    const i = runs.findIndex(r => r.name === name);
+    if (i < 0 || i === active) return;
+    const t = runs[active].steps[cur] ? runs[active].steps[cur].t : 0;
+    active = i;
+    cur = stepAtTime(runs[i], t);
+    for (const el of document.querySelectorAll('input[name=variant]')) el.checked = el.value === name;
+    show(false);
+  }
+  document.getElementById('next').onclick = () => go(cur + 1);
+  document.getElementById('prev').onclick = () => go(cur - 1);
+  document.getElementById('next-notable').onclick = () => notable(1);
+  document.getElementById('prev-notable').onclick = () => notable(-1);
+  document.getElementById('first-step').onclick = () => go(0);
+  document.getElementById('play').onclick = play;
+  scrub.addEventListener('input', () => go(+scrub.value));
+  for (const el of document.querySelectorAll('input[name=variant]')) el.addEventListener('change', () => { if (el.checked) { cursorMoved = true; setVariant(el.value); } });
+  document.addEventListener('keydown', ev => {
+    if (ev.target && (ev.target.tagName === 'SELECT' || (ev.target.tagName === 'INPUT' && ev.target.type !== 'range' && ev.target.type !== 'radio' && ev.target.type !== 'checkbox'))) return;
+    let used = true;
+    if (ev.key === 'ArrowRight') ev.shiftKey ? notable(1) : go(cur + 1);
+    else if (ev.key === 'ArrowLeft') ev.shiftKey ? notable(-1) : go(cur - 1);
+    else if (ev.key === 'PageDown') notable(1);
+    else if (ev.key === 'PageUp') notable(-1);
+    else if (ev.key === 'Home') go(0);
+    else if (ev.key === 'End') go(runs[active].steps.length - 1);
+    else if (ev.key === ' ') play();
+    else if (ev.key === 'm') showMsgs(!msgsBox.checked);
+    else used = false;
+    if (used) ev.preventDefault();
   });
-  svg.addEventListener('mousemove', ev => {
-    tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 580) + 'px';
-    tip.style.top = (ev.clientY + 14) + 'px';
-  });
-  svg.addEventListener('mouseleave', () => { tip.hidden = true; });
-  const m = /^#w=(-?[0-9.]+),(-?[0-9.]+)$/.exec(location.hash);
+
+  const m = /^(-?[0-9.]+),(-?[0-9.]+)$/.exec(params.w || '');
   if (m && +m[2] > +m[1]) { w0 = +m[1] * 1e9; w1 = +m[2] * 1e9; }
-  layout();
-  document.body.dataset.rendered = String(timed.length);
+  else if (VIS < 1) {
+    // A narrow window shows only the left of the picture: widen the time window so that
+    // the part around the violation lands in what is visible, beside the lane names.
+    w1 = w0 + (w1 - w0) / VIS;
+  }
+  if (runs.length) {
+    if (params.variant) {
+      const i = runs.findIndex(r => r.name === params.variant);
+      if (i >= 0) { active = i; for (const el of document.querySelectorAll('input[name=variant]')) el.checked = el.value === params.variant; }
+    }
+    // Without a step in the address: the first event of the window the page opens on.
+    cur = 'step' in params
+      ? Math.max(0, Math.min(runs[active].steps.length - 1, parseInt(params.step, 10) || 0))
+      : Math.min(runs[active].steps.length - 1, stepAtTime(runs[active], w0) + (runs[active].steps[0] && runs[active].steps[0].t < w0 ? 1 : 0));
+    show('step' in params && !m);
+  } else {
+    layout();
+  }
+  document.body.dataset.rendered = String(charts.reduce((n, c) => n + c.timed.length, 0));
   // `#selftest`: the page drives itself as a reader would (wheel, hover, "whole run") and
   // writes what happened into the body, for the headless browser test.
   if (SELFTEST) {

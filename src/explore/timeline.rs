@@ -157,15 +157,15 @@ pub fn render(
     for (_, _, _, row) in rows {
         let (at, proc, text) = match row {
             Row::Violation(v) => {
-                let _ = writeln!(
-                    s,
-                    "{:>11} {}",
-                    v.at.to_string(),
-                    fit(
-                        &format!("!!! VIOLATION {}: {}", v.property, v.message),
-                        WIDTH - 12
-                    )
-                );
+                // In full, wrapped under itself: the message is the lesson of the run.
+                let text = format!("!!! VIOLATION {}: {}", v.property, v.message);
+                for (i, line) in wrap_words(&text, WIDTH - 12).iter().enumerate() {
+                    if i == 0 {
+                        let _ = writeln!(s, "{:>11} {line}", v.at.to_string());
+                    } else {
+                        let _ = writeln!(s, "{:>11}     {line}", "");
+                    }
+                }
                 continue;
             }
             Row::Trace(at, p, kind) => {
@@ -445,6 +445,28 @@ fn wall(ms: i64, epoch_ms: i64) -> String {
 
 fn show(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// `s` in lines of at most `room` characters, broken at spaces (a longer word stands alone).
+fn wrap_words(s: &str, room: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    // Continuation lines are indented by 4 under the first.
+    let mut width = room;
+    for w in s.split(' ') {
+        if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+            width = room.saturating_sub(4).max(1);
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(w);
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 fn fit(s: &str, room: usize) -> String {

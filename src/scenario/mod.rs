@@ -8,6 +8,7 @@ pub mod expectation;
 pub mod marks;
 pub mod model;
 pub mod units;
+pub mod variants;
 
 use std::fmt;
 use std::path::Path;
@@ -110,14 +111,27 @@ pub fn load_str(name: &str, path: &str, text: &str) -> Result<Scenario, ModelErr
             ));
         }
     };
-    Scenario::new(name.to_string(), path.to_string(), model).map_err(|inv| {
+    let mut sc = Scenario::new(name.to_string(), path.to_string(), model).map_err(|inv| {
         let at = match &inv.at {
             Locator::Mark(m) => position(text, *m, &inv.message),
             Locator::Text(t) => locate(text, t),
             Locator::Nowhere => (1, 1),
         };
         error(at, inv.message)
-    })
+    })?;
+    // Each variant must load as the model it stands for; its errors are located back in
+    // this file (inside the value the variant wrote, or at its name).
+    let vs =
+        variants::parse(text).map_err(|(off, msg)| error(variants::line_col(text, off), msg))?;
+    for v in &vs {
+        if let Err(e) = load_str(name, path, &v.text) {
+            let off = variants::offset_of(&v.text, e.line, e.col);
+            let at = variants::line_col(text, v.source_offset(off));
+            return Err(error(at, format!("in variant {:?}: {}", v.name, e.message)));
+        }
+    }
+    sc.variants = vs;
+    Ok(sc)
 }
 
 type ParseError = Box<(ron::error::SpannedError, Option<(marks::Mark, String)>)>;

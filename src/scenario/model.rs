@@ -82,6 +82,10 @@ pub struct Model {
     /// reached one of them, and nothing was violated, is vacuous rather than holding.
     #[serde(default)]
     pub witness: Vec<HazardName>,
+    /// The same model with a few fields changed (the fix, say), shown beside it on the same
+    /// seed: read from the text by `scenario::variants` (here only accepted).
+    #[serde(default)]
+    pub variants: Vec<serde::de::IgnoredAny>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -766,6 +770,9 @@ pub struct Scenario {
     /// Each random fault and each trigger firing applies with this chance (`--sparser K`:
     /// 1/K); the rest of the schedule is drawn as if all applied.
     pub fault_keep: Ratio,
+    /// The model's variants, each checked to load (`scenario::variants`); empty for a model
+    /// built from a typed model rather than read from its text.
+    pub variants: Vec<crate::scenario::variants::Variant>,
 }
 
 /// A validation error before positions are attached: the message, and where it is.
@@ -1418,6 +1425,7 @@ impl Scenario {
             replay_flags: String::new(),
             replay_program: DEFAULT_REPLAY_PROGRAM.to_string(),
             fault_keep: Ratio::ALWAYS,
+            variants: Vec::new(),
         })
     }
 

@@ -19,6 +19,8 @@ mod minimize;
 mod pitfalls;
 mod replay;
 mod run;
+mod serve;
+mod site;
 mod sweep;
 
 #[derive(Parser)]
@@ -42,6 +44,9 @@ enum Cmd {
     Merge(merge::Args),
     /// Re-run one seed and print the full timeline, with the messages around each violation.
     Replay(replay::Args),
+    /// Serve the pages on loopback, where a click on a lane adds a fault there and shows the
+    /// new future under the old one ("what if").
+    Serve(serve::Args),
     /// How fast a model finds its first violation: run seeds in order from several starting
     /// points until one violates; print seeds and wall time to each, and the median.
     Hunt(hunt::Args),
@@ -56,6 +61,9 @@ enum Cmd {
     List(list::Args),
     /// Regenerate the pitfall guide (docs/pitfalls.md) from the bundled models and their replays.
     Pitfalls(pitfalls::Args),
+    /// Write a static teaching site: an index of the catalogue and one lesson page per model
+    /// (the stepper on its first failing seed, its fix beside it, "what happens next?" stops).
+    Site(site::Args),
     /// Replay a recorded Redis conformance corpus (a directory of *.txt files) against the model.
     Conformance(conformance::Args),
 }
@@ -66,12 +74,14 @@ fn dispatch(cmd: Cmd, ctx: &Ctx) -> ExitCode {
         Cmd::Sweep(a) => sweep::exec(a, ctx),
         Cmd::Merge(a) => merge::exec(a, ctx),
         Cmd::Replay(a) => replay::exec(a, ctx),
+        Cmd::Serve(a) => serve::exec(a, ctx),
         Cmd::Hunt(a) => hunt::exec(a, ctx),
         Cmd::Minimize(a) => minimize::exec(a, ctx),
         Cmd::Explore(a) => explore::exec(a, ctx),
         Cmd::Check(a) => check::exec(a, ctx),
         Cmd::List(a) => list::exec(a, ctx),
         Cmd::Pitfalls(a) => pitfalls::exec(a, ctx),
+        Cmd::Site(a) => site::exec(a, ctx),
         Cmd::Conformance(a) => conformance::exec(a, ctx),
     }
 }

@@ -40,6 +40,11 @@ pub struct Args {
     /// Thin the faults as `hunt --sparser` did.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     sparser: u32,
+    /// Add a scripted fault, as `serve`'s what-if address writes it:
+    /// KIND:TARGET:AT[:ARG] in seconds (pause:c1:43.2:5, clock:r1:10:-2, crash:r1:5:3,
+    /// isolate:c1:5:2). Repeatable.
+    #[arg(long = "fault")]
+    faults: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -68,6 +73,19 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
     let sc = match ctx.load(&a.model) {
         Ok(sc) => sc,
         Err(code) => return code,
+    };
+    // A what-if from `serve`: the model with those faults added.
+    let sc = if a.faults.is_empty() {
+        sc
+    } else {
+        let file = match cli::resolve_model(&a.model) {
+            Ok(f) => f,
+            Err(e) => return bad_input(&e),
+        };
+        match explore::serve::what_if(std::path::Path::new(&file), &a.faults) {
+            Ok(w) => w,
+            Err(e) => return bad_input(&e),
+        }
     };
     let sc = match timed(&sc, a.sparser, a.adversary) {
         Ok(s) => s,
