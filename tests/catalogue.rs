@@ -512,3 +512,28 @@ fn each_redisson_fix_model_is_its_bug_model_with_one_option_changed() {
         assert_eq!(made, read(fix), "{fix} is not {bug} with {from:?}");
     }
 }
+
+/// A scripted model (what `minimize` and `explore` write) is the original text with its fault
+/// fields replaced: a model declaring `variants` (each may carry its own `expect`) must still
+/// read back, with the variants left out.
+#[test]
+fn every_catalogue_model_with_variants_reads_back_as_a_scripted_model() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    let mut with_variants = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !text.contains("variants:") {
+            continue;
+        }
+        with_variants += 1;
+        let scripted = distlock_sim::explore::minimize::scripted_text(&text, &[], "");
+        let sc = scenario::load_str("scripted", "scripted.ron", &scripted)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{scripted}", path.display()));
+        assert!(sc.model.random_faults.is_empty(), "{}", path.display());
+    }
+    assert!(
+        with_variants >= 5,
+        "only {with_variants} models declare variants"
+    );
+}

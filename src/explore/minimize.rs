@@ -261,7 +261,16 @@ pub fn remove_field(text: &str, key: &str) -> String {
 /// and `minimize` checks that this text reads back as exactly that model.
 pub fn scripted_text(original: &str, faults: &[FaultSpec], header: &str) -> String {
     let mut t = original.to_string();
-    for k in ["random_faults", "swarm", "triggers", "faults", "expect"] {
+    // `variants` first: a variant may carry its own `expect` (and faults), which the
+    // scripted model does not declare, and it is not this schedule's story.
+    for k in [
+        "variants",
+        "random_faults",
+        "swarm",
+        "triggers",
+        "faults",
+        "expect",
+    ] {
         // A field may appear once; remove until gone.
         loop {
             let next = remove_field(&t, k);
