@@ -12,10 +12,11 @@ use crate::proto::command::{
     hex, parse_i64_strict, sha1_of,
 };
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
-use crate::redis::keyspace::{Entry, Keyspace, Value, glob_match};
+use crate::redis::keyspace::{DICT_INITIAL_SLOTS, DbTables, Entry, Keyspace, Value, glob_match};
 use crate::redis::lua::LuaEngine;
 use crate::redis::replication::{Disk, ReplState, Role};
 use crate::redis::scripts::{NativeScript, native_script};
+use crate::rng::Prng;
 use crate::time::{NS_PER_MS, ProcId};
 
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -26,6 +27,9 @@ const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
 
 /// Period of the server cron (hz 10) on the node's monotonic clock.
 pub const CRON_PERIOD_NS: u64 = 100 * NS_PER_MS;
+/// ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP (expire.c:107, effort 1): keys sampled per round of the
+/// cycle; the fill stop is checked before each round.
+pub const ACTIVE_EXPIRE_KEYS_PER_LOOP: usize = 20;
 /// Active expiry deletes at most this many keys per cycle (Redis bounds it by CPU time; the
 /// bound matters only for huge keyspaces, which lock models do not have).
 pub const ACTIVE_EXPIRE_KEYS_PER_CYCLE: usize = 1_000;
@@ -109,6 +113,8 @@ pub struct RedisNode {
     scripts: BTreeMap<[u8; 20], Arc<[u8]>>,
     lua: Option<LuaEngine>,
     active_expire: bool,
+    /// Sizes of the keys and expires tables (what the expire cycle's fill stop reads).
+    tables: DbTables,
     pub(crate) role: Role,
     pub(crate) repl: ReplState,
     pub(crate) disk: Disk,
@@ -140,6 +146,7 @@ impl RedisNode {
             scripts: BTreeMap::new(),
             lua: None,
             active_expire: true,
+            tables: DbTables::default(),
             role: Role::Master,
             repl: ReplState::default(),
             disk: Disk::default(),
@@ -229,14 +236,33 @@ impl RedisNode {
         }
     }
 
-    /// One active expire cycle (`now >= t`), as the cron runs it every 100 ms.
+    /// One active expire cycle, as the cron runs it every 100 ms, and the table resizing
+    /// that follows it. Redis 7.0.15's `activeExpireCycle` (expire.c): a key goes when
+    /// `now > t` (:56, the lazy rule too); before each round of 20 samples (:107, :206-224)
+    /// the cycle stops when the expires table is under 1 % full (`slots >
+    /// DICT_HT_INITIAL_SIZE && num*100/slots < 1`), leaving the rest for a cycle after the
+    /// table shrank. Rounds here take due keys only (Redis samples buckets, due or not, and
+    /// also stops when a round finds ≤ 10 % expired); the cap stands for its CPU time limit.
     pub fn active_expire_cycle(&mut self, now_ms: i64) {
-        if !self.active_expire || self.is_replica() {
-            return;
+        let expiring = self.active_expire && !self.is_replica();
+        let limit = if expiring { ACTIVE_EXPIRE_KEYS_PER_CYCLE } else { 0 };
+        let (due, with_ttl) = self.keyspace.expiry_scan(now_ms, limit);
+        self.tables.keys.holds(self.keyspace.len() as u64);
+        self.tables.expires.holds(with_ttl);
+        let mut num = with_ttl;
+        for round in due.chunks(ACTIVE_EXPIRE_KEYS_PER_LOOP) {
+            let slots = self.tables.expires.slots();
+            if slots > DICT_INITIAL_SLOTS && num * 100 / slots < 1 {
+                break;
+            }
+            for key in round {
+                if self.remove_key(key, Removal::Expired, None) {
+                    num -= 1;
+                }
+            }
         }
-        for key in self.keyspace.due_keys(now_ms, ACTIVE_EXPIRE_KEYS_PER_CYCLE) {
-            self.remove_key(&key, Removal::Expired, None);
-        }
+        self.tables
+            .after_expire_cycle(self.keyspace.len() as u64, num);
     }
 
     /// Executes one command at wall time `now_ms`. `None` means the client is blocked (WAIT)
@@ -1193,6 +1219,8 @@ impl RedisNode {
         self.lua = None;
         self.waiters.clear();
         self.active_expire = true;
+        // A new process builds its tables afresh as it loads.
+        self.tables = DbTables::default();
         self.repl.restart();
     }
 
@@ -1259,12 +1287,34 @@ fn absolute_expiry(expiry: Option<SetExpiry>, now: i64, cmd: &str) -> Result<Opt
 /// The node as a process of the event loop.
 pub struct RedisProcess {
     pub node: RedisNode,
+    /// Draws the cron's phase at every start, from a stream of its own (`"cron-phase"`, one
+    /// per node) so that no other draw of the run moves. None: the first cron comes one
+    /// period after the start (tests, the corpus runner).
+    cron_phase: Option<Prng>,
 }
 
 impl RedisProcess {
     pub fn new(config: RedisConfig) -> RedisProcess {
         RedisProcess {
             node: RedisNode::new(config),
+            cron_phase: None,
+        }
+    }
+
+    /// The cron's phase relative to the process start is drawn from `rng` at every start:
+    /// a real server's cron ticks at a phase arbitrary to its clients (it is set by when the
+    /// process started, to the microsecond), so a key set just after the start is not
+    /// removed ~100 ms after its deadline on every seed.
+    pub fn with_cron_phase(mut self, rng: Prng) -> RedisProcess {
+        self.cron_phase = Some(rng);
+        self
+    }
+
+    /// Delay from the start to the first cron: in (0, CRON_PERIOD_NS].
+    fn first_cron_ns(&mut self) -> u64 {
+        match &mut self.cron_phase {
+            Some(rng) => 1 + rng.below(CRON_PERIOD_NS),
+            None => CRON_PERIOD_NS,
         }
     }
     /// Hands what the node produced to the loop: replication messages first (they were
@@ -1287,7 +1337,8 @@ impl Process for RedisProcess {
     fn on_start(&mut self, cx: &mut Cx<'_>) {
         self.node.finish_start(cx.wall_ms, cx.mono_ns);
         self.flush(cx);
-        cx.set_timer(CRON_PERIOD_NS, TIMER_CRON);
+        let first = self.first_cron_ns();
+        cx.set_timer(first, TIMER_CRON);
     }
 
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {

@@ -1466,7 +1466,7 @@ impl Scenario {
                 )
             })
             .collect();
-        for n in m.nodes.iter() {
+        for (node_index, n) in m.nodes.iter().enumerate() {
             let config = RedisConfig {
                 observe_keys: true,
                 name: crate::proto::Bytes::from(n.name.0.as_str()),
@@ -1489,7 +1489,10 @@ impl Scenario {
             };
             specs.push(ProcSpec {
                 name: n.name.0.clone(),
-                actor: Actor::Redis(Box::new(RedisProcess::new(config))),
+                actor: Actor::Redis(Box::new(
+                    RedisProcess::new(config)
+                        .with_cron_phase(Seed(seed).stream("cron-phase", node_index as u64)),
+                )),
                 clock: self.clock(&n.clock),
                 start_at: crate::time::SimTime::ZERO,
             });
