@@ -186,7 +186,8 @@ pub fn render(
                         | Msg::SentinelReq { .. }
                         | Msg::SentinelResp { .. }
                         | Msg::Repl(_)
-                        | Msg::Consensus(_) => {
+                        | Msg::Consensus(_)
+                        | Msg::Refused { .. } => {
                             format!(
                                 "{} <- {} {}",
                                 names[p.index()],
