@@ -31,7 +31,10 @@ fn a_key_due_on_the_crons_own_millisecond_stays_until_the_next_cycle() {
     let mut n = node();
     set(&mut n, 900, "k", Some(1000));
     n.active_expire_cycle(1000);
-    assert!(n.keyspace.raw(b"k").is_some(), "now == t: not yet (now > t)");
+    assert!(
+        n.keyspace.raw(b"k").is_some(),
+        "now == t: not yet (now > t)"
+    );
     n.active_expire_cycle(1001);
     assert!(n.keyspace.raw(b"k").is_none());
 }

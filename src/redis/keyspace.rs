@@ -341,7 +341,11 @@ mod tests {
         t.holds(1000);
         assert_eq!(t.slots(), 1024);
         t.holds(1024);
-        assert_eq!(t.slots(), 1024, "used == size does not grow until the next insert");
+        assert_eq!(
+            t.slots(),
+            1024,
+            "used == size does not grow until the next insert"
+        );
         // 102 of 1024 is 9.96 %: shrink to 128; while rehashing both tables count.
         t.plan_shrink(103);
         assert!(!t.is_rehashing(), "10.06 % full stays");

@@ -245,7 +245,11 @@ impl RedisNode {
     /// also stops when a round finds ≤ 10 % expired); the cap stands for its CPU time limit.
     pub fn active_expire_cycle(&mut self, now_ms: i64) {
         let expiring = self.active_expire && !self.is_replica();
-        let limit = if expiring { ACTIVE_EXPIRE_KEYS_PER_CYCLE } else { 0 };
+        let limit = if expiring {
+            ACTIVE_EXPIRE_KEYS_PER_CYCLE
+        } else {
+            0
+        };
         let (due, with_ttl) = self.keyspace.expiry_scan(now_ms, limit);
         self.tables.keys.holds(self.keyspace.len() as u64);
         self.tables.expires.holds(with_ttl);
