@@ -4,23 +4,34 @@
 //! One `Sentinel` watches one group of Redis nodes (a master and its replicas) together with
 //! the other sentinels of the group. What it does, in Redis's own terms:
 //!
-//! - **Monitoring.** Every `ping_period_ns` (one periodic timer) it sends `PING` and `ROLE` to
-//!   every node. The first tick comes a random part of a period after the start, so that
-//!   sentinels started together do not act in lockstep (Redis randomises its timer for the
-//!   same reason); in lockstep they would detect a failure at the same instant and split the
-//!   first vote nearly every time. A node is *subjectively down* (SDOWN) when it has not
-//!   answered a PING validly (any non-error reply, or `-LOADING` / `-MASTERDOWN` as in
-//!   Redis) for more than `down_after_ns`; the configured master is also SDOWN when it has
-//!   reported itself a replica for longer than `down_after_ns` + 20 s (Redis: two INFO
-//!   periods). ROLE replies give each node's role, whom a replica follows, and its
-//!   replication offset — about one period stale, as INFO is in Redis.
+//! - **The timer.** Everything runs on one tick at a random 10–19 Hz, redrawn after every
+//!   tick (`sentinelTimer`, sentinel.c 7.0.15:5356-5370: `server.hz = CONFIG_DEFAULT_HZ +
+//!   rand() % CONFIG_DEFAULT_HZ`), which also keeps sentinels started together out of
+//!   lockstep; the first tick comes a random part of 100 ms after the start.
+//! - **Monitoring.** A closed link is reopened on a tick at most once a ping period, with a
+//!   PING at once; an open one gets PING once its last reply is `min(down_after, 1 s)` old
+//!   (and the last PING half that), ROLE (standing for INFO) every 10 s — every second to
+//!   replicas of a master that is ODOWN or failing over — and nothing with 100 commands
+//!   unanswered. A node is *subjectively down* (SDOWN) when the oldest PING it has not
+//!   answered validly (any non-error reply, or `-LOADING` / `-MASTERDOWN` as in Redis) is
+//!   older than `down_after_ns` (`act_ping_time`): a silent node is down D after the first
+//!   ping it ignored; one whose host refused the connection (`Msg::Refused`: a killed
+//!   process) D after the reconnect's ping on the next tick. A link whose PING has waited
+//!   half of D is closed and reopened (Redis's low-activity rule). The configured master is
+//!   also SDOWN when it has reported itself a replica for longer than `down_after_ns` + 20 s
+//!   (Redis: two INFO periods). ROLE replies give each node's role, whom a replica follows,
+//!   and its replication offset.
 //! - **Agreement.** While the master is SDOWN it asks every other sentinel
-//!   `IsMasterDown` once a period (never two requests outstanding to one peer); the master is
+//!   `IsMasterDown` once its last answer is a period old (never two requests outstanding to
+//!   one peer within a period); the master is
 //!   *objectively down* (ODOWN) when itself plus the peers that answered `down: true` within
 //!   the last 5 periods reach `quorum`.
-//! - **Election.** ODOWN starts a failover attempt: `current_epoch += 1`, vote for itself, ask
-//!   the peers for their vote in that epoch (a peer whose plain question is still in flight
-//!   is asked as soon as it answers). A sentinel votes at most once per epoch, for the
+//! - **Election.** The tick that finds ODOWN starts a failover attempt: `current_epoch += 1`,
+//!   ask every peer for its vote at once, and (the failover state machine's first step, the
+//!   same tick) vote for the most voted candidate or itself; each later tick counts the
+//!   votes again (`sentinelGetLeader`). The failover then moves one state per tick: elected,
+//!   replica selected, REPLICAOF NO ONE sent, and — after ROLE confirms — the others
+//!   reconfigured and the switch. A sentinel votes at most once per epoch, for the
 //!   first candidate that asks (Redis's `sentinelVoteLeader`: only for epochs above the last
 //!   one it voted in, and not below its current epoch, which it raises to the request's).
 //!   Voting for *another* candidate holds back its own failover attempts for
@@ -34,16 +45,18 @@
 //!   then the largest reported offset, then the smallest name (standing for the run id),
 //!   among nodes that are not SDOWN, last reported being replicas, and answered PING and ROLE
 //!   within the last 5 periods. It sends it `REPLICAOF NO ONE` and waits for a ROLE reply (to
-//!   a ROLE sent after that command) saying `master`; only then is the failover's epoch the
-//!   configuration epoch and the promoted node the master (`+promoted-slave`), as in Redis's
-//!   WAIT_PROMOTION state. No confirmation within `failover_timeout_ns`:
-//!   `-failover-abort-slave-timeout`. On confirmation it sends `REPLICAOF <new> 6379` to every
-//!   other replica it can reach (`+slave-reconf-sent`), switches (`+switch-master`) and sends
-//!   `Hello` to every other sentinel right away and every period afterwards.
+//!   a ROLE sent after that command) saying `master` (`+promoted-slave`, RECONF_SLAVES): from
+//!   then on `GetMaster` answers the promoted node (`sentinelGetCurrentMasterAddress`). No
+//!   confirmation within `failover_timeout_ns`: `-failover-abort-slave-timeout`. On the next
+//!   ticks it sends `REPLICAOF <new> 6379` to every other replica it can reach
+//!   (`+slave-reconf-sent`); once each replica that is not SDOWN reports following the new
+//!   master (or the failover timeout passed) the failover ends (`+failover-end`), and at the
+//!   end of that tick the promoted node becomes the master in the failover's epoch
+//!   (`+switch-master`) and `Hello` goes to every other sentinel, then every 2 s.
 //! - **Configuration propagation.** A `Hello` with a higher configuration epoch than this
 //!   sentinel's replaces its view of the master (`+config-update-from`, `+switch-master`) and
 //!   ends any failover attempt of its own. `GetMaster` is answered from the current view,
-//!   however stale.
+//!   however stale (or the promoted node, while this sentinel's failover reconfigures).
 //! - **Reconfiguration of stragglers.** When a sentinel switches master (as leader or through a
 //!   Hello) every other node of the group must follow the new master. A node that reports
 //!   `master` (the returning old master) is sent `REPLICAOF <new>` once it has reported so for
@@ -67,9 +80,11 @@
 //! - Peers are configured, not discovered; sentinels are not pinged (no sentinel SDOWN); Hello
 //!   goes from sentinel to sentinel, not through the nodes' pub/sub channel, and only once a
 //!   failover happened (a Hello of epoch 0 can change nothing).
-//! - Replica reconfiguration is not rate-limited by `parallel-syncs`, and the failover ends as
-//!   soon as the promotion is confirmed instead of after the replicas report the new link;
-//!   replicas that miss the command are fixed later by the straggler rule.
+//! - Replica reconfiguration is not rate-limited by `parallel-syncs` (all at once), and a
+//!   replica counts as reconfigured when its ROLE names the new master (Redis also waits for
+//!   its link to be up); replicas that miss the command are fixed later by the straggler rule.
+//! - A question to a peer is not repeated on every tick while one younger than a period is
+//!   in flight (Redis repeats it; the answer is the same).
 //! - Replicas are not excluded for a long-down master link (`master_link_down_time`), and
 //!   there is one monitored master per sentinel.
 //! - The failover proceeds when the old master comes back meanwhile (as Redis does); no
