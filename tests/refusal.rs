@@ -73,9 +73,9 @@ fn a_crash_is_a_kill_unless_it_says_the_host_went_down_or_keep_data_false() {
     assert!(host_up(", keep_data: false, host: up"));
     assert!(!host_up(", host: down"));
     let bad = single(", host: sideways");
-    let err = scenario::load_str("refusal", "refusal.ron", &bad)
-        .err()
-        .expect("an unknown host is refused");
+    let Err(err) = scenario::load_str("refusal", "refusal.ron", &bad) else {
+        panic!("an unknown host is refused");
+    };
     assert!(err.to_string().contains("refusal.ron:"), "{err}");
 }
 

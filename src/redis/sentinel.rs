@@ -1112,26 +1112,22 @@ impl Sentinel {
 
     fn on_node_reply(&mut self, cx: &mut Cx<'_>, i: usize, id: u64, reply: &Reply) {
         match id & KIND_MASK {
-            KIND_PING => {
-                // Accepting consumes the id even for an invalid answer: it was answered.
-                // SDOWN is re-evaluated on the next tick, as Redis does.
-                if self.nodes[i].ping.accept(id) {
-                    let v = &mut self.nodes[i];
-                    v.pending = v.pending.saturating_sub(1);
-                    v.last_pong_ns = cx.mono_ns;
-                    if ping_reply_valid(reply) {
-                        v.last_valid_ns = cx.mono_ns;
-                        v.act_ping_ns = None;
-                    }
+            // Accepting consumes the id even for an invalid answer: it was answered. SDOWN
+            // is re-evaluated on the next tick, as Redis does.
+            KIND_PING if self.nodes[i].ping.accept(id) => {
+                let v = &mut self.nodes[i];
+                v.pending = v.pending.saturating_sub(1);
+                v.last_pong_ns = cx.mono_ns;
+                if ping_reply_valid(reply) {
+                    v.last_valid_ns = cx.mono_ns;
+                    v.act_ping_ns = None;
                 }
             }
-            KIND_ROLE => {
-                if self.nodes[i].role_req.accept(id) {
-                    let v = &mut self.nodes[i];
-                    v.pending = v.pending.saturating_sub(1);
-                    if let Some(reported) = self.parse_role(reply) {
-                        self.on_role(cx, i, id, reported);
-                    }
+            KIND_ROLE if self.nodes[i].role_req.accept(id) => {
+                let v = &mut self.nodes[i];
+                v.pending = v.pending.saturating_sub(1);
+                if let Some(reported) = self.parse_role(reply) {
+                    self.on_role(cx, i, id, reported);
                 }
             }
             _ => {}
