@@ -39,6 +39,9 @@ pub enum DropReason {
     Partition,
     /// The destination was down (crashed) or restarted since the message was sent.
     Down,
+    /// The destination had crashed on a host that stayed up: the request was refused, and
+    /// the sender is told so (`Msg::Refused`).
+    Refused,
 }
 
 impl DropReason {
@@ -47,6 +50,7 @@ impl DropReason {
             DropReason::Loss => "lost",
             DropReason::Partition => "partitioned",
             DropReason::Down => "destination down",
+            DropReason::Refused => "connection refused",
         }
     }
 }

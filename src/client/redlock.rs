@@ -1062,6 +1062,30 @@ impl Process for RedlockClient {
                     self.on_node_reply(cx, i, reply);
                 }
             }
+            // A crashed node's host refused the connection: that node said no at once (every
+            // library counts a connection error as a failed node and waits for the others).
+            Msg::Refused { id } => {
+                let Some(f) = self.fanout else { return };
+                if cx.mono_ns > f.deadline_mono_ns {
+                    self.conclude_fanout(cx);
+                    return;
+                }
+                let Some(i) = self
+                    .config
+                    .nodes
+                    .iter()
+                    .zip(&self.votes)
+                    .position(|(n, v)| {
+                        *n == from && matches!(v, Vote::Pending { id: p, .. } if *p == id)
+                    })
+                else {
+                    return;
+                };
+                self.votes[i] = Vote::Against;
+                if !self.votes.iter().any(|v| matches!(v, Vote::Pending { .. })) {
+                    self.conclude_fanout(cx);
+                }
+            }
             Msg::ResourceAck { id, version, .. }
                 if self.resource_wait.is_some_and(|(w, _)| w == id) =>
             {

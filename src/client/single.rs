@@ -811,6 +811,45 @@ impl LockClient {
             _ => {}
         }
     }
+
+    /// The request in flight timed out or was refused (or a step timer fired: the phase
+    /// says which). redis-py resends a failed command with its backoff first.
+    fn request_failed(&mut self, cx: &mut Cx<'_>) {
+        self.pending_id = 0;
+        if self.phase == Phase::CommandBackoff {
+            let (phase, cmd, _) = self.py_retry.clone().expect("a command to retry");
+            self.send_request(cx, phase, cmd);
+            return;
+        }
+        if matches!(
+            self.phase,
+            Phase::Acquiring | Phase::Releasing | Phase::LoadingScript
+        ) && self.py_retry_after_timeout(cx)
+        {
+            return;
+        }
+        match self.phase {
+            Phase::Idle | Phase::Done | Phase::CommandBackoff => {}
+            Phase::Acquiring | Phase::Fencing | Phase::AwaitingReplicas | Phase::Abandoning => {
+                // Timed out: the SET may have succeeded on the server, but the client cannot
+                // know. It retries with a new token (the old key expires with its TTL).
+                self.suspect_master();
+                self.acquire_failed(cx);
+            }
+            Phase::Discovering => {
+                // That sentinel did not answer: the next attempt asks the next one.
+                self.phase = Phase::Waiting;
+                let d = self.config.retry.draw(cx);
+                self.arm(cx, d);
+            }
+            Phase::Section => self.on_section_timer(cx),
+            Phase::ReleaseGet | Phase::Releasing | Phase::LoadingScript => {
+                self.suspect_master();
+                self.think(cx);
+            }
+            Phase::Waiting => self.start_attempt(cx),
+        }
+    }
 }
 
 impl SectionHost for LockClient {
@@ -901,6 +940,13 @@ impl Process for LockClient {
             {
                 self.on_resource_ack(cx, version);
             }
+            // A crashed node's host refused the connection: redis-py raises ConnectionError
+            // at once, and the client does what it does when the request times out — only
+            // now, not `request_timeout` later.
+            Msg::Refused { id } if id == self.pending_id => {
+                self.clear_timeout();
+                self.request_failed(cx);
+            }
             _ => {}
         }
     }
@@ -920,40 +966,7 @@ impl Process for LockClient {
             }
             _ => return,
         }
-        self.pending_id = 0;
-        if self.phase == Phase::CommandBackoff {
-            let (phase, cmd, _) = self.py_retry.clone().expect("a command to retry");
-            self.send_request(cx, phase, cmd);
-            return;
-        }
-        if matches!(
-            self.phase,
-            Phase::Acquiring | Phase::Releasing | Phase::LoadingScript
-        ) && self.py_retry_after_timeout(cx)
-        {
-            return;
-        }
-        match self.phase {
-            Phase::Idle | Phase::Done | Phase::CommandBackoff => {}
-            Phase::Acquiring | Phase::Fencing | Phase::AwaitingReplicas | Phase::Abandoning => {
-                // Timed out: the SET may have succeeded on the server, but the client cannot
-                // know. It retries with a new token (the old key expires with its TTL).
-                self.suspect_master();
-                self.acquire_failed(cx);
-            }
-            Phase::Discovering => {
-                // That sentinel did not answer: the next attempt asks the next one.
-                self.phase = Phase::Waiting;
-                let d = self.config.retry.draw(cx);
-                self.arm(cx, d);
-            }
-            Phase::Section => self.on_section_timer(cx),
-            Phase::ReleaseGet | Phase::Releasing | Phase::LoadingScript => {
-                self.suspect_master();
-                self.think(cx);
-            }
-            Phase::Waiting => self.start_attempt(cx),
-        }
+        self.request_failed(cx);
     }
 
     fn on_restart(&mut self, _keep_data: bool) {

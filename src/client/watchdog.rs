@@ -467,6 +467,20 @@ impl Process for WatchdogClient {
                     _ => {}
                 }
             }
+            // A crashed node's host refused the connection: the same failure as a timeout,
+            // learnt at once.
+            Msg::Refused { id } if id != 0 && id == self.renew_id => {
+                self.renew_id = 0;
+                self.renew_deadline_mono_ns = None;
+                if self.renewing {
+                    self.renewal_failed(cx, false);
+                }
+            }
+            Msg::Refused { id } if id != 0 && id == self.pending_id => {
+                self.pending_id = 0;
+                self.deadline_mono_ns = None;
+                self.request_timed_out(cx);
+            }
             Msg::ResourceAck { id, version, .. } if id != 0 && id == self.pending_id => {
                 self.pending_id = 0;
                 self.deadline_mono_ns = None;

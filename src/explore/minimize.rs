@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use crate::check::Property;
 use crate::explore::run_world;
 use crate::scenario::Scenario;
-use crate::scenario::model::{FaultSpec, Target};
+use crate::scenario::model::{FaultSpec, HostSpec, Target, crash_host_up};
 use crate::scenario::units::{Bounded, Dur, Name, SignedDur};
 use crate::sim::{Fault, FaultKind, TraceMode};
 use crate::time::{NS_PER_MS, ProcId};
@@ -29,11 +29,16 @@ pub fn fault_spec(f: &Fault, name: &dyn Fn(ProcId) -> String) -> FaultSpec {
             at,
             duration: Dur(f.duration_ns.expect("a realised pause has a duration")),
         },
-        FaultKind::Crash { proc, keep_data } => FaultSpec::Crash {
+        FaultKind::Crash {
+            proc,
+            keep_data,
+            host_up,
+        } => FaultSpec::Crash {
             target: Target::Proc(n(proc)),
             at,
             restart_after: dur,
-            keep_data: *keep_data,
+            keep_data: Some(*keep_data),
+            host: Some(HostSpec::of(*host_up)),
         },
         FaultKind::ClockStep { proc, delta_ms } => FaultSpec::ClockStep {
             target: Target::Proc(n(proc)),
@@ -118,11 +123,15 @@ pub fn fault_ron(f: &FaultSpec) -> String {
             at,
             restart_after,
             keep_data,
+            host,
         } => format!(
-            "crash(target: \"{}\", at: {}{}, keep_data: {keep_data})",
+            "crash(target: \"{}\", at: {}{}, keep_data: {}, host: {})",
             target.text(),
             dur(at.0),
-            opt("restart_after", restart_after)
+            opt("restart_after", restart_after),
+            keep_data.unwrap_or(false),
+            host.unwrap_or(HostSpec::of(crash_host_up(*keep_data, None)))
+                .as_str()
         ),
         FaultSpec::ClockStep { target, at, delta } => format!(
             "clock_step(target: \"{}\", at: {}, delta: \"{:+}ms\")",

@@ -1036,7 +1036,10 @@ fn arrows(world: &World, names: &[String], view: &View, violations: &[Violation]
         }
         let kind = match msg {
             Msg::Request { .. } | Msg::ResourceRead { .. } | Msg::ResourceWrite { .. } => "req",
-            Msg::Reply { .. } | Msg::ResourceAck { .. } | Msg::Push { .. } => "rep",
+            Msg::Reply { .. }
+            | Msg::ResourceAck { .. }
+            | Msg::Push { .. }
+            | Msg::Refused { .. } => "rep",
             Msg::SentinelReq { .. } | Msg::SentinelResp { .. } | Msg::Repl(_) => "bg",
             Msg::Consensus(_) => "req",
         };

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use crate::check::{CheckConfig, Property, Violation, check_all};
 use crate::explore::minimize::{fault_ron, fault_spec, scripted_text};
 use crate::rng::Seed;
-use crate::scenario::model::{ClientFactory, ClientKind, FaultSpec};
+use crate::scenario::model::{ClientFactory, ClientKind, FaultSpec, HostSpec, crash_host_up};
 use crate::scenario::{ProcKind, Scenario};
 use crate::sim::decision::{Decision, DecisionKind};
 use crate::sim::{Fault, FaultKind, TraceMode, World};
@@ -168,8 +168,8 @@ struct Ctx {
 #[derive(Debug, Default)]
 struct Allowed {
     pause_ns: BTreeMap<ProcId, (u64, u64)>,
-    /// keep_data -> downtime range; `None` for a crash never restarted.
-    crash: BTreeMap<ProcId, BTreeMap<bool, Option<(u64, u64)>>>,
+    /// (keep_data, host_up) -> downtime range; `None` for a crash never restarted.
+    crash: BTreeMap<ProcId, BTreeMap<(bool, bool), Option<(u64, u64)>>>,
     step_ms: BTreeMap<ProcId, (i64, i64)>,
     /// Cuts of a client from the lock servers (partition, isolation).
     cut_ns: BTreeMap<ProcId, (u64, u64)>,
@@ -205,7 +205,12 @@ impl Allowed {
             }
         };
         let is_client = |p: &ProcId| kind_of(p.index()) == ProcKind::Client;
-        let crash = |a: &mut Allowed, p: ProcId, keep: bool, down: Option<(u64, u64)>| {
+        // The crash as the model's entry means it: data kept or not, the host up (a refused
+        // connection) or down (silence), with the loader's defaults.
+        let how = |keep: Option<bool>, host: Option<HostSpec>| {
+            (keep.unwrap_or(false), crash_host_up(keep, host))
+        };
+        let crash = |a: &mut Allowed, p: ProcId, keep: (bool, bool), down: Option<(u64, u64)>| {
             let e = a.crash.entry(p).or_default().entry(keep).or_insert(down);
             *e = match (*e, down) {
                 (Some(x), Some(y)) => Some((x.0.min(y.0), x.1.max(y.1))),
@@ -236,10 +241,12 @@ impl Allowed {
                     target: t,
                     restart_after,
                     keep_data,
+                    host,
                     ..
                 } => {
                     for p in target(t) {
-                        crash(&mut a, p, *keep_data, restart_after.map(|d| (d.0, d.0)));
+                        let keep = how(*keep_data, *host);
+                        crash(&mut a, p, keep, restart_after.map(|d| (d.0, d.0)));
                     }
                 }
                 FaultSpec::ClockStep {
@@ -291,10 +298,12 @@ impl Allowed {
                     targets,
                     down,
                     keep_data,
+                    host,
                     ..
                 } => {
                     for p in ids(targets) {
-                        crash(&mut a, p, *keep_data, Some((down.min.ns(), down.max.ns())));
+                        let keep = how(*keep_data, *host);
+                        crash(&mut a, p, keep, Some((down.min.ns(), down.max.ns())));
                     }
                 }
                 R::ClockStep { targets, delta, .. } => {
@@ -357,13 +366,14 @@ impl Allowed {
                     targets,
                     restart_after,
                     keep_data,
+                    host,
                     ..
                 } => {
                     for p in ids(targets) {
                         crash(
                             &mut a,
                             p,
-                            *keep_data,
+                            how(*keep_data, *host),
                             restart_after.map(|d| (d.ns(), d.ns())),
                         );
                     }
@@ -488,7 +498,7 @@ impl Ctx {
             }
         }
         let replicas = self.replicas.get(&n);
-        for (&keep_data, &down) in a.crash.get(&n).into_iter().flatten() {
+        for (&(keep_data, host_up), &down) in a.crash.get(&n).into_iter().flatten() {
             let mut want = vec![NS_PER_MS, ttl];
             want.extend(self.failover_down_ns);
             let downs: Vec<Option<u64>> = match down {
@@ -512,7 +522,11 @@ impl Ctx {
                 fs.push(Fault::new(
                     at,
                     down,
-                    FaultKind::Crash { proc: n, keep_data },
+                    FaultKind::Crash {
+                        proc: n,
+                        keep_data,
+                        host_up,
+                    },
                 ));
                 items.push((
                     format!(
@@ -569,7 +583,7 @@ impl Ctx {
                         items.extend(self.node_items(n, c, at));
                     }
                     // A client that dies holding its lock (restarted as the model says).
-                    for (&keep_data, &down) in a.crash.get(&c).into_iter().flatten() {
+                    for (&(keep_data, host_up), &down) in a.crash.get(&c).into_iter().flatten() {
                         let downs: Vec<Option<u64>> = match down {
                             Some(range) => fit(&[NS_PER_MS, ttl], range)
                                 .into_iter()
@@ -589,7 +603,11 @@ impl Ctx {
                                 vec![Fault::new(
                                     at,
                                     down,
-                                    FaultKind::Crash { proc: c, keep_data },
+                                    FaultKind::Crash {
+                                        proc: c,
+                                        keep_data,
+                                        host_up,
+                                    },
                                 )],
                             ));
                         }

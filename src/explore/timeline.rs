@@ -187,7 +187,8 @@ pub fn render(
                         | Msg::SentinelResp { .. }
                         | Msg::Repl(_)
                         | Msg::Consensus(_)
-                        | Msg::Push { .. } => {
+                        | Msg::Push { .. }
+                        | Msg::Refused { .. } => {
                             format!(
                                 "{} <- {} {}",
                                 names[p.index()],

@@ -40,9 +40,25 @@ pub enum Msg {
     /// payload]`, `["pmessage", pattern, channel, payload]`, or a further confirmation of a
     /// multi-channel (P)(UN)SUBSCRIBE. Not tied to a request.
     Push { reply: Reply },
+    /// Made by the loop, not by a process: request `id` (a `Request` or `SentinelReq`)
+    /// reached a process that had crashed on a host that stayed up, whose kernel refused the
+    /// connection (a TCP RST). It comes back from that process one link latency later — the
+    /// "connection refused" a real client gets in well under a millisecond, instead of
+    /// silence until its timeout.
+    Refused { id: u64 },
 }
 
 impl Msg {
+    /// The id of a request a server answers over a connection (a Redis command, a question
+    /// to a sentinel): what a crashed process's host refuses. Replies, replication and the
+    /// other traffic are not requests a refusal could answer.
+    pub fn refusable_id(&self) -> Option<u64> {
+        match self {
+            Msg::Request { id, .. } | Msg::SentinelReq { id, .. } => Some(*id),
+            _ => None,
+        }
+    }
+
     /// Short name for traces.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -56,6 +72,7 @@ impl Msg {
             Msg::Repl(_) => "replication",
             Msg::Consensus(_) => "consensus",
             Msg::Push { .. } => "push",
+            Msg::Refused { .. } => "refused",
         }
     }
 }

@@ -103,20 +103,120 @@ impl Keyspace {
     pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
         self.map.iter()
     }
-    /// Keys with a deadline at or before `now_ms` (active expiry's `now >= t` rule), at most
-    /// `limit` of them, in keyspace order.
-    pub fn due_keys(&self, now_ms: i64, limit: usize) -> Vec<Bytes> {
+    /// One pass for the active expire cycle: the keys whose deadline has passed by Redis
+    /// 7.0.15's rule in `activeExpireCycleTryExpire` (expire.c:56, `now > t`, the same as
+    /// lazy expiry's), at most `limit` of them in keyspace order, and how many keys have a
+    /// deadline at all (`dictSize(db->expires)`, which the cycle's 1 % fill stop reads).
+    pub fn expiry_scan(&self, now_ms: i64, limit: usize) -> (Vec<Bytes>, u64) {
         // A plain loop: the cron asks every 100 ms, and almost always for nothing.
         let mut due = Vec::new();
+        let mut with_ttl = 0u64;
         for (k, e) in &self.map {
-            if due.len() == limit {
-                break;
-            }
-            if e.expire_at_ms.is_some_and(|t| now_ms >= t) {
+            let Some(t) = e.expire_at_ms else { continue };
+            with_ttl += 1;
+            if now_ms > t && due.len() < limit {
                 due.push(k.clone());
             }
         }
-        due
+        (due, with_ttl)
+    }
+}
+
+/// The size of one of Redis's hash tables (`db->dict` or `db->expires`) as far as the
+/// active expire cycle's fill stop sees it: `dictSlots`, which counts both tables while the
+/// dict is rehashing. Redis 7.0.15 grows a dict when `used >= size` on insert (to the next
+/// power of two), and the cron shrinks it when `size > DICT_HT_INITIAL_SIZE` and under
+/// `HASHTABLE_MIN_FILL` = 10 % full (server.c `htNeedsResize`, `tryResizeHashTables`); the
+/// shrink is a rehash into a new table, finished by the cron's `incrementallyRehash`.
+///
+/// Growth is seen here at cron granularity (the largest size a count of keys at a cron
+/// implies), not at each insert: a burst of keys added and deleted between two crons leaves
+/// no trace. That is the one approximation; a burst that lasts across a cron is exact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableSize {
+    // Invariant: slots is a power of two >= DICT_INITIAL_SLOTS.
+    slots: u64,
+    /// The table a shrink is rehashing into (a power of two), until the rehash finishes.
+    rehash_to: Option<u64>,
+}
+
+/// DICT_HT_INITIAL_SIZE (dict.h).
+pub const DICT_INITIAL_SLOTS: u64 = 4;
+/// HASHTABLE_MIN_FILL (server.h): a table under 10 % full is shrunk by the cron.
+const MIN_FILL_PERCENT: u64 = 10;
+
+/// The two tables of a database whose sizes the expire cycle depends on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DbTables {
+    pub keys: TableSize,
+    pub expires: TableSize,
+}
+
+impl DbTables {
+    /// What `databasesCron` does after the expire cycle (server.c, 7.0.15): resize both
+    /// tables if needed, then give one rehash its millisecond — the keys table's if it is
+    /// rehashing, else the expires table's (`incrementallyRehash` returns after the first
+    /// that had work). So when both shrink at once, the expires table is still rehashing
+    /// (both of its tables counted) during the next cycle, whose fill stop then leaves
+    /// stragglers for the cycle after: the 200 ms-late keys of a 1,000-key batch.
+    pub fn after_expire_cycle(&mut self, keys: u64, with_ttl: u64) {
+        self.keys.plan_shrink(keys);
+        self.expires.plan_shrink(with_ttl);
+        if self.keys.is_rehashing() {
+            self.keys.finish_rehash();
+        } else {
+            self.expires.finish_rehash();
+        }
+    }
+}
+
+impl Default for TableSize {
+    fn default() -> Self {
+        TableSize {
+            slots: DICT_INITIAL_SLOTS,
+            rehash_to: None,
+        }
+    }
+}
+
+impl TableSize {
+    /// `dictSlots`: both tables while rehashing.
+    pub fn slots(&self) -> u64 {
+        self.slots + self.rehash_to.unwrap_or(0)
+    }
+    pub fn is_rehashing(&self) -> bool {
+        self.rehash_to.is_some()
+    }
+    /// `used` entries are in the table: it has grown to hold them (`_dictExpandIfNeeded`:
+    /// expand when `used >= size`, to the next power of two above `used`). While rehashing,
+    /// inserts go to the new table, which grows instead.
+    pub fn holds(&mut self, used: u64) {
+        let need = (used.max(DICT_INITIAL_SLOTS)).next_power_of_two();
+        match &mut self.rehash_to {
+            Some(to) => *to = (*to).max(need),
+            None => self.slots = self.slots.max(need),
+        }
+    }
+    /// `tryResizeHashTables` → `htNeedsResize` → `dictResize`: start shrinking a table
+    /// under 10 % full to the smallest power of two that holds `used` (not while rehashing:
+    /// `dictResize` refuses then).
+    pub fn plan_shrink(&mut self, used: u64) {
+        if self.rehash_to.is_none()
+            && self.slots > DICT_INITIAL_SLOTS
+            && used * 100 / self.slots < MIN_FILL_PERCENT
+        {
+            let to = used.max(DICT_INITIAL_SLOTS).next_power_of_two();
+            if to < self.slots {
+                self.rehash_to = Some(to);
+            }
+        }
+    }
+    /// `incrementallyRehash` gave this table its millisecond: a small table's rehash
+    /// finishes in it.
+    pub fn finish_rehash(&mut self) {
+        if let Some(to) = self.rehash_to.take() {
+            self.slots = to;
+        }
     }
 }
 
@@ -212,18 +312,51 @@ mod tests {
     }
 
     #[test]
-    fn expiry_rules_differ_by_one_ms() {
+    fn active_expiry_uses_the_same_strict_rule_as_lazy_expiry() {
         let e = Entry {
             value: Value::Str(Bytes::from_slice(b"v")),
             expire_at_ms: Some(100),
         };
         assert!(!e.is_expired(100), "lazy: now > t");
+        assert!(e.is_expired(101));
         let mut ks = Keyspace::new();
         ks.insert(Bytes::from_slice(b"k"), e);
-        assert_eq!(
-            ks.due_keys(100, 10),
-            vec![Bytes::from_slice(b"k")],
-            "active: now >= t"
+        ks.insert(
+            Bytes::from_slice(b"plain"),
+            Entry {
+                value: Value::Str(Bytes::from_slice(b"v")),
+                expire_at_ms: None,
+            },
         );
+        // On the deadline's own millisecond the key stays (expire.c:56 `now > t`).
+        assert_eq!(ks.expiry_scan(100, 10), (vec![], 1));
+        assert_eq!(ks.expiry_scan(101, 10), (vec![Bytes::from_slice(b"k")], 1));
+    }
+
+    #[test]
+    fn a_table_grows_to_the_next_power_of_two_and_shrinks_under_ten_percent_full() {
+        let mut t = TableSize::default();
+        t.holds(3);
+        assert_eq!(t.slots(), 4);
+        t.holds(1000);
+        assert_eq!(t.slots(), 1024);
+        t.holds(1024);
+        assert_eq!(
+            t.slots(),
+            1024,
+            "used == size does not grow until the next insert"
+        );
+        // 102 of 1024 is 9.96 %: shrink to 128; while rehashing both tables count.
+        t.plan_shrink(103);
+        assert!(!t.is_rehashing(), "10.06 % full stays");
+        t.plan_shrink(102);
+        assert_eq!(t.slots(), 1024 + 128);
+        t.plan_shrink(1);
+        assert_eq!(t.slots(), 1024 + 128, "no second resize while rehashing");
+        t.finish_rehash();
+        assert_eq!(t.slots(), 128);
+        t.plan_shrink(0);
+        t.finish_rehash();
+        assert_eq!(t.slots(), 4, "never below DICT_HT_INITIAL_SIZE");
     }
 }

@@ -8,4 +8,7 @@ pub mod replication;
 pub mod scripts;
 pub mod sentinel;
 
+#[cfg(test)]
+mod expiry_tests;
+
 pub use node::{RedisConfig, RedisNode, RedisProcess};

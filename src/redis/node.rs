@@ -12,7 +12,7 @@ use crate::proto::command::{
     hex, parse_i64_strict, sha1_of,
 };
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
-use crate::redis::keyspace::{Entry, Keyspace, Value, glob_match};
+use crate::redis::keyspace::{DICT_INITIAL_SLOTS, DbTables, Entry, Keyspace, Value, glob_match};
 use crate::redis::lua::LuaEngine;
 use crate::redis::node::connection::{Conn, ConnId, DATABASES, is_connection_command};
 use crate::redis::node::pubsub::{PubSub, SubKind, subscribed_mode_error};
@@ -22,6 +22,7 @@ pub mod connection;
 pub mod pubsub;
 mod replicate;
 use crate::redis::scripts::{NativeScript, native_script};
+use crate::rng::Prng;
 use crate::time::{NS_PER_MS, ProcId};
 
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -32,6 +33,9 @@ const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
 
 /// Period of the server cron (hz 10) on the node's monotonic clock.
 pub const CRON_PERIOD_NS: u64 = 100 * NS_PER_MS;
+/// ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP (expire.c:107, effort 1): keys sampled per round of the
+/// cycle; the fill stop is checked before each round.
+pub const ACTIVE_EXPIRE_KEYS_PER_LOOP: usize = 20;
 /// Active expiry deletes at most this many keys per cycle (Redis bounds it by CPU time; the
 /// bound matters only for huge keyspaces, which lock models do not have).
 pub const ACTIVE_EXPIRE_KEYS_PER_CYCLE: usize = 1_000;
@@ -125,6 +129,8 @@ pub struct RedisNode {
     scripts: BTreeMap<[u8; 20], Arc<[u8]>>,
     lua: Option<LuaEngine>,
     active_expire: bool,
+    /// Sizes of the keys and expires tables (what the expire cycle's fill stop reads).
+    tables: DbTables,
     pub(crate) role: Role,
     pub(crate) repl: ReplState,
     pub(crate) disk: Disk,
@@ -161,6 +167,7 @@ impl RedisNode {
             scripts: BTreeMap::new(),
             lua: None,
             active_expire: true,
+            tables: DbTables::default(),
             role: Role::Master,
             repl: ReplState::default(),
             disk: Disk::default(),
@@ -252,21 +259,49 @@ impl RedisNode {
         }
     }
 
-    /// One active expire cycle (`now >= t`), as the cron runs it every 100 ms.
+    /// One active expire cycle, as the cron runs it every 100 ms, and the table resizing
+    /// that follows it. Redis 7.0.15's `activeExpireCycle` (expire.c): a key goes when
+    /// `now > t` (:56, the lazy rule too); before each round of 20 samples (:107, :206-224)
+    /// the cycle stops when the expires table is under 1 % full (`slots >
+    /// DICT_HT_INITIAL_SIZE && num*100/slots < 1`), leaving the rest for a cycle after the
+    /// table shrank. Rounds here take due keys only (Redis samples buckets, due or not, and
+    /// also stops when a round finds ≤ 10 % expired); the cap stands for its CPU time limit.
     pub fn active_expire_cycle(&mut self, now_ms: i64) {
-        if !self.active_expire || self.is_replica() {
+        let expiring = self.active_expire && !self.is_replica();
+        let limit = if expiring {
+            ACTIVE_EXPIRE_KEYS_PER_CYCLE
+        } else {
+            0
+        };
+        let (due, with_ttl) = self.keyspace.expiry_scan(now_ms, limit);
+        self.tables.keys.holds(self.keyspace.len() as u64);
+        self.tables.expires.holds(with_ttl);
+        let mut num = with_ttl;
+        for round in due.chunks(ACTIVE_EXPIRE_KEYS_PER_LOOP) {
+            let slots = self.tables.expires.slots();
+            if slots > DICT_INITIAL_SLOTS && num * 100 / slots < 1 {
+                break;
+            }
+            for key in round {
+                if self.remove_key(key, Removal::Expired, None) {
+                    num -= 1;
+                }
+            }
+        }
+        self.tables
+            .after_expire_cycle(self.keyspace.len() as u64, num);
+        if self.other_dbs.is_empty() || !expiring {
             return;
         }
-        for key in self.keyspace.due_keys(now_ms, ACTIVE_EXPIRE_KEYS_PER_CYCLE) {
-            self.remove_key(&key, Removal::Expired, None);
-        }
-        if self.other_dbs.is_empty() {
-            return;
-        }
+        // Dbs 1..16 (no model uses them yet): due keys go by the same `now > t` rule, without
+        // the fill-based stop, which the tables above model for db 0 only.
         for d in self.used_dbs().into_iter().skip(1) {
             self.switch_db(d);
-            for key in self.keyspace.due_keys(now_ms, ACTIVE_EXPIRE_KEYS_PER_CYCLE) {
-                self.remove_key(&key, Removal::Expired, None);
+            let (due, _) = self
+                .keyspace
+                .expiry_scan(now_ms, ACTIVE_EXPIRE_KEYS_PER_CYCLE);
+            for key in &due {
+                self.remove_key(key, Removal::Expired, None);
             }
             self.switch_db(0);
         }
@@ -1307,6 +1342,8 @@ impl RedisNode {
         // Connections die with the process: every subscriber has to subscribe again.
         self.pubsub = PubSub::default();
         self.active_expire = true;
+        // A new process builds its tables afresh as it loads.
+        self.tables = DbTables::default();
         self.repl.restart();
     }
 
@@ -1403,12 +1440,34 @@ fn subscribed_mode_reply(cmd: &Command) -> Option<Reply> {
 #[derive(Clone, Debug)]
 pub struct RedisProcess {
     pub node: RedisNode,
+    /// Draws the cron's phase at every start, from a stream of its own (`"cron-phase"`, one
+    /// per node) so that no other draw of the run moves. None: the first cron comes one
+    /// period after the start (tests, the corpus runner).
+    cron_phase: Option<Prng>,
 }
 
 impl RedisProcess {
     pub fn new(config: RedisConfig) -> RedisProcess {
         RedisProcess {
             node: RedisNode::new(config),
+            cron_phase: None,
+        }
+    }
+
+    /// The cron's phase relative to the process start is drawn from `rng` at every start:
+    /// a real server's cron ticks at a phase arbitrary to its clients (it is set by when the
+    /// process started, to the microsecond), so a key set just after the start is not
+    /// removed ~100 ms after its deadline on every seed.
+    pub fn with_cron_phase(mut self, rng: Prng) -> RedisProcess {
+        self.cron_phase = Some(rng);
+        self
+    }
+
+    /// Delay from the start to the first cron: in (0, CRON_PERIOD_NS].
+    fn first_cron_ns(&mut self) -> u64 {
+        match &mut self.cron_phase {
+            Some(rng) => 1 + rng.below(CRON_PERIOD_NS),
+            None => CRON_PERIOD_NS,
         }
     }
     /// Hands what the node produced to the loop: replication messages first (they were
@@ -1431,7 +1490,8 @@ impl Process for RedisProcess {
     fn on_start(&mut self, cx: &mut Cx<'_>) {
         self.node.finish_start(cx.wall_ms, cx.mono_ns);
         self.flush(cx);
-        cx.set_timer(CRON_PERIOD_NS, TIMER_CRON);
+        let first = self.first_cron_ns();
+        cx.set_timer(first, TIMER_CRON);
     }
 
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {

@@ -4,23 +4,34 @@
 //! One `Sentinel` watches one group of Redis nodes (a master and its replicas) together with
 //! the other sentinels of the group. What it does, in Redis's own terms:
 //!
-//! - **Monitoring.** Every `ping_period_ns` (one periodic timer) it sends `PING` and `ROLE` to
-//!   every node. The first tick comes a random part of a period after the start, so that
-//!   sentinels started together do not act in lockstep (Redis randomises its timer for the
-//!   same reason); in lockstep they would detect a failure at the same instant and split the
-//!   first vote nearly every time. A node is *subjectively down* (SDOWN) when it has not
-//!   answered a PING validly (any non-error reply, or `-LOADING` / `-MASTERDOWN` as in
-//!   Redis) for more than `down_after_ns`; the configured master is also SDOWN when it has
-//!   reported itself a replica for longer than `down_after_ns` + 20 s (Redis: two INFO
-//!   periods). ROLE replies give each node's role, whom a replica follows, and its
-//!   replication offset — about one period stale, as INFO is in Redis.
+//! - **The timer.** Everything runs on one tick at a random 10–19 Hz, redrawn after every
+//!   tick (`sentinelTimer`, sentinel.c 7.0.15:5356-5370: `server.hz = CONFIG_DEFAULT_HZ +
+//!   rand() % CONFIG_DEFAULT_HZ`), which also keeps sentinels started together out of
+//!   lockstep; the first tick comes a random part of 100 ms after the start.
+//! - **Monitoring.** A closed link is reopened on a tick at most once a ping period, with a
+//!   PING at once; an open one gets PING once its last reply is `min(down_after, 1 s)` old
+//!   (and the last PING half that), ROLE (standing for INFO) every 10 s — every second to
+//!   replicas of a master that is ODOWN or failing over — and nothing with 100 commands
+//!   unanswered. A node is *subjectively down* (SDOWN) when the oldest PING it has not
+//!   answered validly (any non-error reply, or `-LOADING` / `-MASTERDOWN` as in Redis) is
+//!   older than `down_after_ns` (`act_ping_time`): a silent node is down D after the first
+//!   ping it ignored; one whose host refused the connection (`Msg::Refused`: a killed
+//!   process) D after the reconnect's ping on the next tick. A link whose PING has waited
+//!   half of D is closed and reopened (Redis's low-activity rule). The configured master is
+//!   also SDOWN when it has reported itself a replica for longer than `down_after_ns` + 20 s
+//!   (Redis: two INFO periods). ROLE replies give each node's role, whom a replica follows,
+//!   and its replication offset.
 //! - **Agreement.** While the master is SDOWN it asks every other sentinel
-//!   `IsMasterDown` once a period (never two requests outstanding to one peer); the master is
+//!   `IsMasterDown` once its last answer is a period old (never two requests outstanding to
+//!   one peer within a period); the master is
 //!   *objectively down* (ODOWN) when itself plus the peers that answered `down: true` within
 //!   the last 5 periods reach `quorum`.
-//! - **Election.** ODOWN starts a failover attempt: `current_epoch += 1`, vote for itself, ask
-//!   the peers for their vote in that epoch (a peer whose plain question is still in flight
-//!   is asked as soon as it answers). A sentinel votes at most once per epoch, for the
+//! - **Election.** The tick that finds ODOWN starts a failover attempt: `current_epoch += 1`,
+//!   ask every peer for its vote at once, and (the failover state machine's first step, the
+//!   same tick) vote for the most voted candidate or itself; each later tick counts the
+//!   votes again (`sentinelGetLeader`). The failover then moves one state per tick: elected,
+//!   replica selected, REPLICAOF NO ONE sent, and — after ROLE confirms — the others
+//!   reconfigured and the switch. A sentinel votes at most once per epoch, for the
 //!   first candidate that asks (Redis's `sentinelVoteLeader`: only for epochs above the last
 //!   one it voted in, and not below its current epoch, which it raises to the request's).
 //!   Voting for *another* candidate holds back its own failover attempts for
@@ -34,16 +45,18 @@
 //!   then the largest reported offset, then the smallest name (standing for the run id),
 //!   among nodes that are not SDOWN, last reported being replicas, and answered PING and ROLE
 //!   within the last 5 periods. It sends it `REPLICAOF NO ONE` and waits for a ROLE reply (to
-//!   a ROLE sent after that command) saying `master`; only then is the failover's epoch the
-//!   configuration epoch and the promoted node the master (`+promoted-slave`), as in Redis's
-//!   WAIT_PROMOTION state. No confirmation within `failover_timeout_ns`:
-//!   `-failover-abort-slave-timeout`. On confirmation it sends `REPLICAOF <new> 6379` to every
-//!   other replica it can reach (`+slave-reconf-sent`), switches (`+switch-master`) and sends
-//!   `Hello` to every other sentinel right away and every period afterwards.
+//!   a ROLE sent after that command) saying `master` (`+promoted-slave`, RECONF_SLAVES): from
+//!   then on `GetMaster` answers the promoted node (`sentinelGetCurrentMasterAddress`). No
+//!   confirmation within `failover_timeout_ns`: `-failover-abort-slave-timeout`. On the next
+//!   ticks it sends `REPLICAOF <new> 6379` to every other replica it can reach
+//!   (`+slave-reconf-sent`); once each replica that is not SDOWN reports following the new
+//!   master (or the failover timeout passed) the failover ends (`+failover-end`), and at the
+//!   end of that tick the promoted node becomes the master in the failover's epoch
+//!   (`+switch-master`) and `Hello` goes to every other sentinel, then every 2 s.
 //! - **Configuration propagation.** A `Hello` with a higher configuration epoch than this
 //!   sentinel's replaces its view of the master (`+config-update-from`, `+switch-master`) and
 //!   ends any failover attempt of its own. `GetMaster` is answered from the current view,
-//!   however stale.
+//!   however stale (or the promoted node, while this sentinel's failover reconfigures).
 //! - **Reconfiguration of stragglers.** When a sentinel switches master (as leader or through a
 //!   Hello) every other node of the group must follow the new master. A node that reports
 //!   `master` (the returning old master) is sent `REPLICAOF <new>` once it has reported so for
@@ -67,9 +80,11 @@
 //! - Peers are configured, not discovered; sentinels are not pinged (no sentinel SDOWN); Hello
 //!   goes from sentinel to sentinel, not through the nodes' pub/sub channel, and only once a
 //!   failover happened (a Hello of epoch 0 can change nothing).
-//! - Replica reconfiguration is not rate-limited by `parallel-syncs`, and the failover ends as
-//!   soon as the promotion is confirmed instead of after the replicas report the new link;
-//!   replicas that miss the command are fixed later by the straggler rule.
+//! - Replica reconfiguration is not rate-limited by `parallel-syncs` (all at once), and a
+//!   replica counts as reconfigured when its ROLE names the new master (Redis also waits for
+//!   its link to be up); replicas that miss the command are fixed later by the straggler rule.
+//! - A question to a peer is not repeated on every tick while one younger than a period is
+//!   in flight (Redis repeats it; the answer is the same).
 //! - Replicas are not excluded for a long-down master link (`master_link_down_time`), and
 //!   there is one monitored master per sentinel.
 //! - The failover proceeds when the old master comes back meanwhile (as Redis does); no
@@ -112,10 +127,21 @@ const KIND_REPLICAOF: u64 = 2;
 const KIND_ASK: u64 = 3;
 const KIND_HELLO: u64 = 4;
 
-/// Timer tags are `generation << 1 | kind`.
+/// Timer tags are `generation << 1 | kind`; the tick is the only timer.
 const TIMER_TICK: u64 = 0;
-/// Fires when a failover attempt held back by the retry delay may start.
-const TIMER_WAKEUP: u64 = 1;
+/// `CONFIG_DEFAULT_HZ`: the timer runs at `hz = 10 + rand() % 10` (sentinel.c 7.0.15:5369,
+/// redrawn after every tick), so every 1000/hz ms — 52 to 100 ms.
+const BASE_HZ: u64 = 10;
+/// SENTINEL_INFO_PERIOD (sentinel.c:83): INFO (ROLE here) to masters and replicas; replicas
+/// of a master that is ODOWN or failing over get it every second (sentinel.c:3131-3142).
+const INFO_PERIOD_NS: u64 = 10 * NS_PER_S;
+const INFO_FAST_PERIOD_NS: u64 = NS_PER_S;
+/// SENTINEL_PUBLISH_PERIOD (sentinel.c:84): the hello period.
+const PUBLISH_PERIOD_NS: u64 = 2 * NS_PER_S;
+/// SENTINEL_MAX_PENDING_COMMANDS: no periodic command to a link with this many unanswered.
+const MAX_PENDING: u32 = 100;
+/// SENTINEL_MIN_LINK_RECONNECT_PERIOD.
+const MIN_LINK_RECONNECT_PERIOD_NS: u64 = 15 * NS_PER_S;
 
 /// Configuration of one sentinel (Redis's `sentinel monitor` and friends).
 #[derive(Clone, Debug)]
@@ -203,7 +229,24 @@ impl ReqTrack {
 /// What this sentinel knows of one Redis node (volatile).
 #[derive(Clone, Debug)]
 struct NodeView {
+    /// Last valid PING reply (Redis's `last_avail_time`).
     last_valid_ns: u64,
+    /// Last PING reply of any kind (`last_pong_time`).
+    last_pong_ns: u64,
+    /// Sent time of the oldest PING still unanswered (`act_ping_time`): SDOWN counts
+    /// down-after from it, so a silent node is down D after the first ping it ignored, and a
+    /// node whose connection was refused D after the reconnect's ping.
+    act_ping_ns: Option<u64>,
+    last_ping_ns: Option<u64>,
+    /// The command link is closed (`link->disconnected`): its host refused or reset it.
+    link_down: bool,
+    last_reconn_ns: Option<u64>,
+    /// When the link last came up (`cc_conn_time`).
+    conn_ns: u64,
+    /// Commands sent on the link and not yet answered (`pending_commands`).
+    pending: u32,
+    /// This failover's REPLICAOF <promoted> went to it (SRI_RECONF_SENT).
+    failover_reconf_sent: bool,
     sdown: bool,
     /// None until the first ROLE reply, and again after a switch of master (Redis recreates
     /// its replica records then).
@@ -222,8 +265,17 @@ struct NodeView {
 impl NodeView {
     fn new(now_ns: u64, floor_id: u64) -> NodeView {
         NodeView {
-            // Redis counts an instance as available when it starts monitoring it.
+            // Redis's createInstanceLink (sentinel.c:1017-1037): available and pinged "now",
+            // not yet connected.
             last_valid_ns: now_ns,
+            last_pong_ns: now_ns,
+            act_ping_ns: Some(now_ns),
+            last_ping_ns: None,
+            link_down: true,
+            last_reconn_ns: None,
+            conn_ns: now_ns,
+            pending: 0,
+            failover_reconf_sent: false,
             sdown: false,
             role: None,
             role_since_ns: now_ns,
@@ -265,15 +317,34 @@ impl PeerView {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Failover {
     Idle,
-    /// Candidate in `epoch`, collecting votes.
+    /// Candidate in `epoch`, collecting votes (WAIT_START).
     Election {
         epoch: u64,
     },
-    /// Elected; `REPLICAOF NO ONE` (request `noone_id`) sent to `promoted` at `since_ns`.
+    /// Elected: picks the replica on the next tick (SELECT_SLAVE).
+    SelectReplica {
+        epoch: u64,
+    },
+    /// `promoted` chosen at `since_ns`: `REPLICAOF NO ONE` goes out on the next tick with
+    /// its link up (SEND_SLAVEOF_NOONE).
+    SendNoOne {
+        epoch: u64,
+        promoted: usize,
+        since_ns: u64,
+    },
+    /// `REPLICAOF NO ONE` (request `noone_id`) sent to `promoted` at `since_ns`.
     WaitPromotion {
         epoch: u64,
         promoted: usize,
         noone_id: u64,
+        since_ns: u64,
+    },
+    /// `promoted` reported `master` at `since_ns` (`+promoted-slave`): the other replicas
+    /// are pointed at it, tick by tick, until they report following it (RECONF_SLAVES);
+    /// then `+failover-end` and the switch. Clients asking already get `promoted`.
+    Reconf {
+        epoch: u64,
+        promoted: usize,
         since_ns: u64,
     },
 }
@@ -311,8 +382,8 @@ pub struct Sentinel {
     /// Start of the last failover attempt (random desync included) or of the last vote for
     /// another sentinel; no attempt before it + 2 × failover timeout. None: no limit.
     failover_start_ns: Option<u64>,
-    /// Due time of the pending wake-up timer.
-    wakeup_due_ns: Option<u64>,
+    /// When the last hello went to the other sentinels.
+    last_hello_ns: Option<u64>,
 }
 
 impl Sentinel {
@@ -344,7 +415,7 @@ impl Sentinel {
             odown: false,
             failover: Failover::Idle,
             failover_start_ns: None,
-            wakeup_due_ns: None,
+            last_hello_ns: None,
             config,
         }
     }
@@ -425,31 +496,107 @@ impl Sentinel {
         self.odown = false;
         self.failover = Failover::Idle;
         self.failover_start_ns = None;
-        self.wakeup_due_ns = None;
+        self.last_hello_ns = None;
     }
 
     // ---- the periodic tick -------------------------------------------------------------
 
+    /// `sentinelTimer` (sentinel.c 7.0.15:5356-5370) for the one monitored master: for every
+    /// node the monitoring half (reconnect, periodic PING/ROLE), then SDOWN; for the master
+    /// ODOWN, a failover start (its vote requests forced out at once), one step of the
+    /// failover state machine, the periodic questions to the peers; hello every 2 s once a
+    /// failover happened. Then the next tick in 1000/hz ms, hz redrawn in 10..=19.
     fn tick(&mut self, cx: &mut Cx<'_>) {
-        cx.set_timer(self.config.ping_period_ns, self.tag(TIMER_TICK));
-        for i in 0..self.nodes.len() {
+        // `sentinelHandleDictOfRedisInstances`: the master first, then its replicas (which
+        // see an ODOWN found on this tick: their INFO period drops to 1 s at once), then
+        // the switch of a failover that ended on this tick.
+        let m = self.master;
+        self.monitor_node(cx, m);
+        self.update_sdown(cx, m);
+        self.check_odown(cx);
+        if self.start_failover_if_needed(cx) {
+            self.ask_peers(cx, true);
+        }
+        let ended = self.failover_step(cx);
+        self.ask_peers(cx, false);
+        for i in (0..self.nodes.len()).filter(|&i| i != m) {
+            self.monitor_node(cx, i);
             self.update_sdown(cx, i);
         }
-        self.check_failover_timeouts(cx);
-        for i in 0..self.nodes.len() {
-            let now = cx.mono_ns;
-            let id = self.send_node(cx, i, KIND_PING, Command::Ping(None));
-            self.nodes[i].ping.sent(id, now);
-            let id = self.send_node(cx, i, KIND_ROLE, Command::Role);
-            self.nodes[i].role_req.sent(id, now);
+        if let Some((promoted, epoch)) = ended {
+            self.switch_to_promoted(cx, promoted, epoch);
         }
-        // ODOWN before asking: a failover starting now asks for votes in this period's
-        // request instead of a plain question.
-        self.check_odown(cx);
-        self.ask_peers(cx);
-        if self.config_epoch > 0 {
+        let now = cx.mono_ns;
+        if self.config_epoch > 0
+            && self
+                .last_hello_ns
+                .is_none_or(|t| now.saturating_sub(t) > PUBLISH_PERIOD_NS)
+        {
             self.send_hello(cx);
         }
+        let hz = BASE_HZ + cx.rng.below(BASE_HZ);
+        cx.set_timer(1000 / hz * NS_PER_MS, self.tag(TIMER_TICK));
+    }
+
+    /// `sentinelReconnectInstance` + `sentinelSendPeriodicCommands` for node `i`.
+    fn monitor_node(&mut self, cx: &mut Cx<'_>, i: usize) {
+        let now = cx.mono_ns;
+        let period = self.config.ping_period_ns;
+        if self.nodes[i].link_down {
+            // At most one reconnection a ping period; a PING goes out at once on the new
+            // link (sentinel.c:2400-2451). If the host refuses it, the link drops again.
+            if self.nodes[i]
+                .last_reconn_ns
+                .is_some_and(|t| now.saturating_sub(t) < period)
+            {
+                return;
+            }
+            let v = &mut self.nodes[i];
+            v.last_reconn_ns = Some(now);
+            v.conn_ns = now;
+            v.link_down = false;
+            v.pending = 0;
+            self.send_ping(cx, i);
+        }
+        if self.nodes[i].pending >= MAX_PENDING {
+            return;
+        }
+        let fast = i != self.master && (self.odown || self.failover != Failover::Idle);
+        let info_period = if fast {
+            INFO_FAST_PERIOD_NS
+        } else {
+            INFO_PERIOD_NS
+        };
+        if self.nodes[i]
+            .role_reply_ns
+            .is_none_or(|t| now.saturating_sub(t) > info_period)
+        {
+            let id = self.send_node(cx, i, KIND_ROLE, Command::Role);
+            self.nodes[i].role_req.sent(id, now);
+            self.nodes[i].pending += 1;
+        }
+        // PING when the last reply is older than min(down-after, 1 s) and the last PING
+        // older than half that (sentinel.c:3146-3166).
+        let ping_period = self.config.down_after_ns.min(period);
+        let v = &self.nodes[i];
+        if now.saturating_sub(v.last_pong_ns) > ping_period
+            && v.last_ping_ns
+                .is_none_or(|t| now.saturating_sub(t) > ping_period / 2)
+        {
+            self.send_ping(cx, i);
+        }
+    }
+
+    /// `sentinelSendPing`: the active-ping clock starts only if the previous ping was
+    /// answered.
+    fn send_ping(&mut self, cx: &mut Cx<'_>, i: usize) {
+        let now = cx.mono_ns;
+        let id = self.send_node(cx, i, KIND_PING, Command::Ping(None));
+        let v = &mut self.nodes[i];
+        v.ping.sent(id, now);
+        v.pending += 1;
+        v.last_ping_ns = Some(now);
+        v.act_ping_ns.get_or_insert(now);
     }
 
     fn send_node(&mut self, cx: &mut Cx<'_>, i: usize, kind: u64, cmd: Command) -> u64 {
@@ -459,7 +606,11 @@ impl Sentinel {
     }
 
     fn send_replicaof_master(&mut self, cx: &mut Cx<'_>, i: usize) {
-        let host = Bytes::from(self.name(self.master));
+        self.send_replicaof(cx, i, self.master);
+    }
+
+    fn send_replicaof(&mut self, cx: &mut Cx<'_>, i: usize, target: usize) {
+        let host = Bytes::from(self.name(target));
         let cmd = Command::ReplicaOf(Some((host, Bytes::from_slice(REDIS_PORT))));
         self.send_node(cx, i, KIND_REPLICAOF, cmd);
         self.nodes[i].reconf_sent_ns = Some(cx.mono_ns);
@@ -468,8 +619,27 @@ impl Sentinel {
 
     fn update_sdown(&mut self, cx: &mut Cx<'_>, i: usize) {
         let now = cx.mono_ns;
+        // A link up for 15 s whose PING has gone unanswered for half of down-after is
+        // closed, to be reopened on a later tick (sentinel.c:4430-4448): what keeps a link
+        // to a stopped node from filling up with unanswered commands for ever.
+        let half = self.config.down_after_ns / 2;
+        let v = &mut self.nodes[i];
+        if !v.link_down
+            && now.saturating_sub(v.conn_ns) > MIN_LINK_RECONNECT_PERIOD_NS
+            && v.act_ping_ns.is_some_and(|t| now.saturating_sub(t) > half)
+            && now.saturating_sub(v.last_pong_ns) > half
+        {
+            v.link_down = true;
+            v.pending = 0;
+        }
         let v = &self.nodes[i];
-        let silent = now.saturating_sub(v.last_valid_ns) > self.config.down_after_ns;
+        // sentinelCheckSubjectivelyDown (sentinel.c:4421-4428).
+        let elapsed = match v.act_ping_ns {
+            Some(t) => now.saturating_sub(t),
+            None if v.link_down => now.saturating_sub(v.last_valid_ns),
+            None => 0,
+        };
+        let silent = elapsed > self.config.down_after_ns;
         let demoted = i == self.master
             && matches!(v.role, Some(Reported::Replica { .. }))
             && now.saturating_sub(v.role_since_ns)
@@ -510,34 +680,38 @@ impl Sentinel {
             };
             Self::event(cx, what);
         }
-        if odown {
-            self.maybe_start_failover(cx);
-        }
     }
 
     /// Asks every peer without a fresh request in flight whether it sees the master down,
     /// and for its vote when a failover attempt is under way.
-    fn ask_peers(&mut self, cx: &mut Cx<'_>) {
+    /// `sentinelAskMasterStateToOtherSentinels`: while the master is SDOWN, each peer is
+    /// asked once its last answer is a period old (`forced`: at once, the vote request of a
+    /// failover that just started). Not twice while a question is in flight and younger
+    /// than a period (Redis asks on every tick then; the answer is the same).
+    fn ask_peers(&mut self, cx: &mut Cx<'_>, forced: bool) {
         for k in 0..self.config.sentinels.len() {
-            self.ask_peer(cx, k);
+            self.ask_peer(cx, k, forced);
         }
     }
 
-    fn ask_peer(&mut self, cx: &mut Cx<'_>, k: usize) {
+    fn ask_peer(&mut self, cx: &mut Cx<'_>, k: usize, forced: bool) {
         let peer = self.config.sentinels[k];
+        let (now, period) = (cx.mono_ns, self.config.ping_period_ns);
+        let p = &self.peers[k];
+        let recent = p.reply_ns.is_some_and(|t| now.saturating_sub(t) < period);
         if !self.nodes[self.master].sdown
             || peer == cx.me
-            || self.peers[k]
-                .ask
-                .busy(cx.mono_ns, self.config.ping_period_ns)
+            || (!forced && (recent || p.ask.busy(now, period)))
         {
             return;
         }
+        // A failover in any state asks with this sentinel's id (sentinel.c:4610-4612), in
+        // the current epoch.
         let (epoch, vote_for) = match self.failover {
             Failover::Idle => (self.current_epoch, None),
-            Failover::Election { epoch } | Failover::WaitPromotion { epoch, .. } => {
-                self.peers[k].vote_asked_epoch = epoch;
-                (epoch, Some(cx.me))
+            _ => {
+                self.peers[k].vote_asked_epoch = self.current_epoch;
+                (self.current_epoch, Some(cx.me))
             }
         };
         let id = self.new_id(KIND_ASK);
@@ -551,6 +725,7 @@ impl Sentinel {
     }
 
     fn send_hello(&mut self, cx: &mut Cx<'_>) {
+        self.last_hello_ns = Some(cx.mono_ns);
         let (master, config_epoch) = (self.master_proc(), self.config_epoch);
         for k in 0..self.config.sentinels.len() {
             let peer = self.config.sentinels[k];
@@ -572,22 +747,20 @@ impl Sentinel {
         cx.rng.below(MAX_DESYNC_MS) * NS_PER_MS
     }
 
-    fn maybe_start_failover(&mut self, cx: &mut Cx<'_>) {
+    /// `sentinelStartFailoverIfNeeded` + `sentinelStartFailover` (sentinel.c:4816-4880): on
+    /// the tick that finds the master ODOWN with no failover running and none started in
+    /// the last 2 × failover-timeout; the start time carries a random desync of up to 1 s
+    /// (`rand() % SENTINEL_MAX_DESYNC`). True: a failover began (ask the peers at once).
+    fn start_failover_if_needed(&mut self, cx: &mut Cx<'_>) -> bool {
         if !self.odown || self.failover != Failover::Idle {
-            return;
+            return false;
         }
         let now = cx.mono_ns;
         let not_before_ns = self
             .failover_start_ns
             .map_or(0, |s| s.saturating_add(2 * self.config.failover_timeout_ns));
         if now < not_before_ns {
-            // Checked again when the delay is over, not a period later: the random desync
-            // only separates sentinels if it is not rounded to the tick.
-            if self.wakeup_due_ns.is_none() {
-                self.wakeup_due_ns = Some(not_before_ns);
-                cx.set_timer(not_before_ns - now, self.tag(TIMER_WAKEUP));
-            }
-            return;
+            return false;
         }
         self.current_epoch += 1;
         let epoch = self.current_epoch;
@@ -598,9 +771,7 @@ impl Sentinel {
         );
         self.failover_start_ns = Some(now + Self::desync_ns(cx));
         self.failover = Failover::Election { epoch };
-        self.vote_leader(cx, cx.me, epoch);
-        self.ask_peers(cx);
-        self.check_election(cx);
+        true
     }
 
     /// Redis's `sentinelVoteLeader`: returns the vote to report, (leader, its epoch).
@@ -632,31 +803,129 @@ impl Sentinel {
         }
     }
 
-    fn check_election(&mut self, cx: &mut Cx<'_>) {
-        let Failover::Election { epoch } = self.failover else {
-            return;
-        };
-        // Having adopted a higher epoch (someone else's candidacy), this attempt cannot win.
-        if self.current_epoch != epoch {
-            return;
-        }
+    /// `sentinelFailoverWaitStart` with `sentinelGetLeader` (sentinel.c:4700-4760, 4994):
+    /// count the peers' votes in the current epoch, give this sentinel's own vote (to the
+    /// most voted, else itself) if it has none yet, and lead with max(quorum, majority).
+    fn wait_start(&mut self, cx: &mut Cx<'_>, epoch: u64) {
         let (me, now) = (cx.me, cx.mono_ns);
-        let mine = Some((me, epoch));
-        let peer_votes = self
-            .config
-            .sentinels
+        let mut counts: Vec<(ProcId, usize)> = Vec::new();
+        let add = |c: ProcId, counts: &mut Vec<(ProcId, usize)>| match counts
+            .iter_mut()
+            .find(|(p, _)| *p == c)
+        {
+            Some((_, n)) => *n += 1,
+            None => counts.push((c, 1)),
+        };
+        for (s, p) in self.config.sentinels.iter().zip(&self.peers) {
+            if *s == me || !self.fresh(p.reply_ns, now) {
+                continue;
+            }
+            if let Some((l, e)) = p.leader
+                && e == self.current_epoch
+            {
+                add(l, &mut counts);
+            }
+        }
+        // Most votes; ties to the first counted (Redis: dict order).
+        let winner = counts
             .iter()
-            .zip(&self.peers)
-            .filter(|(s, p)| **s != me && p.leader == mine && self.fresh(p.reply_ns, now))
-            .count();
-        let votes = usize::from(self.vote == mine) + peer_votes;
+            .fold(None::<(ProcId, usize)>, |best, &(c, n)| match best {
+                Some((_, m)) if m >= n => best,
+                _ => Some((c, n)),
+            })
+            .map(|(c, _)| c);
+        let (my_vote, my_epoch) = self.vote_leader(cx, winner.unwrap_or(me), epoch);
+        if let Some(v) = my_vote
+            && my_epoch == epoch
+        {
+            add(v, &mut counts);
+        }
+        let (leader, votes) = counts
+            .iter()
+            .fold(None::<(ProcId, usize)>, |best, &(c, n)| match best {
+                Some((_, m)) if m >= n => best,
+                _ => Some((c, n)),
+            })
+            .unwrap_or((me, 0));
         let needed = self.config.quorum.max(self.voters(me) / 2 + 1);
-        if votes < needed {
+        if leader == me && votes >= needed && self.current_epoch == epoch {
+            let what = format!("+elected-leader master {}", self.name(self.master));
+            Self::event(cx, what);
+            let what = format!(
+                "+failover-state-select-slave master {}",
+                self.name(self.master)
+            );
+            Self::event(cx, what);
+            self.failover = Failover::SelectReplica { epoch };
             return;
         }
-        let what = format!("+elected-leader master {}", self.name(self.master));
+        let start = self.failover_start_ns.unwrap_or(now);
+        let timeout = ELECTION_TIMEOUT_NS.min(self.config.failover_timeout_ns);
+        if now.saturating_sub(start) > timeout {
+            self.abort_failover(cx, "not-elected");
+        }
+    }
+
+    fn abort_failover(&mut self, cx: &mut Cx<'_>, why: &str) {
+        let what = format!("-failover-abort-{why} master {}", self.name(self.master));
         Self::event(cx, what);
-        self.promote_best_replica(cx, epoch);
+        self.failover = Failover::Idle;
+    }
+
+    /// One step of `sentinelFailoverStateMachine` (sentinel.c:5217-5240), on the tick.
+    /// Some((promoted, epoch)): the failover ended (UPDATE_CONFIG); switch at the tick's end.
+    fn failover_step(&mut self, cx: &mut Cx<'_>) -> Option<(usize, u64)> {
+        let now = cx.mono_ns;
+        let timeout = self.config.failover_timeout_ns;
+        match self.failover {
+            Failover::Idle => None,
+            Failover::Election { epoch } => {
+                self.wait_start(cx, epoch);
+                None
+            }
+            Failover::SelectReplica { epoch } => {
+                self.select_for_promotion(cx, epoch);
+                None
+            }
+            Failover::SendNoOne {
+                epoch,
+                promoted,
+                since_ns,
+            } => {
+                if self.nodes[promoted].link_down {
+                    if now.saturating_sub(since_ns) > timeout {
+                        self.abort_failover(cx, "slave-timeout");
+                    }
+                    return None;
+                }
+                let noone_id =
+                    self.send_node(cx, promoted, KIND_REPLICAOF, Command::ReplicaOf(None));
+                Self::event(
+                    cx,
+                    format!("+failover-state-wait-promotion {}", self.name(promoted)),
+                );
+                self.failover = Failover::WaitPromotion {
+                    epoch,
+                    promoted,
+                    noone_id,
+                    since_ns: now,
+                };
+                None
+            }
+            Failover::WaitPromotion { since_ns, .. } => {
+                if now.saturating_sub(since_ns) > timeout {
+                    self.abort_failover(cx, "slave-timeout");
+                }
+                None
+            }
+            Failover::Reconf {
+                epoch,
+                promoted,
+                since_ns,
+            } => self
+                .reconf_replicas(cx, promoted, since_ns)
+                .then_some((promoted, epoch)),
+        }
     }
 
     /// Redis's `sentinelSelectSlave`.
@@ -679,7 +948,8 @@ impl Sentinel {
             })
     }
 
-    fn promote_best_replica(&mut self, cx: &mut Cx<'_>, epoch: u64) {
+    /// `sentinelFailoverSelectSlave`.
+    fn select_for_promotion(&mut self, cx: &mut Cx<'_>, epoch: u64) {
         let Some(i) = self.select_replica(cx.mono_ns) else {
             let what = format!(
                 "-failover-abort-no-good-slave master {}",
@@ -696,53 +966,80 @@ impl Sentinel {
             self.config.nodes[i].2
         );
         Self::event(cx, what);
-        let noone_id = self.send_node(cx, i, KIND_REPLICAOF, Command::ReplicaOf(None));
         Self::event(
             cx,
-            format!("+failover-state-wait-promotion {}", self.name(i)),
+            format!("+failover-state-send-slaveof-noone {}", self.name(i)),
         );
-        self.failover = Failover::WaitPromotion {
+        self.failover = Failover::SendNoOne {
             epoch,
             promoted: i,
-            noone_id,
             since_ns: cx.mono_ns,
         };
     }
 
-    fn check_failover_timeouts(&mut self, cx: &mut Cx<'_>) {
-        let now = cx.mono_ns;
-        let expired = match self.failover {
-            Failover::Idle => None,
-            Failover::Election { .. } => {
-                let start = self.failover_start_ns.unwrap_or(now);
-                let timeout = ELECTION_TIMEOUT_NS.min(self.config.failover_timeout_ns);
-                (now.saturating_sub(start) > timeout).then_some("not-elected")
-            }
-            Failover::WaitPromotion { since_ns, .. } => (now.saturating_sub(since_ns)
-                > self.config.failover_timeout_ns)
-                .then_some("slave-timeout"),
-        };
-        if let Some(why) = expired {
-            let what = format!("-failover-abort-{why} master {}", self.name(self.master));
-            Self::event(cx, what);
-            self.failover = Failover::Idle;
+    /// The promoted replica reported `master` (sentinelRefreshInstanceInfo): RECONF_SLAVES.
+    fn promotion_confirmed(&mut self, cx: &mut Cx<'_>, epoch: u64, promoted: usize) {
+        Self::event(cx, format!("+promoted-slave {}", self.name(promoted)));
+        Self::event(
+            cx,
+            format!(
+                "+failover-state-reconf-slaves master {}",
+                self.name(self.master)
+            ),
+        );
+        for v in &mut self.nodes {
+            v.failover_reconf_sent = false;
         }
+        self.failover = Failover::Reconf {
+            epoch,
+            promoted,
+            since_ns: cx.mono_ns,
+        };
     }
 
-    /// The promoted replica reported `master`: the failover's epoch becomes the configuration.
-    fn promotion_confirmed(&mut self, cx: &mut Cx<'_>, epoch: u64, promoted: usize) {
+    /// `sentinelFailoverReconfNextSlave` + `sentinelFailoverDetectEnd` (sentinel.c:5083-
+    /// 5205), then the switch at the end of the same tick (`sentinelFailoverSwitchToPromoted
+    /// Slave`). Every reachable replica is sent `REPLICAOF <promoted>` at once (no
+    /// `parallel-syncs`); the failover ends when each replica that is not SDOWN reports
+    /// following the promoted node, or after the failover timeout.
+    fn reconf_replicas(&mut self, cx: &mut Cx<'_>, promoted: usize, since_ns: u64) -> bool {
         let old = self.master;
-        Self::event(cx, format!("+promoted-slave {}", self.name(promoted)));
-        self.switch_master(cx, promoted, epoch);
         for j in 0..self.nodes.len() {
-            // The old master is converted when it answers again (and has settled).
-            if j == promoted || j == old || self.nodes[j].sdown {
+            let v = &self.nodes[j];
+            if j == promoted || j == old || v.sdown || v.link_down || v.failover_reconf_sent {
                 continue;
             }
-            self.send_replicaof_master(cx, j);
+            self.send_replicaof(cx, j, promoted);
+            self.nodes[j].failover_reconf_sent = true;
             Self::event(cx, format!("+slave-reconf-sent {}", self.name(j)));
         }
+        if self.nodes[promoted].sdown {
+            return false;
+        }
+        let not_reconfigured = (0..self.nodes.len())
+            .filter(|&j| j != promoted && j != old && !self.nodes[j].sdown)
+            .filter(|&j| {
+                !matches!(self.nodes[j].role, Some(Reported::Replica { following: Some(f), .. }) if f == promoted)
+            })
+            .count();
+        let timed_out = cx.mono_ns.saturating_sub(since_ns) > self.config.failover_timeout_ns;
+        if timed_out {
+            Self::event(
+                cx,
+                format!("+failover-end-for-timeout master {}", self.name(old)),
+            );
+        }
+        if not_reconfigured > 0 && !timed_out {
+            return false;
+        }
         Self::event(cx, format!("+failover-end master {}", self.name(old)));
+        true
+    }
+
+    /// `sentinelFailoverSwitchToPromotedSlave`.
+    fn switch_to_promoted(&mut self, cx: &mut Cx<'_>, promoted: usize, epoch: u64) {
+        let old = self.master;
+        self.switch_master(cx, promoted, epoch);
         let what = format!(
             "+switch-master {} {} epoch {epoch}",
             self.name(old),
@@ -816,23 +1113,21 @@ impl Sentinel {
 
     fn on_node_reply(&mut self, cx: &mut Cx<'_>, i: usize, id: u64, reply: &Reply) {
         match id & KIND_MASK {
-            KIND_PING => {
-                // Accepting consumes the id even for an invalid answer: it was answered.
-                let answered = self.nodes[i].ping.accept(id);
-                if answered && ping_reply_valid(reply) {
-                    self.nodes[i].last_valid_ns = cx.mono_ns;
-                    if self.nodes[i].sdown {
-                        self.update_sdown(cx, i);
-                        if i == self.master {
-                            self.check_odown(cx);
-                        }
-                    }
+            // Accepting consumes the id even for an invalid answer: it was answered. SDOWN
+            // is re-evaluated on the next tick, as Redis does.
+            KIND_PING if self.nodes[i].ping.accept(id) => {
+                let v = &mut self.nodes[i];
+                v.pending = v.pending.saturating_sub(1);
+                v.last_pong_ns = cx.mono_ns;
+                if ping_reply_valid(reply) {
+                    v.last_valid_ns = cx.mono_ns;
+                    v.act_ping_ns = None;
                 }
             }
-            KIND_ROLE => {
-                if self.nodes[i].role_req.accept(id)
-                    && let Some(reported) = self.parse_role(reply)
-                {
+            KIND_ROLE if self.nodes[i].role_req.accept(id) => {
+                let v = &mut self.nodes[i];
+                v.pending = v.pending.saturating_sub(1);
+                if let Some(reported) = self.parse_role(reply) {
                     self.on_role(cx, i, id, reported);
                 }
             }
@@ -947,15 +1242,7 @@ impl Sentinel {
         if let Some(l) = leader {
             p.leader = Some((l, leader_epoch));
         }
-        self.check_odown(cx);
-        self.check_election(cx);
-        // A peer whose plain question was in flight when the candidacy began is asked for
-        // its vote now rather than a period later (once per epoch: this cannot ping-pong).
-        if let Failover::Election { epoch } = self.failover
-            && self.peers[k].vote_asked_epoch < epoch
-        {
-            self.ask_peer(cx, k);
-        }
+        // ODOWN and the election are evaluated on the next tick, as Redis does.
     }
 
     fn on_sentinel_request(
@@ -967,9 +1254,17 @@ impl Sentinel {
     ) {
         match req {
             SentinelRequest::GetMaster => {
+                // `sentinelGetCurrentMasterAddress`: from RECONF_SLAVES on, the promoted
+                // replica, before the switch itself.
+                let (master, config_epoch) = match self.failover {
+                    Failover::Reconf {
+                        promoted, epoch, ..
+                    } => (Some(self.config.nodes[promoted].0), epoch),
+                    _ => (self.master(), self.config_epoch),
+                };
                 let resp = SentinelResponse::Master {
-                    master: self.master(),
-                    config_epoch: self.config_epoch,
+                    master,
+                    config_epoch,
                 };
                 cx.send(from, Msg::SentinelResp { id, resp });
             }
@@ -1013,7 +1308,8 @@ impl Process for Sentinel {
     fn on_start(&mut self, cx: &mut Cx<'_>) {
         self.timer_gen += 1;
         self.reset_volatile(cx.mono_ns);
-        let phase_ns = cx.rng.below(self.config.ping_period_ns);
+        // The first timer tick: a random part of the longest tick after the start.
+        let phase_ns = cx.rng.below(1000 / BASE_HZ * NS_PER_MS);
         cx.set_timer(phase_ns, self.tag(TIMER_TICK));
     }
 
@@ -1022,6 +1318,17 @@ impl Process for Sentinel {
             Msg::Reply { id, reply } => {
                 if let Some(i) = self.node_index(from) {
                     self.on_node_reply(cx, i, id, &reply);
+                }
+            }
+            // The node's host refused or reset the connection (its process crashed, the
+            // host is up): the link is closed (`instanceLinkConnectionError`) and reopened
+            // on a tick at most once a ping period, each time with a PING. The active-ping
+            // clock keeps running from the first PING left unanswered.
+            Msg::Refused { .. } => {
+                if let Some(i) = self.node_index(from) {
+                    let v = &mut self.nodes[i];
+                    v.link_down = true;
+                    v.pending = 0;
                 }
             }
             Msg::SentinelReq { id, req } => self.on_sentinel_request(cx, from, id, req),
@@ -1042,10 +1349,6 @@ impl Process for Sentinel {
         }
         if tag & 1 == TIMER_TICK {
             self.tick(cx);
-        } else {
-            self.wakeup_due_ns = None;
-            // Recomputed rather than trusted: the flag is up to a period old.
-            self.check_odown(cx);
         }
     }
 
@@ -1094,6 +1397,9 @@ mod tests {
     #[derive(Clone, Debug)]
     struct FakeNode {
         alive: bool,
+        /// While not alive: its host refuses connections (a killed process) instead of
+        /// staying silent (a stopped or powered-off one).
+        refuses: bool,
         /// None: master.
         follows: Option<String>,
         offset: i64,
@@ -1165,6 +1471,7 @@ mod tests {
             let nodes = (0..3)
                 .map(|i| FakeNode {
                     alive: true,
+                    refuses: false,
                     follows: (i != 0).then(|| "m".to_string()),
                     offset: offsets[i],
                 })
@@ -1213,7 +1520,11 @@ mod tests {
         fn answer(&mut self, to: ProcId, msg: &Msg) -> Option<Msg> {
             match msg {
                 Msg::Request { id, cmd } => {
-                    let reply = self.nodes[to.index()].answer(cmd)?;
+                    let node = &mut self.nodes[to.index()];
+                    if !node.alive && node.refuses {
+                        return Some(Msg::Refused { id: *id });
+                    }
+                    let reply = node.answer(cmd)?;
                     Some(Msg::Reply { id: *id, reply })
                 }
                 Msg::SentinelReq {
@@ -1335,7 +1646,41 @@ mod tests {
         fn kill(&mut self, node: ProcId) {
             self.nodes[node.index()].alive = false;
         }
+
+        /// When PINGs went to `node`, in order.
+        fn pings_to(&self, node: ProcId) -> Vec<u64> {
+            self.log
+                .iter()
+                .filter_map(|(t, o)| match o {
+                    Output::Send {
+                        to,
+                        msg:
+                            Msg::Request {
+                                cmd: Command::Ping(_),
+                                ..
+                            },
+                    } if *to == node => Some(*t),
+                    _ => None,
+                })
+                .collect()
+        }
+
+        /// The gaps between consecutive ticks so far.
+        fn tick_gaps(&self) -> Vec<u64> {
+            let ticks: Vec<u64> = self
+                .log
+                .iter()
+                .filter_map(|(t, o)| match o {
+                    Output::Timer { after_ns, .. } => Some(*t + after_ns),
+                    _ => None,
+                })
+                .collect();
+            ticks.windows(2).map(|w| w[1] - w[0]).collect()
+        }
     }
+
+    /// The longest tick: hz 10.
+    const TICK_MAX_NS: u64 = 100 * NS_PER_MS;
 
     /// Master answers until 2 s, then nothing; peers agree it is down and grant votes.
     fn failover_rig(priorities: [u32; 3], offsets: [i64; 3]) -> Rig {
@@ -1348,80 +1693,125 @@ mod tests {
     }
 
     #[test]
-    fn a_silent_master_is_sdown_after_down_after_and_not_before_and_back_when_it_answers() {
+    fn a_silent_master_is_sdown_down_after_past_its_first_unanswered_ping_checked_on_the_tick() {
         let mut rig = Rig::new(config([100, 100, 100]), [0, 0, 0]);
         rig.start();
         rig.run_until(rig.t(2));
+        let kill = rig.now_ns;
         rig.kill(M);
-        // Last valid reply at 2 s; down-after 5 s: still up at 7 s (exactly 5 s of silence).
-        rig.run_until(rig.t(7));
-        assert_eq!(rig.when("+sdown"), None);
-        rig.run_until(rig.t(8));
-        assert_eq!(rig.when("+sdown master m"), Some(rig.t(8)));
+        rig.run_until(rig.t(20));
+        // The first PING after the master went silent starts the clock (act_ping_time).
+        let first_unanswered = *rig.pings_to(M).iter().find(|&&t| t > kill).unwrap();
+        assert!(first_unanswered <= kill + S + TICK_MAX_NS);
+        let sdown = rig.when("+sdown master m").unwrap();
+        assert!(
+            sdown > first_unanswered + 5 * S && sdown <= first_unanswered + 5 * S + TICK_MAX_NS,
+            "sdown {sdown} vs first unanswered ping {first_unanswered}"
+        );
         // Replicas answering all along are never down.
         assert!(!rig.events().iter().any(|(_, e)| e.contains("sdown slave")));
         // Nobody agrees (peers silent): no ODOWN, no failover.
-        rig.run_until(rig.t(20));
         assert_eq!(rig.when("+odown"), None);
         assert_eq!(rig.when("+try-failover"), None);
-        // It answers the next ping (at 21 s): -sdown at once.
+        // It answers again: -sdown on the tick after the next PING (pings every half second
+        // while one is unanswered).
+        let back = rig.now_ns;
         rig.nodes[0].alive = true;
-        rig.run_until(rig.t(21));
-        assert_eq!(rig.when("-sdown master m"), Some(rig.t(21)));
+        rig.run_until(rig.t(22));
+        let up = rig.when("-sdown master m").unwrap();
+        assert!(
+            up > back && up <= back + S / 2 + 2 * TICK_MAX_NS,
+            "{up} vs {back}"
+        );
         assert_eq!(rig.s.master(), Some(M));
     }
 
     #[test]
+    fn the_timer_ticks_at_a_random_ten_to_nineteen_hz() {
+        let mut rig = Rig::new(config([100, 100, 100]), [0, 0, 0]);
+        rig.start();
+        rig.run_until(rig.t(30));
+        let gaps = rig.tick_gaps();
+        let allowed: Vec<u64> = (10..20).map(|hz| 1000 / hz * NS_PER_MS).collect();
+        assert!(gaps.iter().all(|g| allowed.contains(g)), "{gaps:?}");
+        // Every rate is drawn at some point over 300+ ticks.
+        for a in &allowed {
+            assert!(gaps.contains(a), "{a} never drawn");
+        }
+    }
+
+    #[test]
+    fn info_goes_every_ten_seconds_and_every_second_to_replicas_of_an_odown_master() {
+        let mut rig = failover_rig([100, 100, 100], [0, 0, 0]);
+        let roles_to = |rig: &Rig, node: ProcId, from: u64, to: u64| {
+            rig.log
+                .iter()
+                .filter(|(t, o)| {
+                    (from..to).contains(t)
+                        && matches!(o, Output::Send { to: n, msg: Msg::Request { cmd: Command::Role, .. } } if *n == node)
+                })
+                .count()
+        };
+        // Before the failure: one ROLE per 10 s (plus the first at the start).
+        assert_eq!(roles_to(&rig, R1, 0, rig.t(2)), 1);
+        rig.run_until(rig.t(20));
+        let odown = rig.when("+odown").unwrap();
+        // From the ODOWN on, one a second to each replica: the first on the ODOWN's own
+        // tick, the next a second after its answer.
+        assert_eq!(roles_to(&rig, R2, odown, odown + 1), 1);
+        assert_eq!(roles_to(&rig, R2, odown + 1, odown + S), 0);
+        assert_eq!(
+            roles_to(&rig, R2, odown + S, odown + S + TICK_MAX_NS + 1),
+            1
+        );
+    }
+    #[test]
     fn quorum_then_majority_vote_promotes_the_replica_with_the_highest_offset() {
         let mut rig = failover_rig([100, 100, 100], [500, 100, 200]);
-        rig.run_until(rig.t(8));
+        rig.run_until(rig.t(13));
         let e: Vec<String> = rig.events().into_iter().map(|(_, e)| e).collect();
         let expect = [
             "+sdown master m",
-            "+odown master m #quorum 2/2",
+            "+odown master m #quorum 3/2",
             "+new-epoch 1",
             "+try-failover master m",
             "+vote-for-leader sentinel#10 1",
             "+elected-leader master m",
+            "+failover-state-select-slave master m",
             "+selected-slave r2 (priority 100, offset 200)",
+            "+failover-state-send-slaveof-noone r2",
             "+failover-state-wait-promotion r2",
         ];
-        assert_eq!(e, expect);
-        assert_eq!(rig.replicaofs(), vec![(rig.t(8), R2, None)]);
-        // Not yet confirmed: clients are still sent to the old master.
-        assert_eq!(
-            rig.ask(ProcId(99), SentinelRequest::GetMaster),
-            SentinelResponse::Master {
-                master: Some(M),
-                config_epoch: 0
-            }
+        assert_eq!(e[..expect.len()], expect);
+        // One step per tick: elected, selected, REPLICAOF NO ONE on three successive ticks.
+        let (elected, selected, noone) = (
+            rig.when("+elected-leader").unwrap(),
+            rig.when("+selected-slave").unwrap(),
+            rig.when("+failover-state-wait-promotion").unwrap(),
         );
-        // The next ROLE shows r2 as master: switch, reconfigure r1, tell the other sentinels.
-        rig.run_until(rig.t(9));
-        let e: Vec<String> = rig
-            .events()
-            .into_iter()
-            .skip(expect.len())
-            .map(|(_, e)| e)
-            .collect();
+        assert!(elected < selected && selected < noone && noone <= elected + 2 * TICK_MAX_NS);
+        assert_eq!(rig.replicaofs()[0], (noone, R2, None));
+        // The next ROLE (1 s after the one sent at ODOWN) shows r2 as master: promoted, and
+        // from then on clients are sent to r2 though the switch is still to come.
+        let promoted = rig.when("+promoted-slave r2").unwrap();
+        let odown = rig.when("+odown").unwrap();
+        assert!(promoted > odown + S && promoted <= odown + S + 2 * TICK_MAX_NS);
+        // r1 is pointed at r2 on the next tick; the failover ends once r1 reports following
+        // r2 (its next ROLE, a second later), and the switch comes on that tick.
+        let reconf = rig.when("+slave-reconf-sent r1").unwrap();
+        assert!(reconf > promoted && reconf <= promoted + TICK_MAX_NS);
+        let end = rig.when("+failover-end master m").unwrap();
+        assert_eq!(rig.when("+switch-master m r2 epoch 1"), Some(end));
+        assert!(end > reconf && end <= reconf + S + 2 * TICK_MAX_NS);
         assert_eq!(
-            e,
-            [
-                "+promoted-slave r2",
-                "+slave-reconf-sent r1",
-                "+failover-end master m",
-                "+switch-master m r2 epoch 1",
-            ]
-        );
-        assert_eq!(
-            rig.replicaofs(),
-            vec![(rig.t(8), R2, None), (rig.t(9), R1, Some("r2".into()))]
+            rig.replicaofs()[..2],
+            [(noone, R2, None), (reconf, R1, Some("r2".into()))]
         );
         let hellos = rig
             .log
             .iter()
             .filter(|(t, o)| {
-                *t == rig.t(9)
+                *t == end
                     && matches!(
                         o,
                         Output::Send {
@@ -1449,28 +1839,59 @@ mod tests {
     }
 
     #[test]
+    fn clients_are_sent_to_the_promoted_replica_from_its_promotion_before_the_switch() {
+        let mut rig = failover_rig([100, 100, 100], [500, 100, 200]);
+        rig.run_until(rig.t(3));
+        let mut answers = Vec::new();
+        while rig.s.master() == Some(M) && rig.now_ns < rig.t(20) {
+            let t = rig.now_ns + 10 * NS_PER_MS;
+            rig.run_until(t);
+            answers.push((t, rig.ask(ProcId(99), SentinelRequest::GetMaster)));
+        }
+        let promoted = rig.when("+promoted-slave r2").unwrap();
+        for (t, a) in answers {
+            let want = if t < promoted {
+                (Some(M), 0)
+            } else {
+                (Some(R2), 1)
+            };
+            assert_eq!(
+                a,
+                SentinelResponse::Master {
+                    master: want.0,
+                    config_epoch: want.1
+                },
+                "at {t}"
+            );
+        }
+    }
+    #[test]
     fn a_returning_old_master_is_converted_after_it_settled() {
         let mut rig = failover_rig([100, 100, 100], [500, 100, 200]);
-        rig.run_until(rig.t(9));
+        rig.run_until(rig.t(12));
         assert_eq!(rig.s.master(), Some(R2));
         // The old master comes back, still believing it is master.
+        let back = rig.now_ns;
         rig.nodes[0].alive = true;
-        rig.run_until(rig.t(10));
-        assert_eq!(rig.when("-sdown slave m"), Some(rig.t(10)));
-        // It has reported master since 10 s; converted 8 s later, not before.
-        rig.run_until(rig.t(17));
-        assert_eq!(rig.when("+convert-to-slave"), None);
-        rig.run_until(rig.t(18));
-        assert_eq!(rig.when("+convert-to-slave m"), Some(rig.t(18)));
+        rig.run_until(rig.t(60));
+        let up = rig.when("-sdown slave m").unwrap();
+        assert!(up > back && up <= back + S + 2 * TICK_MAX_NS);
+        // Its role is read by INFO every 10 s; converted on the first one 8 s or more after
+        // it was first seen reporting master.
+        let convert = rig.when("+convert-to-slave m").unwrap();
+        assert!(
+            convert >= back + 8 * S && convert <= back + 21 * S,
+            "{convert} vs {back}"
+        );
         assert_eq!(
             rig.replicaofs().last(),
-            Some(&(rig.t(18), M, Some("r2".into())))
+            Some(&(convert, M, Some("r2".into())))
         );
         // Once it follows r2 it is left alone.
-        rig.run_until(rig.t(60));
-        assert_eq!(rig.replicaofs().len(), 3);
+        let n = rig.replicaofs().len();
+        rig.run_until(rig.t(120));
+        assert_eq!(rig.replicaofs().len(), n);
     }
-
     #[test]
     fn priority_comes_first_then_offset_then_name() {
         let cfg = SentinelConfig {
@@ -1510,18 +1931,17 @@ mod tests {
     fn replica_priority_zero_is_never_selected() {
         // r2 has the best offset but priority 0.
         let mut rig = failover_rig([100, 100, 0], [500, 100, 900]);
-        rig.run_until(rig.t(9));
+        rig.run_until(rig.t(12));
         assert!(rig.has_event("+selected-slave r1 (priority 100, offset 100)"));
         assert_eq!(rig.s.master(), Some(R1));
 
         // With only priority-0 replicas the failover is abandoned.
         let mut rig = failover_rig([100, 0, 0], [500, 100, 900]);
-        rig.run_until(rig.t(9));
+        rig.run_until(rig.t(12));
         assert!(rig.has_event("-failover-abort-no-good-slave master m"));
         assert!(rig.replicaofs().is_empty());
         assert_eq!(rig.s.master(), Some(M));
     }
-
     #[test]
     fn a_sentinel_votes_at_most_once_per_epoch() {
         let mut rig = Rig::new(config([100, 100, 100]), [0, 0, 0]);
@@ -1577,8 +1997,9 @@ mod tests {
     fn a_candidate_keeps_its_own_vote_in_its_epoch() {
         let mut rig = failover_rig([100, 100, 100], [0, 0, 0]);
         rig.peers = Peers::Silent;
-        rig.run_until(rig.t(8));
-        // SDOWN at 8 s; a peer agrees, so ODOWN and a candidacy in epoch 1.
+        rig.run_until(rig.t(9));
+        assert!(rig.has_event("+sdown master m"));
+        // A peer agrees: ODOWN and a candidacy in epoch 1 on the next tick, with its own vote.
         rig.recv(
             S1,
             Msg::SentinelResp {
@@ -1590,6 +2011,8 @@ mod tests {
                 },
             },
         );
+        let t = rig.now_ns + TICK_MAX_NS;
+        rig.run_until(t);
         assert!(rig.has_event("+vote-for-leader sentinel#10 1"));
         let req = SentinelRequest::IsMasterDown {
             master: M,
@@ -1605,28 +2028,27 @@ mod tests {
             }
         );
     }
-
     #[test]
     fn a_split_vote_is_abandoned_and_retried_after_twice_the_failover_timeout() {
         let mut rig = failover_rig([100, 100, 100], [0, 0, 0]);
         rig.peers = Peers::DownVotedForS1;
-        rig.run_until(rig.t(8));
-        assert_eq!(rig.when("+try-failover"), Some(rig.t(8)));
+        rig.run_until(rig.t(10));
+        let tried = rig.when("+try-failover").unwrap();
         let start_ns = rig.s.failover_start_ns.unwrap();
-        assert!((rig.t(8)..rig.t(9)).contains(&start_ns));
+        assert!((tried..tried + S).contains(&start_ns), "desync below 1 s");
         // Election timeout: 10 s after the (desynchronised) start, checked on the tick.
         rig.run_until(rig.t(30));
         let abort = rig.when("-failover-abort-not-elected master m").unwrap();
-        assert!(abort > start_ns + 10 * S && abort <= start_ns + 11 * S + S);
-        // Still ODOWN, but no new attempt before start + 2 × 60 s; then at once.
+        assert!(abort > start_ns + 10 * S && abort <= start_ns + 10 * S + TICK_MAX_NS);
+        // Still ODOWN, but no new attempt before start + 2 × 60 s; then on the next tick.
         let retry_ns = start_ns + 120 * S;
         rig.run_until(retry_ns - 1);
         assert!(!rig.has_event("+new-epoch 2"));
         rig.run_until(retry_ns + S);
-        assert_eq!(rig.when("+new-epoch 2"), Some(retry_ns));
+        let again = rig.when("+new-epoch 2").unwrap();
+        assert!(again >= retry_ns && again <= retry_ns + TICK_MAX_NS);
         assert_eq!(rig.s.master(), Some(M));
     }
-
     #[test]
     fn a_hello_with_a_higher_config_epoch_switches_the_master_and_ends_a_failover() {
         let mut rig = failover_rig([100, 100, 100], [0, 0, 0]);
@@ -1702,7 +2124,7 @@ mod tests {
         rig.start();
         rig.run_until(rig.t(2));
         rig.kill(M);
-        rig.run_until(rig.t(8));
+        rig.run_until(rig.t(9));
         assert!(rig.has_event("+sdown master m"));
         // A PING reply with an id never sent, or of another kind, does not revive it.
         let bogus = (rig.s.next_seq + 5) << KIND_BITS;
@@ -1721,9 +2143,12 @@ mod tests {
                 reply: Reply::Status("PONG".into()),
             },
         );
+        let t = rig.now_ns + TICK_MAX_NS;
+        rig.run_until(t);
         assert_eq!(rig.when("-sdown"), None);
-        // The answer to the last ping does.
+        // The answer to the last ping does, on the next tick.
         let ping_id = rig.s.nodes[0].ping.sent_id;
+        let at = rig.now_ns;
         rig.recv(
             M,
             Msg::Reply {
@@ -1731,9 +2156,34 @@ mod tests {
                 reply: Reply::Status("PONG".into()),
             },
         );
-        assert_eq!(rig.when("-sdown master m"), Some(rig.t(8)));
+        rig.run_until(at + TICK_MAX_NS);
+        let up = rig.when("-sdown master m").unwrap();
+        assert!(up > at && up <= at + TICK_MAX_NS);
     }
 
+    #[test]
+    fn a_refused_connection_restarts_the_down_after_clock_at_the_reconnect() {
+        let mut rig = Rig::new(config([100, 100, 100]), [0, 0, 0]);
+        rig.start();
+        rig.run_until(rig.t(3));
+        // The master's process dies on a live host: its kernel resets the link at once.
+        let kill = rig.now_ns;
+        rig.kill(M);
+        rig.nodes[0].refuses = true;
+        rig.recv(M, Msg::Refused { id: 0 });
+        rig.run_until(rig.t(20));
+        // Reconnected on the next tick with a PING, refused again:
+        // SDOWN down-after past that PING, not up to a second later as for silence.
+        let reconnect = *rig.pings_to(M).iter().find(|&&t| t >= kill).unwrap();
+        assert!(reconnect <= kill + TICK_MAX_NS, "{reconnect} vs {kill}");
+        let sdown = rig.when("+sdown master m").unwrap();
+        assert!(sdown > reconnect + 5 * S && sdown <= reconnect + 5 * S + TICK_MAX_NS);
+        // While the link is down, nothing but the reconnect PING goes out, at most once a
+        // second.
+        let pings = rig.pings_to(M);
+        let after: Vec<u64> = pings.iter().copied().filter(|&t| t >= kill).collect();
+        assert!(after.windows(2).all(|w| w[1] - w[0] >= S), "{after:?}");
+    }
     /// Three sentinels and three fake nodes over a network with 1 ms latency.
     struct World {
         sentinels: Vec<Sentinel>,
@@ -1766,6 +2216,7 @@ mod tests {
                 nodes: (0..3)
                     .map(|i| FakeNode {
                         alive: true,
+                        refuses: false,
                         follows: (i != 0).then(|| "m".to_string()),
                         offset: offsets[i],
                     })

@@ -200,6 +200,7 @@ impl Scenario {
                 targets,
                 down,
                 keep_data,
+                host,
                 ..
             } if all(targets, ProcKind::Redis) => {
                 // Cut from its replicas first, so the write in flight is lost with it.
@@ -228,6 +229,7 @@ impl Scenario {
                     after: follow_up.then_some(CRASH_AFTER_FOLLOW_UP),
                     restart_after: Some(down.min),
                     keep_data: *keep_data,
+                    host: *host,
                     chance_ppm: None,
                     max: None,
                 })

@@ -324,6 +324,45 @@ impl Target {
     }
 }
 
+/// Whether a crash took its host down with it (`host:` on crash faults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostSpec {
+    /// Only the process died (`kill -9`, a segfault, the OOM killer): the host's kernel
+    /// answers connections to its port with a refusal (RST), so clients and sentinels learn
+    /// at once.
+    Up,
+    /// The host went down too (power loss, a kernel panic): requests vanish, and callers
+    /// find out only by their timeouts.
+    Down,
+}
+
+impl HostSpec {
+    pub fn of(host_up: bool) -> HostSpec {
+        if host_up {
+            HostSpec::Up
+        } else {
+            HostSpec::Down
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostSpec::Up => "up",
+            HostSpec::Down => "down",
+        }
+    }
+}
+
+/// A crash entry's host: as written, else `down` when the entry says `keep_data: false`
+/// (the spelling the format has always documented as a power loss), else `up` — a plain
+/// `crash` is what `kill -9` is. docs/model-format.md, "Faults", says why.
+pub fn crash_host_up(keep_data: Option<bool>, host: Option<HostSpec>) -> bool {
+    match host {
+        Some(h) => h == HostSpec::Up,
+        None => keep_data != Some(false),
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultSpec {
@@ -338,7 +377,9 @@ pub enum FaultSpec {
         #[serde(default)]
         restart_after: Option<Dur>,
         #[serde(default)]
-        keep_data: bool,
+        keep_data: Option<bool>,
+        #[serde(default)]
+        host: Option<HostSpec>,
     },
     ClockStep {
         target: Target,
@@ -406,7 +447,9 @@ pub enum RandomFaultSpec {
         every: Pos<DurRange>,
         down: DurRange,
         #[serde(default)]
-        keep_data: bool,
+        keep_data: Option<bool>,
+        #[serde(default)]
+        host: Option<HostSpec>,
         #[serde(default)]
         at_once: Option<Pos<Bounded<1, 64>>>,
     },
@@ -666,7 +709,9 @@ pub enum TriggerSpec {
         #[serde(default)]
         restart_after: Option<Dur>,
         #[serde(default)]
-        keep_data: bool,
+        keep_data: Option<bool>,
+        #[serde(default)]
+        host: Option<HostSpec>,
         #[serde(default)]
         chance_ppm: Option<Bounded<0, 1_000_000>>,
         #[serde(default)]
@@ -1486,7 +1531,7 @@ impl Scenario {
                 )
             })
             .collect();
-        for n in m.nodes.iter() {
+        for (node_index, n) in m.nodes.iter().enumerate() {
             let config = RedisConfig {
                 observe_keys: true,
                 name: crate::proto::Bytes::from(n.name.0.as_str()),
@@ -1509,7 +1554,10 @@ impl Scenario {
             };
             specs.push(ProcSpec {
                 name: n.name.0.clone(),
-                actor: Actor::Redis(Box::new(RedisProcess::new(config))),
+                actor: Actor::Redis(Box::new(
+                    RedisProcess::new(config)
+                        .with_cron_phase(Seed(seed).stream("cron-phase", node_index as u64)),
+                )),
                 clock: self.clock(&n.clock),
                 start_at: crate::time::SimTime::ZERO,
             });
@@ -1690,13 +1738,15 @@ impl Scenario {
                 after,
                 restart_after,
                 keep_data,
+                host,
                 ..
             } => TriggerKind::CrashAfterGrant {
                 targets: self.ids(targets),
                 isolate_from: self.ids(isolate_from),
                 after_ns: after.map(|a| (a.min.ns(), a.max.ns())),
                 restart_after_ns: restart_after.map(|d| d.ns()),
-                keep_data: *keep_data,
+                keep_data: keep_data.unwrap_or(false),
+                host_up: crash_host_up(*keep_data, *host),
             },
         };
         Trigger {
@@ -1890,7 +1940,10 @@ impl Scenario {
                             Fault::new(t, Some(window), FaultKind::Pause(p))
                         }
                         RandomFaultSpec::Crash {
-                            down, keep_data, ..
+                            down,
+                            keep_data,
+                            host,
+                            ..
                         } => {
                             window = rng.range_inclusive(down.min.ns(), down.max.ns());
                             Fault::new(
@@ -1898,7 +1951,8 @@ impl Scenario {
                                 Some(window),
                                 FaultKind::Crash {
                                     proc: p,
-                                    keep_data: *keep_data,
+                                    keep_data: keep_data.unwrap_or(false),
+                                    host_up: crash_host_up(*keep_data, *host),
                                 },
                             )
                         }
@@ -2052,12 +2106,14 @@ impl Scenario {
                 at: t,
                 restart_after,
                 keep_data,
+                host,
             } => Fault::new(
                 at(t),
                 restart_after.map(|d| d.ns()),
                 FaultKind::Crash {
                     proc: self.target_id(target),
-                    keep_data: *keep_data,
+                    keep_data: keep_data.unwrap_or(false),
+                    host_up: crash_host_up(*keep_data, *host),
                 },
             ),
             FaultSpec::ClockStep {

@@ -85,6 +85,7 @@ pub enum TriggerKind {
         after_ns: Option<(u64, u64)>,
         restart_after_ns: Option<u64>,
         keep_data: bool,
+        host_up: bool,
     },
 }
 
@@ -226,6 +227,7 @@ impl Trigger {
                 after_ns,
                 restart_after_ns,
                 keep_data,
+                host_up,
                 ..
             } => {
                 let now = match after_ns {
@@ -249,6 +251,7 @@ impl Trigger {
                         FaultKind::Crash {
                             proc: p,
                             keep_data: *keep_data,
+                            host_up: *host_up,
                         },
                     ),
                 ]

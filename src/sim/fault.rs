@@ -44,7 +44,14 @@ pub enum FaultKind {
     Pause(ProcId),
     /// The process dies (volatile state, queued messages and timers are lost) and is
     /// restarted when the window closes; `keep_data` says whether durable state survives.
-    Crash { proc: ProcId, keep_data: bool },
+    /// `host_up`: only the process died (`kill -9`, a segfault, the OOM killer) and its
+    /// host's kernel refuses connections to it at once; otherwise the host went down with it
+    /// (a power loss) and requests to it vanish, like a pause or a partition.
+    Crash {
+        proc: ProcId,
+        keep_data: bool,
+        host_up: bool,
+    },
     /// Step the wall clock of a process's node by `delta_ms` (negative = back). Instant.
     ClockStep { proc: ProcId, delta_ms: i64 },
     /// With a duration: add `drift_ppm` to the node's drift rate for the window. Without:
@@ -145,10 +152,15 @@ impl FaultKind {
         let list = |v: &[ProcId]| v.iter().map(|p| name(*p)).collect::<Vec<_>>().join(",");
         match self {
             FaultKind::Pause(p) => format!("pause {}", name(*p)),
-            FaultKind::Crash { proc, keep_data } => format!(
-                "crash {} ({})",
+            FaultKind::Crash {
+                proc,
+                keep_data,
+                host_up,
+            } => format!(
+                "crash {} ({}{})",
                 name(*proc),
-                if *keep_data { "data kept" } else { "empty" }
+                if *keep_data { "data kept" } else { "empty" },
+                if *host_up { "" } else { ", host down" }
             ),
             FaultKind::ClockStep { proc, delta_ms } => {
                 format!("clock step {} {delta_ms:+}ms", name(*proc))

@@ -251,7 +251,8 @@ fn msg_id(m: &Msg) -> u64 {
         | Msg::ResourceWrite { id, .. }
         | Msg::ResourceAck { id, .. }
         | Msg::SentinelReq { id, .. }
-        | Msg::SentinelResp { id, .. } => *id,
+        | Msg::SentinelResp { id, .. }
+        | Msg::Refused { id } => *id,
         Msg::Repl(r) => match r {
             ReplMsg::Stream { offset, .. }
             | ReplMsg::FullSync { offset, .. }
@@ -283,6 +284,7 @@ pub fn describe_msg(m: &Msg) -> String {
     match m {
         Msg::Request { id, cmd } => format!("#{id} {}", argv_text(cmd)),
         Msg::Reply { id, reply } => format!("#{id} -> {reply}"),
+        Msg::Refused { id } => format!("#{id} -> connection refused"),
         Msg::ResourceRead { id, token } => format!("#{id} read token={}", fmt_token(*token)),
         Msg::ResourceWrite {
             id,

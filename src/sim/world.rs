@@ -88,6 +88,9 @@ struct Slot {
     downs: u32,
     /// Whether every crash window open since the process went down kept its data.
     keep_data: bool,
+    /// Whether every crash window open since the process went down left its host up (so
+    /// connections to it are refused rather than unanswered).
+    host_up: bool,
     /// The drift rate set by the clock spec or the latest drift without a duration, and the
     /// sum of the open drift windows: the clock runs at their sum (clamped to the limit).
     drift_base_ppm: i64,
@@ -269,6 +272,7 @@ impl World {
                     pauses: 0,
                     downs: 0,
                     keep_data: true,
+                    host_up: true,
                     drift_base_ppm: p.clock.drift_ppm(SimTime::ZERO),
                     drift_windows_ppm: 0,
                     clock: p.clock,
@@ -629,13 +633,23 @@ impl World {
                 let slot = &mut self.slots[to.index()];
                 let reason = if self.net.is_blocked(from, to) {
                     Some(DropReason::Partition)
+                } else if slot.state == RunState::Down
+                    && slot.host_up
+                    && msg.refusable_id().is_some()
+                {
+                    Some(DropReason::Refused)
                 } else if slot.state == RunState::Down || slot.incarnation != to_incarnation {
                     Some(DropReason::Down)
                 } else {
                     None
                 };
                 if let Some(reason) = reason {
+                    let refused = msg.refusable_id().filter(|_| reason == DropReason::Refused);
                     self.trace_drop(from, to, msg, reason, self.delivering_sent_at);
+                    if let Some(id) = refused {
+                        // The kernel of the crashed process's host answers for it.
+                        self.send(to, from, Msg::Refused { id });
+                    }
                     return;
                 }
                 if slot.state == RunState::Paused {
@@ -879,7 +893,12 @@ impl World {
                     }
                 }
             }
-            FaultKind::Crash { proc, keep_data } => {
+            FaultKind::Crash {
+                proc,
+                keep_data,
+                host_up,
+            } => {
+                let mut reset = false;
                 let slot = &mut self.slots[proc.index()];
                 if slot.state != RunState::Down {
                     slot.state = RunState::Down;
@@ -887,11 +906,18 @@ impl World {
                     slot.parked.clear();
                     slot.pauses = 0;
                     slot.keep_data = true;
+                    slot.host_up = true;
                     self.history.push(now, *proc, Observation::Crashed);
                     self.holders.retain(|(q, _)| q != proc);
+                    reset = *host_up && self.procs[proc.index()].actor.as_redis().is_some();
                 }
+                let slot = &mut self.slots[proc.index()];
                 slot.downs += 1;
                 slot.keep_data &= *keep_data;
+                slot.host_up &= *host_up;
+                if reset {
+                    self.reset_connections(*proc);
+                }
             }
             FaultKind::ClockStep { proc, delta_ms } => {
                 self.slots[proc.index()].clock.add_step(now, *delta_ms);
@@ -988,6 +1014,18 @@ impl World {
         }
         let subject = f.subject().unwrap_or(ProcId(0));
         self.note(subject, text);
+    }
+
+    /// A Redis process died on a host that stays up: its kernel closes its connections at
+    /// once. Of the processes holding one, only a sentinel acts on that before its next
+    /// request (it reconnects on its next tick); clients find out when they next send, by a
+    /// refusal. So the sentinels are told, one link latency later.
+    fn reset_connections(&mut self, p: ProcId) {
+        for i in 0..self.procs.len() {
+            if matches!(self.procs[i].actor, Actor::Sentinel(_)) {
+                self.send(p, ProcId(i as u32), Msg::Refused { id: 0 });
+            }
+        }
     }
 
     /// Who holds and who was promoted, as observations arrive (for `@holder` / `@master`).
