@@ -1062,8 +1062,10 @@ impl Process for RedlockClient {
                     self.on_node_reply(cx, i, reply);
                 }
             }
-            // A crashed node's host refused the connection: that node said no at once (every
+            // A crashed node's host refused the connection: that node failed at once (every
             // library counts a connection error as a failed node and waits for the others).
+            // In an acquire it is a node error like an error reply: redlock-py 1.0.8 collects
+            // the ConnectionError with the other RedisErrors and raises (__init__.py:99-112).
             Msg::Refused { id } => {
                 let Some(f) = self.fanout else { return };
                 if cx.mono_ns > f.deadline_mono_ns {
@@ -1081,7 +1083,10 @@ impl Process for RedlockClient {
                 else {
                     return;
                 };
-                self.votes[i] = Vote::Against;
+                self.votes[i] = match f.kind {
+                    FanOutKind::Acquire => Vote::Failed,
+                    _ => Vote::Against,
+                };
                 if !self.votes.iter().any(|v| matches!(v, Vote::Pending { .. })) {
                     self.conclude_fanout(cx);
                 }
