@@ -161,6 +161,9 @@ struct Ctx {
     allowed: Allowed,
 }
 
+/// A crash as a model entry means it: (data kept, host up).
+type CrashHow = (bool, bool);
+
 /// The faults the model itself declares (scripted, random, swarm, triggers), by kind and
 /// target, with the magnitudes it allows: the menu offers only these, so that a model that
 /// holds against its own faults is not "broken" by faults it never claimed to survive.
@@ -169,7 +172,7 @@ struct Ctx {
 struct Allowed {
     pause_ns: BTreeMap<ProcId, (u64, u64)>,
     /// (keep_data, host_up) -> downtime range; `None` for a crash never restarted.
-    crash: BTreeMap<ProcId, BTreeMap<(bool, bool), Option<(u64, u64)>>>,
+    crash: BTreeMap<ProcId, BTreeMap<CrashHow, Option<(u64, u64)>>>,
     step_ms: BTreeMap<ProcId, (i64, i64)>,
     /// Cuts of a client from the lock servers (partition, isolation).
     cut_ns: BTreeMap<ProcId, (u64, u64)>,
