@@ -659,12 +659,22 @@ impl RedlockClient {
 
     /// Sends `kind`'s request to every node and starts the per-node deadline.
     fn start_fanout(&mut self, cx: &mut Cx<'_>, kind: FanOutKind) {
-        let cmd = self.fanout_command(kind);
+        let mut last = Some(self.fanout_command(kind));
+        // A SET is cheaper built again from the key and token than cloned (the derived
+        // `Clone` of the whole `Command` enum, ~50 instructions a clone on W2); an EVAL
+        // shares its script and arguments, so its clone is reference counts, while building
+        // one allocates. The last request takes the command itself.
+        let rebuild = matches!(last, Some(Command::Set { .. }));
         self.votes.clear();
-        // `repeat_n` moves the command itself into the last request: one clone (for EVAL, two
-        // allocations) fewer per fan-out.
-        let cmds = std::iter::repeat_n(cmd, self.config.nodes.len());
-        for (i, cmd) in cmds.enumerate() {
+        let n = self.config.nodes.len();
+        for i in 0..n {
+            let cmd = if i + 1 == n {
+                last.take().expect("the last request")
+            } else if rebuild {
+                self.fanout_command(kind)
+            } else {
+                last.clone().expect("the command until the last request")
+            };
             let id = self.new_id();
             cx.send(self.config.nodes[i], Msg::Request { id, cmd });
             self.votes.push(Vote::Pending {

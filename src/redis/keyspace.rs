@@ -4,6 +4,7 @@ use indexmap::IndexMap;
 use rustc_hash::FxBuildHasher;
 
 use crate::proto::Bytes;
+use crate::proto::bytes::KeyRef;
 
 /// A stored value. Lists exist only so that WRONGTYPE can be reproduced.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,11 +72,11 @@ impl Keyspace {
     }
     /// The stored entry, expired or not (callers apply the expiry rule for their role).
     pub fn raw(&self, key: &[u8]) -> Option<&Entry> {
-        self.map.get(key)
+        self.map.get(&KeyRef(key))
     }
     /// Position of a key (one hash and probe), for a lookup followed by an access.
     pub fn index_of(&self, key: &[u8]) -> Option<usize> {
-        self.map.get_index_of(key)
+        self.map.get_index_of(&KeyRef(key))
     }
     pub fn at(&self, i: usize) -> &Entry {
         &self.map[i]
@@ -88,14 +89,14 @@ impl Keyspace {
         self.map.swap_remove_index(i)
     }
     pub fn raw_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.map.get_mut(key)
+        self.map.get_mut(&KeyRef(key))
     }
     pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
         self.map.insert(key, entry)
     }
     /// Removes a key; returns the stored key (shared) and its entry.
     pub fn remove(&mut self, key: &[u8]) -> Option<(Bytes, Entry)> {
-        self.map.swap_remove_entry(key)
+        self.map.swap_remove_entry(&KeyRef(key))
     }
     pub fn clear(&mut self) {
         self.map.clear();
