@@ -49,6 +49,12 @@ const ENTRIES: &[(&str, &str, &[&str])] = &[
         &[],
     ),
     (
+        "classic-fencing-tokens-33-34",
+        "Fencing tokens checked by the storage: the model's variant \"fencing tokens\" (tokens 33 \
+and 34) holds on the same schedule; single-px-cad-fencing shows it over random pauses.",
+        &["single-px-cad-fencing"],
+    ),
+    (
         "single-clock-step-expires-locks",
         "Slew clocks, never step them (valkey-io/valkey#2651 asks for expiry on a monotonic \
 clock); fencing tokens for what remains.",
@@ -93,6 +99,12 @@ checked here: see single-px-cad-fencing).",
     (
         "failover-lost-lock",
         "Nothing on the Redis side closes the window; WAIT only narrows it. Fence with a token that cannot repeat.",
+        &["failover-wait-false-confidence", "consensus-pause-fencing"],
+    ),
+    (
+        "classic-redis-docs-failover-race",
+        "Nothing on the Redis side closes the window (the docs answer with Redlock over independent \
+masters); fence with a token that cannot repeat.",
         &["failover-wait-false-confidence", "consensus-pause-fencing"],
     ),
     (

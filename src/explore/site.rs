@@ -442,3 +442,78 @@ pub fn write(dir: &Path, out: &Path) -> Result<usize, String> {
     }
     Ok(site.pages.len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs_of(model: &str) -> (Classic, Vec<(Option<&'static str>, Vec<stepper::Step>)>) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("models/{model}.ron"));
+        let sc = crate::scenario::load(&path).expect("loads");
+        let (o, world) = run_world(&sc, 0, TraceMode::Full);
+        let c = Classic {
+            model: "made-up",
+            figure: "",
+            source: "",
+            reading: "",
+            moments: &[],
+        };
+        (c, vec![(None, stepper::steps(&sc, &world, &o.violations))])
+    }
+
+    #[test]
+    fn a_figure_moment_that_no_step_says_is_an_error_naming_it() {
+        let (mut c, runs) = runs_of("classic-redis-docs-failover-race");
+        c.moments = &[
+            Moment {
+                run: None,
+                needles: &["clientb acquires"],
+                says: "B acquires",
+            },
+            Moment {
+                run: None,
+                needles: &["m1 crashes"],
+                says: "the master crashes",
+            },
+        ];
+        // The crash comes before B's acquire: in the figure's order, no step is left to match.
+        let e = figure_stops(&c, &runs).expect_err("out of order");
+        assert!(e.contains("the master crashes"), "{e}");
+    }
+
+    #[test]
+    fn a_figure_moment_on_a_variant_the_run_lacks_is_an_error() {
+        let (mut c, runs) = runs_of("classic-redis-docs-failover-race");
+        c.moments = &[Moment {
+            run: Some("no such variant"),
+            needles: &["m1"],
+            says: "x",
+        }];
+        assert!(figure_stops(&c, &runs).is_err());
+    }
+
+    #[test]
+    fn every_classic_figure_matches_its_moments_in_order_on_seed_0() {
+        for c in CLASSICS {
+            let path =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("models/{}.ron", c.model));
+            let sc = crate::scenario::load(&path).expect("loads");
+            let (o, world) = run_world(&sc, 0, TraceMode::Full);
+            let mut runs = vec![(None, stepper::steps(&sc, &world, &o.violations))];
+            for v in crate::explore::variants::run_variants(&sc, 0) {
+                if let Some(n) = c
+                    .moments
+                    .iter()
+                    .find_map(|m| m.run.filter(|r| *r == v.name))
+                {
+                    runs.push((
+                        Some(n),
+                        stepper::steps(&v.sc, &v.world, &v.outcome.violations),
+                    ));
+                }
+            }
+            let stops = figure_stops(c, &runs).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(stops.len(), c.moments.len(), "{}", c.model);
+        }
+    }
+}
