@@ -49,7 +49,7 @@ fn the_index_lists_the_classic_figures_first_in_their_order() {
             c.model
         );
     }
-    assert_eq!(site::CLASSICS.len(), 3);
+    assert_eq!(site::CLASSICS.len(), 4);
 }
 
 #[test]
@@ -73,6 +73,15 @@ fn each_classic_figure_page_names_its_figure_and_source_and_stops_at_every_momen
                 "How to do distributed locking",
                 "Breaking Redlock with bad timings",
                 "clock step c",
+            ],
+        ),
+        (
+            "classic-kleppmann-redlock-gc-pause",
+            &[
+                "How to do distributed locking",
+                "its second scenario",
+                "Is Redlock safe?",
+                "one gives up",
             ],
         ),
         (

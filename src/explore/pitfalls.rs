@@ -138,6 +138,12 @@ masters); fence with a token that cannot repeat.",
         &["consensus-pause-fencing"],
     ),
     (
+        "classic-kleppmann-redlock-gc-pause",
+        "Check the validity left after acquiring (the model's variant \"validity checked\" holds on \
+the same schedule); a pause after the check needs fencing.",
+        &["redlock-validity-respected", "redlock-pause-after-acquire"],
+    ),
+    (
         "redlock-restart-no-fsync",
         "Delay restarts past the largest TTL, or fsync every write.",
         &["redlock-restart-delayed", "redlock-restart-fsync-always"],

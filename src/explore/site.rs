@@ -38,6 +38,7 @@ pub struct Classic {
 }
 
 const FENCING: &str = "fencing tokens";
+const VALIDITY: &str = "validity checked";
 
 /// The classic figures, in the order the index lists them (before the rest of the catalogue).
 pub const CLASSICS: &[Classic] = &[
@@ -108,7 +109,7 @@ pub const CLASSICS: &[Classic] = &[
         model: "redlock-kleppmann-clock-jump",
         figure: "Kleppmann's Redlock scenario: the clock on node C jumps forward while D and E are unreachable from client 1 and A and B from client 2",
         source: "Martin Kleppmann, \"How to do distributed locking\" (2016), section \"Breaking Redlock with bad timings\", its first scenario",
-        reading: "Clients `one` and `two` are the article's clients 1 and 2, nodes a to e its A to E. Kleppmann's other scenario, the stop-the-world GC pause that outlives the lock, is the fencing-token lesson; its Redlock form (the client pauses once the nodes have granted it the lock) is redlock-pause-after-acquire.",
+        reading: "Clients `one` and `two` are the article's clients 1 and 2, nodes a to e its A to E. Kleppmann's second Redlock scenario, the GC pause while the replies are in flight, is the next lesson; a pause once the client holds the lock is redlock-pause-after-acquire.",
         moments: &[
             Moment {
                 run: None,
@@ -139,6 +140,49 @@ pub const CLASSICS: &[Classic] = &[
                 run: None,
                 needles: &["VIOLATION"],
                 says: "Clients 1 and 2 now both believe they hold the lock.",
+            },
+        ],
+    },
+    Classic {
+        model: "classic-kleppmann-redlock-gc-pause",
+        figure: "Kleppmann's second Redlock scenario: client 1 goes into a stop-the-world GC pause while the nodes' replies are in flight, and believes them when it wakes",
+        source: "Martin Kleppmann, \"How to do distributed locking\" (2016), section \"Breaking Redlock with bad timings\", its second scenario; the reply, Salvatore Sanfilippo, \"Is Redlock safe?\" (2016)",
+        reading: "Clients `one` and `two` are the article's clients 1 and 2, nodes a to e its A to E. As written, the clients are node-redlock v5, which counts a majority without checking the validity left; the variant \"validity checked\" is the algorithm as the Redis docs specify it, on the same schedule: the acquisition took longer than the TTL, so it fails.",
+        moments: &[
+            Moment {
+                run: None,
+                needles: &["one tries to take lock"],
+                says: "Client 1 requests the lock on nodes A, B, C, D, E.",
+            },
+            Moment {
+                run: None,
+                needles: &["one is paused"],
+                says: "While the responses to client 1 are in flight, client 1 goes into stop-the-world GC.",
+            },
+            Moment {
+                run: None,
+                needles: &["d: key lock (token one-1) expires"],
+                says: "Locks expire on all Redis nodes.",
+            },
+            Moment {
+                run: None,
+                needles: &["two acquires"],
+                says: "Client 2 acquires the lock on nodes A, B, C, D, E.",
+            },
+            Moment {
+                run: None,
+                needles: &["one acquires"],
+                says: "Client 1 finishes GC and receives the responses, held in its kernel's buffers: it believes it acquired the lock.",
+            },
+            Moment {
+                run: None,
+                needles: &["VIOLATION"],
+                says: "Clients 1 and 2 now both believe they hold the lock.",
+            },
+            Moment {
+                run: Some(VALIDITY),
+                needles: &["one gives up"],
+                says: "With the validity check: acquiring took 15 s, more than the 10 s TTL, so no validity is left and client 1 fails instead (the reply's point; a pause after the check is still unsafe).",
             },
         ],
     },
