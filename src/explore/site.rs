@@ -226,11 +226,14 @@ pub fn classic(model: &str) -> Option<&'static Classic> {
     CLASSICS.iter().find(|c| c.model == model)
 }
 
+/// One run's steps, by its name in the figure (None: the model as written).
+type RunSteps = (Option<&'static str>, Vec<stepper::Step>);
+
 /// The figure's moments as (run name, step index) on this seed's runs, in the figure's order;
 /// an error names the first moment no step matches (the model no longer draws the figure).
 fn figure_stops(
     c: &Classic,
-    runs: &[(Option<&str>, Vec<stepper::Step>)],
+    runs: &[RunSteps],
 ) -> Result<Vec<(Option<&'static str>, usize)>, String> {
     let mut next: Vec<usize> = vec![0; runs.len()];
     let mut out = Vec::new();
@@ -491,7 +494,7 @@ pub fn write(dir: &Path, out: &Path) -> Result<usize, String> {
 mod tests {
     use super::*;
 
-    fn runs_of(model: &str) -> (Classic, Vec<(Option<&'static str>, Vec<stepper::Step>)>) {
+    fn runs_of(model: &str) -> (Classic, Vec<RunSteps>) {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("models/{model}.ron"));
         let sc = crate::scenario::load(&path).expect("loads");
         let (o, world) = run_world(&sc, 0, TraceMode::Full);
