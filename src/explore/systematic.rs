@@ -165,11 +165,14 @@ struct Ctx {
 /// target, with the magnitudes it allows: the menu offers only these, so that a model that
 /// holds against its own faults is not "broken" by faults it never claimed to survive.
 /// Ranges are (min, max); a scripted fault's is its one value.
+/// (keep_data, host_up) -> downtime range (min, max); `None` for a crash never restarted.
+type CrashDowntimes = BTreeMap<(bool, bool), Option<(u64, u64)>>;
+
 #[derive(Debug, Default)]
 struct Allowed {
     pause_ns: BTreeMap<ProcId, (u64, u64)>,
     /// (keep_data, host_up) -> downtime range; `None` for a crash never restarted.
-    crash: BTreeMap<ProcId, BTreeMap<(bool, bool), Option<(u64, u64)>>>,
+    crash: BTreeMap<ProcId, CrashDowntimes>,
     step_ms: BTreeMap<ProcId, (i64, i64)>,
     /// Cuts of a client from the lock servers (partition, isolation).
     cut_ns: BTreeMap<ProcId, (u64, u64)>,
