@@ -49,6 +49,12 @@ const ENTRIES: &[(&str, &str, &[&str])] = &[
         &[],
     ),
     (
+        "classic-fencing-tokens-33-34",
+        "Fencing tokens checked by the storage: the model's variant \"fencing tokens\" (tokens 33 \
+and 34) holds on the same schedule; single-px-cad-fencing shows it over random pauses.",
+        &["single-px-cad-fencing"],
+    ),
+    (
         "single-clock-step-expires-locks",
         "Slew clocks, never step them (valkey-io/valkey#2651 asks for expiry on a monotonic \
 clock); fencing tokens for what remains.",
@@ -96,6 +102,12 @@ checked here: see single-px-cad-fencing).",
         &["failover-wait-false-confidence", "consensus-pause-fencing"],
     ),
     (
+        "classic-redis-docs-failover-race",
+        "Nothing on the Redis side closes the window (the docs answer with Redlock over independent \
+masters); fence with a token that cannot repeat.",
+        &["failover-wait-false-confidence", "consensus-pause-fencing"],
+    ),
+    (
         "failover-split-brain",
         "min-replicas-to-write narrows the window; a down-after longer than max-lag closes it (at the cost of availability).",
         &["failover-split-brain-min-replicas"],
@@ -124,6 +136,12 @@ checked here: see single-px-cad-fencing).",
         "redlock-kleppmann-clock-jump",
         "Slew clocks, never step them; fencing for what remains.",
         &["consensus-pause-fencing"],
+    ),
+    (
+        "classic-kleppmann-redlock-gc-pause",
+        "Check the validity left after acquiring (the model's variant \"validity checked\" holds on \
+the same schedule); a pause after the check needs fencing.",
+        &["redlock-validity-respected", "redlock-pause-after-acquire"],
     ),
     (
         "redlock-restart-no-fsync",
