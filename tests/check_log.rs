@@ -32,11 +32,11 @@ fn the_redis_py_harness_log_of_a_paused_worker_is_violated_for_certain() {
     let (code, out, err) = check_log(&["tests/check-log/redis-py-pause.jsonl"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
-        out.contains(r#"mutual_exclusion  VIOLATED w1 (line 2) and w2 (line 3) both believed they held "resource-lock""#),
+        out.contains(r#"mutual_exclusion  VIOLATED   w1 (line 2) and w2 (line 3) both believed they held "resource-lock""#),
         "{out}"
     );
     assert!(
-        out.contains(r#"resource_safety   VIOLATED "resource" applied w1's write with token 1 (line 6, ok) after w2's with token 2 (line 4, ok)"#),
+        out.contains(r#"resource_safety   VIOLATED   "resource" applied w1's write with token 1 (line 6, ok) after w2's with token 2 (line 4, ok)"#),
         "{out}"
     );
     // The timeline marks the witnesses and shows both believed holdings.

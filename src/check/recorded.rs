@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
+use std::rc::Rc;
 
 use serde::Deserialize;
 
@@ -22,7 +23,7 @@ use crate::time::fmt_duration_ns;
 pub const SCHEMA: &str = "distlock-log/1";
 /// Longest accepted line; a longer one is bad input, not an allocation.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
-/// Most events kept (each a few dozen bytes): about 100 MB at the cap.
+/// Most events kept: a log at the cap peaks near 300 MB (docs/check-log.md, measured).
 pub const MAX_EVENTS: usize = 1_000_000;
 /// Most holdings open at once (acquired, neither released nor expired yet).
 pub const MAX_OPEN_HOLDINGS: usize = 100_000;
@@ -90,16 +91,18 @@ pub struct Event {
     pub line: usize,
     pub op: Op,
     pub host: usize,
-    pub client: String,
+    // Shared: clients and objects are interned, tokens shared with their holdings, so a
+    // large log costs about 100 bytes an event.
+    pub client: Rc<str>,
     pub invoke_us: i64,
     pub complete_us: i64,
     pub result: Outcome,
     /// Lock name (lock calls) or resource name (reads and writes).
-    pub object: String,
-    pub lock_token: String,
+    pub object: Rc<str>,
+    pub lock_token: Rc<str>,
     pub fence: Option<u64>,
     pub validity_us: Option<i64>,
-    pub removed_token: Option<String>,
+    pub removed_token: Option<Box<str>>,
 }
 
 /// A host and its clock bound.
@@ -149,6 +152,7 @@ impl Log {
     pub fn read(input: impl BufRead) -> Result<Log, LogError> {
         let mut log = Log::default();
         let mut host_index: BTreeMap<String, usize> = BTreeMap::new();
+        let mut names: BTreeMap<String, Rc<str>> = BTreeMap::new();
         let mut header_seen = false;
         let mut input = input;
         let mut buf = Vec::new();
@@ -202,7 +206,7 @@ impl Log {
                 continue;
             }
             let raw: RawEvent = serde_json::from_str(text).map_err(located)?;
-            let ev = Self::event(line_no, raw, &host_index)?;
+            let ev = Self::event(line_no, raw, &host_index, &mut names)?;
             if log.events.len() == MAX_EVENTS {
                 return Err(err(
                     line_no,
@@ -228,7 +232,14 @@ impl Log {
         line: usize,
         raw: RawEvent,
         hosts: &BTreeMap<String, usize>,
+        names: &mut BTreeMap<String, Rc<str>>,
     ) -> Result<Event, LogError> {
+        let mut intern = |s: String| -> Rc<str> {
+            names
+                .entry(s)
+                .or_insert_with_key(|k| Rc::from(k.as_str()))
+                .clone()
+        };
         let host = *hosts.get(&raw.host).ok_or_else(|| {
             err(
                 line,
@@ -244,7 +255,7 @@ impl Log {
         let is_lock = matches!(raw.op, Op::Acquire | Op::Extend | Op::Release);
         let (lock_token, fence) = if is_lock {
             match raw.token {
-                serde_json::Value::String(s) => (s, None),
+                serde_json::Value::String(s) => (Rc::from(s), None),
                 _ => {
                     return Err(err(
                         line,
@@ -255,8 +266,8 @@ impl Log {
             }
         } else {
             match raw.token.as_u64() {
-                Some(t) => (String::new(), Some(t)),
-                None if raw.token.is_null() => (String::new(), None),
+                Some(t) => (Rc::from(""), Some(t)),
+                None if raw.token.is_null() => (Rc::from(""), None),
                 None => {
                     return Err(err(
                         line,
@@ -275,7 +286,7 @@ impl Log {
             if raw.resource.is_some() {
                 return Err(err(line, 1, "field `resource`: only on read and write"));
             }
-            raw.lock.unwrap_or_else(|| "lock".to_string())
+            intern(raw.lock.unwrap_or_else(|| "lock".to_string()))
         } else {
             if raw.lock.is_some() {
                 return Err(err(
@@ -284,13 +295,13 @@ impl Log {
                     "field `lock`: only on acquire, extend and release",
                 ));
             }
-            raw.resource.unwrap_or_else(|| "resource".to_string())
+            intern(raw.resource.unwrap_or_else(|| "resource".to_string()))
         };
         Ok(Event {
             line,
             op: raw.op,
             host,
-            client: raw.client,
+            client: intern(raw.client),
             invoke_us,
             complete_us,
             result: raw.result,
@@ -298,7 +309,7 @@ impl Log {
             lock_token,
             fence,
             validity_us,
-            removed_token: raw.removed_token,
+            removed_token: raw.removed_token.map(String::into_boxed_str),
         })
     }
 }
@@ -340,15 +351,18 @@ pub struct Finding {
 /// Invariant: `start_us <= end_us`.
 #[derive(Clone, Debug)]
 pub struct Holding {
-    pub lock: String,
-    pub client: String,
-    pub token: String,
+    pub lock: Rc<str>,
+    pub client: Rc<str>,
+    pub token: Rc<str>,
     pub host: usize,
     pub start_us: i64,
     pub end_us: i64,
     /// Lines of the acquire and of the event that ended the belief (if any).
     pub lines: (usize, Option<usize>),
 }
+
+/// (lock, client, token): one client's holding of one lock under one token.
+type HoldingKey = (Rc<str>, Rc<str>, Rc<str>);
 
 /// Believed holdings: from an `ok` acquire's completion (when the client learns it holds)
 /// until the first of its release's invocation, a failed extend's completion, or the expiry
@@ -361,31 +375,27 @@ pub fn holdings(log: &Log) -> Result<Vec<Holding>, LogError> {
         line: usize,
     }
     let log_end = log.events.iter().map(|e| e.complete_us).max().unwrap_or(0);
-    let mut open: BTreeMap<(String, String, String), (usize, Open)> = BTreeMap::new();
+    let mut open: BTreeMap<HoldingKey, (usize, Open)> = BTreeMap::new();
     let mut out = Vec::new();
-    let close = |out: &mut Vec<Holding>,
-                 key: (String, String, String),
-                 host,
-                 o: Open,
-                 end,
-                 line: Option<usize>| {
-        // At the log's end (no closing line) a belief with a validity still runs to it:
-        // the recording stopped, the client's belief did not.
-        let end = match (o.believed_until_us, line) {
-            (Some(b), None) => b,
-            (Some(b), Some(_)) => b.min(end),
-            (None, _) => end,
+    let close =
+        |out: &mut Vec<Holding>, key: HoldingKey, host, o: Open, end, line: Option<usize>| {
+            // At the log's end (no closing line) a belief with a validity still runs to it:
+            // the recording stopped, the client's belief did not.
+            let end = match (o.believed_until_us, line) {
+                (Some(b), None) => b,
+                (Some(b), Some(_)) => b.min(end),
+                (None, _) => end,
+            };
+            out.push(Holding {
+                lock: key.0,
+                client: key.1,
+                token: key.2,
+                host,
+                start_us: o.start_us,
+                end_us: end.max(o.start_us),
+                lines: (o.line, line),
+            });
         };
-        out.push(Holding {
-            lock: key.0,
-            client: key.1,
-            token: key.2,
-            host,
-            start_us: o.start_us,
-            end_us: end.max(o.start_us),
-            lines: (o.line, line),
-        });
-    };
     for e in &log.events {
         let key = (e.object.clone(), e.client.clone(), e.lock_token.clone());
         match (e.op, e.result) {
@@ -484,7 +494,7 @@ fn first_overlap(hs: &[Holding], span: impl Fn(&Holding) -> (i64, i64)) -> Optio
         .enumerate()
         .map(|(i, h)| {
             let (s, e) = span(h);
-            (h.lock.as_str(), s, e, i)
+            (&*h.lock, s, e, i)
         })
         .filter(|&(_, s, e, _)| s < e)
         .collect();
@@ -500,14 +510,14 @@ fn first_overlap(hs: &[Holding], span: impl Fn(&Holding) -> (i64, i64)) -> Optio
             best = None;
             second = None;
         }
-        let client = hs[i].client.as_str();
+        let client = &*hs[i].client;
         for cand in [best, second].into_iter().flatten() {
-            if hs[cand.1].client != client && cand.0 > s {
+            if &*hs[cand.1].client != client && cand.0 > s {
                 return Some((cand.1, i));
             }
         }
         match best {
-            Some(b) if hs[b.1].client == client => {
+            Some(b) if &*hs[b.1].client == client => {
                 if e > b.0 {
                     best = Some((e, i));
                 }
@@ -552,8 +562,8 @@ pub fn resource_safety(log: &Log) -> Finding {
             } else {
                 (w.invoke_us - u(w), w.complete_us + u(w))
             };
-            by_end.push((w.object.as_str(), end, i));
-            by_start.push((w.object.as_str(), start, i));
+            by_end.push((&*w.object, end, i));
+            by_start.push((&*w.object, start, i));
         }
         by_end.sort();
         by_start.sort();
@@ -639,7 +649,9 @@ pub fn foreign_unlock(log: &Log) -> Finding {
     let foreign = log.events.iter().find(|e| {
         e.op == Op::Release
             && e.result == Outcome::Ok
-            && e.removed_token.as_ref().is_some_and(|r| *r != e.lock_token)
+            && e.removed_token
+                .as_deref()
+                .is_some_and(|r| r != &*e.lock_token)
     });
     match foreign {
         Some(e) => Finding {
@@ -672,14 +684,13 @@ pub fn foreign_unlock(log: &Log) -> Finding {
     }
 }
 
-/// All properties, in a fixed order.
-pub fn check(log: &Log) -> Result<Vec<Finding>, LogError> {
-    let hs = holdings(log)?;
-    Ok(vec![
-        mutual_exclusion(log, &hs),
+/// All properties, in a fixed order, given the log's `holdings`.
+pub fn check(log: &Log, hs: &[Holding]) -> Vec<Finding> {
+    vec![
+        mutual_exclusion(log, hs),
         resource_safety(log),
         foreign_unlock(log),
-    ])
+    ]
 }
 
 fn outcome_name(o: Outcome) -> &'static str {
@@ -786,11 +797,9 @@ mod tests {
         Log::read(text.as_bytes()).unwrap()
     }
     fn verdicts(text: &str) -> Vec<Verdict> {
-        check(&log(text))
-            .unwrap()
-            .iter()
-            .map(|f| f.verdict)
-            .collect()
+        let log = log(text);
+        let hs = holdings(&log).unwrap();
+        check(&log, &hs).iter().map(|f| f.verdict).collect()
     }
     const HEAD: &str = r#"{"schema":"distlock-log/1","hosts":{"a":{"clock_uncertainty_ms":5},"b":{"clock_uncertainty_ms":5}}}"#;
     fn acq(host: &str, client: &str, inv: u64, comp: u64, tok: &str, validity: u64) -> String {

@@ -37,10 +37,7 @@ pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
         Ok(h) => h,
         Err(e) => return located(e),
     };
-    let findings = match recorded::check(&log) {
-        Ok(f) => f,
-        Err(e) => return located(e),
-    };
+    let findings = recorded::check(&log, &holdings);
     let worst = findings
         .iter()
         .map(|f| f.verdict)
@@ -82,7 +79,7 @@ pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
         );
         for f in &findings {
             s.push_str(&format!(
-                "  {:<17} {:<8} {}\n",
+                "  {:<17} {:<10} {}\n",
                 f.property,
                 f.verdict.name(),
                 f.message
