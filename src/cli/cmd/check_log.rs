@@ -6,6 +6,10 @@ use crate::check::recorded::{self, Log, Verdict};
 use crate::cli::{Ctx, out};
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 every property held, 1 violated for certain given the clock bounds, \
+                  2 bad input, 3 inconclusive (a violation only possible within the bounds)."
+)]
 pub struct Args {
     /// A `distlock-log/1` JSON-lines file: a header naming the hosts and their clock bounds,
     /// then one lock call or resource read/write per line (docs/check-log.md).
