@@ -3,6 +3,7 @@
 //! not what the code meant.
 
 pub mod margin;
+pub mod recorded;
 pub mod witness;
 
 use std::collections::BTreeMap;

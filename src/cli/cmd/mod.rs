@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use crate::cli::Ctx;
 
 mod check;
+mod check_log;
 mod conformance;
 mod explore;
 mod hunt;
@@ -57,6 +58,9 @@ enum Cmd {
     Explore(explore::Args),
     /// Validate a model without running it.
     Check(check::Args),
+    /// Judge a log recorded from a real system (lock calls and resource writes with their
+    /// hosts' clock bounds): violated only where certain, else possible or held.
+    CheckLog(check_log::Args),
     /// List the bundled models with their descriptions.
     List(list::Args),
     /// Regenerate the pitfall guide (docs/pitfalls.md) from the bundled models and their replays.
@@ -79,6 +83,7 @@ fn dispatch(cmd: Cmd, ctx: &Ctx) -> ExitCode {
         Cmd::Minimize(a) => minimize::exec(a, ctx),
         Cmd::Explore(a) => explore::exec(a, ctx),
         Cmd::Check(a) => check::exec(a, ctx),
+        Cmd::CheckLog(a) => check_log::exec(a, ctx),
         Cmd::List(a) => list::exec(a, ctx),
         Cmd::Pitfalls(a) => pitfalls::exec(a, ctx),
         Cmd::Site(a) => site::exec(a, ctx),
