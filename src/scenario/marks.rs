@@ -99,9 +99,18 @@ pub fn skip_blanks(text: &str, line: usize, col: usize) -> (usize, usize) {
     }
     let rest = &text[off.min(text.len())..];
     let b = rest.as_bytes();
-    let mut i = 0;
+    let i = skip_ws(b, 0);
+    let upto = &text[..off.min(text.len()) + i];
+    let line = 1 + upto.matches('\n').count();
+    let col = 1 + upto.chars().rev().take_while(|&c| c != '\n').count();
+    (line, col)
+}
+
+/// The first byte at or after `i` that is not whitespace or a RON comment (`//` to the end
+/// of the line, `/* … */` nested).
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     loop {
-        while i < b.len() && (b[i] as char).is_ascii_whitespace() {
+        while i < b.len() && b[i].is_ascii_whitespace() {
             i += 1;
         }
         if b[i..].starts_with(b"//") {
@@ -126,13 +135,9 @@ pub fn skip_blanks(text: &str, line: usize, col: usize) -> (usize, usize) {
                 }
             }
         } else {
-            break;
+            return i;
         }
     }
-    let upto = &text[..off.min(text.len()) + i];
-    let line = 1 + upto.matches('\n').count();
-    let col = 1 + upto.chars().rev().take_while(|&c| c != '\n').count();
-    (line, col)
 }
 
 /// A value with the mark of where it was read. Compares, orders and prints as its value.

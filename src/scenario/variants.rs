@@ -9,6 +9,8 @@
 //! exactly what the same edit to the file would mean, and its errors are the loader's,
 //! located back at the variant's text.
 
+use crate::scenario::marks::skip_ws;
+
 /// One variant: its name and the model text it stands for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Variant {
@@ -57,38 +59,6 @@ struct Field {
 
 /// An error at a byte offset of the model file.
 pub type Located = (usize, String);
-
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    loop {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if b[i..].starts_with(b"//") {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-        } else if b[i..].starts_with(b"/*") {
-            // RON block comments nest.
-            let mut depth = 0usize;
-            while i < b.len() {
-                if b[i..].starts_with(b"/*") {
-                    depth += 1;
-                    i += 2;
-                } else if b[i..].starts_with(b"*/") {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-        } else {
-            return i;
-        }
-    }
-}
 
 /// End of the string literal starting at `i` (`"…"` or a raw `r#"…"#`).
 fn string_end(b: &[u8], mut i: usize) -> Result<usize, Located> {
