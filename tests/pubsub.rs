@@ -7,8 +7,9 @@ use distlock_sim::redis::node::Caller;
 use distlock_sim::redis::{RedisConfig, RedisNode};
 use distlock_sim::time::ProcId;
 
-const M: ProcId = ProcId(0);
-const R: ProcId = ProcId(1);
+mod support;
+use support::{M, R, pump};
+
 const A: ProcId = ProcId(5);
 const B: ProcId = ProcId(6);
 const T0: i64 = 1_700_000_000_000;
@@ -127,38 +128,11 @@ fn a_crashed_node_forgets_its_subscribers() {
     assert_eq!(run(&mut m, B, &["PUBLISH", "ch", "x"]), Reply::Int(1));
 }
 
-/// Delivers replication traffic both ways until quiet; returns the pushes each node made.
-fn pump(m: &mut RedisNode, r: &mut RedisNode) -> Vec<(ProcId, ProcId, Reply)> {
-    let mut out = Vec::new();
-    for _ in 0..10 {
-        let from_m: Vec<(ProcId, Msg)> = m.drain_outbox().collect();
-        let from_r: Vec<(ProcId, Msg)> = r.drain_outbox().collect();
-        if from_m.is_empty() && from_r.is_empty() {
-            break;
-        }
-        for (to, msg) in from_m {
-            match msg {
-                Msg::Repl(x) if to == R => r.on_repl(T0, 0, M, x),
-                Msg::Push { reply } => out.push((M, to, reply)),
-                _ => {}
-            }
-        }
-        for (to, msg) in from_r {
-            match msg {
-                Msg::Repl(x) if to == M => m.on_repl(T0, 0, R, x),
-                Msg::Push { reply } => out.push((R, to, reply)),
-                _ => {}
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn a_publish_on_the_master_reaches_the_replicas_subscribers_through_the_stream() {
     let (mut m, mut r) = (node("m"), node("r"));
     run(&mut r, B, &["REPLICAOF", "m", "6379"]);
-    pump(&mut m, &mut r);
+    pump(&mut m, &mut r, T0);
     run(&mut r, A, &["SUBSCRIBE", "redisson_lock__channel:{l}"]);
     // The master has no subscriber of its own: its PUBLISH answers 0, as redis-server does,
     // and the replica delivers the replicated PUBLISH to A.
@@ -167,7 +141,7 @@ fn a_publish_on_the_master_reaches_the_replicas_subscribers_through_the_stream()
         Reply::Int(0)
     );
     assert_eq!(
-        pump(&mut m, &mut r),
+        pump(&mut m, &mut r, T0),
         vec![(R, A, message("redisson_lock__channel:{l}", "0"))]
     );
     // PUBLISH is allowed on a replica and counts its local subscribers.

@@ -8,8 +8,9 @@ use distlock_sim::redis::node::{Fsync, Persistence};
 use distlock_sim::redis::{RedisConfig, RedisNode};
 use distlock_sim::time::{NS_PER_MS, ProcId};
 
-const M: ProcId = ProcId(0);
-const R: ProcId = ProcId(1);
+mod support;
+use support::{M, R, pump};
+
 const CLIENT: ProcId = ProcId(9);
 const T0: i64 = 1_700_000_000_000;
 
@@ -29,27 +30,6 @@ fn set_nx_px(token: &str, ttl_ms: i64) -> Command {
         cond: Some(SetCond::Nx),
         get: false,
         expiry: Some(SetExpiry::Px(ttl_ms)),
-    }
-}
-
-/// Delivers every queued message between the two nodes (no latency), until quiet.
-fn pump(m: &mut RedisNode, r: &mut RedisNode, now: i64) {
-    for _ in 0..10 {
-        let from_m: Vec<(ProcId, Msg)> = m.drain_outbox().collect();
-        let from_r: Vec<(ProcId, Msg)> = r.drain_outbox().collect();
-        if from_m.is_empty() && from_r.is_empty() {
-            return;
-        }
-        for (to, msg) in from_m {
-            if let (R, Msg::Repl(x)) = (to, msg) {
-                r.on_repl(now, 0, M, x);
-            }
-        }
-        for (to, msg) in from_r {
-            if let (M, Msg::Repl(x)) = (to, msg) {
-                m.on_repl(now, 0, R, x);
-            }
-        }
     }
 }
 

@@ -1,12 +1,13 @@
 //! Script shebang flags as Redis 7.0.15 applies them (each reply below was checked against a
 //! real server; the recorded cases are in tests/conformance/recorded/shebang.txt).
 
-use distlock_sim::proto::{Bytes, Command, Msg, Reply};
+use distlock_sim::proto::{Bytes, Command, Reply};
 use distlock_sim::redis::{RedisConfig, RedisNode};
 use distlock_sim::time::ProcId;
 
-const M: ProcId = ProcId(0);
-const R: ProcId = ProcId(1);
+mod support;
+use support::{M, R, pump};
+
 const CLIENT: ProcId = ProcId(9);
 const T0: i64 = 1_700_000_000_000;
 const READONLY: &str = "READONLY You can't write against a read only replica.";
@@ -35,27 +36,6 @@ fn master() -> RedisNode {
     RedisNode::new(RedisConfig::default())
 }
 
-/// Delivers every queued replication message between the two nodes, until quiet.
-fn pump(m: &mut RedisNode, r: &mut RedisNode) {
-    for _ in 0..10 {
-        let from_m: Vec<(ProcId, Msg)> = m.drain_outbox().collect();
-        let from_r: Vec<(ProcId, Msg)> = r.drain_outbox().collect();
-        if from_m.is_empty() && from_r.is_empty() {
-            return;
-        }
-        for (to, msg) in from_m {
-            if let (R, Msg::Repl(x)) = (to, msg) {
-                r.on_repl(T0, 0, M, x);
-            }
-        }
-        for (to, msg) in from_r {
-            if let (M, Msg::Repl(x)) = (to, msg) {
-                m.on_repl(T0, 0, R, x);
-            }
-        }
-    }
-}
-
 /// A master and its read-only replica, fully synced (as tests/replication.rs links them).
 fn linked() -> (RedisNode, RedisNode) {
     let node = |name: &str| {
@@ -68,7 +48,7 @@ fn linked() -> (RedisNode, RedisNode) {
     let (mut m, mut r) = (node("m"), node("r"));
     let link = Command::ReplicaOf(Some((Bytes::from("m"), Bytes::from("6379"))));
     assert_eq!(r.handle(T0, 0, CLIENT, 1, &link), Some(Reply::Ok));
-    pump(&mut m, &mut r);
+    pump(&mut m, &mut r, T0);
     assert!(r.is_replica());
     (m, r)
 }
@@ -103,7 +83,7 @@ fn a_no_writes_script_reads_but_every_write_and_publish_inside_it_is_refused() {
 fn a_flagged_script_without_no_writes_is_refused_on_a_replica_even_if_it_only_reads() {
     let (mut m, mut r) = linked();
     assert_eq!(run(&mut m, &["SET", "k", "v"]), Reply::Ok);
-    pump(&mut m, &mut r);
+    pump(&mut m, &mut r, T0);
     for script in ["#!lua\nreturn 1", "#!lua flags=allow-stale\nreturn 1"] {
         assert_eq!(run(&mut r, &["EVAL", script, "0"]), Reply::err(READONLY));
         assert_eq!(run(&mut r, &["EVAL_RO", script, "0"]), Reply::err(READONLY));

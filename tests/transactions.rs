@@ -10,8 +10,9 @@ use distlock_sim::redis::node::connection::{MULTI_QUEUE_CAP, WATCHED_KEYS_CAP};
 use distlock_sim::redis::{RedisConfig, RedisNode};
 use distlock_sim::time::ProcId;
 
-const M: ProcId = ProcId(0);
-const R: ProcId = ProcId(1);
+mod support;
+use support::{M, R, pump};
+
 const A: ProcId = ProcId(7);
 const B: ProcId = ProcId(8);
 const T0: i64 = 1_700_000_000_000;
@@ -40,26 +41,6 @@ fn ok(n: &mut RedisNode, now: i64, client: ProcId, argv: &[&str]) {
         matches!(&r, Reply::Ok) || matches!(&r, Reply::Status(s) if s == "QUEUED"),
         "{argv:?}: {r}"
     );
-}
-
-fn pump(m: &mut RedisNode, r: &mut RedisNode, now: i64) {
-    for _ in 0..10 {
-        let from_m: Vec<(ProcId, Msg)> = m.drain_outbox().collect();
-        let from_r: Vec<(ProcId, Msg)> = r.drain_outbox().collect();
-        if from_m.is_empty() && from_r.is_empty() {
-            return;
-        }
-        for (to, msg) in from_m {
-            if let (R, Msg::Repl(x)) = (to, msg) {
-                r.on_repl(now, 0, M, x);
-            }
-        }
-        for (to, msg) in from_r {
-            if let (M, Msg::Repl(x)) = (to, msg) {
-                m.on_repl(now, 0, R, x);
-            }
-        }
-    }
 }
 
 fn linked() -> (RedisNode, RedisNode) {
