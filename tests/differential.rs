@@ -1496,3 +1496,13 @@ fn the_redisson_client_sends_the_scripts_compared_here() {
     assert_eq!(UNLOCK_SRC, REDISSON_UNLOCK);
     assert_eq!(RENEW_SRC_3_44, REDISSON_RENEW);
 }
+
+/// redis-py's release, extend and reacquire scripts as the client sends them are the texts
+/// this test compares against redis-server (read from lock.py separately), as for Redisson.
+#[test]
+fn the_redis_py_client_sends_the_scripts_compared_here() {
+    use distlock_sim::client::redis_py::{EXTEND_SRC, REACQUIRE_SRC, RELEASE_SRC};
+    assert_eq!(RELEASE_SRC, REDIS_PY_RELEASE);
+    assert_eq!(EXTEND_SRC, REDIS_PY_EXTEND);
+    assert_eq!(REACQUIRE_SRC, REDIS_PY_REACQUIRE);
+}
