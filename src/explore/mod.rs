@@ -18,7 +18,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::check::witness::{Hazard, Hazards};
-use crate::check::{CheckConfig, Property, Violation, check_all_named};
+use crate::check::{Property, Violation};
 use crate::history::Observation;
 use crate::scenario::Scenario;
 use crate::sim::{Fault, RunEnd, TraceMode, World};
@@ -85,18 +85,7 @@ pub fn run_world_with(
 ) -> (RunOutcome, World) {
     let (mut world, faults) = sc.build_with(seed, trace, custom);
     let end = world.run();
-    let names = world.names();
-    let name = |p: crate::time::ProcId| names[p.index()].clone();
-    let cfg = CheckConfig {
-        liveness_bound_ns: sc.liveness_bound_ns,
-        end: world.now(),
-    };
-    let keys = sc.lock_keys();
-    let lock_name = |l: u32| match keys.get(l as usize) {
-        Some(k) => format!("lock `{}`", String::from_utf8_lossy(k)),
-        None => format!("lock {l}"),
-    };
-    let violations = check_all_named(&world.history, &sc.properties, &cfg, &name, &lock_name);
+    let violations = sc.check(&world);
     let acquisitions = world
         .history
         .records

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::check::{CheckConfig, Property, Violation, check_all};
+use crate::check::{Property, Violation};
 use crate::explore::minimize::{fault_ron, fault_spec, scripted_text};
 use crate::rng::Seed;
 use crate::scenario::model::{ClientFactory, ClientKind, FaultSpec, HostSpec, crash_host_up};
@@ -716,14 +716,7 @@ impl Search<'_> {
     }
 
     fn check(&self, w: &World) -> Vec<Violation> {
-        let cfg = CheckConfig {
-            liveness_bound_ns: self.sc.liveness_bound_ns,
-            end: w.now(),
-        };
-        let names = &self.names;
-        check_all(&w.history, &self.sc.properties, &cfg, &|p| {
-            names[p.index()].clone()
-        })
+        self.sc.check(w)
     }
 
     fn spend(&mut self) -> Result<(), Stop> {
@@ -1196,7 +1189,6 @@ pub fn pct(sc: &Scenario, seed: u64, depth: usize, runs: u64) -> Result<PctRepor
     let (mut base, _) = base_sc.build(seed, TraceMode::Off);
     base.log_decisions();
     base.run();
-    let names = base.names();
     let points: Vec<Point> = with_granters(base.take_decisions())
         .iter()
         .filter_map(|d| ctx.point(d))
@@ -1253,13 +1245,7 @@ pub fn pct(sc: &Scenario, seed: u64, depth: usize, runs: u64) -> Result<PctRepor
         w.schedule_all(faults);
         w.run();
         report.runs += 1;
-        let cfg = CheckConfig {
-            liveness_bound_ns: sc.liveness_bound_ns,
-            end: w.now(),
-        };
-        let v = check_all(&w.history, &sc.properties, &cfg, &|q| {
-            names[q.index()].clone()
-        });
+        let v = sc.check(&w);
         if !v.is_empty() {
             report.violating_runs += 1;
             if report.first.is_none() {

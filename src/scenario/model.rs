@@ -2,8 +2,8 @@
 
 use serde::Deserialize;
 
-use crate::check::Property;
 use crate::check::witness::Hazard;
+use crate::check::{CheckConfig, Property, Violation, check_all_named};
 use crate::client::consensus::{ConsensusService, ConsensusServiceConfig};
 use crate::client::{ClientConfig, Resource};
 use crate::clock::NodeClock;
@@ -962,6 +962,28 @@ impl Scenario {
             shell_word(&self.replay_program),
             shell_word(&self.path),
             self.replay_flags
+        )
+    }
+
+    /// This scenario's properties judged over a run of its world, as every command reports
+    /// them: processes by name, locks by their key ("lock `lock`").
+    pub fn check(&self, w: &World) -> Vec<Violation> {
+        let names = w.names();
+        let cfg = CheckConfig {
+            liveness_bound_ns: self.liveness_bound_ns,
+            end: w.now(),
+        };
+        let keys = self.lock_keys();
+        let lock_name = |l: u32| match keys.get(l as usize) {
+            Some(k) => format!("lock `{}`", String::from_utf8_lossy(k)),
+            None => format!("lock {l}"),
+        };
+        check_all_named(
+            &w.history,
+            &self.properties,
+            &cfg,
+            &|p| names[p.index()].clone(),
+            &lock_name,
         )
     }
 
