@@ -157,43 +157,52 @@ impl QueueEntry {
 }
 
 /// Hands one input to process `$p` of world `$world`: `$call` runs with `$actor` and `$cx`
-/// bound, and the process's requests are routed into the world as it makes them. A macro
+/// bound, and the process's requests are routed into the engine as it makes them. A macro
 /// rather than a method taking a closure: a message captured by a closure is copied once
 /// more, ~1 % of a run.
 macro_rules! dispatch {
     ($world:expr, $p:expr, |$actor:ident, $cx:ident| $call:expr) => {{
-        let world: &mut World = $world;
+        let World { procs, engine } = $world;
         let p: ProcId = $p;
-        let clock = &world.slots[p.index()].clock;
-        let (wall_ms, mono_ns) = (clock.wall_ms(world.now), clock.mono_ns(world.now));
-        // The actors are lent out of the world while this one reacts, so that the router can
-        // borrow the rest of the world mutably; routing never reaches for an actor.
-        let mut procs = std::mem::take(&mut world.procs);
+        let clock = &engine.slots[p.index()].clock;
+        let (wall_ms, mono_ns) = (clock.wall_ms(engine.now), clock.mono_ns(engine.now));
+        // The process and the engine are disjoint borrows: the router routes into the
+        // engine while the process reacts.
         let Proc { actor, rng } = &mut procs[p.index()];
         let mut router = Router {
-            world,
+            engine,
             from: p,
             held_until: None,
         };
         let $cx = &mut Cx::with_sink(p, wall_ms, mono_ns, rng, &mut router);
         let $actor = actor;
         $call;
-        // Put the actors back. What comes out is the empty Vec that `take` left: forgetting
-        // it skips a drop call per event and leaks nothing.
-        let lent = std::mem::replace(&mut world.procs, procs);
-        assert_eq!(lent.capacity(), 0, "the lent-out actors came back");
-        std::mem::forget(lent);
     }};
 }
 
 /// A world ready to run: processes, clocks, network, queue. `Clone` copies it mid-run (see
 /// `snapshot`): the copy continues exactly as the original would.
+///
+/// Two halves, so that a process can react while the world routes what it asks for: the
+/// processes themselves, and the `Engine` (everything else), which a reacting process's
+/// router borrows mutably beside the one process borrowed from `procs`. Routing never needs
+/// a process: what it needs to know of them (which are Redis nodes, which sentinels) the
+/// engine keeps. The world derefs to its engine for the read-only views (`history`, `trace`).
 #[derive(Clone)]
 pub struct World {
-    seed: Seed,
-    // Indexed like `slots`; lent out (empty) while a process reacts, see `dispatch`.
+    // Indexed like `engine.slots`.
     procs: Vec<Proc>,
+    engine: Engine,
+}
+
+/// Everything of a world but its processes: clocks and run states, network, queue, faults,
+/// triggers, history and trace.
+#[derive(Clone)]
+pub struct Engine {
+    seed: Seed,
     slots: Vec<Slot>,
+    /// What each process is, fixed for its life (a restart keeps the actor).
+    kinds: Vec<ProcKind>,
     // Heap entries point into `events` (a slab) so that sifting moves a key and an index, not
     // a message. The key packs (time, seq) into one u128: one comparison per sift step.
     queue: EventQueue,
@@ -237,6 +246,37 @@ pub struct World {
     decisions: Option<Vec<Decision>>,
 }
 
+/// What the engine knows of a process without asking it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ProcKind {
+    Redis,
+    Sentinel,
+    Other,
+}
+
+impl ProcKind {
+    fn of(actor: &Actor) -> ProcKind {
+        match actor {
+            Actor::Redis(_) => ProcKind::Redis,
+            Actor::Sentinel(_) => ProcKind::Sentinel,
+            _ => ProcKind::Other,
+        }
+    }
+}
+
+impl std::ops::Deref for World {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl std::ops::DerefMut for World {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+}
+
 /// A process to add to a world.
 pub struct ProcSpec {
     pub name: String,
@@ -256,7 +296,7 @@ impl World {
     ) -> World {
         let n = procs.len();
         let start_at = procs.iter().map(|p| p.start_at).collect();
-        let (procs, slots) = procs
+        let (procs, slots): (Vec<Proc>, Vec<Slot>) = procs
             .into_iter()
             .enumerate()
             .map(|(i, p)| {
@@ -280,10 +320,14 @@ impl World {
                 (proc, slot)
             })
             .unzip();
-        World {
+        let kinds = procs
+            .iter()
+            .map(|p: &Proc| ProcKind::of(&p.actor))
+            .collect();
+        let engine = Engine {
             seed,
-            procs,
             slots,
+            kinds,
             queue: EventQueue::new(),
             events: Vec::new(),
             sent_at: Vec::new(),
@@ -306,33 +350,22 @@ impl World {
             started: false,
             start_at,
             decisions: None,
-        }
+        };
+        World { procs, engine }
     }
 
     /// From now on, record every decision point met (see `sim::decision`).
     pub fn log_decisions(&mut self) {
-        self.decisions.get_or_insert_with(Vec::new);
+        self.engine.decisions.get_or_insert_with(Vec::new);
     }
 
     /// The decision points recorded since the last call (empty if not logging).
     pub fn take_decisions(&mut self) -> Vec<Decision> {
-        self.decisions
+        self.engine
+            .decisions
             .as_mut()
             .map(std::mem::take)
             .unwrap_or_default()
-    }
-
-    fn decision(&mut self, kind: DecisionKind, proc: ProcId, peer: Option<ProcId>) {
-        let at = self.now;
-        if let Some(log) = &mut self.decisions {
-            log.push(Decision {
-                at,
-                kind,
-                proc,
-                peer,
-                believed_until: None,
-            });
-        }
     }
 
     /// A fingerprint of what decides this world's future: the processes' states and RNGs,
@@ -345,8 +378,8 @@ impl World {
     pub fn fingerprint(&self) -> Option<u64> {
         use std::fmt::Write as _;
         let mut h = crate::sim::decision::Fnv::default();
-        let _ = write!(h, "{:?}|", self.now);
-        for (proc, slot) in self.procs.iter().zip(&self.slots) {
+        let _ = write!(h, "{:?}|", self.engine.now);
+        for (proc, slot) in self.procs.iter().zip(&self.engine.slots) {
             match &proc.actor {
                 Actor::Custom(_) => return None,
                 a => {
@@ -354,17 +387,17 @@ impl World {
                 }
             }
         }
-        let mut keys = self.queue.keys_unordered().to_vec();
+        let mut keys = self.engine.queue.keys_unordered().to_vec();
         keys.sort_unstable();
         for k in keys {
             let e = QueueEntry(k);
-            let ev = self.events[e.idx() as usize]
+            let ev = self.engine.events[e.idx() as usize]
                 .as_ref()
                 .expect("queued event present");
             let _ = write!(h, "{:?}:", e.time());
             match ev {
                 Event::Fault { id, close } => {
-                    let st = &self.faults[*id as usize];
+                    let st = &self.engine.faults[*id as usize];
                     let _ = write!(h, "F{close}{:?}{}{}|", st.fault, st.took, st.incarnation);
                 }
                 other => {
@@ -375,7 +408,11 @@ impl World {
         let _ = write!(
             h,
             "{:?}|{:?}|{:?}|{:?}|{}",
-            self.net, self.triggers, self.holders, self.promoted_at, self.started
+            self.engine.net,
+            self.engine.triggers,
+            self.engine.holders,
+            self.engine.promoted_at,
+            self.engine.started
         );
         Some(h.finish())
     }
@@ -390,34 +427,310 @@ impl World {
     }
 
     pub fn seed(&self) -> Seed {
-        self.seed
+        self.engine.seed
     }
     pub fn now(&self) -> SimTime {
-        self.now
+        self.engine.now
     }
     pub fn events_handled(&self) -> u64 {
-        self.events_handled
+        self.engine.events_handled
     }
     pub fn proc_count(&self) -> usize {
-        self.slots.len()
+        self.engine.slots.len()
     }
     pub fn name(&self, p: ProcId) -> &str {
-        &self.slots[p.index()].name
+        &self.engine.slots[p.index()].name
     }
     pub fn names(&self) -> Vec<String> {
-        self.slots.iter().map(|s| s.name.clone()).collect()
+        self.engine.slots.iter().map(|s| s.name.clone()).collect()
     }
     pub fn clock(&self, p: ProcId) -> &NodeClock {
-        &self.slots[p.index()].clock
+        &self.engine.slots[p.index()].clock
     }
     pub fn state(&self, p: ProcId) -> RunState {
-        self.slots[p.index()].state
+        self.engine.slots[p.index()].state
     }
     pub fn actor(&self, p: ProcId) -> &Actor {
         &self.procs[p.index()].actor
     }
     pub fn actor_mut(&mut self, p: ProcId) -> &mut Actor {
         &mut self.procs[p.index()].actor
+    }
+
+    /// Starts every process: now (true time 0), or at its `start_at` through a queued event
+    /// (after the faults already scheduled for that instant). Idempotent.
+    pub fn start(&mut self) {
+        if self.engine.started {
+            return;
+        }
+        self.engine.started = true;
+        for i in 0..self.engine.slots.len() {
+            let p = ProcId(i as u32);
+            if self.engine.start_at[i] > self.engine.now {
+                let incarnation = self.engine.slots[i].incarnation;
+                self.engine.push(
+                    self.engine.start_at[i],
+                    Event::Start {
+                        proc: p,
+                        incarnation,
+                    },
+                );
+                continue;
+            }
+            self.engine.trace_entry(p, TraceKind::Start);
+            dispatch!(self, p, |actor, cx| actor.on_start(cx));
+        }
+    }
+
+    /// Runs until a limit or quiescence.
+    pub fn run(&mut self) -> RunEnd {
+        self.start();
+        loop {
+            if let Some(end) = self.step() {
+                return end;
+            }
+        }
+    }
+
+    /// Runs until true time `until` (inclusive) or a limit; `None` if stopped by `until`.
+    pub fn run_until(&mut self, until: SimTime) -> Option<RunEnd> {
+        self.start();
+        loop {
+            match self.engine.queue.peek() {
+                Some(e) if QueueEntry(e).time() <= until => {}
+                _ => {
+                    self.engine.now = self.engine.now.max(until.min(self.engine.limits.max_time));
+                    return None;
+                }
+            }
+            if let Some(end) = self.step() {
+                return Some(end);
+            }
+        }
+    }
+
+    /// Handles one event; `Some` when the run is over.
+    pub fn step(&mut self) -> Option<RunEnd> {
+        let Some(entry) = self.engine.queue.peek().map(QueueEntry) else {
+            return Some(RunEnd::Quiescent);
+        };
+        let (at, idx) = (entry.time(), entry.idx());
+        if at > self.engine.limits.max_time {
+            self.engine.now = self.engine.limits.max_time;
+            return Some(RunEnd::TimeLimit);
+        }
+        if self.engine.events_handled >= self.engine.limits.max_events {
+            return Some(RunEnd::EventLimit);
+        }
+        if self.engine.history.over_budget() {
+            return Some(RunEnd::HistoryLimit);
+        }
+        // The event's key stays at the top of the queue until its handler schedules an event
+        // in its place, or is popped after the handler.
+        self.engine.top_spent = true;
+        debug_assert!(at >= self.engine.now, "time went back");
+        self.engine.now = at;
+        self.engine.events_handled += 1;
+        self.handle(idx);
+        if std::mem::take(&mut self.engine.top_spent) {
+            self.engine.queue.pop();
+        }
+        None
+    }
+
+    /// Handles the event in slab slot `idx`, freeing the slot.
+    fn handle(&mut self, idx: u32) {
+        self.engine.free.push(idx);
+        if let Some(&t) = self.engine.sent_at.get(idx as usize) {
+            self.engine.delivering_sent_at = t;
+        }
+        // Matched where it is taken out of the slab: the event is not copied on the way.
+        match self.engine.events[idx as usize]
+            .take()
+            .expect("queued event present")
+        {
+            Event::Deliver {
+                from,
+                to,
+                to_incarnation,
+                msg,
+            } => {
+                let slot = &mut self.engine.slots[to.index()];
+                let reason = if self.engine.net.is_blocked(from, to) {
+                    Some(DropReason::Partition)
+                } else if slot.state == RunState::Down
+                    && slot.host_up
+                    && msg.refusable_id().is_some()
+                {
+                    Some(DropReason::Refused)
+                } else if slot.state == RunState::Down || slot.incarnation != to_incarnation {
+                    Some(DropReason::Down)
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    let refused = msg.refusable_id().filter(|_| reason == DropReason::Refused);
+                    self.engine
+                        .trace_drop(from, to, msg, reason, self.engine.delivering_sent_at);
+                    if let Some(id) = refused {
+                        // The kernel of the crashed process's host answers for it.
+                        self.engine.send(to, from, Msg::Refused { id });
+                    }
+                    return;
+                }
+                if slot.state == RunState::Paused {
+                    slot.parked.push((
+                        Event::Deliver {
+                            from,
+                            to,
+                            to_incarnation,
+                            msg,
+                        },
+                        self.engine.delivering_sent_at,
+                    ));
+                    self.engine.trace_entry(to, TraceKind::Parked);
+                    return;
+                }
+                if self.engine.trace.enabled() {
+                    self.engine.trace_entry(
+                        to,
+                        TraceKind::Recv {
+                            from,
+                            msg: msg.clone(),
+                            sent_at: self.engine.delivering_sent_at,
+                        },
+                    );
+                }
+                dispatch!(self, to, |actor, cx| actor.on_message(cx, from, msg));
+            }
+            Event::Timer {
+                proc,
+                incarnation,
+                tag,
+            } => {
+                let slot = &mut self.engine.slots[proc.index()];
+                if slot.incarnation != incarnation || slot.state == RunState::Down {
+                    return;
+                }
+                if slot.state == RunState::Paused {
+                    slot.parked.push((
+                        Event::Timer {
+                            proc,
+                            incarnation,
+                            tag,
+                        },
+                        self.engine.now,
+                    ));
+                    return;
+                }
+                if self.engine.trace.enabled() {
+                    self.engine.trace_entry(proc, TraceKind::Timer { tag });
+                }
+                dispatch!(self, proc, |actor, cx| actor.on_timer(cx, tag));
+            }
+            Event::Fault { id, close: false } => self.engine.open_fault(id, Some(&self.procs)),
+            Event::Fault { id, close: true } => self.close_fault(id),
+            Event::Start { proc, incarnation } => {
+                let slot = &mut self.engine.slots[proc.index()];
+                if slot.incarnation != incarnation || slot.state == RunState::Down {
+                    return;
+                }
+                if slot.state == RunState::Paused {
+                    slot.parked
+                        .push((Event::Start { proc, incarnation }, self.engine.now));
+                    return;
+                }
+                self.engine.trace_entry(proc, TraceKind::Start);
+                dispatch!(self, proc, |actor, cx| actor.on_start(cx));
+            }
+        }
+    }
+
+    /// Closes fault `id` now: undoes what its opening did, and no more.
+    fn close_fault(&mut self, id: u32) {
+        let now = self.engine.now;
+        let st = &self.engine.faults[id as usize];
+        let (f, took, incarnation) = (st.fault.clone(), st.took, st.incarnation);
+        if !took {
+            // Its opening did nothing (a pause of a process that was down, a role nobody was
+            // in): neither does its end.
+            return;
+        }
+        let mut text = format!("end: {}", self.engine.describe_kind(&f.kind));
+        let subject_name = f
+            .subject()
+            .map_or_else(String::new, |p| self.engine.slots[p.index()].name.clone());
+        match &f.kind {
+            FaultKind::Pause(p) => {
+                let slot = &mut self.engine.slots[p.index()];
+                // A crash since the opening ended this pause with the process.
+                if slot.incarnation == incarnation && slot.pauses > 0 {
+                    slot.pauses -= 1;
+                    if slot.pauses == 0 {
+                        slot.state = RunState::Up;
+                        // Everything that queued up is handled now, in arrival order.
+                        for (ev, sent_at) in std::mem::take(&mut slot.parked) {
+                            self.engine.push_sent(now, ev, sent_at);
+                        }
+                        self.engine.history.push(now, *p, Observation::Resumed);
+                        text = format!("resume {subject_name}");
+                    } else {
+                        text = format!("{text} (still paused by another pause)");
+                    }
+                }
+            }
+            FaultKind::Crash { proc, .. } => {
+                let slot = &mut self.engine.slots[proc.index()];
+                assert!(slot.downs > 0 && slot.state == RunState::Down);
+                slot.downs -= 1;
+                if slot.downs == 0 {
+                    let keep_data = slot.keep_data;
+                    slot.state = RunState::Up;
+                    text = format!(
+                        "restart {subject_name} ({})",
+                        if keep_data { "data kept" } else { "empty" }
+                    );
+                    self.engine.note(*proc, text);
+                    self.procs[proc.index()].actor.on_restart(keep_data);
+                    self.engine.history.push(
+                        now,
+                        *proc,
+                        Observation::Restarted {
+                            with_data: keep_data,
+                        },
+                    );
+                    dispatch!(self, *proc, |actor, cx| actor.on_start(cx));
+                    return;
+                }
+                text = format!("{text} (still down by another crash)");
+            }
+            FaultKind::ClockStep { .. } => unreachable!("instant faults have no closing"),
+            FaultKind::Drift { proc, drift_ppm } => {
+                self.engine.slots[proc.index()].drift_windows_ppm -= drift_ppm;
+                self.engine.apply_drift(*proc);
+            }
+            FaultKind::Partition { .. }
+            | FaultKind::Isolate(_)
+            | FaultKind::LatencySpike { .. }
+            | FaultKind::Loss { .. } => self.engine.link_window(&f, false),
+        }
+        let subject = f.subject().unwrap_or(ProcId(0));
+        self.engine.note(subject, text);
+    }
+}
+
+impl Engine {
+    fn decision(&mut self, kind: DecisionKind, proc: ProcId, peer: Option<ProcId>) {
+        let at = self.now;
+        if let Some(log) = &mut self.decisions {
+            log.push(Decision {
+                at,
+                kind,
+                proc,
+                peer,
+                believed_until: None,
+            });
+        }
     }
 
     fn push(&mut self, at: SimTime, ev: Event) {
@@ -509,39 +822,19 @@ impl World {
         id
     }
 
-    /// Opens a fault now (a pause a trigger puts before a send) and schedules its closing.
-    pub fn open_now(&mut self, mut fault: Fault) {
+    /// Opens a fault now (a pause a trigger puts before a send, while the process reacts)
+    /// and schedules its closing.
+    fn open_now(&mut self, mut fault: Fault) {
+        assert!(
+            fault.aim.is_none(),
+            "a fault opened mid-reaction aims at no role"
+        );
         fault.at = self.now;
         let close_at = fault.end();
         let id = self.register(fault);
-        self.open_fault(id);
+        self.open_fault(id, None);
         if let Some(t) = close_at {
             self.push(t, Event::Fault { id, close: true });
-        }
-    }
-
-    /// Starts every process: now (true time 0), or at its `start_at` through a queued event
-    /// (after the faults already scheduled for that instant). Idempotent.
-    pub fn start(&mut self) {
-        if self.started {
-            return;
-        }
-        self.started = true;
-        for i in 0..self.slots.len() {
-            let p = ProcId(i as u32);
-            if self.start_at[i] > self.now {
-                let incarnation = self.slots[i].incarnation;
-                self.push(
-                    self.start_at[i],
-                    Event::Start {
-                        proc: p,
-                        incarnation,
-                    },
-                );
-                continue;
-            }
-            self.trace_entry(p, TraceKind::Start);
-            dispatch!(self, p, |actor, cx| actor.on_start(cx));
         }
     }
 
@@ -554,169 +847,6 @@ impl World {
                 wall_ms,
                 kind,
             });
-        }
-    }
-
-    /// Runs until a limit or quiescence.
-    pub fn run(&mut self) -> RunEnd {
-        self.start();
-        loop {
-            if let Some(end) = self.step() {
-                return end;
-            }
-        }
-    }
-
-    /// Runs until true time `until` (inclusive) or a limit; `None` if stopped by `until`.
-    pub fn run_until(&mut self, until: SimTime) -> Option<RunEnd> {
-        self.start();
-        loop {
-            match self.queue.peek() {
-                Some(e) if QueueEntry(e).time() <= until => {}
-                _ => {
-                    self.now = self.now.max(until.min(self.limits.max_time));
-                    return None;
-                }
-            }
-            if let Some(end) = self.step() {
-                return Some(end);
-            }
-        }
-    }
-
-    /// Handles one event; `Some` when the run is over.
-    pub fn step(&mut self) -> Option<RunEnd> {
-        let Some(entry) = self.queue.peek().map(QueueEntry) else {
-            return Some(RunEnd::Quiescent);
-        };
-        let (at, idx) = (entry.time(), entry.idx());
-        if at > self.limits.max_time {
-            self.now = self.limits.max_time;
-            return Some(RunEnd::TimeLimit);
-        }
-        if self.events_handled >= self.limits.max_events {
-            return Some(RunEnd::EventLimit);
-        }
-        if self.history.over_budget() {
-            return Some(RunEnd::HistoryLimit);
-        }
-        // The event's key stays at the top of the queue until its handler schedules an event
-        // in its place, or is popped after the handler.
-        self.top_spent = true;
-        debug_assert!(at >= self.now, "time went back");
-        self.now = at;
-        self.events_handled += 1;
-        self.handle(idx);
-        if std::mem::take(&mut self.top_spent) {
-            self.queue.pop();
-        }
-        None
-    }
-
-    /// Handles the event in slab slot `idx`, freeing the slot.
-    fn handle(&mut self, idx: u32) {
-        self.free.push(idx);
-        if let Some(&t) = self.sent_at.get(idx as usize) {
-            self.delivering_sent_at = t;
-        }
-        // Matched where it is taken out of the slab: the event is not copied on the way.
-        match self.events[idx as usize]
-            .take()
-            .expect("queued event present")
-        {
-            Event::Deliver {
-                from,
-                to,
-                to_incarnation,
-                msg,
-            } => {
-                let slot = &mut self.slots[to.index()];
-                let reason = if self.net.is_blocked(from, to) {
-                    Some(DropReason::Partition)
-                } else if slot.state == RunState::Down
-                    && slot.host_up
-                    && msg.refusable_id().is_some()
-                {
-                    Some(DropReason::Refused)
-                } else if slot.state == RunState::Down || slot.incarnation != to_incarnation {
-                    Some(DropReason::Down)
-                } else {
-                    None
-                };
-                if let Some(reason) = reason {
-                    let refused = msg.refusable_id().filter(|_| reason == DropReason::Refused);
-                    self.trace_drop(from, to, msg, reason, self.delivering_sent_at);
-                    if let Some(id) = refused {
-                        // The kernel of the crashed process's host answers for it.
-                        self.send(to, from, Msg::Refused { id });
-                    }
-                    return;
-                }
-                if slot.state == RunState::Paused {
-                    slot.parked.push((
-                        Event::Deliver {
-                            from,
-                            to,
-                            to_incarnation,
-                            msg,
-                        },
-                        self.delivering_sent_at,
-                    ));
-                    self.trace_entry(to, TraceKind::Parked);
-                    return;
-                }
-                if self.trace.enabled() {
-                    self.trace_entry(
-                        to,
-                        TraceKind::Recv {
-                            from,
-                            msg: msg.clone(),
-                            sent_at: self.delivering_sent_at,
-                        },
-                    );
-                }
-                dispatch!(self, to, |actor, cx| actor.on_message(cx, from, msg));
-            }
-            Event::Timer {
-                proc,
-                incarnation,
-                tag,
-            } => {
-                let slot = &mut self.slots[proc.index()];
-                if slot.incarnation != incarnation || slot.state == RunState::Down {
-                    return;
-                }
-                if slot.state == RunState::Paused {
-                    slot.parked.push((
-                        Event::Timer {
-                            proc,
-                            incarnation,
-                            tag,
-                        },
-                        self.now,
-                    ));
-                    return;
-                }
-                if self.trace.enabled() {
-                    self.trace_entry(proc, TraceKind::Timer { tag });
-                }
-                dispatch!(self, proc, |actor, cx| actor.on_timer(cx, tag));
-            }
-            Event::Fault { id, close: false } => self.open_fault(id),
-            Event::Fault { id, close: true } => self.close_fault(id),
-            Event::Start { proc, incarnation } => {
-                let slot = &mut self.slots[proc.index()];
-                if slot.incarnation != incarnation || slot.state == RunState::Down {
-                    return;
-                }
-                if slot.state == RunState::Paused {
-                    slot.parked
-                        .push((Event::Start { proc, incarnation }, self.now));
-                    return;
-                }
-                self.trace_entry(proc, TraceKind::Start);
-                dispatch!(self, proc, |actor, cx| actor.on_start(cx));
-            }
         }
     }
 
@@ -855,12 +985,12 @@ impl World {
     }
 
     /// Opens fault `id` now.
-    fn open_fault(&mut self, id: u32) {
+    fn open_fault(&mut self, id: u32, procs: Option<&[Proc]>) {
         let now = self.now;
         let mut f = self.faults[id as usize].fault.clone();
         f.at = now;
         if let Some(aim) = f.aim {
-            match self.resolve(aim) {
+            match self.resolve(aim, procs) {
                 Some(p) => {
                     f.kind.retarget(p);
                     self.faults[id as usize].fault.kind = f.kind.clone();
@@ -909,7 +1039,7 @@ impl World {
                     slot.host_up = true;
                     self.history.push(now, *proc, Observation::Crashed);
                     self.holders.retain(|(q, _)| q != proc);
-                    reset = *host_up && self.procs[proc.index()].actor.as_redis().is_some();
+                    reset = *host_up && self.kinds[proc.index()] == ProcKind::Redis;
                 }
                 let slot = &mut self.slots[proc.index()];
                 slot.downs += 1;
@@ -944,85 +1074,13 @@ impl World {
         self.applied_faults.push(f);
     }
 
-    /// Closes fault `id` now: undoes what its opening did, and no more.
-    fn close_fault(&mut self, id: u32) {
-        let now = self.now;
-        let st = &self.faults[id as usize];
-        let (f, took, incarnation) = (st.fault.clone(), st.took, st.incarnation);
-        if !took {
-            // Its opening did nothing (a pause of a process that was down, a role nobody was
-            // in): neither does its end.
-            return;
-        }
-        let mut text = format!("end: {}", self.describe_kind(&f.kind));
-        let subject_name = f
-            .subject()
-            .map_or_else(String::new, |p| self.slots[p.index()].name.clone());
-        match &f.kind {
-            FaultKind::Pause(p) => {
-                let slot = &mut self.slots[p.index()];
-                // A crash since the opening ended this pause with the process.
-                if slot.incarnation == incarnation && slot.pauses > 0 {
-                    slot.pauses -= 1;
-                    if slot.pauses == 0 {
-                        slot.state = RunState::Up;
-                        // Everything that queued up is handled now, in arrival order.
-                        for (ev, sent_at) in std::mem::take(&mut slot.parked) {
-                            self.push_sent(now, ev, sent_at);
-                        }
-                        self.history.push(now, *p, Observation::Resumed);
-                        text = format!("resume {subject_name}");
-                    } else {
-                        text = format!("{text} (still paused by another pause)");
-                    }
-                }
-            }
-            FaultKind::Crash { proc, .. } => {
-                let slot = &mut self.slots[proc.index()];
-                assert!(slot.downs > 0 && slot.state == RunState::Down);
-                slot.downs -= 1;
-                if slot.downs == 0 {
-                    let keep_data = slot.keep_data;
-                    slot.state = RunState::Up;
-                    text = format!(
-                        "restart {subject_name} ({})",
-                        if keep_data { "data kept" } else { "empty" }
-                    );
-                    self.note(*proc, text);
-                    self.procs[proc.index()].actor.on_restart(keep_data);
-                    self.history.push(
-                        now,
-                        *proc,
-                        Observation::Restarted {
-                            with_data: keep_data,
-                        },
-                    );
-                    dispatch!(self, *proc, |actor, cx| actor.on_start(cx));
-                    return;
-                }
-                text = format!("{text} (still down by another crash)");
-            }
-            FaultKind::ClockStep { .. } => unreachable!("instant faults have no closing"),
-            FaultKind::Drift { proc, drift_ppm } => {
-                self.slots[proc.index()].drift_windows_ppm -= drift_ppm;
-                self.apply_drift(*proc);
-            }
-            FaultKind::Partition { .. }
-            | FaultKind::Isolate(_)
-            | FaultKind::LatencySpike { .. }
-            | FaultKind::Loss { .. } => self.link_window(&f, false),
-        }
-        let subject = f.subject().unwrap_or(ProcId(0));
-        self.note(subject, text);
-    }
-
     /// A Redis process died on a host that stays up: its kernel closes its connections at
     /// once. Of the processes holding one, only a sentinel acts on that before its next
     /// request (it reconnects on its next tick); clients find out when they next send, by a
     /// refusal. So the sentinels are told, one link latency later.
     fn reset_connections(&mut self, p: ProcId) {
-        for i in 0..self.procs.len() {
-            if matches!(self.procs[i].actor, Actor::Sentinel(_)) {
+        for i in 0..self.kinds.len() {
+            if self.kinds[i] == ProcKind::Sentinel {
                 self.send(p, ProcId(i as u32), Msg::Refused { id: 0 });
             }
         }
@@ -1045,13 +1103,15 @@ impl World {
     }
 
     /// The process in a role now (see `Aim`).
-    fn resolve(&self, aim: Aim) -> Option<ProcId> {
+    /// `procs` is given where the fault opens between events (a queued opening); a fault
+    /// opened while a process reacts (a trigger's pause) aims at no role.
+    fn resolve(&self, aim: Aim, procs: Option<&[Proc]>) -> Option<ProcId> {
         match aim {
             Aim::Holder => self.holders.last().map(|(p, _)| *p),
             Aim::Master => (0..self.slots.len())
                 .filter(|&i| {
                     self.slots[i].state != RunState::Down
-                        && self.procs[i]
+                        && procs.expect("a role is resolved between events")[i]
                             .actor
                             .as_redis()
                             .is_some_and(|r| !r.node.is_replica())
@@ -1152,9 +1212,6 @@ impl World {
     fn describe_kind(&self, k: &FaultKind) -> String {
         k.describe(&|p: ProcId| self.slots[p.index()].name.clone())
     }
-}
-
-impl World {
     /// Sets `p`'s clock rate to its base plus the open windows, clamped to what a clock
     /// takes, and records the change as a fact.
     fn apply_drift(&mut self, p: ProcId) {
@@ -1172,7 +1229,7 @@ impl World {
 
 /// Routes the requests of the process that is reacting, in the order it makes them.
 struct Router<'w> {
-    world: &'w mut World,
+    engine: &'w mut Engine,
     from: ProcId,
     /// Set once a `PauseBeforeSend` trigger paused the process before one of its messages:
     /// that message and the rest of this reaction's sends leave at the resume.
@@ -1181,7 +1238,7 @@ struct Router<'w> {
 
 impl OutputSink for Router<'_> {
     fn send(&mut self, to: ProcId, msg: Msg) {
-        if self.world.decisions.is_some() {
+        if self.engine.decisions.is_some() {
             let kind = if SendKind::Del.matches(&msg) {
                 Some(DecisionKind::BeforeDel)
             } else if SendKind::ResourceWrite.matches(&msg) {
@@ -1190,22 +1247,22 @@ impl OutputSink for Router<'_> {
                 None
             };
             if let Some(k) = kind {
-                self.world.decision(k, self.from, Some(to));
+                self.engine.decision(k, self.from, Some(to));
             }
         }
-        if self.held_until.is_none() && !self.world.triggers.is_empty() {
-            self.held_until = self.world.pause_before_send(self.from, &msg);
+        if self.held_until.is_none() && !self.engine.triggers.is_empty() {
+            self.held_until = self.engine.pause_before_send(self.from, &msg);
         }
         match self.held_until {
-            Some(t) => self.world.send_at(self.from, to, msg, t),
-            None => self.world.send(self.from, to, msg),
+            Some(t) => self.engine.send_at(self.from, to, msg, t),
+            None => self.engine.send(self.from, to, msg),
         }
     }
     fn set_timer(&mut self, after_ns: u64, tag: u64) {
-        self.world.set_timer(self.from, after_ns, tag);
+        self.engine.set_timer(self.from, after_ns, tag);
     }
     fn observe(&mut self, obs: Observation) {
-        self.world.observe(self.from, obs);
+        self.engine.observe(self.from, obs);
     }
 }
 
