@@ -57,7 +57,7 @@ impl EventQueue {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, key: u128) {
         if self.heap {
             self.heap_push(key);
@@ -91,7 +91,7 @@ impl EventQueue {
 
     /// Replaces the smallest key by `key`: for the common step that handles the earliest
     /// event and schedules one (in a heap, one sift instead of a pop and a push).
-    #[inline]
+    #[inline(always)]
     pub fn replace_top(&mut self, key: u128) {
         assert!(!self.keys.is_empty(), "replace_top on an empty queue");
         if self.heap {

@@ -740,20 +740,31 @@ impl Engine {
     /// `push` for an event sent earlier than now (a message parked at a paused process).
     #[inline]
     fn push_sent(&mut self, at: SimTime, ev: Event, sent_at: SimTime) {
-        let idx = match self.free.pop() {
+        let idx = self.free_slot();
+        self.events[idx as usize] = Some(ev);
+        self.enqueue(at, idx, sent_at);
+    }
+
+    /// A slab slot to write an event into, empty.
+    #[inline(always)]
+    fn free_slot(&mut self) -> u32 {
+        match self.free.pop() {
             Some(i) => {
                 // Asserting the slot is free also tells the compiler there is nothing to drop
-                // before the write, which spares a copy of the event.
-                let slot = &mut self.events[i as usize];
-                assert!(slot.is_none(), "free slot in use");
-                *slot = Some(ev);
+                // before the write that follows, which spares a copy of the event.
+                assert!(self.events[i as usize].is_none(), "free slot in use");
                 i
             }
             None => {
-                self.events.push(Some(ev));
+                self.events.push(None);
                 (self.events.len() - 1) as u32
             }
-        };
+        }
+    }
+
+    /// Queues the event written in slot `idx`, due at `at`.
+    #[inline(always)]
+    fn enqueue(&mut self, at: SimTime, idx: u32, sent_at: SimTime) {
         if self.trace.mode == TraceMode::Full {
             if self.sent_at.len() <= idx as usize {
                 self.sent_at.resize(idx as usize + 1, SimTime::ZERO);
@@ -915,16 +926,16 @@ impl Engine {
         match self.net.route(leave, from, to) {
             Ok(at) => {
                 let to_incarnation = self.slots[to.index()].incarnation;
-                self.push_sent(
-                    at,
-                    Event::Deliver {
-                        from,
-                        to,
-                        to_incarnation,
-                        msg,
-                    },
-                    leave,
-                );
+                // Written straight into its slab slot: the message is copied once, from the
+                // sender's hands to where it waits.
+                let idx = self.free_slot();
+                self.events[idx as usize] = Some(Event::Deliver {
+                    from,
+                    to,
+                    to_incarnation,
+                    msg,
+                });
+                self.enqueue(at, idx, leave);
             }
             Err(reason) => self.trace_drop(from, to, msg, reason, leave),
         }
