@@ -3,7 +3,6 @@
 //! and in a 100 ms active cycle, and reports key removals to the history.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use crate::history::{Observation, Removal};
 use crate::process::{Cx, Process};
@@ -21,7 +20,7 @@ use crate::redis::replication::{Disk, ReplState, Role};
 pub mod connection;
 pub mod pubsub;
 mod replicate;
-use crate::redis::scripts::{NativeScript, native_script};
+use crate::redis::scripts::{NativeScript, ScriptCache, native_script, native_script_slot};
 use crate::rng::Prng;
 use crate::time::{NS_PER_MS, ProcId};
 
@@ -125,8 +124,7 @@ pub struct RedisNode {
     pub(crate) cur_db: u8,
     /// Connections with state (a selected db, a MULTI, WATCHes); the others are default.
     pub(crate) conns: BTreeMap<ConnId, Conn>,
-    // Invariant: every entry's key is the SHA1 of its source.
-    scripts: BTreeMap<[u8; 20], Arc<[u8]>>,
+    scripts: ScriptCache,
     lua: Option<LuaEngine>,
     active_expire: bool,
     /// Sizes of the keys and expires tables (what the expire cycle's fill stop reads).
@@ -164,7 +162,7 @@ impl RedisNode {
             other_dbs: Vec::new(),
             cur_db: 0,
             conns: BTreeMap::new(),
-            scripts: BTreeMap::new(),
+            scripts: ScriptCache::default(),
             lua: None,
             active_expire: true,
             tables: DbTables::default(),
@@ -463,14 +461,14 @@ impl RedisNode {
                         return Reply::Error(e);
                     }
                 }
-                self.scripts.insert(script.sha, script.source.clone());
+                self.scripts.insert(script.sha, &script.source);
                 Reply::Bulk(script.sha_hex().into_bytes())
             }
             Command::ScriptExists(shas) => Reply::Array(
                 shas.iter()
                     .map(|s| {
                         let known = crate::proto::command::parse_sha_hex(s)
-                            .is_some_and(|sha| self.scripts.contains_key(&sha));
+                            .is_some_and(|sha| self.scripts.contains(&sha));
                         Reply::Int(i64::from(known))
                     })
                     .collect(),
@@ -1064,6 +1062,27 @@ impl RedisNode {
         read_only: bool,
         by: Option<ProcId>,
     ) -> Reply {
+        // The lock scripts first: recognised by SHA1 (no shebang: their flags are EVAL's
+        // own, so nothing below the lookup could refuse them earlier), run natively, and
+        // cached without touching the map once they are.
+        let sha_of_ref = match script {
+            ScriptRef::Source(s) => Some(&s.sha),
+            ScriptRef::Sha(sha) => sha.as_ref(),
+        };
+        if let Some(sha) = sha_of_ref
+            && let Some((slot, n)) = native_script_slot(sha)
+            && n.fits(keys, args)
+        {
+            match script {
+                ScriptRef::Source(s) => self.scripts.insert_native(slot, sha, &s.source),
+                ScriptRef::Sha(_) if !self.scripts.contains_native(slot, sha) => {
+                    return Reply::err(NOSCRIPT);
+                }
+                ScriptRef::Sha(_) => {}
+            }
+            let sha = *sha;
+            return self.run_native(now, n, &sha, keys, args, read_only, by);
+        }
         let (sha, source) = match script {
             ScriptRef::Source(s) => (s.sha, s.source.clone()),
             ScriptRef::Sha(None) => return Reply::err(NOSCRIPT),
@@ -1086,15 +1105,6 @@ impl RedisNode {
             }
         }
         let native = native_script(&sha);
-        let cached = matches!(script, ScriptRef::Sha(_));
-        if let Some(n) = native
-            && n.fits(keys, args)
-        {
-            if !cached {
-                self.scripts.entry(sha).or_insert(source);
-            }
-            return self.run_native(now, n, &sha, keys, args, read_only, by);
-        }
         let lua = self.lua.take().unwrap_or_default();
         if native.is_none()
             && let Err(e) = lua.compile(&source)
@@ -1102,7 +1112,7 @@ impl RedisNode {
             self.lua = Some(lua);
             return Reply::Error(e);
         }
-        self.scripts.entry(sha).or_insert_with(|| source.clone());
+        self.scripts.insert(sha, &source);
         // scriptPrepareForRun: checked after compiling (a compile error wins).
         if read_only && may_write {
             return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
