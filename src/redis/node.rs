@@ -214,17 +214,31 @@ impl RedisNode {
     /// (a master) or hidden (a replica, which never deletes by itself). Commands from the
     /// master's stream see keys as they are (Redis's `expireIfNeeded` for the master client).
     fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
+        let i = self.lookup_index(key, now_ms)?;
+        Some(self.keyspace.at_mut(i))
+    }
+
+    /// `lookup`, giving the key's position: a command that goes on to replace or remove the
+    /// key does so there, without hashing and probing for it again.
+    #[inline]
+    fn lookup_index(&mut self, key: &[u8], now_ms: i64) -> Option<usize> {
         let i = self.keyspace.index_of(key)?;
         if !self.repl.applying_master_stream && self.keyspace.at(i).is_expired(now_ms) {
-            if !self.is_replica()
-                && let Some((k, e)) = self.keyspace.remove_at(i)
-            {
-                self.note_removed(&k, &e, Removal::Expired, None);
-                self.propagate(|| Command::Del(vec![k]));
-            }
+            self.expire_found(i);
             return None;
         }
-        Some(self.keyspace.at_mut(i))
+        Some(i)
+    }
+
+    /// Lazy expiry of the key at `i`, found expired by a lookup.
+    #[inline(never)]
+    fn expire_found(&mut self, i: usize) {
+        if !self.is_replica()
+            && let Some((k, e)) = self.keyspace.remove_at(i)
+        {
+            self.note_removed(&k, &e, Removal::Expired, None);
+            self.propagate(|| Command::Del(vec![k]));
+        }
     }
 
     /// Removal ordered by the master's stream.
@@ -254,6 +268,16 @@ impl RedisNode {
                 true
             }
             None => false,
+        }
+    }
+
+    /// `remove_key` for a key `lookup_index` found at `i`.
+    fn remove_key_at(&mut self, i: usize, how: Removal, by: Option<ProcId>) {
+        if let Some((k, e)) = self.keyspace.remove_at(i) {
+            self.note_removed(&k, &e, how, by);
+            if how != Removal::Flushed {
+                self.propagate(|| Command::Del(vec![k]));
+            }
         }
     }
 
@@ -666,14 +690,14 @@ impl RedisNode {
             Ok(t) => t,
             Err(e) => return e,
         };
-        // (found, old TTL, GET's reply): the old value is copied only when GET asks for it.
-        let (found, old_ttl, old_reply) = match self.lookup(key, now) {
-            None => (false, None, Reply::Nil),
+        // (old TTL, GET's reply): the old value is copied only when GET asks for it.
+        let slot = self.lookup_index(key, now);
+        let (old_ttl, old_reply) = match slot.map(|i| self.keyspace.at(i)) {
+            None => (None, Reply::Nil),
             Some(Entry {
                 value: Value::Str(v),
                 expire_at_ms,
             }) => (
-                true,
                 *expire_at_ms,
                 if get {
                     Reply::Bulk(v.to_vec())
@@ -688,9 +712,10 @@ impl RedisNode {
                 if get {
                     return Reply::err(WRONGTYPE);
                 }
-                (true, *expire_at_ms, Reply::Nil)
+                (*expire_at_ms, Reply::Nil)
             }
         };
+        let found = slot.is_some();
         if (cond == Some(SetCond::Nx) && found) || (cond == Some(SetCond::Xx) && !found) {
             return old_reply;
         }
@@ -699,17 +724,31 @@ impl RedisNode {
         } else {
             None
         };
+        let expire_at_ms = expire_at.or(keep);
         let entry = Entry {
             value: Value::Str(value.clone()),
-            expire_at_ms: expire_at.or(keep),
+            expire_at_ms,
         };
-        let replaced = self.keyspace.insert(key.clone(), entry);
+        // A live key is replaced where it stands (as `insert` would: same position, same
+        // stored key); otherwise inserted (a replica's hidden expired key is replaced too).
+        let replaced = match slot {
+            Some(i) => Some(std::mem::replace(self.keyspace.at_mut(i), entry)),
+            None => self.keyspace.insert(key.clone(), entry),
+        };
         if let Some(prev) = replaced
             && !matches!(&prev.value, Value::Str(v) if v == value)
         {
             self.note_removed(key, &prev, Removal::Overwritten, by);
         }
-        self.note_written(key, by);
+        // `note_written` without looking the key up again: the entry is the one just made.
+        if self.config.observe_keys {
+            self.pending.push(Observation::KeyWritten {
+                key: key.clone(),
+                value: value.clone(),
+                expire_at_ms,
+                by,
+            });
+        }
         // Redis 7.0 propagates the effect with an absolute deadline (`PXAT`), NX/XX/GET
         // dropped; before 7.0 the relative form was sent.
         let expiry = match (expire_at, expiry) {
@@ -1178,16 +1217,13 @@ impl RedisNode {
         by: Option<ProcId>,
     ) -> Reply {
         let key = &keys[0];
-        let matches = match self.lookup(key, now) {
-            None => false,
-            Some(Entry {
-                value: Value::Str(v),
-                ..
-            }) => *v == args[0],
-            Some(_) => return suffixed(WRONGTYPE, &hex(sha)),
-        };
-        if !matches {
+        let Some(i) = self.lookup_index(key, now) else {
             return Reply::Int(0);
+        };
+        match &self.keyspace.at(i).value {
+            Value::Str(v) if *v == args[0] => {}
+            Value::Str(_) => return Reply::Int(0),
+            _ => return suffixed(WRONGTYPE, &hex(sha)),
         }
         let write_refused = if read_only {
             Some("ERR Write commands are not allowed from read-only scripts.")
@@ -1203,7 +1239,7 @@ impl RedisNode {
                 if let Some(e) = write_refused {
                     return suffixed(e, &hex(sha));
                 }
-                self.remove_key(key, Removal::Del, by);
+                self.remove_key_at(i, Removal::Del, by);
                 Reply::Int(1)
             }
             NativeScript::Extend => {
@@ -1400,6 +1436,7 @@ impl RedisNode {
 /// An expiry option as an absolute deadline on the node's clock, with Redis 7.0's checks
 /// (`getExpireMillisecondsOrReply`): a non-positive amount, seconds that overflow in ms, or a
 /// relative deadline that overflows give `ERR invalid expire time in '<cmd>' command`.
+#[inline]
 fn absolute_expiry(expiry: Option<SetExpiry>, now: i64, cmd: &str) -> Result<Option<i64>, Reply> {
     let invalid = || Reply::Error(format!("ERR invalid expire time in '{cmd}' command"));
     Ok(match expiry {
