@@ -331,6 +331,7 @@ impl RedisNode {
 
     /// Executes one command at wall time `now_ms`. `None` means the client is blocked (WAIT)
     /// and will be answered later by the cron.
+    #[inline]
     pub fn execute(&mut self, now_ms: i64, cmd: &Command, caller: Caller) -> Reply {
         if caller.proc.is_none()
             && self.pubsub.is_subscribed(None)
@@ -345,6 +346,7 @@ impl RedisNode {
     }
 
     /// A command of a connection outside MULTI, in the db already switched to.
+    #[inline]
     pub(crate) fn execute_plain(&mut self, now_ms: i64, cmd: &Command, caller: Caller) -> Reply {
         if cmd.is_write() {
             if self.is_replica() {
@@ -354,7 +356,24 @@ impl RedisNode {
                 return Reply::err(NOREPLICAS);
             }
         }
-        let reply = self.exec(now_ms, cmd, caller, None);
+        // The lock commands go straight to their implementation (`exec`'s arms for them,
+        // without the call through its whole match: ~50 instructions a command).
+        let reply = match cmd {
+            Command::Set {
+                key,
+                value,
+                cond,
+                get,
+                expiry,
+            } => self.set(now_ms, key, value, *cond, *get, *expiry, caller.proc),
+            Command::Eval {
+                script,
+                keys,
+                args,
+                read_only,
+            } => self.eval(now_ms, script, keys, args, *read_only, caller.proc),
+            _ => self.exec(now_ms, cmd, caller, None),
+        };
         // A script's effects are one unit (MULTI/EXEC around more than one).
         let unit = matches!(cmd, Command::Eval { .. });
         self.flush_effects(caller.proc, unit);
@@ -1258,6 +1277,7 @@ impl RedisNode {
     }
 
     /// Handles one request: executes it or parks it (WAIT). Returns the reply to send now.
+    #[inline]
     pub fn handle(
         &mut self,
         now_ms: i64,
@@ -1519,11 +1539,17 @@ impl RedisProcess {
     }
     /// Hands what the node produced to the loop: replication messages first (they were
     /// produced by the command whose reply follows), then observations.
+    #[inline]
     fn flush(&mut self, cx: &mut Cx<'_>) {
         // Most commands produce neither: skip the two drains.
         if self.node.repl.outbox.is_empty() && self.node.pending.is_empty() {
             return;
         }
+        self.flush_produced(cx);
+    }
+
+    #[inline(never)]
+    fn flush_produced(&mut self, cx: &mut Cx<'_>) {
         for (to, m) in self.node.drain_outbox() {
             cx.send(to, m);
         }
@@ -1543,8 +1569,9 @@ impl Process for RedisProcess {
 
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
         match msg {
-            Msg::Request { id, cmd } => {
-                let reply = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, &cmd);
+            Msg::Request { id, ref cmd } => {
+                // By reference: moving the command out of the message is a copy of it.
+                let reply = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, cmd);
                 if let Some(reply) = reply {
                     cx.send(from, Msg::Reply { id, reply });
                 }
