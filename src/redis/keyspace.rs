@@ -77,7 +77,7 @@ impl Keyspace {
     /// Position of a key (one hash and probe), for a lookup followed by an access. A lock
     /// model's keyspace holds one key or none: those two cases are decided here, inline,
     /// without the call into the map (which makes the same two tests before hashing).
-    #[inline]
+    #[inline(always)]
     pub fn index_of(&self, key: &[u8]) -> Option<usize> {
         match self.map.len() {
             0 => None,

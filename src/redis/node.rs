@@ -1141,6 +1141,20 @@ impl RedisNode {
             let sha = *sha;
             return self.run_native(now, n, &sha, keys, args, read_only, by);
         }
+        self.eval_lua(now, script, keys, args, read_only, by)
+    }
+
+    /// EVAL of any script but the native lock scripts.
+    #[inline(never)]
+    fn eval_lua(
+        &mut self,
+        now: i64,
+        script: &ScriptRef,
+        keys: &[Bytes],
+        args: &[Bytes],
+        read_only: bool,
+        by: Option<ProcId>,
+    ) -> Reply {
         let (sha, source) = match script {
             ScriptRef::Source(s) => (s.sha, s.source.clone()),
             ScriptRef::Sha(None) => return Reply::err(NOSCRIPT),
@@ -1456,7 +1470,7 @@ impl RedisNode {
 /// An expiry option as an absolute deadline on the node's clock, with Redis 7.0's checks
 /// (`getExpireMillisecondsOrReply`): a non-positive amount, seconds that overflow in ms, or a
 /// relative deadline that overflows give `ERR invalid expire time in '<cmd>' command`.
-#[inline]
+#[inline(always)]
 fn absolute_expiry(expiry: Option<SetExpiry>, now: i64, cmd: &str) -> Result<Option<i64>, Reply> {
     let invalid = || Reply::Error(format!("ERR invalid expire time in '{cmd}' command"));
     Ok(match expiry {
