@@ -220,7 +220,7 @@ impl RedisNode {
 
     /// `lookup`, giving the key's position: a command that goes on to replace or remove the
     /// key does so there, without hashing and probing for it again.
-    #[inline]
+    #[inline(always)]
     fn lookup_index(&mut self, key: &[u8], now_ms: i64) -> Option<usize> {
         let i = self.keyspace.index_of(key)?;
         if !self.repl.applying_master_stream && self.keyspace.at(i).is_expired(now_ms) {
