@@ -30,6 +30,7 @@ impl Value {
     /// The bytes a lock checker cares about (a list has none). A cheap shared clone. A hash
     /// gives its first field's name: a Redisson lock hash holds one field, the holder's
     /// `uuid:threadId`, which plays the token's part.
+    #[inline]
     pub fn shared_bytes(&self) -> Bytes {
         match self {
             Value::Str(b) => b.clone(),
