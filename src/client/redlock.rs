@@ -728,7 +728,7 @@ impl RedlockClient {
     }
 
     /// Handles node `i`'s reply to request `id` of the current fan-out.
-    fn on_node_reply(&mut self, cx: &mut Cx<'_>, i: usize, reply: Reply) {
+    fn on_node_reply(&mut self, cx: &mut Cx<'_>, i: usize, reply: &Reply) {
         let Some(f) = self.fanout else { return };
         let Vote::Pending { second_step, .. } = self.votes[i] else {
             return;
@@ -741,7 +741,7 @@ impl RedlockClient {
             (FanOutKind::Release, ..) => Vote::For,
             (FanOutKind::Extend, Some(ExtendMode::ReSet), _) => vote(matches!(reply, Reply::Ok)),
             (FanOutKind::Extend, Some(ExtendMode::SetIfMissing), false)
-                if reply == Reply::Int(0) =>
+                if matches!(reply, Reply::Int(0)) =>
             {
                 // No key of ours here (expired, restarted empty, or someone else's): set it
                 // if missing. This is what resurrects an expired lock (`redlock-extend-resurrects`).
@@ -756,7 +756,7 @@ impl RedlockClient {
             (FanOutKind::Extend, Some(ExtendMode::SetIfMissing), true) => {
                 vote(matches!(reply, Reply::Ok))
             }
-            (FanOutKind::Extend, ..) => vote(reply == Reply::Int(1)),
+            (FanOutKind::Extend, ..) => vote(matches!(reply, Reply::Int(1))),
         };
         if !self.votes.iter().any(|v| matches!(v, Vote::Pending { .. })) {
             self.conclude_fanout(cx);
@@ -1052,7 +1052,10 @@ impl Process for RedlockClient {
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
         match msg {
             Msg::Reply { id, reply } => {
-                let Some(f) = self.fanout else { return };
+                let Some(f) = self.fanout else {
+                    reply.release();
+                    return;
+                };
                 if cx.mono_ns > f.deadline_mono_ns {
                     // Handled too late (the client was paused, or the timer is behind this
                     // message): the reply does not count, and the deadline has passed.
@@ -1069,8 +1072,9 @@ impl Process for RedlockClient {
                     });
                 // Anything else is stale: a previous attempt's, or an unanswered unlock's.
                 if let Some(i) = node {
-                    self.on_node_reply(cx, i, reply);
+                    self.on_node_reply(cx, i, &reply);
                 }
+                reply.release();
             }
             // A crashed node's host refused the connection: that node failed at once (every
             // library counts a connection error as a failed node and waits for the others).
