@@ -673,7 +673,7 @@ impl RedlockClient {
             } else if rebuild {
                 self.fanout_command(kind)
             } else {
-                last.clone().expect("the command until the last request")
+                copy_for_node(last.as_ref().expect("the command until the last request"))
             };
             let id = self.new_id();
             cx.send(self.config.nodes[i], Msg::Request { id, cmd });
@@ -835,9 +835,14 @@ impl RedlockClient {
 
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
         // Give back the minority (or the late majority) we may hold; nobody waits for it.
-        let cmd = self.script_command(&self.unlock, false);
-        let cmds = std::iter::repeat_n(cmd, self.config.nodes.len());
-        for (i, cmd) in cmds.enumerate() {
+        let mut last = Some(self.script_command(&self.unlock, false));
+        let n = self.config.nodes.len();
+        for i in 0..n {
+            let cmd = if i + 1 == n {
+                last.take().expect("the last request")
+            } else {
+                copy_for_node(last.as_ref().expect("the command until the last request"))
+            };
             let id = self.new_id();
             cx.send(self.config.nodes[i], Msg::Request { id, cmd });
         }
@@ -1037,6 +1042,27 @@ impl SectionHost for RedlockClient {
 
     fn next_attempt(&mut self, cx: &mut Cx<'_>) {
         self.start_attempt(cx);
+    }
+}
+
+/// Another node's copy of a fan-out's command: an EVAL's shared script, keys and
+/// arguments counted once more each, without the derived `Clone` of the whole `Command`
+/// enum (~50 instructions a copy on W2).
+#[inline]
+fn copy_for_node(cmd: &Command) -> Command {
+    match cmd {
+        Command::Eval {
+            script,
+            keys,
+            args,
+            read_only,
+        } => Command::Eval {
+            script: script.clone(),
+            keys: Arc::clone(keys),
+            args: Arc::clone(args),
+            read_only: *read_only,
+        },
+        other => other.clone(),
     }
 }
 
