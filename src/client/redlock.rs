@@ -673,7 +673,7 @@ impl RedlockClient {
             } else if rebuild {
                 self.fanout_command(kind)
             } else {
-                last.clone().expect("the command until the last request")
+                copy_for_node(last.as_ref().expect("the command until the last request"))
             };
             let id = self.new_id();
             cx.send(self.config.nodes[i], Msg::Request { id, cmd });
@@ -728,7 +728,7 @@ impl RedlockClient {
     }
 
     /// Handles node `i`'s reply to request `id` of the current fan-out.
-    fn on_node_reply(&mut self, cx: &mut Cx<'_>, i: usize, reply: Reply) {
+    fn on_node_reply(&mut self, cx: &mut Cx<'_>, i: usize, reply: &Reply) {
         let Some(f) = self.fanout else { return };
         let Vote::Pending { second_step, .. } = self.votes[i] else {
             return;
@@ -741,7 +741,7 @@ impl RedlockClient {
             (FanOutKind::Release, ..) => Vote::For,
             (FanOutKind::Extend, Some(ExtendMode::ReSet), _) => vote(matches!(reply, Reply::Ok)),
             (FanOutKind::Extend, Some(ExtendMode::SetIfMissing), false)
-                if reply == Reply::Int(0) =>
+                if matches!(reply, Reply::Int(0)) =>
             {
                 // No key of ours here (expired, restarted empty, or someone else's): set it
                 // if missing. This is what resurrects an expired lock (`redlock-extend-resurrects`).
@@ -756,7 +756,7 @@ impl RedlockClient {
             (FanOutKind::Extend, Some(ExtendMode::SetIfMissing), true) => {
                 vote(matches!(reply, Reply::Ok))
             }
-            (FanOutKind::Extend, ..) => vote(reply == Reply::Int(1)),
+            (FanOutKind::Extend, ..) => vote(matches!(reply, Reply::Int(1))),
         };
         if !self.votes.iter().any(|v| matches!(v, Vote::Pending { .. })) {
             self.conclude_fanout(cx);
@@ -835,9 +835,14 @@ impl RedlockClient {
 
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
         // Give back the minority (or the late majority) we may hold; nobody waits for it.
-        let cmd = self.script_command(&self.unlock, false);
-        let cmds = std::iter::repeat_n(cmd, self.config.nodes.len());
-        for (i, cmd) in cmds.enumerate() {
+        let mut last = Some(self.script_command(&self.unlock, false));
+        let n = self.config.nodes.len();
+        for i in 0..n {
+            let cmd = if i + 1 == n {
+                last.take().expect("the last request")
+            } else {
+                copy_for_node(last.as_ref().expect("the command until the last request"))
+            };
             let id = self.new_id();
             cx.send(self.config.nodes[i], Msg::Request { id, cmd });
         }
@@ -1040,6 +1045,27 @@ impl SectionHost for RedlockClient {
     }
 }
 
+/// Another node's copy of a fan-out's command: an EVAL's shared script, keys and
+/// arguments counted once more each, without the derived `Clone` of the whole `Command`
+/// enum (~50 instructions a copy on W2).
+#[inline]
+fn copy_for_node(cmd: &Command) -> Command {
+    match cmd {
+        Command::Eval {
+            script,
+            keys,
+            args,
+            read_only,
+        } => Command::Eval {
+            script: script.clone(),
+            keys: Arc::clone(keys),
+            args: Arc::clone(args),
+            read_only: *read_only,
+        },
+        other => other.clone(),
+    }
+}
+
 fn vote(ok: bool) -> Vote {
     if ok { Vote::For } else { Vote::Against }
 }
@@ -1052,7 +1078,10 @@ impl Process for RedlockClient {
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
         match msg {
             Msg::Reply { id, reply } => {
-                let Some(f) = self.fanout else { return };
+                let Some(f) = self.fanout else {
+                    reply.release();
+                    return;
+                };
                 if cx.mono_ns > f.deadline_mono_ns {
                     // Handled too late (the client was paused, or the timer is behind this
                     // message): the reply does not count, and the deadline has passed.
@@ -1069,8 +1098,9 @@ impl Process for RedlockClient {
                     });
                 // Anything else is stale: a previous attempt's, or an unanswered unlock's.
                 if let Some(i) = node {
-                    self.on_node_reply(cx, i, reply);
+                    self.on_node_reply(cx, i, &reply);
                 }
+                reply.release();
             }
             // A crashed node's host refused the connection: that node failed at once (every
             // library counts a connection error as a failed node and waits for the others).

@@ -725,7 +725,7 @@ impl LockClient {
         self.request(cx, phase, cmd);
     }
 
-    fn on_reply(&mut self, cx: &mut Cx<'_>, reply: Reply) {
+    fn on_reply(&mut self, cx: &mut Cx<'_>, reply: &Reply) {
         match self.phase {
             Phase::Acquiring => match reply {
                 Reply::Ok | Reply::Int(1) => match self.config.algorithm {
@@ -749,7 +749,7 @@ impl LockClient {
                 _ => self.acquire_failed(cx),
             },
             Phase::AwaitingReplicas => match reply {
-                Reply::Int(n) if n >= i64::from(self.config.wait_replicas) => self.acquired(cx),
+                Reply::Int(n) if *n >= i64::from(self.config.wait_replicas) => self.acquired(cx),
                 // Too few replicas have the lock: a failover could lose it. Give it back.
                 _ => self.send_unlock_script(cx, Phase::Abandoning),
             },
@@ -761,8 +761,8 @@ impl LockClient {
             }
             Phase::Abandoning => self.acquire_failed(cx),
             Phase::Fencing => match reply {
-                Reply::Int(n) if n > 0 => {
-                    self.fence = Some(n as u64);
+                Reply::Int(n) if *n > 0 => {
+                    self.fence = Some(*n as u64);
                     self.acquired(cx);
                 }
                 // No token, no safe write: give the lock back and retry.
@@ -911,7 +911,8 @@ impl Process for LockClient {
         match msg {
             Msg::Reply { id, reply } if id == self.pending_id => {
                 self.clear_timeout();
-                self.on_reply(cx, reply);
+                self.on_reply(cx, &reply);
+                reply.release();
             }
             Msg::Reply { id, reply } if matches!(self.refresh, RefreshState::Script(r) | RefreshState::Loading(r) if r == id) =>
             {

@@ -4,7 +4,7 @@ use indexmap::IndexMap;
 use rustc_hash::FxBuildHasher;
 
 use crate::proto::Bytes;
-use crate::proto::bytes::KeyRef;
+use crate::proto::bytes::{KeyRef, bytes_eq};
 
 /// A stored value. Lists exist only so that WRONGTYPE can be reproduced.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +30,7 @@ impl Value {
     /// The bytes a lock checker cares about (a list has none). A cheap shared clone. A hash
     /// gives its first field's name: a Redisson lock hash holds one field, the holder's
     /// `uuid:threadId`, which plays the token's part.
+    #[inline]
     pub fn shared_bytes(&self) -> Bytes {
         match self {
             Value::Str(b) => b.clone(),
@@ -74,9 +75,19 @@ impl Keyspace {
     pub fn raw(&self, key: &[u8]) -> Option<&Entry> {
         self.map.get(&KeyRef(key))
     }
-    /// Position of a key (one hash and probe), for a lookup followed by an access.
+    /// Position of a key (one hash and probe), for a lookup followed by an access. A lock
+    /// model's keyspace holds one key or none: those two cases are decided here, inline,
+    /// without the call into the map (which makes the same two tests before hashing).
+    #[inline(always)]
     pub fn index_of(&self, key: &[u8]) -> Option<usize> {
-        self.map.get_index_of(&KeyRef(key))
+        match self.map.len() {
+            0 => None,
+            1 => {
+                let (only, _) = self.map.first().expect("one entry");
+                bytes_eq(key, only).then_some(0)
+            }
+            _ => self.map.get_index_of(&KeyRef(key)),
+        }
     }
     pub fn at(&self, i: usize) -> &Entry {
         &self.map[i]

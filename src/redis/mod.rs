@@ -9,6 +9,8 @@ pub mod scripts;
 pub mod sentinel;
 
 #[cfg(test)]
+mod command_path_tests;
+#[cfg(test)]
 mod expiry_tests;
 
 pub use node::{RedisConfig, RedisNode, RedisProcess};

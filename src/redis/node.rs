@@ -3,7 +3,6 @@
 //! and in a 100 ms active cycle, and reports key removals to the history.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use crate::history::{Observation, Removal};
 use crate::process::{Cx, Process};
@@ -21,7 +20,7 @@ use crate::redis::replication::{Disk, ReplState, Role};
 pub mod connection;
 pub mod pubsub;
 mod replicate;
-use crate::redis::scripts::{NativeScript, native_script};
+use crate::redis::scripts::{NativeScript, ScriptCache, native_script, native_script_slot};
 use crate::rng::Prng;
 use crate::time::{NS_PER_MS, ProcId};
 
@@ -125,8 +124,7 @@ pub struct RedisNode {
     pub(crate) cur_db: u8,
     /// Connections with state (a selected db, a MULTI, WATCHes); the others are default.
     pub(crate) conns: BTreeMap<ConnId, Conn>,
-    // Invariant: every entry's key is the SHA1 of its source.
-    scripts: BTreeMap<[u8; 20], Arc<[u8]>>,
+    scripts: ScriptCache,
     lua: Option<LuaEngine>,
     active_expire: bool,
     /// Sizes of the keys and expires tables (what the expire cycle's fill stop reads).
@@ -164,7 +162,7 @@ impl RedisNode {
             other_dbs: Vec::new(),
             cur_db: 0,
             conns: BTreeMap::new(),
-            scripts: BTreeMap::new(),
+            scripts: ScriptCache::default(),
             lua: None,
             active_expire: true,
             tables: DbTables::default(),
@@ -216,17 +214,31 @@ impl RedisNode {
     /// (a master) or hidden (a replica, which never deletes by itself). Commands from the
     /// master's stream see keys as they are (Redis's `expireIfNeeded` for the master client).
     fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
+        let i = self.lookup_index(key, now_ms)?;
+        Some(self.keyspace.at_mut(i))
+    }
+
+    /// `lookup`, giving the key's position: a command that goes on to replace or remove the
+    /// key does so there, without hashing and probing for it again.
+    #[inline(always)]
+    fn lookup_index(&mut self, key: &[u8], now_ms: i64) -> Option<usize> {
         let i = self.keyspace.index_of(key)?;
         if !self.repl.applying_master_stream && self.keyspace.at(i).is_expired(now_ms) {
-            if !self.is_replica()
-                && let Some((k, e)) = self.keyspace.remove_at(i)
-            {
-                self.note_removed(&k, &e, Removal::Expired, None);
-                self.propagate(|| Command::Del(vec![k]));
-            }
+            self.expire_found(i);
             return None;
         }
-        Some(self.keyspace.at_mut(i))
+        Some(i)
+    }
+
+    /// Lazy expiry of the key at `i`, found expired by a lookup.
+    #[inline(never)]
+    fn expire_found(&mut self, i: usize) {
+        if !self.is_replica()
+            && let Some((k, e)) = self.keyspace.remove_at(i)
+        {
+            self.note_removed(&k, &e, Removal::Expired, None);
+            self.propagate(|| Command::Del(vec![k]));
+        }
     }
 
     /// Removal ordered by the master's stream.
@@ -256,6 +268,16 @@ impl RedisNode {
                 true
             }
             None => false,
+        }
+    }
+
+    /// `remove_key` for a key `lookup_index` found at `i`.
+    fn remove_key_at(&mut self, i: usize, how: Removal, by: Option<ProcId>) {
+        if let Some((k, e)) = self.keyspace.remove_at(i) {
+            self.note_removed(&k, &e, how, by);
+            if how != Removal::Flushed {
+                self.propagate(|| Command::Del(vec![k]));
+            }
         }
     }
 
@@ -309,6 +331,7 @@ impl RedisNode {
 
     /// Executes one command at wall time `now_ms`. `None` means the client is blocked (WAIT)
     /// and will be answered later by the cron.
+    #[inline]
     pub fn execute(&mut self, now_ms: i64, cmd: &Command, caller: Caller) -> Reply {
         if caller.proc.is_none()
             && self.pubsub.is_subscribed(None)
@@ -323,6 +346,7 @@ impl RedisNode {
     }
 
     /// A command of a connection outside MULTI, in the db already switched to.
+    #[inline]
     pub(crate) fn execute_plain(&mut self, now_ms: i64, cmd: &Command, caller: Caller) -> Reply {
         if cmd.is_write() {
             if self.is_replica() {
@@ -332,7 +356,24 @@ impl RedisNode {
                 return Reply::err(NOREPLICAS);
             }
         }
-        let reply = self.exec(now_ms, cmd, caller, None);
+        // The lock commands go straight to their implementation (`exec`'s arms for them,
+        // without the call through its whole match: ~50 instructions a command).
+        let reply = match cmd {
+            Command::Set {
+                key,
+                value,
+                cond,
+                get,
+                expiry,
+            } => self.set(now_ms, key, value, *cond, *get, *expiry, caller.proc),
+            Command::Eval {
+                script,
+                keys,
+                args,
+                read_only,
+            } => self.eval(now_ms, script, keys, args, *read_only, caller.proc),
+            _ => self.exec(now_ms, cmd, caller, None),
+        };
         // A script's effects are one unit (MULTI/EXEC around more than one).
         let unit = matches!(cmd, Command::Eval { .. });
         self.flush_effects(caller.proc, unit);
@@ -463,14 +504,14 @@ impl RedisNode {
                         return Reply::Error(e);
                     }
                 }
-                self.scripts.insert(script.sha, script.source.clone());
+                self.scripts.insert(script.sha, &script.source);
                 Reply::Bulk(script.sha_hex().into_bytes())
             }
             Command::ScriptExists(shas) => Reply::Array(
                 shas.iter()
                     .map(|s| {
                         let known = crate::proto::command::parse_sha_hex(s)
-                            .is_some_and(|sha| self.scripts.contains_key(&sha));
+                            .is_some_and(|sha| self.scripts.contains(&sha));
                         Reply::Int(i64::from(known))
                     })
                     .collect(),
@@ -668,14 +709,14 @@ impl RedisNode {
             Ok(t) => t,
             Err(e) => return e,
         };
-        // (found, old TTL, GET's reply): the old value is copied only when GET asks for it.
-        let (found, old_ttl, old_reply) = match self.lookup(key, now) {
-            None => (false, None, Reply::Nil),
+        // (old TTL, GET's reply): the old value is copied only when GET asks for it.
+        let slot = self.lookup_index(key, now);
+        let (old_ttl, old_reply) = match slot.map(|i| self.keyspace.at(i)) {
+            None => (None, Reply::Nil),
             Some(Entry {
                 value: Value::Str(v),
                 expire_at_ms,
             }) => (
-                true,
                 *expire_at_ms,
                 if get {
                     Reply::Bulk(v.to_vec())
@@ -690,9 +731,10 @@ impl RedisNode {
                 if get {
                     return Reply::err(WRONGTYPE);
                 }
-                (true, *expire_at_ms, Reply::Nil)
+                (*expire_at_ms, Reply::Nil)
             }
         };
+        let found = slot.is_some();
         if (cond == Some(SetCond::Nx) && found) || (cond == Some(SetCond::Xx) && !found) {
             return old_reply;
         }
@@ -701,17 +743,31 @@ impl RedisNode {
         } else {
             None
         };
+        let expire_at_ms = expire_at.or(keep);
         let entry = Entry {
             value: Value::Str(value.clone()),
-            expire_at_ms: expire_at.or(keep),
+            expire_at_ms,
         };
-        let replaced = self.keyspace.insert(key.clone(), entry);
+        // A live key is replaced where it stands (as `insert` would: same position, same
+        // stored key); otherwise inserted (a replica's hidden expired key is replaced too).
+        let replaced = match slot {
+            Some(i) => Some(std::mem::replace(self.keyspace.at_mut(i), entry)),
+            None => self.keyspace.insert(key.clone(), entry),
+        };
         if let Some(prev) = replaced
             && !matches!(&prev.value, Value::Str(v) if v == value)
         {
             self.note_removed(key, &prev, Removal::Overwritten, by);
         }
-        self.note_written(key, by);
+        // `note_written` without looking the key up again: the entry is the one just made.
+        if self.config.observe_keys {
+            self.pending.push(Observation::KeyWritten {
+                key: key.clone(),
+                value: value.clone(),
+                expire_at_ms,
+                by,
+            });
+        }
         // Redis 7.0 propagates the effect with an absolute deadline (`PXAT`), NX/XX/GET
         // dropped; before 7.0 the relative form was sent.
         let expiry = match (expire_at, expiry) {
@@ -1064,6 +1120,41 @@ impl RedisNode {
         read_only: bool,
         by: Option<ProcId>,
     ) -> Reply {
+        // The lock scripts first: recognised by SHA1 (no shebang: their flags are EVAL's
+        // own, so nothing below the lookup could refuse them earlier), run natively, and
+        // cached without touching the map once they are.
+        let sha_of_ref = match script {
+            ScriptRef::Source(s) => Some(&s.sha),
+            ScriptRef::Sha(sha) => sha.as_ref(),
+        };
+        if let Some(sha) = sha_of_ref
+            && let Some((slot, n)) = native_script_slot(sha)
+            && n.fits(keys, args)
+        {
+            match script {
+                ScriptRef::Source(s) => self.scripts.insert_native(slot, sha, &s.source),
+                ScriptRef::Sha(_) if !self.scripts.contains_native(slot, sha) => {
+                    return Reply::err(NOSCRIPT);
+                }
+                ScriptRef::Sha(_) => {}
+            }
+            let sha = *sha;
+            return self.run_native(now, n, &sha, keys, args, read_only, by);
+        }
+        self.eval_lua(now, script, keys, args, read_only, by)
+    }
+
+    /// EVAL of any script but the native lock scripts.
+    #[inline(never)]
+    fn eval_lua(
+        &mut self,
+        now: i64,
+        script: &ScriptRef,
+        keys: &[Bytes],
+        args: &[Bytes],
+        read_only: bool,
+        by: Option<ProcId>,
+    ) -> Reply {
         let (sha, source) = match script {
             ScriptRef::Source(s) => (s.sha, s.source.clone()),
             ScriptRef::Sha(None) => return Reply::err(NOSCRIPT),
@@ -1086,15 +1177,6 @@ impl RedisNode {
             }
         }
         let native = native_script(&sha);
-        let cached = matches!(script, ScriptRef::Sha(_));
-        if let Some(n) = native
-            && n.fits(keys, args)
-        {
-            if !cached {
-                self.scripts.entry(sha).or_insert(source);
-            }
-            return self.run_native(now, n, &sha, keys, args, read_only, by);
-        }
         let lua = self.lua.take().unwrap_or_default();
         if native.is_none()
             && let Err(e) = lua.compile(&source)
@@ -1102,7 +1184,7 @@ impl RedisNode {
             self.lua = Some(lua);
             return Reply::Error(e);
         }
-        self.scripts.entry(sha).or_insert_with(|| source.clone());
+        self.scripts.insert(sha, &source);
         // scriptPrepareForRun: checked after compiling (a compile error wins).
         if read_only && may_write {
             return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
@@ -1168,16 +1250,13 @@ impl RedisNode {
         by: Option<ProcId>,
     ) -> Reply {
         let key = &keys[0];
-        let matches = match self.lookup(key, now) {
-            None => false,
-            Some(Entry {
-                value: Value::Str(v),
-                ..
-            }) => *v == args[0],
-            Some(_) => return suffixed(WRONGTYPE, &hex(sha)),
-        };
-        if !matches {
+        let Some(i) = self.lookup_index(key, now) else {
             return Reply::Int(0);
+        };
+        match &self.keyspace.at(i).value {
+            Value::Str(v) if *v == args[0] => {}
+            Value::Str(_) => return Reply::Int(0),
+            _ => return suffixed(WRONGTYPE, &hex(sha)),
         }
         let write_refused = if read_only {
             Some("ERR Write commands are not allowed from read-only scripts.")
@@ -1193,7 +1272,7 @@ impl RedisNode {
                 if let Some(e) = write_refused {
                     return suffixed(e, &hex(sha));
                 }
-                self.remove_key(key, Removal::Del, by);
+                self.remove_key_at(i, Removal::Del, by);
                 Reply::Int(1)
             }
             NativeScript::Extend => {
@@ -1212,6 +1291,7 @@ impl RedisNode {
     }
 
     /// Handles one request: executes it or parks it (WAIT). Returns the reply to send now.
+    #[inline]
     pub fn handle(
         &mut self,
         now_ms: i64,
@@ -1390,6 +1470,7 @@ impl RedisNode {
 /// An expiry option as an absolute deadline on the node's clock, with Redis 7.0's checks
 /// (`getExpireMillisecondsOrReply`): a non-positive amount, seconds that overflow in ms, or a
 /// relative deadline that overflows give `ERR invalid expire time in '<cmd>' command`.
+#[inline(always)]
 fn absolute_expiry(expiry: Option<SetExpiry>, now: i64, cmd: &str) -> Result<Option<i64>, Reply> {
     let invalid = || Reply::Error(format!("ERR invalid expire time in '{cmd}' command"));
     Ok(match expiry {
@@ -1472,11 +1553,17 @@ impl RedisProcess {
     }
     /// Hands what the node produced to the loop: replication messages first (they were
     /// produced by the command whose reply follows), then observations.
+    #[inline]
     fn flush(&mut self, cx: &mut Cx<'_>) {
         // Most commands produce neither: skip the two drains.
         if self.node.repl.outbox.is_empty() && self.node.pending.is_empty() {
             return;
         }
+        self.flush_produced(cx);
+    }
+
+    #[inline(never)]
+    fn flush_produced(&mut self, cx: &mut Cx<'_>) {
         for (to, m) in self.node.drain_outbox() {
             cx.send(to, m);
         }
@@ -1500,6 +1587,15 @@ impl Process for RedisProcess {
                 let reply = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, &cmd);
                 if let Some(reply) = reply {
                     cx.send(from, Msg::Reply { id, reply });
+                }
+                // A SET's two strings are dropped inline (a tag test each); the generic
+                // drop glue of `Command` saves and restores six registers around that.
+                match cmd {
+                    Command::Set { key, value, .. } => {
+                        drop(key);
+                        drop(value);
+                    }
+                    other => drop(other),
                 }
             }
             Msg::Repl(m) => self.node.on_repl(cx.wall_ms, cx.mono_ns, from, m),

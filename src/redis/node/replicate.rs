@@ -53,10 +53,17 @@ impl RedisNode {
     /// those unwrapped, as it always has (a replica applies one stream message at once
     /// anyway): only its offsets count 29 bytes fewer there. The cron's active-expiry DELs
     /// are sent one by one in Redis too.
+    #[inline]
     pub(crate) fn flush_effects(&mut self, client: Option<ProcId>, wrap: bool) {
-        if !std::mem::take(&mut self.repl.dirty) {
-            return;
+        if std::mem::take(&mut self.repl.dirty) {
+            self.flush_dirty(client, wrap);
         }
+    }
+
+    /// `flush_effects` after a write: a master with no replica and no AOF `always` gets here
+    /// and finds nothing pending.
+    #[inline(never)]
+    fn flush_dirty(&mut self, client: Option<ProcId>, wrap: bool) {
         if self.config.persistence == Persistence::Aof(Fsync::Always) {
             self.save_to_disk();
         }
