@@ -1,6 +1,7 @@
 //! Observations: what processes and the loop report about a run, stamped with true time.
 //! Checkers read only this history (plus the fault log that is part of it).
 
+use crate::check::monitor::Monitor;
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
 
@@ -144,22 +145,32 @@ pub struct Record {
     pub obs: Observation,
 }
 
-/// Bytes of history one run may hold before it stops (`RunEnd::HistoryLimit`). A sweep
-/// worker holds one run's history at a time, so this bounds a sweep's memory at
-/// jobs x this; `run` and `replay` hold one. The bundled models stay far below it (the
-/// largest, bench-w1, holds ~1 MB per seed); a day-long busy model at the default event
-/// budget would otherwise hold ~1.8 GB.
+/// Bytes one run may retain for judging before it stops (`RunEnd::HistoryLimit`): the
+/// records themselves when the history is kept (`replay`, reports), or what the checkers
+/// keep when it is streamed (`History::streamed`, sweeps). A sweep worker holds one run at
+/// a time, so this bounds a sweep's memory at jobs x this; `run` and `replay` hold one. The
+/// bundled models stay far below it (the largest, bench-w1, keeps ~1 MB of records per
+/// seed); a day-long busy model at the default event budget would otherwise hold ~1.8 GB
+/// of records.
 pub const HISTORY_BUDGET_BYTES: u64 = 128 << 20;
 
 /// The history of one run, in order of true time (ties in loop order).
-#[derive(Clone, Debug)]
+///
+/// Kept whole by default. A streamed history (`History::streamed`) hands each record to
+/// its monitor as it comes and keeps none: a sweep needs only the verdicts, and the records
+/// of a long run are most of its memory.
+#[derive(Clone)]
 pub struct History {
+    /// Every record when kept; empty when streamed.
     pub records: Vec<Record>,
-    /// Estimated bytes of `records`: the records themselves and the heap text and byte
-    /// strings they own (not the vector's spare capacity).
-    // Invariant: the sum of `Record::bytes` over `records`.
+    /// Estimated bytes retained: of `records` (the records themselves and the heap text and
+    /// byte strings they own, not the vector's spare capacity) when kept, or the monitor's
+    /// estimate of what it keeps when streamed.
+    // Invariant: the sum of `Record::bytes` over `records`, when `monitor` is `None`.
     bytes: u64,
     budget_bytes: u64,
+    /// Where records go when the history is streamed.
+    monitor: Option<Box<Monitor>>,
 }
 
 impl Default for History {
@@ -175,22 +186,53 @@ impl History {
             records: Vec::new(),
             bytes: 0,
             budget_bytes,
+            monitor: None,
         }
+    }
+
+    /// From now on, hands each record to `monitor` instead of keeping it. Records kept so
+    /// far (a world may record before it runs) are handed over first, in order.
+    pub fn stream_into(&mut self, mut monitor: Monitor) {
+        for r in self.records.drain(..) {
+            monitor.observe(&r);
+        }
+        self.records = Vec::new();
+        self.bytes = monitor.retained_bytes();
+        self.monitor = Some(Box::new(monitor));
+    }
+
+    /// Whether records go to a monitor rather than being kept.
+    pub fn streamed(&self) -> bool {
+        self.monitor.is_some()
+    }
+
+    /// The monitor of a streamed history (`None` when kept), leaving the history kept and
+    /// empty.
+    pub fn take_monitor(&mut self) -> Option<Monitor> {
+        let m = self.monitor.take()?;
+        self.bytes = 0;
+        Some(*m)
     }
 
     /// Records an observation. Never refuses one: the loop checks `over_budget` between
     /// events and ends the run there, so a history is never cut inside an event.
+    #[inline]
     pub fn push(&mut self, at: SimTime, proc: ProcId, obs: Observation) {
+        let r = Record { at, proc, obs };
+        if let Some(m) = &mut self.monitor {
+            m.observe(&r);
+            self.bytes = m.retained_bytes();
+            return;
+        }
         debug_assert!(
             self.records.last().is_none_or(|r| r.at <= at),
             "history goes back in time"
         );
-        let r = Record { at, proc, obs };
         self.bytes += r.bytes();
         self.records.push(r);
     }
 
-    /// Estimated bytes held (see `bytes`).
+    /// Estimated bytes retained (see `bytes`).
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
