@@ -45,6 +45,24 @@ pub struct Margins {
     belief: IndexMap<Bytes, (ProcId, SimTime, SimTime), FxBuildHasher>,
     /// token -> the removals that were losses, in order.
     removals: IndexMap<Bytes, Vec<(ProcId, SimTime, Removal)>, FxBuildHasher>,
+    /// The margins of retired tokens (`retire`), already final.
+    retired: MarginTally,
+}
+
+/// A distribution of margins: what a sweep reports per seed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MarginTally {
+    /// Counts over `MARGIN_BUCKETS`.
+    pub histogram: [u64; 6],
+    /// The smallest margin (ns).
+    pub min_ns: Option<i64>,
+}
+
+impl MarginTally {
+    pub fn add(&mut self, margin_ns: i64) {
+        self.histogram[margin_bucket(margin_ns)] += 1;
+        self.min_ns = Some(self.min_ns.map_or(margin_ns, |x| x.min(margin_ns)));
+    }
 }
 
 impl Margins {
@@ -94,13 +112,54 @@ impl Margins {
         }
     }
 
+    /// Forgets the tokens `dead` names, tallying their margins: final, since no later record
+    /// may name them (see `monitor::Retirement`).
+    pub fn retire(&mut self, dead: &dyn Fn(&Bytes) -> bool) {
+        let Margins {
+            belief,
+            removals,
+            retired,
+        } = self;
+        belief.retain(|t, &mut (_, _, believed_until)| {
+            if !dead(t) {
+                return true;
+            }
+            if let Some(rs) = removals.swap_remove(t)
+                && let Some(first) = rs.iter().map(|(_, at, _)| *at).min()
+            {
+                retired.add(first.0 as i64 - believed_until.0 as i64);
+            }
+            false
+        });
+    }
+
+    /// Token-keyed entries kept (what grows with a run).
+    pub fn token_entries(&self) -> usize {
+        self.belief.len() + self.removals.len()
+    }
+
+    /// The tokens kept (every token in `removals` is in `belief`).
+    pub fn tokens(&self) -> impl Iterator<Item = &Bytes> {
+        self.belief.keys()
+    }
+
+    /// The distribution of every margin: of the tokens retired and of those still kept.
+    pub fn tally(self) -> MarginTally {
+        let mut t = self.retired;
+        for m in self.finish() {
+            t.add(m.margin_ns);
+        }
+        t
+    }
+
     /// Estimated bytes kept (for the run's memory budget).
     pub fn retained_bytes(&self) -> u64 {
         super::token_map_bytes(self.belief.len(), 24)
             + super::token_map_bytes(self.removals.len(), 24 + 24)
     }
 
-    /// The margins of the acquisitions whose key was lost, in order of first acquisition.
+    /// The margins of the acquisitions whose key was lost, in order of first acquisition
+    /// (of the tokens not retired: a kept history retires none).
     pub fn finish(mut self) -> Vec<Margin> {
         let mut out = Vec::new();
         for (t, (client, acquired_at, believed_until)) in std::mem::take(&mut self.belief) {

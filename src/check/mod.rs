@@ -158,6 +158,24 @@ impl Checks {
         }
     }
 
+    /// Forgets the tokens `dead` names (see `monitor::Retirement`): none of them may be
+    /// named by a later record.
+    pub fn retire(&mut self, dead: &dyn Fn(&Bytes) -> bool) {
+        if let Some(c) = &mut self.foreign_unlock {
+            c.owner.retain(|t, _| !dead(t));
+        }
+    }
+
+    /// Token-keyed entries kept (what grows with a run).
+    pub fn token_entries(&self) -> usize {
+        self.foreign_unlock.as_ref().map_or(0, |c| c.owner.len())
+    }
+
+    /// The tokens kept.
+    pub fn tokens(&self) -> impl Iterator<Item = &Bytes> {
+        self.foreign_unlock.iter().flat_map(|c| c.owner.keys())
+    }
+
     /// Estimated bytes the checkers keep (for the run's memory budget).
     pub fn retained_bytes(&self) -> u64 {
         self.mutual_exclusion

@@ -1,14 +1,34 @@
 //! Judging a run as it goes: every checker, detector and measure a run's outcome carries,
-//! fed each record as the loop produces it, so a run need not keep its history. A sweep's
-//! memory is then what these keep (bounded by the clients, keys and tokens in play), not
-//! ~10 bytes per event; `replay` and the reports, which draw the whole history, still keep
-//! it and feed the same monitor from it afterwards (`Monitor::observe_all`).
+//! fed each record as the loop produces it, so a run need not keep its history. `replay`
+//! and the reports, which draw the whole history, still keep it and feed the same monitor
+//! from it afterwards (`Monitor::observe_all`): one implementation of each checker, so a
+//! streamed run and a kept one cannot judge differently.
+//!
+//! What is left growing with the run is the checkers' memory of tokens: `foreign_unlock`
+//! must know who first named every token, `margins` every acquisition's belief, the
+//! hazards every grant — any later record might name any of them. A streamed monitor
+//! therefore retires tokens (`Retirement`): the simulator's clients name their tokens
+//! `prefix-N` with N counting up, so once every token of a prefix below some N is neither
+//! held nor kept on a node, those tokens are forgotten — their margins tallied, their
+//! owners and grants dropped — and any later record that names one of them (a late
+//! delivery, a client reusing a token, a node reloading an old key) puts the monitor in
+//! doubt: it stops, and the run is judged again from a kept history (`explore::run_seed`).
+//! Retiring is thus never a guess: either no record names a retired token and the
+//! judgement is the kept history's, or the kept history judges.
 
-use super::margin::{Margin, Margins};
+use indexmap::IndexMap;
+use rustc_hash::FxBuildHasher;
+
+use super::margin::{MarginTally, Margins};
 use super::witness::{Hazards, Scan};
 use super::{Checks, Overlaps, Property, Violation};
 use crate::history::{History, Observation, Record};
+use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
+
+/// Token-keyed entries a streamed monitor keeps before it first retires tokens: runs of a
+/// few thousand acquisitions never retire (and never pay for it).
+pub const RETIRE_FROM_ENTRIES: usize = 16_384;
 
 /// Everything `explore::RunOutcome` reports about a run, computed record by record.
 #[derive(Clone)]
@@ -18,17 +38,23 @@ pub struct Monitor {
     margins: Margins,
     hazards: Scan,
     acquisitions: u64,
+    /// `None`: keeps every token (a kept history's monitor).
+    retirement: Option<Retirement>,
+    /// A record named a retired token: the monitor stopped judging (see the module text).
+    doubt: bool,
 }
 
 /// What a monitor found over a whole run.
-#[derive(Clone)]
 pub struct Judgement {
     pub checks: Checks,
     pub acquisitions: u64,
     /// (longest single overlap, total time with two or more holders), in ns.
     pub overlaps_ns: (u64, u64),
-    pub margins: Vec<Margin>,
+    pub margins: MarginTally,
     pub hazards: Hazards,
+    /// The monitor stopped judging (a record named a token it had retired): nothing here
+    /// is the run's judgement; judge it from a kept history.
+    pub doubt: bool,
 }
 
 impl Judgement {
@@ -43,8 +69,67 @@ impl Judgement {
     }
 }
 
+/// Which tokens a streamed monitor has forgotten.
+#[derive(Clone)]
+struct Retirement {
+    /// prefix -> floor: every token `prefix-N` with N below the floor is retired (seen or
+    /// not: a token never seen below a floor is treated as retired too).
+    // Invariant: floors only rise.
+    floors: IndexMap<Bytes, u64, FxBuildHasher>,
+    /// Retire again when the token-keyed entries reach this (twice what the last
+    /// retirement left, so the work stays proportional to the records).
+    next_at: usize,
+    first_at: usize,
+}
+
+impl Retirement {
+    /// Whether `token` is retired.
+    #[inline]
+    fn retired(&self, token: &Bytes) -> bool {
+        !self.floors.is_empty()
+            && counted(token)
+                .is_some_and(|(p, n)| self.floors.get(p).is_some_and(|&floor| n < floor))
+    }
+}
+
+/// A token as the simulator's clients make them, `prefix-N` (`client::single::token_bytes`),
+/// split: N in canonical decimal only (no leading zero), so one N is one spelling and two
+/// tokens with the same parts are the same bytes.
+fn counted(token: &[u8]) -> Option<(&[u8], u64)> {
+    let dash = token.iter().rposition(|&b| b == b'-')?;
+    let digits = &token[dash + 1..];
+    let canonical = !digits.is_empty()
+        && digits.len() <= 19
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits[0] != b'0' || digits.len() == 1);
+    if !canonical {
+        return None;
+    }
+    let n = digits
+        .iter()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    Some((&token[..dash], n))
+}
+
+/// The token or key value a record names, if any.
+#[inline]
+fn named_token(obs: &Observation) -> Option<&Bytes> {
+    match obs {
+        Observation::Attempt { token, .. }
+        | Observation::Acquired { token, .. }
+        | Observation::Released { token, .. }
+        | Observation::Lost { token, .. }
+        | Observation::Extended { token, .. } => Some(token),
+        Observation::KeyWritten { value, .. } | Observation::KeyRemoved { value, .. } => {
+            Some(value)
+        }
+        _ => None,
+    }
+}
+
 impl Monitor {
-    /// A monitor for the properties `props` (`liveness_bound_ns` for `liveness`).
+    /// A monitor for the properties `props` (`liveness_bound_ns` for `liveness`) that keeps
+    /// every token: what judges a kept history.
     pub fn new(props: &[Property], liveness_bound_ns: u64) -> Monitor {
         Monitor {
             checks: Checks::new(props, liveness_bound_ns),
@@ -52,12 +137,34 @@ impl Monitor {
             margins: Margins::default(),
             hazards: Scan::default(),
             acquisitions: 0,
+            retirement: None,
+            doubt: false,
         }
+    }
+
+    /// This monitor, retiring tokens once it keeps `first_at` token-keyed entries (for a
+    /// streamed history; see the module text).
+    pub fn retiring(mut self, first_at: usize) -> Monitor {
+        self.retirement = Some(Retirement {
+            floors: IndexMap::default(),
+            next_at: first_at,
+            first_at,
+        });
+        self
     }
 
     /// Feeds one record (in history order).
     #[inline]
     pub fn observe(&mut self, r: &Record) {
+        if self.doubt {
+            return;
+        }
+        if let Some(ret) = &self.retirement
+            && named_token(&r.obs).is_some_and(|t| ret.retired(t))
+        {
+            self.give_up();
+            return;
+        }
         if matches!(r.obs, Observation::Acquired { .. }) {
             self.acquisitions += 1;
         }
@@ -65,11 +172,75 @@ impl Monitor {
         self.overlaps.observe(r);
         self.margins.observe(r);
         self.hazards.observe(r);
+        if let Some(ret) = &self.retirement
+            && self.token_entries() >= ret.next_at
+        {
+            self.retire();
+        }
     }
 
     /// Feeds every record of a kept history.
     pub fn observe_all(&mut self, history: &History) {
         history.records.iter().for_each(|r| self.observe(r));
+    }
+
+    /// Token-keyed entries kept: what grows with a run unless retired.
+    pub fn token_entries(&self) -> usize {
+        self.checks.token_entries() + self.margins.token_entries() + self.hazards.token_entries()
+    }
+
+    /// Whether a record named a retired token (the judgement is then void).
+    pub fn in_doubt(&self) -> bool {
+        self.doubt
+    }
+
+    /// Stops judging: nothing kept can be trusted to be the kept history's state.
+    fn give_up(&mut self) {
+        let props: Vec<Property> = Vec::new();
+        *self = Monitor {
+            doubt: true,
+            ..Monitor::new(&props, 0)
+        };
+    }
+
+    /// Retires every token of a counted prefix below the lowest one still in play (held or
+    /// kept on a node) and below the highest one kept: the highest is the client's latest,
+    /// whose attempt may still be under way.
+    fn retire(&mut self) {
+        let Some(mut ret) = self.retirement.take() else {
+            return;
+        };
+        // prefix -> (highest N kept, lowest N in play).
+        let mut seen: IndexMap<&[u8], (u64, u64), FxBuildHasher> = IndexMap::default();
+        let kept = self
+            .checks
+            .tokens()
+            .chain(self.margins.tokens())
+            .chain(self.hazards.retirable_tokens());
+        for (p, n) in kept.filter_map(|t| counted(t)) {
+            let e = seen.entry(p).or_insert((n, u64::MAX));
+            e.0 = e.0.max(n);
+        }
+        for (p, n) in self.hazards.live_tokens().filter_map(|t| counted(t)) {
+            let e = seen.entry(p).or_insert((n, n));
+            e.0 = e.0.max(n);
+            e.1 = e.1.min(n);
+        }
+        for (p, (highest, lowest_live)) in seen {
+            let floor = lowest_live.min(highest);
+            match ret.floors.get_mut(p) {
+                Some(f) => *f = (*f).max(floor),
+                None => {
+                    ret.floors.insert(Bytes::from_slice(p), floor);
+                }
+            }
+        }
+        let dead = |t: &Bytes| ret.retired(t);
+        self.checks.retire(&dead);
+        self.margins.retire(&dead);
+        self.hazards.retire(&dead);
+        ret.next_at = ret.first_at.max(2 * self.token_entries());
+        self.retirement = Some(ret);
     }
 
     /// Estimated bytes this monitor keeps: what a streamed run's memory budget counts.
@@ -82,8 +253,24 @@ impl Monitor {
             checks: self.checks,
             acquisitions: self.acquisitions,
             overlaps_ns: self.overlaps.finish(),
-            margins: self.margins.finish(),
+            margins: self.margins.tally(),
             hazards: Hazards::of(&self.hazards.finish()),
+            doubt: self.doubt,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_canonical_counted_tokens_are_split() {
+        assert_eq!(counted(b"c1-0"), Some((&b"c1"[..], 0)));
+        assert_eq!(counted(b"a-b-17"), Some((&b"a-b"[..], 17)));
+        assert_eq!(counted(b"c1-07"), None);
+        assert_eq!(counted(b"c1-"), None);
+        assert_eq!(counted(b"c1:1"), None);
+        assert_eq!(counted(b"c1-99999999999999999999"), None);
     }
 }

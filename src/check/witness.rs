@@ -458,6 +458,31 @@ impl Scan {
         }
     }
 
+    /// Forgets the tokens `dead` names (see `monitor::Retirement`). Only tokens neither held
+    /// nor kept on a node may be retired (`live_tokens`): only the grants are forgotten.
+    pub fn retire(&mut self, dead: &dyn Fn(&Bytes) -> bool) {
+        self.granted.retain(|t, _| !dead(t));
+    }
+
+    /// Tokens still in play: held, or kept on some node.
+    pub fn live_tokens(&self) -> impl Iterator<Item = &Bytes> {
+        self.holds.keys().chain(
+            self.nodes
+                .values()
+                .flat_map(|ks| ks.values().map(|k| &k.value)),
+        )
+    }
+
+    /// Token-keyed entries kept (what grows with a run).
+    pub fn token_entries(&self) -> usize {
+        self.granted.len()
+    }
+
+    /// The tokens kept that `live_tokens` does not give.
+    pub fn retirable_tokens(&self) -> impl Iterator<Item = &Bytes> {
+        self.granted.keys()
+    }
+
     /// Estimated bytes kept (for the run's memory budget): the token-keyed maps, which
     /// grow with the run (the rest is bounded by processes and keys).
     pub fn retained_bytes(&self) -> u64 {

@@ -93,15 +93,28 @@ pub fn run_world_with(
 
 /// Runs one seed without a trace, judging its history as it is produced and keeping none of
 /// it (what sweeps do): memory is what the checkers keep, not the records. The outcome is
-/// the one `run_world` gives (the same monitor, fed the same records).
+/// the one `run_world` gives (the same monitor, fed the same records; a run whose monitor
+/// fell into doubt is judged again from a kept history — see `check::monitor`).
 pub fn run_seed(sc: &Scenario, seed: u64) -> RunOutcome {
+    run_seed_retiring(sc, seed, crate::check::monitor::RETIRE_FROM_ENTRIES)
+}
+
+/// `run_seed`, retiring tokens from `retire_from` token-keyed entries (tests make it small
+/// to retire often).
+pub(crate) fn run_seed_retiring(sc: &Scenario, seed: u64, retire_from: usize) -> RunOutcome {
     let (mut world, faults) = sc.build_with(seed, TraceMode::Off, None);
-    world.history.stream_into(sc.monitor());
+    world
+        .history
+        .stream_into(sc.monitor().retiring(retire_from));
     let end = world.run();
     let monitor = world
         .history
         .take_monitor()
         .expect("a streamed history keeps its monitor");
+    if monitor.in_doubt() {
+        drop(world);
+        return run_world(sc, seed, TraceMode::Off).0;
+    }
     outcome(sc, seed, end, faults, &world, monitor)
 }
 
@@ -116,6 +129,7 @@ fn outcome(
 ) -> RunOutcome {
     let judged = monitor.finish();
     let (longest, total) = judged.overlaps_ns;
+    assert!(!judged.doubt, "a monitor in doubt judged a run");
     let mut outcome = RunOutcome {
         seed,
         end,
@@ -131,14 +145,8 @@ fn outcome(
         margin_histogram: [0; 6],
         witnesses: judged.hazards,
     };
-    for m in &judged.margins {
-        outcome.margin_histogram[crate::check::margin::margin_bucket(m.margin_ns)] += 1;
-        outcome.min_margin_ns = Some(
-            outcome
-                .min_margin_ns
-                .map_or(m.margin_ns, |x| x.min(m.margin_ns)),
-        );
-    }
+    outcome.margin_histogram = judged.margins.histogram;
+    outcome.min_margin_ns = judged.margins.min_ns;
     outcome
 }
 
