@@ -1,7 +1,7 @@
 //! Observations: what processes and the loop report about a run, stamped with true time.
 //! Checkers read only this history (plus the fault log that is part of it).
 
-use crate::check::monitor::Monitor;
+use crate::check::monitor::{HOUSEKEEPING_EVERY, Monitor};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
 
@@ -221,7 +221,11 @@ impl History {
         let r = Record { at, proc, obs };
         if let Some(m) = &mut self.monitor {
             m.observe(&r);
-            self.bytes = m.retained_bytes();
+            // Estimated at the monitor's housekeeping only: a few records more or less
+            // against a budget of megabytes.
+            if m.records() % HOUSEKEEPING_EVERY == 0 {
+                self.bytes = m.retained_bytes();
+            }
             return;
         }
         debug_assert!(

@@ -75,12 +75,8 @@ impl Margins {
                 ..
             } => {
                 // A token acquired again keeps its place (its first acquisition's).
-                match self.belief.get_mut(token) {
-                    Some(e) => *e = (r.proc, r.at, *b),
-                    None => {
-                        self.belief.insert(token.clone(), (r.proc, r.at, *b));
-                    }
-                }
+                let belief = (r.proc, r.at, *b);
+                *super::slot(&mut self.belief, token, || belief) = belief;
             }
             Observation::Extended {
                 token,
@@ -99,13 +95,7 @@ impl Margins {
                 // DEL (`by` unknown): the master's own removal is what counts.
                 let not_a_loss = *how == Removal::Del && by.is_none_or(|b| holder == b);
                 if !not_a_loss {
-                    match self.removals.get_mut(value) {
-                        Some(rs) => rs.push((r.proc, r.at, *how)),
-                        None => {
-                            self.removals
-                                .insert(value.clone(), vec![(r.proc, r.at, *how)]);
-                        }
-                    }
+                    super::slot(&mut self.removals, value, Vec::new).push((r.proc, r.at, *how));
                 }
             }
             _ => {}

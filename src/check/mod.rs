@@ -119,6 +119,9 @@ pub fn check_all_named(
 pub struct Checks {
     /// As the model listed them (a property listed twice reports twice, as it always has).
     props: Vec<Property>,
+    /// Who holds what: `mutual_exclusion` reads its changes, and so does a monitor's
+    /// `Overlaps` (one tracker for both).
+    holding: Holding,
     mutual_exclusion: Option<MutualExclusion>,
     resource_safety: Option<ResourceSafety>,
     foreign_unlock: Option<ForeignUnlock>,
@@ -131,6 +134,7 @@ impl Checks {
         let on = |p: Property| props.contains(&p);
         Checks {
             props: props.to_vec(),
+            holding: Holding::default(),
             mutual_exclusion: on(Property::MutualExclusion).then(MutualExclusion::default),
             resource_safety: on(Property::ResourceSafety).then(ResourceSafety::default),
             foreign_unlock: on(Property::ForeignUnlock).then(ForeignUnlock::default),
@@ -141,9 +145,20 @@ impl Checks {
 
     #[inline]
     pub fn observe(&mut self, r: &Record) {
-        if let Some(c) = &mut self.mutual_exclusion {
-            c.observe(r);
-        }
+        self.observe_with(r, |_, _, _, _| {});
+    }
+
+    /// As `observe`, also handing each change of who holds what to `also` (as
+    /// `Holding::observe` gives them).
+    #[inline]
+    pub fn observe_with(&mut self, r: &Record, mut also: impl FnMut(SimTime, ProcId, u32, bool)) {
+        let me = &mut self.mutual_exclusion;
+        self.holding.observe(r, |at, p, lock, acquired| {
+            if let Some(c) = me {
+                c.change(at, p, lock, acquired);
+            }
+            also(at, p, lock, acquired);
+        });
         if let Some(c) = &mut self.resource_safety {
             c.observe(r);
         }
@@ -433,15 +448,17 @@ pub fn longest_overlap_ns(history: &History) -> u64 {
 
 /// (longest single overlap, total time with two or more holders), in ns.
 pub fn overlaps_ns(history: &History) -> (u64, u64) {
-    let mut o = Overlaps::default();
-    history.records.iter().for_each(|r| o.observe(r));
+    let (mut holding, mut o) = (Holding::default(), Overlaps::default());
+    for r in &history.records {
+        holding.observe(r, |at, p, lock, acquired| o.change(at, p, lock, acquired));
+    }
     o.finish()
 }
 
-/// Time with two or more holders of one lock, fed one record at a time.
+/// Time with two or more holders of one lock, fed each change of who holds what
+/// (`Holding::observe`).
 #[derive(Clone, Default)]
 pub struct Overlaps {
-    holding: Holding,
     holders: BTreeMap<u32, Vec<ProcId>>,
     /// Locks with two or more holders now, and since when.
     since: BTreeMap<u32, SimTime>,
@@ -452,35 +469,26 @@ pub struct Overlaps {
 }
 
 impl Overlaps {
+    /// A hold began (`acquired`) or ended.
     #[inline]
-    pub fn observe(&mut self, r: &Record) {
-        let Overlaps {
-            holding,
-            holders,
-            since,
-            longest_ns,
-            total_ns,
-            last,
-        } = self;
-        holding.observe(r, |at, p, lock, acquired| {
-            *last = at;
-            let hs = holders.entry(lock).or_default();
-            let before = hs.len();
-            if acquired {
-                hs.push(p);
-            } else if let Some(i) = hs.iter().position(|q| *q == p) {
-                hs.remove(i);
-            }
-            if before < 2 && hs.len() >= 2 {
-                since.insert(lock, at);
-            } else if before >= 2
-                && hs.len() < 2
-                && let Some(t) = since.remove(&lock)
-            {
-                *longest_ns = (*longest_ns).max(at.saturating_sub(t));
-                *total_ns += at.saturating_sub(t);
-            }
-        });
+    pub fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
+        self.last = at;
+        let hs = self.holders.entry(lock).or_default();
+        let before = hs.len();
+        if acquired {
+            hs.push(p);
+        } else if let Some(i) = hs.iter().position(|q| *q == p) {
+            hs.remove(i);
+        }
+        if before < 2 && hs.len() >= 2 {
+            self.since.insert(lock, at);
+        } else if before >= 2
+            && hs.len() < 2
+            && let Some(t) = self.since.remove(&lock)
+        {
+            self.longest_ns = self.longest_ns.max(at.saturating_sub(t));
+            self.total_ns += at.saturating_sub(t);
+        }
     }
 
     /// (longest single overlap, total time with two or more holders), in ns.
@@ -527,52 +535,41 @@ impl CheckConfig {
 
 #[derive(Clone, Default)]
 struct MutualExclusion {
-    holding: Holding,
     /// lock -> (holder, since).
     holders: BTreeMap<u32, Vec<(ProcId, SimTime)>>,
     found: Option<Finding>,
 }
 
 impl MutualExclusion {
+    /// A hold began (`acquired`) or ended (see `Holding::observe`).
     #[inline]
-    fn observe(&mut self, r: &Record) {
+    fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
         if self.found.is_some() {
             return;
         }
-        let MutualExclusion {
-            holding,
-            holders,
-            found,
-        } = self;
-        holding.observe(r, |at, p, lock, acquired| {
-            let hs = holders.entry(lock).or_default();
-            if acquired {
-                if found.is_none()
-                    && let Some(&(holder, since)) = hs.iter().find(|(q, _)| *q != p)
-                {
-                    *found = Some(Finding::Overlap {
-                        at,
-                        lock,
-                        holder,
-                        since,
-                        taker: p,
-                    });
-                }
-                hs.push((p, at));
-            } else if let Some(i) = hs.iter().position(|(q, _)| *q == p) {
-                hs.remove(i);
+        let hs = self.holders.entry(lock).or_default();
+        if acquired {
+            if let Some(&(holder, since)) = hs.iter().find(|(q, _)| *q != p) {
+                self.found = Some(Finding::Overlap {
+                    at,
+                    lock,
+                    holder,
+                    since,
+                    taker: p,
+                });
+                // Only the first violation is reported: nothing more to keep.
+                self.holders = BTreeMap::new();
+                return;
             }
-        });
-        if self.found.is_some() {
-            // Only the first violation is reported: nothing more to keep.
-            self.holding = Holding::default();
-            self.holders = BTreeMap::new();
+            hs.push((p, at));
+        } else if let Some(i) = hs.iter().position(|(q, _)| *q == p) {
+            hs.remove(i);
         }
     }
 
     fn retained_bytes(&self) -> u64 {
         // Bounded by clients x locks; counted per entry.
-        ((self.holding.by_client.len() + self.holders.len()) * 48) as u64
+        (self.holders.len() * 48) as u64
     }
 }
 
@@ -686,13 +683,26 @@ impl ForeignUnlock {
     /// The first client named with `token` owns it.
     #[inline]
     fn note_owner(&mut self, token: &Bytes, by: ProcId) {
-        if !self.owner.contains_key(token) {
-            self.owner.insert(token.clone(), by);
-        }
+        slot(&mut self.owner, token, || by);
     }
 
     fn retained_bytes(&self) -> u64 {
         token_map_bytes(self.owner.len(), std::mem::size_of::<ProcId>())
+    }
+}
+
+/// `map[token]`, first set to `new()` if absent: one hash either way, and the token copied
+/// into the map only when new (records lend their tokens; the maps own theirs).
+#[inline(always)]
+pub(crate) fn slot<'m, V>(
+    map: &'m mut IndexMap<Bytes, V, FxBuildHasher>,
+    token: &Bytes,
+    new: impl FnOnce() -> V,
+) -> &'m mut V {
+    use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
+    match map.raw_entry_mut_v1().from_key(token) {
+        RawEntryMut::Occupied(e) => e.into_mut(),
+        RawEntryMut::Vacant(e) => e.insert(token.clone(), new()).1,
     }
 }
 

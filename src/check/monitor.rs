@@ -30,6 +30,10 @@ use crate::time::{ProcId, SimTime};
 /// few thousand acquisitions never retire (and never pay for it).
 pub const RETIRE_FROM_ENTRIES: usize = 16_384;
 
+/// Records between two looks at what the monitor keeps (retiring, the memory budget): often
+/// enough that they add little past a threshold, rarely enough to cost nothing per record.
+pub const HOUSEKEEPING_EVERY: u64 = 64;
+
 /// Everything `explore::RunOutcome` reports about a run, computed record by record.
 #[derive(Clone)]
 pub struct Monitor {
@@ -38,6 +42,8 @@ pub struct Monitor {
     margins: Margins,
     hazards: Scan,
     acquisitions: u64,
+    /// Records observed.
+    records: u64,
     /// `None`: keeps every token (a kept history's monitor).
     retirement: Option<Retirement>,
     /// A record named a retired token: the monitor stopped judging (see the module text).
@@ -80,15 +86,16 @@ struct Retirement {
     /// retirement left, so the work stays proportional to the records).
     next_at: usize,
     first_at: usize,
+    /// Times tokens were retired, and the most token-keyed entries kept at a housekeeping
+    /// (what a test of flat memory reads).
+    rounds: u64,
+    peak_entries: usize,
 }
 
 impl Retirement {
     /// Whether `token` is retired.
-    #[inline]
     fn retired(&self, token: &Bytes) -> bool {
-        !self.floors.is_empty()
-            && counted(token)
-                .is_some_and(|(p, n)| self.floors.get(p).is_some_and(|&floor| n < floor))
+        counted(token).is_some_and(|(p, n)| self.floors.get(p).is_some_and(|&floor| n < floor))
     }
 }
 
@@ -137,6 +144,7 @@ impl Monitor {
             margins: Margins::default(),
             hazards: Scan::default(),
             acquisitions: 0,
+            records: 0,
             retirement: None,
             doubt: false,
         }
@@ -149,6 +157,8 @@ impl Monitor {
             floors: IndexMap::default(),
             next_at: first_at,
             first_at,
+            rounds: 0,
+            peak_entries: 0,
         });
         self
     }
@@ -160,22 +170,44 @@ impl Monitor {
             return;
         }
         if let Some(ret) = &self.retirement
+            && !ret.floors.is_empty()
             && named_token(&r.obs).is_some_and(|t| ret.retired(t))
         {
             self.give_up();
             return;
         }
-        if matches!(r.obs, Observation::Acquired { .. }) {
-            self.acquisitions += 1;
+        let overlaps = &mut self.overlaps;
+        self.checks.observe_with(r, |at, p, lock, acquired| {
+            overlaps.change(at, p, lock, acquired)
+        });
+        // Only to the parts that read this kind of record: most records are read by few.
+        match &r.obs {
+            Observation::Acquired { .. } => {
+                self.acquisitions += 1;
+                self.margins.observe(r);
+                self.hazards.observe(r);
+            }
+            Observation::Extended { .. } | Observation::KeyRemoved { .. } => {
+                self.margins.observe(r);
+                self.hazards.observe(r);
+            }
+            Observation::Attempt { .. }
+            | Observation::GaveUp { .. }
+            | Observation::Fault { .. }
+            | Observation::Sentinel { .. }
+            | Observation::Replication { .. }
+            | Observation::Note(_) => self.hazards.skip(r),
+            _ => self.hazards.observe(r),
         }
-        self.checks.observe(r);
-        self.overlaps.observe(r);
-        self.margins.observe(r);
-        self.hazards.observe(r);
-        if let Some(ret) = &self.retirement
-            && self.token_entries() >= ret.next_at
-        {
-            self.retire();
+        self.records += 1;
+        if self.records % HOUSEKEEPING_EVERY == 0 && self.retirement.is_some() {
+            let entries = self.token_entries();
+            if let Some(ret) = &mut self.retirement {
+                ret.peak_entries = ret.peak_entries.max(entries);
+                if entries >= ret.next_at {
+                    self.retire();
+                }
+            }
         }
     }
 
@@ -187,6 +219,19 @@ impl Monitor {
     /// Token-keyed entries kept: what grows with a run unless retired.
     pub fn token_entries(&self) -> usize {
         self.checks.token_entries() + self.margins.token_entries() + self.hazards.token_entries()
+    }
+
+    /// (times tokens were retired, most token-keyed entries kept at once); zeros when
+    /// the monitor keeps every token.
+    pub fn retirement_stats(&self) -> (u64, usize) {
+        self.retirement
+            .as_ref()
+            .map_or((0, 0), |r| (r.rounds, r.peak_entries))
+    }
+
+    /// Records observed so far.
+    pub fn records(&self) -> u64 {
+        self.records
     }
 
     /// Whether a record named a retired token (the judgement is then void).
@@ -240,6 +285,7 @@ impl Monitor {
         self.margins.retire(&dead);
         self.hazards.retire(&dead);
         ret.next_at = ret.first_at.max(2 * self.token_entries());
+        ret.rounds += 1;
         self.retirement = Some(ret);
     }
 

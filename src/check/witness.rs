@@ -16,6 +16,7 @@ use std::fmt;
 use indexmap::IndexMap;
 use rustc_hash::FxBuildHasher;
 
+use crate::check::slot;
 use crate::history::{Fact, History, Observation, Record, Removal};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
@@ -148,7 +149,7 @@ pub struct Witness {
 }
 
 /// A lock held right now.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct Hold {
     client: ProcId,
     /// Believed end at acquisition (true time), if the client measures validity.
@@ -234,7 +235,24 @@ pub fn witnesses(history: &History) -> Vec<Witness> {
     s.finish()
 }
 
+impl Kept {
+    /// Overwritten at once (see `slot`).
+    fn placeholder() -> Kept {
+        Kept {
+            value: Bytes::new(),
+            has_expiry: false,
+            replicated: false,
+        }
+    }
+}
+
 impl Scan {
+    /// A record no detector reads (an attempt, a give-up, a text): only its time counts.
+    #[inline]
+    pub fn skip(&mut self, r: &Record) {
+        self.last = r.at;
+    }
+
     pub fn observe(&mut self, r: &Record) {
         let s = self;
         s.last = r.at;
@@ -246,15 +264,14 @@ impl Scan {
                     believed_until,
                     ..
                 } => {
-                    s.holds.insert(
-                        token.clone(),
-                        Hold {
-                            client: p,
-                            initial_until: *believed_until,
-                            until: *believed_until,
-                            extended: false,
-                        },
-                    );
+                    let hold = Hold {
+                        client: p,
+                        initial_until: *believed_until,
+                        until: *believed_until,
+                        extended: false,
+                    };
+                    // A token acquired again keeps its place (as `insert` would).
+                    *slot(&mut s.holds, token, || hold) = hold;
                 }
                 Observation::Extended {
                     token,
@@ -336,18 +353,16 @@ impl Scan {
                     by,
                 } => {
                     if let Some(c) = by {
-                        if !s.granted.contains_key(value) {
-                            s.granted.insert(value.clone(), *c);
-                        }
+                        slot(&mut s.granted, value, || *c);
                     }
-                    s.nodes.entry(p).or_default().insert(
-                        key.clone(),
-                        Kept {
-                            value: value.clone(),
-                            has_expiry: expire_at_ms.is_some(),
-                            replicated: by.is_none(),
-                        },
-                    );
+                    let kept = Kept {
+                        value: value.clone(),
+                        has_expiry: expire_at_ms.is_some(),
+                        replicated: by.is_none(),
+                    };
+                    // A key written again keeps its place (as `insert` would).
+                    let ks = s.nodes.entry(p).or_default();
+                    *slot(ks, key, Kept::placeholder) = kept;
                 }
                 Observation::KeyRemoved {
                     key,

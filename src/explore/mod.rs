@@ -102,6 +102,19 @@ pub fn run_seed(sc: &Scenario, seed: u64) -> RunOutcome {
 /// `run_seed`, retiring tokens from `retire_from` token-keyed entries (tests make it small
 /// to retire often).
 pub(crate) fn run_seed_retiring(sc: &Scenario, seed: u64, retire_from: usize) -> RunOutcome {
+    match stream_seed(sc, seed, retire_from).0 {
+        Some(o) => o,
+        None => run_world(sc, seed, TraceMode::Off).0,
+    }
+}
+
+/// One seed judged as it runs: its outcome (`None` when the monitor fell into doubt), and
+/// the monitor's `retirement_stats`.
+pub(crate) fn stream_seed(
+    sc: &Scenario,
+    seed: u64,
+    retire_from: usize,
+) -> (Option<RunOutcome>, (u64, usize)) {
     let (mut world, faults) = sc.build_with(seed, TraceMode::Off, None);
     world
         .history
@@ -111,11 +124,11 @@ pub(crate) fn run_seed_retiring(sc: &Scenario, seed: u64, retire_from: usize) ->
         .history
         .take_monitor()
         .expect("a streamed history keeps its monitor");
+    let stats = monitor.retirement_stats();
     if monitor.in_doubt() {
-        drop(world);
-        return run_world(sc, seed, TraceMode::Off).0;
+        return (None, stats);
     }
-    outcome(sc, seed, end, faults, &world, monitor)
+    (Some(outcome(sc, seed, end, faults, &world, monitor)), stats)
 }
 
 /// The outcome of a finished run, from what its monitor saw.
@@ -444,3 +457,6 @@ pub fn hunt(sc: &Scenario, start: u64, max_seeds: u64) -> HuntResult {
         first_violating_seed: None,
     }
 }
+
+#[cfg(test)]
+mod tests;
