@@ -223,7 +223,7 @@ impl History {
             m.observe(&r);
             // Estimated at the monitor's housekeeping only: a few records more or less
             // against a budget of megabytes.
-            if m.records() % HOUSEKEEPING_EVERY == 0 {
+            if m.records().is_multiple_of(HOUSEKEEPING_EVERY) {
                 self.bytes = m.retained_bytes();
             }
             return;

@@ -200,7 +200,7 @@ impl Monitor {
             _ => self.hazards.observe(r),
         }
         self.records += 1;
-        if self.records % HOUSEKEEPING_EVERY == 0 && self.retirement.is_some() {
+        if self.records.is_multiple_of(HOUSEKEEPING_EVERY) && self.retirement.is_some() {
             let entries = self.token_entries();
             if let Some(ret) = &mut self.retirement {
                 ret.peak_entries = ret.peak_entries.max(entries);
@@ -309,6 +309,213 @@ impl Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::{CheckConfig, check_all};
+    use crate::history::Removal;
+
+    fn p(i: u32) -> ProcId {
+        ProcId(i)
+    }
+    fn tok(s: &str) -> Bytes {
+        Bytes::from_slice(s.as_bytes())
+    }
+    fn name(p: ProcId) -> String {
+        format!("c{}", p.0)
+    }
+    const ALL: [Property; 5] = Property::ALL;
+
+    /// Client `c` (proc c) takes the lock with token `c-n` on node 0 and lets it go: every
+    /// record a round of `set-px-cad` leaves.
+    fn round(c: u32, n: u64, at_ms: u64) -> Vec<Record> {
+        let t = tok(&format!("c{c}-{n}"));
+        let at = |d: u64| SimTime::from_ms(at_ms + d);
+        let r = |d: u64, proc: u32, obs: Observation| Record {
+            at: at(d),
+            proc: p(proc),
+            obs,
+        };
+        vec![
+            r(
+                0,
+                c,
+                Observation::Attempt {
+                    lock: 0,
+                    token: t.clone(),
+                },
+            ),
+            r(
+                1,
+                0,
+                Observation::KeyWritten {
+                    key: tok("lock"),
+                    value: t.clone(),
+                    expire_at_ms: Some(30),
+                    by: Some(p(c)),
+                },
+            ),
+            r(
+                2,
+                c,
+                Observation::Acquired {
+                    lock: 0,
+                    token: t.clone(),
+                    fence: None,
+                    validity_ns: Some(30_000_000),
+                    believed_until: Some(at(30)),
+                },
+            ),
+            r(
+                3,
+                c,
+                Observation::Released {
+                    lock: 0,
+                    token: t.clone(),
+                },
+            ),
+            r(
+                4,
+                0,
+                Observation::KeyRemoved {
+                    key: tok("lock"),
+                    value: t,
+                    how: Removal::Del,
+                    by: Some(p(c)),
+                },
+            ),
+        ]
+    }
+
+    fn history(records: &[Record]) -> History {
+        let mut h = History::default();
+        for r in records {
+            h.push(r.at, r.proc, r.obs.clone());
+        }
+        h
+    }
+
+    /// What a kept history's checkers say, and what a streamed, retiring monitor says (or
+    /// `None` if it fell into doubt).
+    fn both_ways(records: &[Record]) -> (Vec<Violation>, Option<Vec<Violation>>) {
+        let end = records.last().map_or(SimTime::ZERO, |r| r.at);
+        let cfg = CheckConfig {
+            liveness_bound_ns: 1_000_000_000,
+            end,
+        };
+        let kept = check_all(&history(records), &ALL, &cfg, &name);
+        let mut m = Monitor::new(&ALL, cfg.liveness_bound_ns).retiring(1);
+        records.iter().for_each(|r| m.observe(r));
+        let judged = m.finish();
+        let streamed =
+            (!judged.doubt).then(|| judged.violations(end, &name, &|l| format!("lock {l}")));
+        (kept, streamed)
+    }
+
+    /// Rounds of clients 1 and 2 taking turns, `n` each.
+    fn turns(n: u64) -> Vec<Record> {
+        (0..n)
+            .flat_map(|i| round(1 + (i % 2) as u32, i / 2, i * 10))
+            .collect()
+    }
+
+    #[test]
+    fn a_streamed_monitor_retires_tokens_and_still_judges_as_the_kept_history() {
+        let records = turns(2_000);
+        let mut m = Monitor::new(&ALL, 1_000_000_000).retiring(256);
+        records.iter().for_each(|r| m.observe(r));
+        let (rounds, peak) = m.retirement_stats();
+        assert!(rounds > 0 && !m.in_doubt());
+        // 2,000 rounds name 2,000 tokens; the monitor never kept more than its threshold
+        // and what one housekeeping interval adds.
+        assert!(peak <= 256 + 3 * HOUSEKEEPING_EVERY as usize, "{peak}");
+        let (kept, streamed) = both_ways(&records);
+        assert_eq!(kept, Vec::new());
+        assert_eq!(streamed, Some(kept));
+    }
+
+    #[test]
+    fn a_record_naming_a_retired_token_puts_the_monitor_in_doubt() {
+        // Client 2 deletes client 1's long-gone key: a foreign unlock the kept history
+        // catches; a monitor that forgot the token's owner must not call the run clean.
+        let mut records = turns(2_000);
+        let at = records.last().expect("records").at.plus_ns(1_000_000);
+        records.push(Record {
+            at,
+            proc: p(0),
+            obs: Observation::KeyRemoved {
+                key: tok("lock"),
+                value: tok("c1-3"),
+                how: Removal::Del,
+                by: Some(p(2)),
+            },
+        });
+        let (kept, streamed) = both_ways(&records);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].property, Property::ForeignUnlock);
+        assert_eq!(streamed, None, "in doubt, not judged");
+    }
+
+    #[test]
+    fn streamed_checkers_still_fail_on_violating_histories() {
+        // Client 2 acquires while client 1 holds (mutual exclusion), after many clean
+        // rounds (so tokens were retired), and deletes client 1's key (foreign unlock).
+        let mut records = turns(1_000);
+        let t0 = records.last().expect("records").at.plus_ns(1_000_000);
+        let at = |ms: u64| t0.plus_ns(ms * 1_000_000);
+        let mut late = round(1, 900, 0);
+        late.truncate(3); // written and acquired, never released
+        for (i, r) in late.iter_mut().enumerate() {
+            r.at = at(i as u64);
+        }
+        records.extend(late);
+        records.push(Record {
+            at: at(5),
+            proc: p(2),
+            obs: Observation::Acquired {
+                lock: 0,
+                token: tok("c2-900"),
+                fence: None,
+                validity_ns: None,
+                believed_until: None,
+            },
+        });
+        records.push(Record {
+            at: at(6),
+            proc: p(0),
+            obs: Observation::KeyRemoved {
+                key: tok("lock"),
+                value: tok("c1-900"),
+                how: Removal::Del,
+                by: Some(p(2)),
+            },
+        });
+        let (kept, streamed) = both_ways(&records);
+        let props: Vec<Property> = kept.iter().map(|v| v.property).collect();
+        assert_eq!(
+            props,
+            vec![Property::MutualExclusion, Property::ForeignUnlock]
+        );
+        assert_eq!(streamed, Some(kept));
+    }
+
+    #[test]
+    fn a_streamed_history_counts_what_its_monitor_keeps_against_the_budget() {
+        // Without retiring, the tokens pile up in the monitor and the budget sees them;
+        // with retiring, the same records stay under it.
+        let records = turns(4_000);
+        let budget = 64 << 10;
+        let run = |m: Monitor| {
+            let mut h = History::with_budget(budget);
+            h.stream_into(m);
+            let mut over = false;
+            for r in &records {
+                h.push(r.at, r.proc, r.obs.clone());
+                over |= h.over_budget();
+            }
+            assert!(h.records.is_empty());
+            over
+        };
+        assert!(run(Monitor::new(&ALL, 1_000_000_000)));
+        assert!(!run(Monitor::new(&ALL, 1_000_000_000).retiring(256)));
+    }
 
     #[test]
     fn only_canonical_counted_tokens_are_split() {
