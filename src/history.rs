@@ -1,7 +1,6 @@
 //! Observations: what processes and the loop report about a run, stamped with true time.
 //! Checkers read only this history (plus the fault log that is part of it).
 
-use crate::check::monitor::{HOUSEKEEPING_EVERY, Monitor};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
 
@@ -154,23 +153,55 @@ pub struct Record {
 /// of records.
 pub const HISTORY_BUDGET_BYTES: u64 = 128 << 20;
 
+/// Where a streamed history's records go instead of being kept: the checkers
+/// (`check::monitor::Monitor`), which sit above the history and so are named here only
+/// through this trait.
+pub trait Sink: Send {
+    /// Takes one record, in history order. Returns, now and then, its estimate of the bytes
+    /// it keeps (what the memory budget counts); `None` between two estimates.
+    fn observe(&mut self, r: &Record) -> Option<u64>;
+    /// Its estimate of the bytes it keeps, now.
+    fn retained_bytes(&self) -> u64;
+    /// A copy (a world, history and all, is cloned by the stepper and the explorer).
+    fn clone_box(&self) -> Box<dyn Sink>;
+    /// For its owner to take it back as what it is.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+
+impl Clone for Box<dyn Sink> {
+    fn clone(&self) -> Box<dyn Sink> {
+        self.clone_box()
+    }
+}
+
 /// The history of one run, in order of true time (ties in loop order).
 ///
-/// Kept whole by default. A streamed history (`History::streamed`) hands each record to
-/// its monitor as it comes and keeps none: a sweep needs only the verdicts, and the records
+/// Kept whole by default. A streamed history (`History::stream_into`) hands each record to
+/// its sink as it comes and keeps none: a sweep needs only the verdicts, and the records
 /// of a long run are most of its memory.
 #[derive(Clone)]
 pub struct History {
     /// Every record when kept; empty when streamed.
     pub records: Vec<Record>,
     /// Estimated bytes retained: of `records` (the records themselves and the heap text and
-    /// byte strings they own, not the vector's spare capacity) when kept, or the monitor's
-    /// estimate of what it keeps when streamed.
-    // Invariant: the sum of `Record::bytes` over `records`, when `monitor` is `None`.
+    /// byte strings they own, not the vector's spare capacity) when kept, or the sink's
+    /// latest estimate of what it keeps when streamed.
+    // Invariant: the sum of `Record::bytes` over `records`, when `sink` is `None`.
     bytes: u64,
     budget_bytes: u64,
     /// Where records go when the history is streamed.
-    monitor: Option<Box<Monitor>>,
+    sink: Option<Box<dyn Sink>>,
+}
+
+impl std::fmt::Debug for History {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("History")
+            .field("records", &self.records)
+            .field("bytes", &self.bytes)
+            .field("budget_bytes", &self.budget_bytes)
+            .field("streamed", &self.sink.is_some())
+            .finish()
+    }
 }
 
 impl Default for History {
@@ -186,32 +217,32 @@ impl History {
             records: Vec::new(),
             bytes: 0,
             budget_bytes,
-            monitor: None,
+            sink: None,
         }
     }
 
-    /// From now on, hands each record to `monitor` instead of keeping it. Records kept so
-    /// far (a world may record before it runs) are handed over first, in order.
-    pub fn stream_into(&mut self, mut monitor: Monitor) {
+    /// From now on, hands each record to `sink` instead of keeping it. Records kept so far
+    /// (a world may record before it runs) are handed over first, in order.
+    pub fn stream_into(&mut self, mut sink: Box<dyn Sink>) {
         for r in self.records.drain(..) {
-            monitor.observe(&r);
+            sink.observe(&r);
         }
         self.records = Vec::new();
-        self.bytes = monitor.retained_bytes();
-        self.monitor = Some(Box::new(monitor));
+        self.bytes = sink.retained_bytes();
+        self.sink = Some(sink);
     }
 
-    /// Whether records go to a monitor rather than being kept.
+    /// Whether records go to a sink rather than being kept.
     pub fn streamed(&self) -> bool {
-        self.monitor.is_some()
+        self.sink.is_some()
     }
 
-    /// The monitor of a streamed history (`None` when kept), leaving the history kept and
+    /// The sink of a streamed history (`None` when kept), leaving the history kept and
     /// empty.
-    pub fn take_monitor(&mut self) -> Option<Monitor> {
-        let m = self.monitor.take()?;
+    pub fn take_sink(&mut self) -> Option<Box<dyn Sink>> {
+        let sink = self.sink.take()?;
         self.bytes = 0;
-        Some(*m)
+        Some(sink)
     }
 
     /// Records an observation. Never refuses one: the loop checks `over_budget` between
@@ -219,12 +250,11 @@ impl History {
     #[inline]
     pub fn push(&mut self, at: SimTime, proc: ProcId, obs: Observation) {
         let r = Record { at, proc, obs };
-        if let Some(m) = &mut self.monitor {
-            m.observe(&r);
-            // Estimated at the monitor's housekeeping only: a few records more or less
-            // against a budget of megabytes.
-            if m.records().is_multiple_of(HOUSEKEEPING_EVERY) {
-                self.bytes = m.retained_bytes();
+        if let Some(sink) = &mut self.sink {
+            // Estimated at the sink's pace: a few records more or less against a budget of
+            // megabytes.
+            if let Some(b) = sink.observe(&r) {
+                self.bytes = b;
             }
             return;
         }

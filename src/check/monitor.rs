@@ -22,7 +22,7 @@ use rustc_hash::FxBuildHasher;
 use super::margin::{MarginTally, Margins};
 use super::witness::{Hazards, Scan};
 use super::{Checks, Overlaps, Property, Violation};
-use crate::history::{History, Observation, Record};
+use crate::history::{History, Observation, Record, Sink};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
 
@@ -211,6 +211,19 @@ impl Monitor {
         }
     }
 
+    /// This monitor as a streamed history's sink.
+    pub fn into_sink(self) -> Box<dyn Sink> {
+        Box::new(self)
+    }
+
+    /// The monitor a streamed history handed its records to (`into_sink`).
+    pub fn from_sink(sink: Box<dyn Sink>) -> Monitor {
+        *sink
+            .into_any()
+            .downcast::<Monitor>()
+            .expect("the sink is a monitor")
+    }
+
     /// Feeds every record of a kept history.
     pub fn observe_all(&mut self, history: &History) {
         history.records.iter().for_each(|r| self.observe(r));
@@ -227,11 +240,6 @@ impl Monitor {
         self.retirement
             .as_ref()
             .map_or((0, 0), |r| (r.rounds, r.peak_entries))
-    }
-
-    /// Records observed so far.
-    pub fn records(&self) -> u64 {
-        self.records
     }
 
     /// Whether a record named a retired token (the judgement is then void).
@@ -303,6 +311,28 @@ impl Monitor {
             hazards: Hazards::of(&self.hazards.finish()),
             doubt: self.doubt,
         }
+    }
+}
+
+impl Sink for Monitor {
+    #[inline]
+    fn observe(&mut self, r: &Record) -> Option<u64> {
+        Monitor::observe(self, r);
+        self.records
+            .is_multiple_of(HOUSEKEEPING_EVERY)
+            .then(|| self.retained_bytes())
+    }
+
+    fn retained_bytes(&self) -> u64 {
+        Monitor::retained_bytes(self)
+    }
+
+    fn clone_box(&self) -> Box<dyn Sink> {
+        Box::new(self.clone())
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
     }
 }
 
@@ -504,7 +534,7 @@ mod tests {
         let budget = 64 << 10;
         let run = |m: Monitor| {
             let mut h = History::with_budget(budget);
-            h.stream_into(m);
+            h.stream_into(m.into_sink());
             let mut over = false;
             for r in &records {
                 h.push(r.at, r.proc, r.obs.clone());

@@ -118,12 +118,13 @@ pub(crate) fn stream_seed(
     let (mut world, faults) = sc.build_with(seed, TraceMode::Off, None);
     world
         .history
-        .stream_into(sc.monitor().retiring(retire_from));
+        .stream_into(sc.monitor().retiring(retire_from).into_sink());
     let end = world.run();
-    let monitor = world
+    let sink = world
         .history
-        .take_monitor()
-        .expect("a streamed history keeps its monitor");
+        .take_sink()
+        .expect("a streamed history keeps its sink");
+    let monitor = crate::check::monitor::Monitor::from_sink(sink);
     let stats = monitor.retirement_stats();
     if monitor.in_doubt() {
         return (None, stats);

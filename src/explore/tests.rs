@@ -129,7 +129,7 @@ fn a_streamed_run_keeps_no_records() {
     let (mut world, _) = sc.build_with(0, TraceMode::Off, None);
     world
         .history
-        .stream_into(sc.monitor().retiring(RETIRE_FROM_ENTRIES));
+        .stream_into(sc.monitor().retiring(RETIRE_FROM_ENTRIES).into_sink());
     world.run();
     assert!(world.history.streamed());
     assert!(world.history.records.is_empty());
