@@ -152,24 +152,50 @@ impl Checks {
     /// `Holding::observe` gives them).
     #[inline]
     pub fn observe_with(&mut self, r: &Record, mut also: impl FnMut(SimTime, ProcId, u32, bool)) {
-        let me = &mut self.mutual_exclusion;
-        self.holding.observe(r, |at, p, lock, acquired| {
-            if let Some(c) = me {
-                c.change(at, p, lock, acquired);
+        // Each record only to the checkers that read its kind (see their `observe`s).
+        match &r.obs {
+            Observation::Acquired { .. }
+            | Observation::Released { .. }
+            | Observation::Lost { .. }
+            | Observation::Crashed => {
+                let me = &mut self.mutual_exclusion;
+                self.holding.observe(r, |at, p, lock, acquired| {
+                    if let Some(c) = me {
+                        c.change(at, p, lock, acquired);
+                    }
+                    also(at, p, lock, acquired);
+                });
+                if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
             }
-            also(at, p, lock, acquired);
-        });
-        if let Some(c) = &mut self.resource_safety {
-            c.observe(r);
-        }
-        if let Some(c) = &mut self.foreign_unlock {
-            c.observe(r);
-        }
-        if let Some(c) = &mut self.fencing_monotonic {
-            c.observe(r);
-        }
-        if let Some(c) = &mut self.liveness {
-            c.observe(r);
+            Observation::Attempt { .. } => {
+                if let Some(c) = &mut self.foreign_unlock {
+                    c.observe(r);
+                }
+                if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
+            }
+            Observation::GaveUp { .. } => {
+                if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
+            }
+            Observation::KeyWritten { .. } | Observation::KeyRemoved { .. } => {
+                if let Some(c) = &mut self.foreign_unlock {
+                    c.observe(r);
+                }
+            }
+            Observation::ResourceRead { .. } | Observation::ResourceWrite { .. } => {
+                if let Some(c) = &mut self.resource_safety {
+                    c.observe(r);
+                }
+                if let Some(c) = &mut self.fencing_monotonic {
+                    c.observe(r);
+                }
+            }
+            _ => {}
         }
     }
 
