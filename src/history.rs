@@ -144,22 +144,64 @@ pub struct Record {
     pub obs: Observation,
 }
 
-/// Bytes of history one run may hold before it stops (`RunEnd::HistoryLimit`). A sweep
-/// worker holds one run's history at a time, so this bounds a sweep's memory at
-/// jobs x this; `run` and `replay` hold one. The bundled models stay far below it (the
-/// largest, bench-w1, holds ~1 MB per seed); a day-long busy model at the default event
-/// budget would otherwise hold ~1.8 GB.
+/// Bytes one run may retain for judging before it stops (`RunEnd::HistoryLimit`): the
+/// records themselves when the history is kept (`replay`, reports), or what the checkers
+/// keep when it is streamed (`History::streamed`, sweeps). A sweep worker holds one run at
+/// a time, so this bounds a sweep's memory at jobs x this; `run` and `replay` hold one. The
+/// bundled models stay far below it (the largest, bench-w1, keeps ~1 MB of records per
+/// seed); a day-long busy model at the default event budget would otherwise hold ~1.8 GB
+/// of records.
 pub const HISTORY_BUDGET_BYTES: u64 = 128 << 20;
 
+/// Where a streamed history's records go instead of being kept: the checkers
+/// (`check::monitor::Monitor`), which sit above the history and so are named here only
+/// through this trait.
+pub trait Sink: Send {
+    /// Takes one record, in history order. Returns, now and then, its estimate of the bytes
+    /// it keeps (what the memory budget counts); `None` between two estimates.
+    fn observe(&mut self, r: &Record) -> Option<u64>;
+    /// Its estimate of the bytes it keeps, now.
+    fn retained_bytes(&self) -> u64;
+    /// A copy (a world, history and all, is cloned by the stepper and the explorer).
+    fn clone_box(&self) -> Box<dyn Sink>;
+    /// For its owner to take it back as what it is.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+
+impl Clone for Box<dyn Sink> {
+    fn clone(&self) -> Box<dyn Sink> {
+        self.clone_box()
+    }
+}
+
 /// The history of one run, in order of true time (ties in loop order).
-#[derive(Clone, Debug)]
+///
+/// Kept whole by default. A streamed history (`History::stream_into`) hands each record to
+/// its sink as it comes and keeps none: a sweep needs only the verdicts, and the records
+/// of a long run are most of its memory.
+#[derive(Clone)]
 pub struct History {
+    /// Every record when kept; empty when streamed.
     pub records: Vec<Record>,
-    /// Estimated bytes of `records`: the records themselves and the heap text and byte
-    /// strings they own (not the vector's spare capacity).
-    // Invariant: the sum of `Record::bytes` over `records`.
+    /// Estimated bytes retained: of `records` (the records themselves and the heap text and
+    /// byte strings they own, not the vector's spare capacity) when kept, or the sink's
+    /// latest estimate of what it keeps when streamed.
+    // Invariant: the sum of `Record::bytes` over `records`, when `sink` is `None`.
     bytes: u64,
     budget_bytes: u64,
+    /// Where records go when the history is streamed.
+    sink: Option<Box<dyn Sink>>,
+}
+
+impl std::fmt::Debug for History {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("History")
+            .field("records", &self.records)
+            .field("bytes", &self.bytes)
+            .field("budget_bytes", &self.budget_bytes)
+            .field("streamed", &self.sink.is_some())
+            .finish()
+    }
 }
 
 impl Default for History {
@@ -175,22 +217,56 @@ impl History {
             records: Vec::new(),
             bytes: 0,
             budget_bytes,
+            sink: None,
         }
+    }
+
+    /// From now on, hands each record to `sink` instead of keeping it. Records kept so far
+    /// (a world may record before it runs) are handed over first, in order.
+    pub fn stream_into(&mut self, mut sink: Box<dyn Sink>) {
+        for r in self.records.drain(..) {
+            sink.observe(&r);
+        }
+        self.records = Vec::new();
+        self.bytes = sink.retained_bytes();
+        self.sink = Some(sink);
+    }
+
+    /// Whether records go to a sink rather than being kept.
+    pub fn streamed(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// The sink of a streamed history (`None` when kept), leaving the history kept and
+    /// empty.
+    pub fn take_sink(&mut self) -> Option<Box<dyn Sink>> {
+        let sink = self.sink.take()?;
+        self.bytes = 0;
+        Some(sink)
     }
 
     /// Records an observation. Never refuses one: the loop checks `over_budget` between
     /// events and ends the run there, so a history is never cut inside an event.
+    #[inline]
     pub fn push(&mut self, at: SimTime, proc: ProcId, obs: Observation) {
+        let r = Record { at, proc, obs };
+        if let Some(sink) = &mut self.sink {
+            // Estimated at the sink's pace: a few records more or less against a budget of
+            // megabytes.
+            if let Some(b) = sink.observe(&r) {
+                self.bytes = b;
+            }
+            return;
+        }
         debug_assert!(
             self.records.last().is_none_or(|r| r.at <= at),
             "history goes back in time"
         );
-        let r = Record { at, proc, obs };
         self.bytes += r.bytes();
         self.records.push(r);
     }
 
-    /// Estimated bytes held (see `bytes`).
+    /// Estimated bytes retained (see `bytes`).
     pub fn bytes(&self) -> u64 {
         self.bytes
     }

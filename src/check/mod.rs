@@ -3,13 +3,17 @@
 //! not what the code meant.
 
 pub mod margin;
+pub mod monitor;
 pub mod recorded;
 pub mod witness;
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::history::{History, Observation, Removal};
+use indexmap::IndexMap;
+use rustc_hash::FxBuildHasher;
+
+use crate::history::{History, Observation, Record, Removal};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime, fmt_duration_ns};
 
@@ -100,45 +104,361 @@ pub fn check_all_named(
     name: &dyn Fn(ProcId) -> String,
     lock_name: &dyn Fn(u32) -> String,
 ) -> Vec<Violation> {
-    let mut out = Vec::new();
-    for &p in props {
-        let v = match p {
-            Property::MutualExclusion => mutual_exclusion_named(history, name, lock_name),
-            Property::ResourceSafety => resource_safety(history, name),
-            Property::ForeignUnlock => foreign_unlock(history, name),
-            Property::FencingMonotonic => fencing_monotonic(history, name),
-            Property::Liveness => liveness_named(history, cfg, name, lock_name),
-        };
-        out.extend(v);
+    let mut checks = Checks::new(props, cfg.liveness_bound_ns);
+    history.records.iter().for_each(|r| checks.observe(r));
+    checks.violations(cfg.end, name, lock_name)
+}
+
+/// The named checkers as state machines fed one record at a time, in history order: what a
+/// run judges as it goes (`monitor::Monitor`) and what `check_all` replays over a kept
+/// history — one implementation, so the two cannot disagree.
+///
+/// Each checker keeps only what a later record could still need, and nothing once it has
+/// found its (first) violation.
+#[derive(Clone)]
+pub struct Checks {
+    /// As the model listed them (a property listed twice reports twice, as it always has).
+    props: Vec<Property>,
+    /// Who holds what: `mutual_exclusion` reads its changes, and so does a monitor's
+    /// `Overlaps` (one tracker for both).
+    holding: Holding,
+    mutual_exclusion: Option<MutualExclusion>,
+    resource_safety: Option<ResourceSafety>,
+    foreign_unlock: Option<ForeignUnlock>,
+    fencing_monotonic: Option<FencingMonotonic>,
+    liveness: Option<Liveness>,
+}
+
+impl Checks {
+    pub fn new(props: &[Property], liveness_bound_ns: u64) -> Checks {
+        let on = |p: Property| props.contains(&p);
+        Checks {
+            props: props.to_vec(),
+            holding: Holding::default(),
+            mutual_exclusion: on(Property::MutualExclusion).then(MutualExclusion::default),
+            resource_safety: on(Property::ResourceSafety).then(ResourceSafety::default),
+            foreign_unlock: on(Property::ForeignUnlock).then(ForeignUnlock::default),
+            fencing_monotonic: on(Property::FencingMonotonic).then(FencingMonotonic::default),
+            liveness: on(Property::Liveness).then(|| Liveness::new(liveness_bound_ns)),
+        }
     }
-    out.sort_by_key(|v| (v.at, v.property));
-    out
+
+    #[inline]
+    pub fn observe(&mut self, r: &Record) {
+        self.observe_with(r, |_, _, _, _| {});
+    }
+
+    /// As `observe`, also handing each change of who holds what to `also` (as
+    /// `Holding::observe` gives them).
+    #[inline]
+    pub fn observe_with(&mut self, r: &Record, mut also: impl FnMut(SimTime, ProcId, u32, bool)) {
+        // Each record only to the checkers that read its kind (see their `observe`s).
+        match &r.obs {
+            Observation::Acquired { .. }
+            | Observation::Released { .. }
+            | Observation::Lost { .. }
+            | Observation::Crashed => {
+                let me = &mut self.mutual_exclusion;
+                self.holding.observe(r, |at, p, lock, acquired| {
+                    if let Some(c) = me {
+                        c.change(at, p, lock, acquired);
+                    }
+                    also(at, p, lock, acquired);
+                });
+                if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
+            }
+            Observation::Attempt { .. } => {
+                if let Some(c) = &mut self.foreign_unlock {
+                    c.observe(r);
+                }
+                if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
+            }
+            Observation::GaveUp { .. } => {
+                if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
+            }
+            Observation::KeyWritten { .. } | Observation::KeyRemoved { .. } => {
+                if let Some(c) = &mut self.foreign_unlock {
+                    c.observe(r);
+                }
+            }
+            Observation::ResourceRead { .. } | Observation::ResourceWrite { .. } => {
+                if let Some(c) = &mut self.resource_safety {
+                    c.observe(r);
+                }
+                if let Some(c) = &mut self.fencing_monotonic {
+                    c.observe(r);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Forgets the tokens `dead` names (see `monitor::Retirement`): none of them may be
+    /// named by a later record.
+    pub fn retire(&mut self, dead: &dyn Fn(&Bytes) -> bool) {
+        if let Some(c) = &mut self.foreign_unlock {
+            c.owner.retain(|t, _| !dead(t));
+        }
+    }
+
+    /// Token-keyed entries kept (what grows with a run).
+    pub fn token_entries(&self) -> usize {
+        self.foreign_unlock.as_ref().map_or(0, |c| c.owner.len())
+    }
+
+    /// The tokens kept.
+    pub fn tokens(&self) -> impl Iterator<Item = &Bytes> {
+        self.foreign_unlock.iter().flat_map(|c| c.owner.keys())
+    }
+
+    /// Estimated bytes the checkers keep (for the run's memory budget).
+    pub fn retained_bytes(&self) -> u64 {
+        self.mutual_exclusion
+            .as_ref()
+            .map_or(0, |c| c.retained_bytes())
+            + self
+                .resource_safety
+                .as_ref()
+                .map_or(0, |c| c.retained_bytes())
+            + self
+                .foreign_unlock
+                .as_ref()
+                .map_or(0, |c| c.retained_bytes())
+            + self.liveness.as_ref().map_or(0, |c| c.retained_bytes())
+    }
+
+    /// The violations, for a history that ended at `end`, in order of time.
+    pub fn violations(
+        &self,
+        end: SimTime,
+        name: &dyn Fn(ProcId) -> String,
+        lock_name: &dyn Fn(u32) -> String,
+    ) -> Vec<Violation> {
+        let mut out: Vec<Violation> = self
+            .props
+            .iter()
+            .filter_map(|&p| {
+                let found = match p {
+                    Property::MutualExclusion => self.mutual_exclusion.as_ref()?.found.clone(),
+                    Property::ResourceSafety => self.resource_safety.as_ref()?.found.clone(),
+                    Property::ForeignUnlock => self.foreign_unlock.as_ref()?.found.clone(),
+                    Property::FencingMonotonic => self.fencing_monotonic.as_ref()?.found.clone(),
+                    Property::Liveness => self.liveness.as_ref()?.finish(end),
+                };
+                found.map(|f| f.violation(name, lock_name))
+            })
+            .collect();
+        out.sort_by_key(|v| (v.at, v.property));
+        out
+    }
+}
+
+/// What a checker found, in data: worded only when reported, so a run that streams its
+/// history needs no process names while it runs.
+#[derive(Clone, Debug)]
+enum Finding {
+    /// `taker` acquired `lock` while `holder` still believed it held it (since `since`).
+    Overlap {
+        at: SimTime,
+        lock: u32,
+        holder: ProcId,
+        since: SimTime,
+        taker: ProcId,
+    },
+    LostUpdate {
+        at: SimTime,
+        writer: ProcId,
+        base_version: u64,
+        expected_base: u64,
+        /// Who wrote `expected_base`, if known.
+        other: Option<ProcId>,
+    },
+    ForeignDel {
+        at: SimTime,
+        by: ProcId,
+        key: Bytes,
+        node: ProcId,
+        owner: ProcId,
+        value: Bytes,
+    },
+    TokenWentBack {
+        at: SimTime,
+        client: ProcId,
+        token: u64,
+        max: u64,
+        max_by: ProcId,
+    },
+    Unobtainable {
+        at: SimTime,
+        lock: u32,
+        bound_ns: u64,
+        /// The waiter trying longest, and since when.
+        who: ProcId,
+        since: SimTime,
+        /// When the lock was first free and wanted since the last acquisition.
+        start: SimTime,
+        /// Times the clock stopped in between.
+        pauses: u32,
+    },
+}
+
+impl Finding {
+    fn violation(
+        &self,
+        name: &dyn Fn(ProcId) -> String,
+        lock_name: &dyn Fn(u32) -> String,
+    ) -> Violation {
+        match self {
+            &Finding::Overlap {
+                at,
+                lock,
+                holder,
+                since,
+                taker,
+            } => Violation {
+                property: Property::MutualExclusion,
+                at,
+                actors: vec![holder, taker],
+                message: format!(
+                    "{} acquired {} while {} still believed it held it (since {since})",
+                    name(taker),
+                    lock_name(lock),
+                    name(holder)
+                ),
+            },
+            &Finding::LostUpdate {
+                at,
+                writer,
+                base_version,
+                expected_base,
+                other,
+            } => {
+                let mut actors = vec![writer];
+                actors.extend(other);
+                Violation {
+                    property: Property::ResourceSafety,
+                    at,
+                    actors,
+                    message: format!(
+                        "lost update: {} wrote on top of v{base_version} but the resource was at v{expected_base}{}",
+                        name(writer),
+                        other.map_or(String::new(), |o| format!(" (written by {})", name(o)))
+                    ),
+                }
+            }
+            Finding::ForeignDel {
+                at,
+                by,
+                key,
+                node,
+                owner,
+                value,
+            } => Violation {
+                property: Property::ForeignUnlock,
+                at: *at,
+                actors: vec![*by, *owner],
+                message: format!(
+                    "{} deleted key {} on {} holding {}'s token {}",
+                    name(*by),
+                    String::from_utf8_lossy(key),
+                    name(*node),
+                    name(*owner),
+                    String::from_utf8_lossy(value)
+                ),
+            },
+            &Finding::TokenWentBack {
+                at,
+                client,
+                token,
+                max,
+                max_by,
+            } => Violation {
+                property: Property::FencingMonotonic,
+                at,
+                actors: vec![client, max_by],
+                message: format!(
+                    "resource accepted token {token} from {} after token {max} from {}",
+                    name(client),
+                    name(max_by)
+                ),
+            },
+            &Finding::Unobtainable {
+                at,
+                lock,
+                bound_ns,
+                who,
+                since,
+                start,
+                pauses,
+            } => {
+                let how = if pauses == 0 && since == start {
+                    format!("{} waiting since {start}", name(who))
+                } else if pauses == 0 {
+                    // The waiter came after the stretch began (one waiter took over from
+                    // another, which crashed or gave up) or began trying while someone still
+                    // held the lock.
+                    format!(
+                        "free and wanted since {start}; {} waiting since {since}",
+                        name(who)
+                    )
+                } else {
+                    // Said in full: the gaps are why this is more than one waiter's wait.
+                    format!(
+                        "free and wanted for {} in all since {start}, in {} stretches with nobody trying in between and nobody acquiring it; {} waiting since {since}",
+                        fmt_duration_ns(bound_ns),
+                        pauses + 1,
+                        name(who)
+                    )
+                };
+                Violation {
+                    property: Property::Liveness,
+                    at,
+                    actors: vec![who],
+                    message: format!(
+                        "{} unobtainable for more than {} while no live client held it ({how})",
+                        lock_name(lock),
+                        fmt_duration_ns(bound_ns),
+                    ),
+                }
+            }
+        }
+    }
 }
 
 /// Hold intervals per lock: a client holds from `Acquired` until it releases, learns it
-/// lost the lock, or crashes.
-fn for_each_hold_change(
-    history: &History,
-    mut f: impl FnMut(SimTime, ProcId, u32, bool, &Observation),
-) {
-    let mut holding: BTreeMap<ProcId, Vec<u32>> = BTreeMap::new();
-    for r in &history.records {
+/// lost the lock, or crashes. Fed each record; reports each change of who holds what.
+#[derive(Clone, Default)]
+struct Holding {
+    /// Locks each client holds now (a client that holds nothing has no entry, or an empty one).
+    by_client: BTreeMap<ProcId, Vec<u32>>,
+}
+
+impl Holding {
+    /// Calls `f(at, client, lock, acquired)` for each hold that `r` begins or ends.
+    #[inline]
+    fn observe(&mut self, r: &Record, mut f: impl FnMut(SimTime, ProcId, u32, bool)) {
         match &r.obs {
             Observation::Acquired { lock, .. } => {
-                holding.entry(r.proc).or_default().push(*lock);
-                f(r.at, r.proc, *lock, true, &r.obs);
+                self.by_client.entry(r.proc).or_default().push(*lock);
+                f(r.at, r.proc, *lock, true);
             }
             Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
-                if let Some(v) = holding.get_mut(&r.proc)
+                if let Some(v) = self.by_client.get_mut(&r.proc)
                     && let Some(i) = v.iter().position(|l| l == lock)
                 {
                     v.swap_remove(i);
-                    f(r.at, r.proc, *lock, false, &r.obs);
+                    f(r.at, r.proc, *lock, false);
                 }
             }
             Observation::Crashed => {
-                for lock in holding.remove(&r.proc).unwrap_or_default() {
-                    f(r.at, r.proc, lock, false, &r.obs);
+                for lock in self.by_client.remove(&r.proc).unwrap_or_default() {
+                    f(r.at, r.proc, lock, false);
                 }
             }
             _ => {}
@@ -154,14 +474,32 @@ pub fn longest_overlap_ns(history: &History) -> u64 {
 
 /// (longest single overlap, total time with two or more holders), in ns.
 pub fn overlaps_ns(history: &History) -> (u64, u64) {
-    let mut holders: BTreeMap<u32, Vec<ProcId>> = BTreeMap::new();
-    let mut since: BTreeMap<u32, SimTime> = BTreeMap::new();
-    let mut longest = 0;
-    let mut total = 0;
-    let mut last = SimTime::ZERO;
-    for_each_hold_change(history, |at, p, lock, acquired, _| {
-        last = at;
-        let hs = holders.entry(lock).or_default();
+    let (mut holding, mut o) = (Holding::default(), Overlaps::default());
+    for r in &history.records {
+        holding.observe(r, |at, p, lock, acquired| o.change(at, p, lock, acquired));
+    }
+    o.finish()
+}
+
+/// Time with two or more holders of one lock, fed each change of who holds what
+/// (`Holding::observe`).
+#[derive(Clone, Default)]
+pub struct Overlaps {
+    holders: BTreeMap<u32, Vec<ProcId>>,
+    /// Locks with two or more holders now, and since when.
+    since: BTreeMap<u32, SimTime>,
+    longest_ns: u64,
+    total_ns: u64,
+    /// The last change of holders.
+    last: SimTime,
+}
+
+impl Overlaps {
+    /// A hold began (`acquired`) or ended.
+    #[inline]
+    pub fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
+        self.last = at;
+        let hs = self.holders.entry(lock).or_default();
         let before = hs.len();
         if acquired {
             hs.push(p);
@@ -169,65 +507,120 @@ pub fn overlaps_ns(history: &History) -> (u64, u64) {
             hs.remove(i);
         }
         if before < 2 && hs.len() >= 2 {
-            since.insert(lock, at);
+            self.since.insert(lock, at);
         } else if before >= 2
             && hs.len() < 2
-            && let Some(t) = since.remove(&lock)
+            && let Some(t) = self.since.remove(&lock)
         {
-            longest = longest.max(at.saturating_sub(t));
-            total += at.saturating_sub(t);
+            self.longest_ns = self.longest_ns.max(at.saturating_sub(t));
+            self.total_ns += at.saturating_sub(t);
         }
-    });
-    // An overlap still open at the end of the history lasted at least until its last record.
-    for t in since.values() {
-        longest = longest.max(last.saturating_sub(*t));
-        total += last.saturating_sub(*t);
     }
-    (longest, total)
+
+    /// (longest single overlap, total time with two or more holders), in ns.
+    pub fn finish(&self) -> (u64, u64) {
+        let (mut longest, mut total) = (self.longest_ns, self.total_ns);
+        // An overlap still open at the end of the history lasted at least until its last
+        // record.
+        for t in self.since.values() {
+            longest = longest.max(self.last.saturating_sub(*t));
+            total += self.last.saturating_sub(*t);
+        }
+        (longest, total)
+    }
 }
 
 pub fn mutual_exclusion(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
-    mutual_exclusion_named(history, name, &lock_by_index)
+    single(
+        history,
+        Property::MutualExclusion,
+        &CheckConfig::whole(history),
+        name,
+    )
 }
 
-fn mutual_exclusion_named(
+/// One checker over a whole history.
+fn single(
     history: &History,
+    p: Property,
+    cfg: &CheckConfig,
     name: &dyn Fn(ProcId) -> String,
-    lock_name: &dyn Fn(u32) -> String,
 ) -> Option<Violation> {
-    // lock -> (holder, since)
-    let mut holders: BTreeMap<u32, Vec<(ProcId, SimTime)>> = BTreeMap::new();
-    let mut found = None;
-    for_each_hold_change(history, |at, p, lock, acquired, _| {
-        let hs = holders.entry(lock).or_default();
+    check_all(history, &[p], cfg, name).pop()
+}
+
+impl CheckConfig {
+    /// For checkers that do not read the bound nor the end.
+    fn whole(history: &History) -> CheckConfig {
+        CheckConfig {
+            liveness_bound_ns: u64::MAX,
+            end: history.records.last().map_or(SimTime::ZERO, |r| r.at),
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct MutualExclusion {
+    /// lock -> (holder, since).
+    holders: BTreeMap<u32, Vec<(ProcId, SimTime)>>,
+    found: Option<Finding>,
+}
+
+impl MutualExclusion {
+    /// A hold began (`acquired`) or ended (see `Holding::observe`).
+    #[inline]
+    fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
+        if self.found.is_some() {
+            return;
+        }
+        let hs = self.holders.entry(lock).or_default();
         if acquired {
-            if found.is_none()
-                && let Some(&(other, since)) = hs.iter().find(|(q, _)| *q != p)
-            {
-                found = Some(Violation {
-                    property: Property::MutualExclusion,
+            if let Some(&(holder, since)) = hs.iter().find(|(q, _)| *q != p) {
+                self.found = Some(Finding::Overlap {
                     at,
-                    actors: vec![other, p],
-                    message: format!(
-                        "{} acquired {} while {} still believed it held it (since {since})",
-                        name(p),
-                        lock_name(lock),
-                        name(other)
-                    ),
+                    lock,
+                    holder,
+                    since,
+                    taker: p,
                 });
+                // Only the first violation is reported: nothing more to keep.
+                self.holders = BTreeMap::new();
+                return;
             }
             hs.push((p, at));
         } else if let Some(i) = hs.iter().position(|(q, _)| *q == p) {
             hs.remove(i);
         }
-    });
-    found
+    }
+
+    fn retained_bytes(&self) -> u64 {
+        // Bounded by clients x locks; counted per entry.
+        (self.holders.len() * 48) as u64
+    }
 }
 
 pub fn resource_safety(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
-    // version -> writer that produced it
-    let mut writer_of: BTreeMap<u64, ProcId> = BTreeMap::new();
-    for r in &history.records {
+    single(
+        history,
+        Property::ResourceSafety,
+        &CheckConfig::whole(history),
+        name,
+    )
+}
+
+#[derive(Clone, Default)]
+struct ResourceSafety {
+    /// version -> writer that produced it.
+    writer_of: BTreeMap<u64, ProcId>,
+    found: Option<Finding>,
+}
+
+impl ResourceSafety {
+    #[inline]
+    fn observe(&mut self, r: &Record) {
+        if self.found.is_some() {
+            return;
+        }
         if let Observation::ResourceWrite {
             client,
             base_version,
@@ -238,76 +631,136 @@ pub fn resource_safety(history: &History, name: &dyn Fn(ProcId) -> String) -> Op
         {
             let expected_base = version_after - 1;
             if *base_version != expected_base {
-                let other = writer_of.get(&expected_base).copied();
-                let mut actors = vec![*client];
-                actors.extend(other);
-                return Some(Violation {
-                    property: Property::ResourceSafety,
+                self.found = Some(Finding::LostUpdate {
                     at: r.at,
-                    actors,
-                    message: format!(
-                        "lost update: {} wrote on top of v{base_version} but the resource was at v{expected_base}{}",
-                        name(*client),
-                        other.map_or(String::new(), |o| format!(" (written by {})", name(o)))
-                    ),
+                    writer: *client,
+                    base_version: *base_version,
+                    expected_base,
+                    other: self.writer_of.get(&expected_base).copied(),
                 });
+                self.writer_of = BTreeMap::new();
+                return;
             }
-            writer_of.insert(*version_after, *client);
+            self.writer_of.insert(*version_after, *client);
         }
     }
-    None
+
+    fn retained_bytes(&self) -> u64 {
+        // A BTreeMap entry with its share of the node.
+        (self.writer_of.len() * 24) as u64
+    }
 }
 
 pub fn foreign_unlock(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
-    // Fixed hasher: deterministic, and faster than a BTreeMap over thousands of tokens.
-    let mut owner: indexmap::IndexMap<&Bytes, ProcId, rustc_hash::FxBuildHasher> =
-        Default::default();
-    for r in &history.records {
+    single(
+        history,
+        Property::ForeignUnlock,
+        &CheckConfig::whole(history),
+        name,
+    )
+}
+
+#[derive(Clone, Default)]
+struct ForeignUnlock {
+    /// token -> the client that first stored or tried it (tokens are unique per attempt).
+    /// Fixed hasher: deterministic, and faster than a BTreeMap over thousands of tokens.
+    owner: IndexMap<Bytes, ProcId, FxBuildHasher>,
+    found: Option<Finding>,
+}
+
+impl ForeignUnlock {
+    #[inline]
+    fn observe(&mut self, r: &Record) {
+        if self.found.is_some() {
+            return;
+        }
         match &r.obs {
             // A token's owner is the client that stored it (tokens are unique per attempt).
             Observation::KeyWritten {
                 value,
                 by: Some(by),
                 ..
-            } => {
-                owner.entry(value).or_insert(*by);
-            }
-            Observation::Attempt { token, .. } => {
-                owner.entry(token).or_insert(r.proc);
-            }
+            } => self.note_owner(value, *by),
+            Observation::Attempt { token, .. } => self.note_owner(token, r.proc),
             Observation::KeyRemoved {
                 key,
                 value,
                 how: Removal::Del,
                 by: Some(by),
             } => {
-                if let Some(&o) = owner.get(value)
+                if let Some(&o) = self.owner.get(value)
                     && o != *by
                 {
-                    return Some(Violation {
-                        property: Property::ForeignUnlock,
+                    self.found = Some(Finding::ForeignDel {
                         at: r.at,
-                        actors: vec![*by, o],
-                        message: format!(
-                            "{} deleted key {} on {} holding {}'s token {}",
-                            name(*by),
-                            String::from_utf8_lossy(key),
-                            name(r.proc),
-                            name(o),
-                            String::from_utf8_lossy(value)
-                        ),
+                        by: *by,
+                        key: key.clone(),
+                        node: r.proc,
+                        owner: o,
+                        value: value.clone(),
                     });
+                    self.owner = IndexMap::default();
                 }
             }
             _ => {}
         }
     }
-    None
+
+    /// The first client named with `token` owns it.
+    #[inline]
+    fn note_owner(&mut self, token: &Bytes, by: ProcId) {
+        slot(&mut self.owner, token, || by);
+    }
+
+    fn retained_bytes(&self) -> u64 {
+        token_map_bytes(self.owner.len(), std::mem::size_of::<ProcId>())
+    }
+}
+
+/// `map[token]`, first set to `new()` if absent: one hash either way, and the token copied
+/// into the map only when new (records lend their tokens; the maps own theirs).
+#[inline(always)]
+pub(crate) fn slot<'m, V>(
+    map: &'m mut IndexMap<Bytes, V, FxBuildHasher>,
+    token: &Bytes,
+    new: impl FnOnce() -> V,
+) -> &'m mut V {
+    use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
+    match map.raw_entry_mut_v1().from_key(token) {
+        RawEntryMut::Occupied(e) => e.into_mut(),
+        RawEntryMut::Vacant(e) => e.insert(token.clone(), new()).1,
+    }
+}
+
+/// Estimated bytes of a token-keyed map of `len` entries with values of `value_bytes`: the
+/// entry (hash, key, value) and its index slot. Long tokens' heap bytes are not counted
+/// (the simulator's own tokens fit inline).
+pub(crate) fn token_map_bytes(len: usize, value_bytes: usize) -> u64 {
+    (len * (8 + std::mem::size_of::<Bytes>() + value_bytes + 8)) as u64
 }
 
 pub fn fencing_monotonic(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
-    let mut max: Option<(u64, ProcId)> = None;
-    for r in &history.records {
+    single(
+        history,
+        Property::FencingMonotonic,
+        &CheckConfig::whole(history),
+        name,
+    )
+}
+
+#[derive(Clone, Default)]
+struct FencingMonotonic {
+    /// The highest token accepted so far, and from whom.
+    max: Option<(u64, ProcId)>,
+    found: Option<Finding>,
+}
+
+impl FencingMonotonic {
+    #[inline]
+    fn observe(&mut self, r: &Record) {
+        if self.found.is_some() {
+            return;
+        }
         let (client, token) = match &r.obs {
             Observation::ResourceRead {
                 client,
@@ -321,27 +774,24 @@ pub fn fencing_monotonic(history: &History, name: &dyn Fn(ProcId) -> String) -> 
                 accepted: true,
                 ..
             } => (*client, *t),
-            _ => continue,
+            _ => return,
         };
-        if let Some((m, by)) = max
+        if let Some((m, by)) = self.max
             && token < m
         {
-            return Some(Violation {
-                property: Property::FencingMonotonic,
+            self.found = Some(Finding::TokenWentBack {
                 at: r.at,
-                actors: vec![client, by],
-                message: format!(
-                    "resource accepted token {token} from {} after token {m} from {}",
-                    name(client),
-                    name(by)
-                ),
+                client,
+                token,
+                max: m,
+                max_by: by,
             });
+            return;
         }
-        if max.is_none_or(|(m, _)| token > m) {
-            max = Some((token, client));
+        if self.max.is_none_or(|(m, _)| token > m) {
+            self.max = Some((token, client));
         }
     }
-    None
 }
 
 /// The lock is wanted (some live client has an attempt open) but nobody gets it for longer
@@ -369,102 +819,99 @@ pub fn liveness(
     cfg: &CheckConfig,
     name: &dyn Fn(ProcId) -> String,
 ) -> Option<Violation> {
-    liveness_named(history, cfg, name, &lock_by_index)
+    single(history, Property::Liveness, cfg, name)
 }
 
-fn liveness_named(
-    history: &History,
-    cfg: &CheckConfig,
-    name: &dyn Fn(ProcId) -> String,
-    lock_name: &dyn Fn(u32) -> String,
-) -> Option<Violation> {
-    #[derive(Default)]
-    struct LockState {
-        holders: Vec<ProcId>,
-        /// Live clients with a round open, and when their round began.
-        trying: Vec<(ProcId, SimTime)>,
-        /// Free-and-wanted time since the last acquisition, up to `running_since`.
-        blocked_ns: u64,
-        /// Invariant: `Some` exactly when the lock is free and wanted (`holders` empty,
-        /// `trying` not); the instant the current free-and-wanted stretch began.
-        running_since: Option<SimTime>,
-        /// When the lock was first free and wanted since the last acquisition (for people).
-        wanted_since: Option<SimTime>,
-        /// Times the clock stopped for a while since then (nobody wanting the lock).
-        pauses: u32,
-        /// When the clock last stopped: a stretch resumed at that same instant (one waiter
-        /// crashing as another starts) is no pause.
-        stopped_at: Option<SimTime>,
-    }
-    impl LockState {
-        /// After any change: start or stop the clock to match the invariant.
-        fn settle(&mut self, now: SimTime) {
-            let blocked = self.holders.is_empty() && !self.trying.is_empty();
-            match (blocked, self.running_since) {
-                (true, None) => {
-                    self.running_since = Some(now);
-                    self.wanted_since.get_or_insert(now);
-                    if self.stopped_at.take() == Some(now) {
-                        self.pauses -= 1;
-                    }
+#[derive(Clone, Default)]
+struct LockState {
+    holders: Vec<ProcId>,
+    /// Live clients with a round open, and when their round began.
+    trying: Vec<(ProcId, SimTime)>,
+    /// Free-and-wanted time since the last acquisition, up to `running_since`.
+    blocked_ns: u64,
+    /// Invariant: `Some` exactly when the lock is free and wanted (`holders` empty,
+    /// `trying` not); the instant the current free-and-wanted stretch began.
+    running_since: Option<SimTime>,
+    /// When the lock was first free and wanted since the last acquisition (for people).
+    wanted_since: Option<SimTime>,
+    /// Times the clock stopped for a while since then (nobody wanting the lock).
+    pauses: u32,
+    /// When the clock last stopped: a stretch resumed at that same instant (one waiter
+    /// crashing as another starts) is no pause.
+    stopped_at: Option<SimTime>,
+}
+
+impl LockState {
+    /// After any change: start or stop the clock to match the invariant.
+    fn settle(&mut self, now: SimTime) {
+        let blocked = self.holders.is_empty() && !self.trying.is_empty();
+        match (blocked, self.running_since) {
+            (true, None) => {
+                self.running_since = Some(now);
+                self.wanted_since.get_or_insert(now);
+                if self.stopped_at.take() == Some(now) {
+                    self.pauses -= 1;
                 }
-                (false, Some(t)) => {
-                    self.blocked_ns += now.saturating_sub(t);
-                    self.running_since = None;
-                    // Stopped because nobody wants it (a holder stopping it is an acquisition,
-                    // which resets everything).
-                    if self.holders.is_empty() {
-                        self.pauses += 1;
-                        self.stopped_at = Some(now);
-                    }
-                }
-                _ => {}
             }
-        }
-        /// The instant the summed free-and-wanted time passed `bound`, if it has by `now`.
-        fn overdue_at(&self, now: SimTime, bound: u64) -> Option<SimTime> {
-            let t = self.running_since?;
-            let total = self.blocked_ns + now.saturating_sub(t);
-            (total > bound).then(|| t.plus_ns(bound.saturating_sub(self.blocked_ns)))
+            (false, Some(t)) => {
+                self.blocked_ns += now.saturating_sub(t);
+                self.running_since = None;
+                // Stopped because nobody wants it (a holder stopping it is an acquisition,
+                // which resets everything).
+                if self.holders.is_empty() {
+                    self.pauses += 1;
+                    self.stopped_at = Some(now);
+                }
+            }
+            _ => {}
         }
     }
-    let bound = cfg.liveness_bound_ns;
-    let mut locks: BTreeMap<u32, LockState> = BTreeMap::new();
-    let overdue = |st: &LockState, lock: u32, now: SimTime| -> Option<Violation> {
-        let at = st.overdue_at(now, bound)?;
+
+    /// The instant the summed free-and-wanted time passed `bound`, if it has by `now`.
+    fn overdue_at(&self, now: SimTime, bound: u64) -> Option<SimTime> {
+        let t = self.running_since?;
+        let total = self.blocked_ns + now.saturating_sub(t);
+        (total > bound).then(|| t.plus_ns(bound.saturating_sub(self.blocked_ns)))
+    }
+
+    /// The violation, if the bound was passed by `now`.
+    fn overdue(&self, lock: u32, now: SimTime, bound_ns: u64) -> Option<Finding> {
+        let at = self.overdue_at(now, bound_ns)?;
         // The waiter trying longest right now (the one the bound was broken for).
-        let &(who, since) = st.trying.iter().min_by_key(|(_, t)| *t)?;
-        let start = st.wanted_since.unwrap_or(since);
-        let how = if st.pauses == 0 && since == start {
-            format!("{} waiting since {start}", name(who))
-        } else if st.pauses == 0 {
-            // The waiter came after the stretch began (one waiter took over from another,
-            // which crashed or gave up) or began trying while someone still held the lock.
-            format!(
-                "free and wanted since {start}; {} waiting since {since}",
-                name(who)
-            )
-        } else {
-            // Said in full: the gaps are why this is more than one waiter's wait.
-            format!(
-                "free and wanted for {} in all since {start}, in {} stretches with nobody trying in between and nobody acquiring it; {} waiting since {since}",
-                fmt_duration_ns(bound),
-                st.pauses + 1,
-                name(who)
-            )
-        };
-        Some(Violation {
-            property: Property::Liveness,
+        let &(who, since) = self.trying.iter().min_by_key(|(_, t)| *t)?;
+        Some(Finding::Unobtainable {
             at,
-            actors: vec![who],
-            message: format!(
-                "{} unobtainable for more than {} while no live client held it ({how})",
-                lock_name(lock),
-                fmt_duration_ns(bound),
-            ),
+            lock,
+            bound_ns,
+            who,
+            since,
+            start: self.wanted_since.unwrap_or(since),
+            pauses: self.pauses,
         })
-    };
-    for r in &history.records {
+    }
+}
+
+#[derive(Clone)]
+struct Liveness {
+    bound_ns: u64,
+    locks: BTreeMap<u32, LockState>,
+    found: Option<Finding>,
+}
+
+impl Liveness {
+    fn new(bound_ns: u64) -> Liveness {
+        Liveness {
+            bound_ns,
+            locks: BTreeMap::new(),
+            found: None,
+        }
+    }
+
+    #[inline]
+    fn observe(&mut self, r: &Record) {
+        if self.found.is_some() {
+            return;
+        }
         let lock = match &r.obs {
             Observation::Attempt { lock, .. }
             | Observation::Acquired { lock, .. }
@@ -472,34 +919,32 @@ fn liveness_named(
             | Observation::Released { lock, .. }
             | Observation::Lost { lock, .. } => Some(*lock),
             Observation::Crashed => None,
-            _ => continue,
+            _ => return,
         };
+        let bound = self.bound_ns;
         // Judge the clock up to this instant before the record changes it.
-        match lock {
-            Some(l) => {
-                if let Some(v) = locks.get(&l).and_then(|st| overdue(st, l, r.at)) {
-                    return Some(v);
-                }
-            }
-            None => {
-                for (&l, st) in &locks {
-                    if let Some(v) = overdue(st, l, r.at) {
-                        return Some(v);
-                    }
-                }
-            }
+        self.found = match lock {
+            Some(l) => self.locks.get(&l).and_then(|st| st.overdue(l, r.at, bound)),
+            None => self
+                .locks
+                .iter()
+                .find_map(|(&l, st)| st.overdue(l, r.at, bound)),
+        };
+        if self.found.is_some() {
+            self.locks = BTreeMap::new();
+            return;
         }
         let p = r.proc;
         match (&r.obs, lock) {
             (Observation::Attempt { .. }, Some(l)) => {
-                let st = locks.entry(l).or_default();
+                let st = self.locks.entry(l).or_default();
                 if !st.trying.iter().any(|(q, _)| *q == p) {
                     st.trying.push((p, r.at));
                 }
                 st.settle(r.at);
             }
             (Observation::Acquired { .. }, Some(l)) => {
-                let st = locks.entry(l).or_default();
+                let st = self.locks.entry(l).or_default();
                 st.holders.push(p);
                 st.trying.retain(|(q, _)| *q != p);
                 // The lock was obtainable: the clock restarts from zero.
@@ -512,12 +957,12 @@ fn liveness_named(
                 st.settle(r.at);
             }
             (Observation::GaveUp { .. }, Some(l)) => {
-                let st = locks.entry(l).or_default();
+                let st = self.locks.entry(l).or_default();
                 st.trying.retain(|(q, _)| *q != p);
                 st.settle(r.at);
             }
             (Observation::Released { .. } | Observation::Lost { .. }, Some(l)) => {
-                let st = locks.entry(l).or_default();
+                let st = self.locks.entry(l).or_default();
                 if let Some(i) = st.holders.iter().position(|q| *q == p) {
                     st.holders.swap_remove(i);
                 }
@@ -526,7 +971,7 @@ fn liveness_named(
             _ => {
                 // A crashed client neither holds nor wants anything; the time it was trying
                 // stays on the clock (only an acquisition resets it).
-                for st in locks.values_mut() {
+                for st in self.locks.values_mut() {
                     if let Some(i) = st.holders.iter().position(|q| *q == p) {
                         st.holders.swap_remove(i);
                     }
@@ -536,7 +981,20 @@ fn liveness_named(
             }
         }
     }
-    locks.iter().find_map(|(&l, st)| overdue(st, l, cfg.end))
+
+    /// The violation, for a history that ended at `end` (a wait still open then counts).
+    fn finish(&self, end: SimTime) -> Option<Finding> {
+        self.found.clone().or_else(|| {
+            self.locks
+                .iter()
+                .find_map(|(&l, st)| st.overdue(l, end, self.bound_ns))
+        })
+    }
+
+    fn retained_bytes(&self) -> u64 {
+        // Bounded by locks x clients; counted per lock.
+        (self.locks.len() * 128) as u64
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,8 @@ use std::fmt;
 use indexmap::IndexMap;
 use rustc_hash::FxBuildHasher;
 
-use crate::history::{Fact, History, Observation, Removal};
+use crate::check::slot;
+use crate::history::{Fact, History, Observation, Record, Removal};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
 
@@ -116,6 +117,14 @@ impl fmt::Display for Hazard {
 pub struct Hazards(u32);
 
 impl Hazards {
+    /// The hazards of these witnesses.
+    pub fn of(found: &[Witness]) -> Hazards {
+        let mut set = Hazards::default();
+        for w in found {
+            set.insert(w.hazard);
+        }
+        set
+    }
     pub fn insert(&mut self, h: Hazard) {
         self.0 |= h.bit();
     }
@@ -140,6 +149,7 @@ pub struct Witness {
 }
 
 /// A lock held right now.
+#[derive(Clone, Copy)]
 struct Hold {
     client: ProcId,
     /// Believed end at acquisition (true time), if the client measures validity.
@@ -150,6 +160,7 @@ struct Hold {
 }
 
 /// A key as a node keeps it.
+#[derive(Clone)]
 struct Kept {
     value: Bytes,
     has_expiry: bool,
@@ -157,23 +168,29 @@ struct Kept {
     replicated: bool,
 }
 
-#[derive(Default)]
-struct Scan<'h> {
+/// The hazard detectors, fed one record at a time in history order: what `witnesses`
+/// replays over a kept history, and what a streamed run keeps.
+#[derive(Clone, Default)]
+pub struct Scan {
     found: Vec<Witness>,
     seen: Hazards,
     /// token -> its hold. Fixed-hasher map: deterministic and cheap over many tokens.
-    holds: IndexMap<&'h Bytes, Hold, FxBuildHasher>,
+    holds: IndexMap<Bytes, Hold, FxBuildHasher>,
     /// Paused clients and the tokens they held when the pause began.
-    paused: BTreeMap<ProcId, Vec<&'h Bytes>>,
+    paused: BTreeMap<ProcId, Vec<Bytes>>,
     /// node -> key -> what it keeps.
-    nodes: BTreeMap<ProcId, IndexMap<&'h Bytes, Kept, FxBuildHasher>>,
+    nodes: BTreeMap<ProcId, IndexMap<Bytes, Kept, FxBuildHasher>>,
     /// Tokens a client's own command wrote on some node (granted, not just replicated).
-    granted: IndexMap<&'h Bytes, ProcId, FxBuildHasher>,
+    /// Every one stays: a failover judges the holds open then by whether their token was
+    /// ever granted, and a token may be acquired again (Redisson's lock name).
+    granted: IndexMap<Bytes, ProcId, FxBuildHasher>,
     /// When each node last restarted.
     restarted_at: BTreeMap<ProcId, SimTime>,
+    /// The time of the last record (holds still open are judged there).
+    last: SimTime,
 }
 
-impl<'h> Scan<'h> {
+impl Scan {
     fn hit(&mut self, hazard: Hazard, at: SimTime, actors: Vec<ProcId>) {
         if !self.seen.contains(hazard) {
             self.seen.insert(hazard);
@@ -214,238 +231,296 @@ impl<'h> Scan<'h> {
 /// Every hazard the run reached, each with its first occurrence, in order of time.
 pub fn witnesses(history: &History) -> Vec<Witness> {
     let mut s = Scan::default();
-    let mut last = SimTime::ZERO;
-    for r in &history.records {
-        last = r.at;
+    history.records.iter().for_each(|r| s.observe(r));
+    s.finish()
+}
+
+impl Kept {
+    /// Overwritten at once (see `slot`).
+    fn placeholder() -> Kept {
+        Kept {
+            value: Bytes::new(),
+            has_expiry: false,
+            replicated: false,
+        }
+    }
+}
+
+impl Scan {
+    /// A record no detector reads (an attempt, a give-up, a text): only its time counts.
+    #[inline]
+    pub fn skip(&mut self, r: &Record) {
+        self.last = r.at;
+    }
+
+    pub fn observe(&mut self, r: &Record) {
+        let s = self;
+        s.last = r.at;
         let (at, p) = (r.at, r.proc);
-        match &r.obs {
-            Observation::Acquired {
-                token,
-                believed_until,
-                ..
-            } => {
-                s.holds.insert(
+        {
+            match &r.obs {
+                Observation::Acquired {
                     token,
-                    Hold {
+                    believed_until,
+                    ..
+                } => {
+                    let hold = Hold {
                         client: p,
                         initial_until: *believed_until,
                         until: *believed_until,
                         extended: false,
-                    },
-                );
-            }
-            Observation::Extended {
-                token,
-                believed_until,
-                ..
-            } => {
-                if let Some(h) = s.holds.get_mut(token) {
-                    h.extended = true;
-                    h.until = *believed_until;
+                    };
+                    // A token acquired again keeps its place (as `insert` would).
+                    *slot(&mut s.holds, token, || hold) = hold;
                 }
-            }
-            Observation::Released { token, .. } => s.end_hold(token, at),
-            Observation::Lost { token, reason, .. } => {
-                if s.holds.contains_key(token) {
-                    match *reason {
-                        "renewal failed" | "extend failed" => {
-                            s.hit(Hazard::RenewalFailed, at, vec![p]);
+                Observation::Extended {
+                    token,
+                    believed_until,
+                    ..
+                } => {
+                    if let Some(h) = s.holds.get_mut(token) {
+                        h.extended = true;
+                        h.until = *believed_until;
+                    }
+                }
+                Observation::Released { token, .. } => s.end_hold(token, at),
+                Observation::Lost { token, reason, .. } => {
+                    if s.holds.contains_key(token) {
+                        match *reason {
+                            "renewal failed" | "extend failed" => {
+                                s.hit(Hazard::RenewalFailed, at, vec![p]);
+                            }
+                            "validity ran out" => s.hit(Hazard::ValidityRanOut, at, vec![p]),
+                            _ => {}
                         }
-                        "validity ran out" => s.hit(Hazard::ValidityRanOut, at, vec![p]),
-                        _ => {}
+                    }
+                    s.end_hold(token, at);
+                }
+                Observation::Crashed => {
+                    let held: Vec<Bytes> = s
+                        .holds
+                        .iter()
+                        .filter(|(_, h)| h.client == p)
+                        .map(|(t, _)| t.clone())
+                        .collect();
+                    if !held.is_empty() {
+                        s.hit(Hazard::HolderCrashed, at, vec![p]);
+                    }
+                    for t in &held {
+                        s.end_hold(t, at);
+                    }
+                    s.paused.remove(&p);
+                    // A node that crashes keeps its keyspace until it restarts (what it then
+                    // finds depends on persistence); a held lock on it is at risk.
+                    if let Some(ks) = s.nodes.get(&p) {
+                        let holder = ks.values().find_map(|k| s.holder_of(&k.value));
+                        if let Some(h) = holder {
+                            s.hit(Hazard::NodeCrashedWithLock, at, vec![h, p]);
+                        }
                     }
                 }
-                s.end_hold(token, at);
-            }
-            Observation::Crashed => {
-                let held: Vec<&Bytes> = s
-                    .holds
-                    .iter()
-                    .filter(|(_, h)| h.client == p)
-                    .map(|(t, _)| *t)
-                    .collect();
-                if !held.is_empty() {
-                    s.hit(Hazard::HolderCrashed, at, vec![p]);
+                Observation::Restarted { .. } => {
+                    s.restarted_at.insert(p, at);
                 }
-                for t in held {
-                    s.end_hold(t, at);
-                }
-                s.paused.remove(&p);
-                // A node that crashes keeps its keyspace until it restarts (what it then
-                // finds depends on persistence); a held lock on it is at risk.
-                if let Some(ks) = s.nodes.get(&p) {
-                    let holder = ks.values().find_map(|k| s.holder_of(&k.value));
-                    if let Some(h) = holder {
-                        s.hit(Hazard::NodeCrashedWithLock, at, vec![h, p]);
+                Observation::Paused => {
+                    let held: Vec<Bytes> = s
+                        .holds
+                        .iter()
+                        .filter(|(_, h)| h.client == p)
+                        .map(|(t, _)| t.clone())
+                        .collect();
+                    if !held.is_empty() {
+                        s.paused.insert(p, held);
                     }
                 }
-            }
-            Observation::Restarted { .. } => {
-                s.restarted_at.insert(p, at);
-            }
-            Observation::Paused => {
-                let held: Vec<&Bytes> = s
-                    .holds
-                    .iter()
-                    .filter(|(_, h)| h.client == p)
-                    .map(|(t, _)| *t)
-                    .collect();
-                if !held.is_empty() {
-                    s.paused.insert(p, held);
+                Observation::Resumed => {
+                    s.paused.remove(&p);
                 }
-            }
-            Observation::Resumed => {
-                s.paused.remove(&p);
-            }
-            Observation::ResourceRead {
-                client,
-                accepted: false,
-                ..
-            }
-            | Observation::ResourceWrite {
-                client,
-                accepted: false,
-                ..
-            } => s.hit(Hazard::StaleTokenRejected, at, vec![*client]),
-            Observation::KeyWritten {
-                key,
-                value,
-                expire_at_ms,
-                by,
-            } => {
-                if let Some(c) = by {
-                    s.granted.entry(value).or_insert(*c);
+                Observation::ResourceRead {
+                    client,
+                    accepted: false,
+                    ..
                 }
-                s.nodes.entry(p).or_default().insert(
+                | Observation::ResourceWrite {
+                    client,
+                    accepted: false,
+                    ..
+                } => s.hit(Hazard::StaleTokenRejected, at, vec![*client]),
+                Observation::KeyWritten {
                     key,
-                    Kept {
+                    value,
+                    expire_at_ms,
+                    by,
+                } => {
+                    if let Some(c) = by {
+                        slot(&mut s.granted, value, || *c);
+                    }
+                    let kept = Kept {
                         value: value.clone(),
                         has_expiry: expire_at_ms.is_some(),
                         replicated: by.is_none(),
-                    },
-                );
-            }
-            Observation::KeyRemoved {
-                key,
-                value,
-                how,
-                by,
-            } => {
-                if let Some(ks) = s.nodes.get_mut(&p) {
-                    ks.swap_remove(key);
+                    };
+                    // A key written again keeps its place (as `insert` would).
+                    let ks = s.nodes.entry(p).or_default();
+                    *slot(ks, key, Kept::placeholder) = kept;
                 }
-                let holder = s.holder_of(value);
-                // The holder's own unlock, or a replica applying its master's DEL (no client
-                // named), is not the key leaving under the holder.
-                let own_del = *how == Removal::Del && by.is_none_or(|b| Some(b) == holder);
-                if let Some(h) = holder
-                    && !own_del
-                {
-                    if *how == Removal::Expired {
-                        s.hit(Hazard::KeyExpiredWhileHeld, at, vec![h, p]);
+                Observation::KeyRemoved {
+                    key,
+                    value,
+                    how,
+                    by,
+                } => {
+                    if let Some(ks) = s.nodes.get_mut(&p) {
+                        ks.swap_remove(key);
                     }
-                    if s.paused.get(&h).is_some_and(|ts| ts.contains(&value)) {
-                        s.hit(Hazard::PauseOutlivedKey, at, vec![h, p]);
+                    let holder = s.holder_of(value);
+                    // The holder's own unlock, or a replica applying its master's DEL (no client
+                    // named), is not the key leaving under the holder.
+                    let own_del = *how == Removal::Del && by.is_none_or(|b| Some(b) == holder);
+                    if let Some(h) = holder
+                        && !own_del
+                    {
+                        if *how == Removal::Expired {
+                            s.hit(Hazard::KeyExpiredWhileHeld, at, vec![h, p]);
+                        }
+                        if s.paused.get(&h).is_some_and(|ts| ts.contains(value)) {
+                            s.hit(Hazard::PauseOutlivedKey, at, vec![h, p]);
+                        }
                     }
-                }
-                if *how == Removal::Flushed && s.restarted_at.get(&p) == Some(&at) {
-                    s.hit(Hazard::RestartLostKeys, at, vec![p]);
-                }
-            }
-            Observation::Fact(Fact::Promoted) => {
-                let empty = IndexMap::default();
-                let mine = s.nodes.get(&p).unwrap_or(&empty);
-                let mut lacked = None;
-                let mut elsewhere = None;
-                for (t, h) in &s.holds {
-                    let granted_elsewhere = s.granted.contains_key(t);
-                    if !granted_elsewhere || mine.values().any(|k| k.value == **t) {
-                        continue;
-                    }
-                    lacked.get_or_insert(h.client);
-                    let on_replica = s.nodes.iter().any(|(n, ks)| {
-                        *n != p && ks.values().any(|k| k.replicated && k.value == **t)
-                    });
-                    if on_replica {
-                        elsewhere.get_or_insert(h.client);
+                    if *how == Removal::Flushed && s.restarted_at.get(&p) == Some(&at) {
+                        s.hit(Hazard::RestartLostKeys, at, vec![p]);
                     }
                 }
-                if let Some(h) = lacked {
-                    s.hit(Hazard::PromotedReplicaLackedLock, at, vec![h, p]);
-                }
-                if let Some(h) = elsewhere {
-                    s.hit(Hazard::LockReplicaNotPromoted, at, vec![h, p]);
-                }
-            }
-            Observation::Fact(Fact::ClockStepped { .. } | Fact::DriftChanged { .. }) => {
-                let moved = !matches!(r.obs, Observation::Fact(Fact::ClockStepped { delta_ms: 0 }));
-                if moved {
-                    if s.holds.values().any(|h| h.client == p) {
-                        s.hit(Hazard::HolderClockMoved, at, vec![p]);
+                Observation::Fact(Fact::Promoted) => {
+                    let empty = IndexMap::default();
+                    let mine = s.nodes.get(&p).unwrap_or(&empty);
+                    let mut lacked = None;
+                    let mut elsewhere = None;
+                    for (t, h) in &s.holds {
+                        let granted_elsewhere = s.granted.contains_key(t);
+                        if !granted_elsewhere || mine.values().any(|k| k.value == *t) {
+                            continue;
+                        }
+                        lacked.get_or_insert(h.client);
+                        let on_replica = s.nodes.iter().any(|(n, ks)| {
+                            *n != p && ks.values().any(|k| k.replicated && k.value == *t)
+                        });
+                        if on_replica {
+                            elsewhere.get_or_insert(h.client);
+                        }
                     }
-                    let holder = s.nodes.get(&p).and_then(|ks| {
-                        ks.values()
-                            .filter(|k| k.has_expiry)
-                            .find_map(|k| s.holder_of(&k.value))
-                    });
-                    if let Some(h) = holder {
-                        s.hit(Hazard::ClockMovedExpiry, at, vec![h, p]);
+                    if let Some(h) = lacked {
+                        s.hit(Hazard::PromotedReplicaLackedLock, at, vec![h, p]);
+                    }
+                    if let Some(h) = elsewhere {
+                        s.hit(Hazard::LockReplicaNotPromoted, at, vec![h, p]);
                     }
                 }
-            }
-            Observation::Fact(Fact::Links {
-                from,
-                to,
-                blocked: true,
-            }) => {
-                let mut cut = None;
-                'holds: for (t, h) in &s.holds {
-                    for n in s.nodes_keeping(t) {
-                        let c = h.client;
-                        if (from.contains(&c) && to.contains(&n))
-                            || (from.contains(&n) && to.contains(&c))
-                        {
-                            cut = Some((c, n));
-                            break 'holds;
+                Observation::Fact(Fact::ClockStepped { .. } | Fact::DriftChanged { .. }) => {
+                    let moved =
+                        !matches!(r.obs, Observation::Fact(Fact::ClockStepped { delta_ms: 0 }));
+                    if moved {
+                        if s.holds.values().any(|h| h.client == p) {
+                            s.hit(Hazard::HolderClockMoved, at, vec![p]);
+                        }
+                        let holder = s.nodes.get(&p).and_then(|ks| {
+                            ks.values()
+                                .filter(|k| k.has_expiry)
+                                .find_map(|k| s.holder_of(&k.value))
+                        });
+                        if let Some(h) = holder {
+                            s.hit(Hazard::ClockMovedExpiry, at, vec![h, p]);
                         }
                     }
                 }
-                if let Some((c, n)) = cut {
-                    s.hit(Hazard::HolderPartitioned, at, vec![c, n]);
-                }
-            }
-            Observation::Fact(Fact::Isolated) => {
-                // Cut off from everyone: a holder from its nodes, or a node from its holders.
-                let cut = s.holds.iter().find_map(|(t, h)| {
-                    let mut nodes = s.nodes_keeping(t);
-                    if h.client == p {
-                        nodes.next().map(|n| (p, n))
-                    } else {
-                        nodes.any(|n| n == p).then_some((h.client, p))
+                Observation::Fact(Fact::Links {
+                    from,
+                    to,
+                    blocked: true,
+                }) => {
+                    let mut cut = None;
+                    'holds: for (t, h) in &s.holds {
+                        for n in s.nodes_keeping(t) {
+                            let c = h.client;
+                            if (from.contains(&c) && to.contains(&n))
+                                || (from.contains(&n) && to.contains(&c))
+                            {
+                                cut = Some((c, n));
+                                break 'holds;
+                            }
+                        }
                     }
-                });
-                if let Some((c, n)) = cut {
-                    s.hit(Hazard::HolderPartitioned, at, vec![c, n]);
+                    if let Some((c, n)) = cut {
+                        s.hit(Hazard::HolderPartitioned, at, vec![c, n]);
+                    }
                 }
+                Observation::Fact(Fact::Isolated) => {
+                    // Cut off from everyone: a holder from its nodes, or a node from its holders.
+                    let cut = s.holds.iter().find_map(|(t, h)| {
+                        let mut nodes = s.nodes_keeping(t);
+                        if h.client == p {
+                            nodes.next().map(|n| (p, n))
+                        } else {
+                            nodes.any(|n| n == p).then_some((h.client, p))
+                        }
+                    });
+                    if let Some((c, n)) = cut {
+                        s.hit(Hazard::HolderPartitioned, at, vec![c, n]);
+                    }
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
-    // Holds still open at the end are judged at the last record.
-    let open: Vec<Hold> = std::mem::take(&mut s.holds).into_values().collect();
-    for h in &open {
-        s.judge_hold_end(h, last);
+
+    /// Forgets the tokens `dead` names (see `monitor::Retirement`). Only tokens neither held
+    /// nor kept on a node may be retired (`live_tokens`): only the grants are forgotten.
+    pub fn retire(&mut self, dead: &dyn Fn(&Bytes) -> bool) {
+        self.granted.retain(|t, _| !dead(t));
     }
-    s.found
+
+    /// Tokens still in play: held, or kept on some node.
+    pub fn live_tokens(&self) -> impl Iterator<Item = &Bytes> {
+        self.holds.keys().chain(
+            self.nodes
+                .values()
+                .flat_map(|ks| ks.values().map(|k| &k.value)),
+        )
+    }
+
+    /// Token-keyed entries kept (what grows with a run).
+    pub fn token_entries(&self) -> usize {
+        self.granted.len()
+    }
+
+    /// The tokens kept that `live_tokens` does not give.
+    pub fn retirable_tokens(&self) -> impl Iterator<Item = &Bytes> {
+        self.granted.keys()
+    }
+
+    /// Estimated bytes kept (for the run's memory budget): the token-keyed maps, which
+    /// grow with the run (the rest is bounded by processes and keys).
+    pub fn retained_bytes(&self) -> u64 {
+        let kept: usize = self.nodes.values().map(|ks| ks.len()).sum();
+        crate::check::token_map_bytes(self.holds.len(), std::mem::size_of::<Hold>())
+            + crate::check::token_map_bytes(kept, std::mem::size_of::<Kept>())
+            + crate::check::token_map_bytes(self.granted.len(), std::mem::size_of::<ProcId>())
+    }
+
+    /// Every hazard reached, each with its first occurrence, in order of time.
+    pub fn finish(mut self) -> Vec<Witness> {
+        // Holds still open at the end are judged at the last record.
+        let open: Vec<Hold> = std::mem::take(&mut self.holds).into_values().collect();
+        for h in &open {
+            self.judge_hold_end(h, self.last);
+        }
+        self.found
+    }
 }
 
 /// The hazards a run reached, as a set.
 pub fn reached(history: &History) -> Hazards {
-    let mut set = Hazards::default();
-    for w in witnesses(history) {
-        set.insert(w.hazard);
-    }
-    set
+    Hazards::of(&witnesses(history))
 }
 
 #[cfg(test)]

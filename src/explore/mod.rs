@@ -19,7 +19,6 @@ use rayon::prelude::*;
 
 use crate::check::witness::{Hazard, Hazards};
 use crate::check::{Property, Violation};
-use crate::history::Observation;
 use crate::scenario::Scenario;
 use crate::sim::{Fault, RunEnd, TraceMode, World};
 use crate::time::SimTime;
@@ -71,12 +70,14 @@ impl RunOutcome {
     }
 }
 
-/// Runs one seed and checks it. The world is returned for rendering.
+/// Runs one seed and checks it. The world is returned for rendering, with its history kept
+/// whole.
 pub fn run_world(sc: &Scenario, seed: u64, trace: TraceMode) -> (RunOutcome, World) {
     run_world_with(sc, seed, trace, None)
 }
 
 /// Runs one seed with the model's clients replaced by the user's (`Scenario::build_with`).
+/// The history is kept whole (for rendering) and judged once the run is over.
 pub fn run_world_with(
     sc: &Scenario,
     seed: u64,
@@ -85,48 +86,82 @@ pub fn run_world_with(
 ) -> (RunOutcome, World) {
     let (mut world, faults) = sc.build_with(seed, trace, custom);
     let end = world.run();
-    let violations = sc.check(&world);
-    let acquisitions = world
+    let mut monitor = sc.monitor();
+    monitor.observe_all(&world.history);
+    (outcome(sc, seed, end, faults, &world, monitor), world)
+}
+
+/// Runs one seed without a trace, judging its history as it is produced and keeping none of
+/// it (what sweeps do): memory is what the checkers keep, not the records. The outcome is
+/// the one `run_world` gives (the same monitor, fed the same records; a run whose monitor
+/// fell into doubt is judged again from a kept history — see `check::monitor`).
+pub fn run_seed(sc: &Scenario, seed: u64) -> RunOutcome {
+    run_seed_retiring(sc, seed, crate::check::monitor::RETIRE_FROM_ENTRIES)
+}
+
+/// `run_seed`, retiring tokens from `retire_from` token-keyed entries (tests make it small
+/// to retire often).
+pub(crate) fn run_seed_retiring(sc: &Scenario, seed: u64, retire_from: usize) -> RunOutcome {
+    match stream_seed(sc, seed, retire_from).0 {
+        Some(o) => o,
+        None => run_world(sc, seed, TraceMode::Off).0,
+    }
+}
+
+/// One seed judged as it runs: its outcome (`None` when the monitor fell into doubt), and
+/// the monitor's `retirement_stats`.
+pub(crate) fn stream_seed(
+    sc: &Scenario,
+    seed: u64,
+    retire_from: usize,
+) -> (Option<RunOutcome>, (u64, usize)) {
+    let (mut world, faults) = sc.build_with(seed, TraceMode::Off, None);
+    world
         .history
-        .records
-        .iter()
-        .filter(|r| matches!(r.obs, Observation::Acquired { .. }))
-        .count() as u64;
-    let outcome = RunOutcome {
+        .stream_into(sc.monitor().retiring(retire_from).into_sink());
+    let end = world.run();
+    let sink = world
+        .history
+        .take_sink()
+        .expect("a streamed history keeps its sink");
+    let monitor = crate::check::monitor::Monitor::from_sink(sink);
+    let stats = monitor.retirement_stats();
+    if monitor.in_doubt() {
+        return (None, stats);
+    }
+    (Some(outcome(sc, seed, end, faults, &world, monitor)), stats)
+}
+
+/// The outcome of a finished run, from what its monitor saw.
+fn outcome(
+    sc: &Scenario,
+    seed: u64,
+    end: RunEnd,
+    faults: Vec<Fault>,
+    world: &World,
+    monitor: crate::check::monitor::Monitor,
+) -> RunOutcome {
+    let judged = monitor.finish();
+    let (longest, total) = judged.overlaps_ns;
+    assert!(!judged.doubt, "a monitor in doubt judged a run");
+    let mut outcome = RunOutcome {
         seed,
         end,
         ended_at: world.now(),
-        violations,
+        violations: sc.violations(&judged, world),
         events: world.events_handled(),
-        acquisitions,
+        acquisitions: judged.acquisitions,
         faults,
         trace_digest: world.trace.digest(),
-        longest_overlap_ns: 0,
-        total_overlap_ns: 0,
-        min_margin_ns: None,
-        margin_histogram: [0; 6],
-        witnesses: crate::check::witness::reached(&world.history),
-    };
-    let (longest, total) = crate::check::overlaps_ns(&world.history);
-    let mut outcome = RunOutcome {
         longest_overlap_ns: longest,
         total_overlap_ns: total,
-        ..outcome
+        min_margin_ns: None,
+        margin_histogram: [0; 6],
+        witnesses: judged.hazards,
     };
-    for m in crate::check::margin::safety_margins(&world.history) {
-        outcome.margin_histogram[crate::check::margin::margin_bucket(m.margin_ns)] += 1;
-        outcome.min_margin_ns = Some(
-            outcome
-                .min_margin_ns
-                .map_or(m.margin_ns, |x| x.min(m.margin_ns)),
-        );
-    }
-    (outcome, world)
-}
-
-/// Runs one seed without a trace (what sweeps do).
-pub fn run_seed(sc: &Scenario, seed: u64) -> RunOutcome {
-    run_world(sc, seed, TraceMode::Off).0
+    outcome.margin_histogram = judged.margins.histogram;
+    outcome.min_margin_ns = judged.margins.min_ns;
+    outcome
 }
 
 /// Which seeds of a range this shard runs: `index` of `count`, by seed modulo `count`.
@@ -423,3 +458,6 @@ pub fn hunt(sc: &Scenario, start: u64, max_seeds: u64) -> HuntResult {
         first_violating_seed: None,
     }
 }
+
+#[cfg(test)]
+mod tests;

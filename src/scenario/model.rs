@@ -2,8 +2,9 @@
 
 use serde::Deserialize;
 
+use crate::check::monitor::{Judgement, Monitor};
 use crate::check::witness::Hazard;
-use crate::check::{CheckConfig, Property, Violation, check_all_named};
+use crate::check::{Checks, Property, Violation};
 use crate::client::consensus::{ConsensusService, ConsensusServiceConfig};
 use crate::client::{ClientConfig, Resource};
 use crate::clock::NodeClock;
@@ -966,25 +967,32 @@ impl Scenario {
     }
 
     /// This scenario's properties judged over a run of its world, as every command reports
-    /// them: processes by name, locks by their key ("lock `lock`").
+    /// them: processes by name, locks by their key ("lock `lock`"). The world's history must
+    /// be kept (`run_world`); a streamed run is judged by its monitor (`violations`).
     pub fn check(&self, w: &World) -> Vec<Violation> {
+        let mut checks = Checks::new(&self.properties, self.liveness_bound_ns);
+        w.history.records.iter().for_each(|r| checks.observe(r));
+        self.worded(&checks, w)
+    }
+
+    /// A monitor of this scenario's properties, to feed a run's records to.
+    pub fn monitor(&self) -> Monitor {
+        Monitor::new(&self.properties, self.liveness_bound_ns)
+    }
+
+    /// The violations a monitor found over a run of `w`, worded as `check` words them.
+    pub fn violations(&self, judged: &Judgement, w: &World) -> Vec<Violation> {
+        self.worded(&judged.checks, w)
+    }
+
+    fn worded(&self, checks: &Checks, w: &World) -> Vec<Violation> {
         let names = w.names();
-        let cfg = CheckConfig {
-            liveness_bound_ns: self.liveness_bound_ns,
-            end: w.now(),
-        };
         let keys = self.lock_keys();
         let lock_name = |l: u32| match keys.get(l as usize) {
             Some(k) => format!("lock `{}`", String::from_utf8_lossy(k)),
             None => format!("lock {l}"),
         };
-        check_all_named(
-            &w.history,
-            &self.properties,
-            &cfg,
-            &|p| names[p.index()].clone(),
-            &lock_name,
-        )
+        checks.violations(w.now(), &|p| names[p.index()].clone(), &lock_name)
     }
 
     /// The lock keys of the model's client groups, each once (timelines and reports show
