@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use distlock_sim::check::Property;
+use distlock_sim::check::witness::Hazard;
 use distlock_sim::explore::{Shard, sweep};
 use distlock_sim::scenario::{self, Expect};
 
@@ -611,4 +612,16 @@ fn the_gc_pause_with_replies_in_flight_breaks_redlock_only_without_the_validity_
         "{:?}",
         summary.violated_properties()
     );
+    // Safe for having met the danger, not for missing it: in every seed the five grants
+    // expire while the paused client has not yet read them.
+    for (name, s) in [("as written", &as_written), ("validity checked", &summary)] {
+        let reached = s
+            .witnesses
+            .get(&Hazard::GrantExpiredInFlight)
+            .map_or(0, |(n, _)| *n);
+        assert_eq!(
+            reached, 1_000,
+            "{name}: grant_expired_in_flight in {reached} seeds"
+        );
+    }
 }

@@ -191,9 +191,7 @@ impl Monitor {
                 self.margins.observe(r);
                 self.hazards.observe(r);
             }
-            Observation::Attempt { .. }
-            | Observation::GaveUp { .. }
-            | Observation::Fault { .. }
+            Observation::Fault { .. }
             | Observation::Sentinel { .. }
             | Observation::Replication { .. }
             | Observation::Note(_) => self.hazards.skip(r),

@@ -58,10 +58,17 @@ pub enum Hazard {
     HolderCrashed,
     /// A holder was cut off from a node that kept its key (either direction).
     HolderPartitioned,
+    /// A node granted a client's attempt after the client had given that attempt up (its
+    /// lock command landed late): a lock on the node that no caller knows it holds.
+    GrantedAfterGaveUp,
+    /// A node's grant of a client's attempt expired there before the client settled the
+    /// attempt (its replies in flight, or the client paused): if the client now counts that
+    /// grant, it acquires a lock already gone (Kleppmann's GC pause).
+    GrantExpiredInFlight,
 }
 
 impl Hazard {
-    pub const ALL: [Hazard; 14] = [
+    pub const ALL: [Hazard; 16] = [
         Hazard::PauseOutlivedKey,
         Hazard::KeyExpiredWhileHeld,
         Hazard::StaleTokenRejected,
@@ -76,6 +83,8 @@ impl Hazard {
         Hazard::NodeCrashedWithLock,
         Hazard::HolderCrashed,
         Hazard::HolderPartitioned,
+        Hazard::GrantedAfterGaveUp,
+        Hazard::GrantExpiredInFlight,
     ];
 
     pub fn name(self) -> &'static str {
@@ -94,6 +103,8 @@ impl Hazard {
             Hazard::NodeCrashedWithLock => "node_crashed_with_lock",
             Hazard::HolderCrashed => "holder_crashed",
             Hazard::HolderPartitioned => "holder_partitioned",
+            Hazard::GrantedAfterGaveUp => "granted_after_gave_up",
+            Hazard::GrantExpiredInFlight => "grant_expired_in_flight",
         }
     }
 
@@ -159,6 +170,23 @@ struct Hold {
     extended: bool,
 }
 
+/// A client's latest attempt: its token, and how far it got.
+#[derive(Clone)]
+struct Attempting {
+    token: Bytes,
+    stage: Stage,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Sent, not settled: a grant now is one the client is still waiting for.
+    Open,
+    /// The client gave it up: a grant now is one nobody waits for.
+    GaveUp,
+    /// The client acquired with it (from here on the holds are what count).
+    Acquired,
+}
+
 /// A key as a node keeps it.
 #[derive(Clone)]
 struct Kept {
@@ -186,6 +214,10 @@ pub struct Scan {
     granted: IndexMap<Bytes, ProcId, FxBuildHasher>,
     /// When each node last restarted.
     restarted_at: BTreeMap<ProcId, SimTime>,
+    /// Each client's latest acquisition attempt (one per client: bounded).
+    attempts: BTreeMap<ProcId, Attempting>,
+    /// (node, key) -> the client whose attempt, still open, that node granted there.
+    grants_in_flight: BTreeMap<(ProcId, Bytes), ProcId>,
     /// The time of the last record (holds still open are judged there).
     last: SimTime,
 }
@@ -218,6 +250,45 @@ impl Scan {
         self.judge_hold_end(&h, at);
     }
 
+    /// Node `n` wrote `value` at `key` (by client `by`, if a client's command did): a grant
+    /// of an attempt given up, or one to watch until the attempt settles.
+    fn note_grant(
+        &mut self,
+        at: SimTime,
+        n: ProcId,
+        key: &Bytes,
+        value: &Bytes,
+        by: Option<ProcId>,
+    ) {
+        let place = (n, key.clone());
+        let stage = by.and_then(|c| {
+            self.attempts
+                .get(&c)
+                .filter(|a| a.token == *value)
+                .map(|a| (c, a.stage))
+        });
+        match stage {
+            Some((c, Stage::GaveUp)) => {
+                self.grants_in_flight.remove(&place);
+                self.hit(Hazard::GrantedAfterGaveUp, at, vec![c, n]);
+            }
+            Some((c, Stage::Open)) => {
+                self.grants_in_flight.insert(place, c);
+            }
+            // Anything else written there (a holder's extend, another client's grant, the
+            // master's stream) ends the watch on that key.
+            Some((_, Stage::Acquired)) | None => {
+                if self
+                    .grants_in_flight
+                    .get(&place)
+                    .is_some_and(|c| Some(*c) != by)
+                {
+                    self.grants_in_flight.remove(&place);
+                }
+            }
+        }
+    }
+
     fn judge_hold_end(&mut self, h: &Hold, at: SimTime) {
         if h.until.is_some_and(|u| at > u) {
             self.hit(Hazard::ValidityRanOut, at, vec![h.client]);
@@ -247,7 +318,8 @@ impl Kept {
 }
 
 impl Scan {
-    /// A record no detector reads (an attempt, a give-up, a text): only its time counts.
+    /// A record no detector reads (a fault text, a sentinel or replication note): only its
+    /// time counts.
     #[inline]
     pub fn skip(&mut self, r: &Record) {
         self.last = r.at;
@@ -259,11 +331,30 @@ impl Scan {
         let (at, p) = (r.at, r.proc);
         {
             match &r.obs {
+                Observation::Attempt { token, .. } => {
+                    let attempt = Attempting {
+                        token: token.clone(),
+                        stage: Stage::Open,
+                    };
+                    s.attempts.insert(p, attempt);
+                }
+                Observation::GaveUp { .. } => {
+                    if let Some(a) = s.attempts.get_mut(&p)
+                        && a.stage == Stage::Open
+                    {
+                        a.stage = Stage::GaveUp;
+                    }
+                }
                 Observation::Acquired {
                     token,
                     believed_until,
                     ..
                 } => {
+                    if let Some(a) = s.attempts.get_mut(&p)
+                        && a.token == *token
+                    {
+                        a.stage = Stage::Acquired;
+                    }
                     let hold = Hold {
                         client: p,
                         initial_until: *believed_until,
@@ -297,6 +388,9 @@ impl Scan {
                     s.end_hold(token, at);
                 }
                 Observation::Crashed => {
+                    // A crashed client's attempt has no caller left, and a grant of it is
+                    // a crashed holder's lock (`holder_crashed`), not a late one.
+                    s.attempts.remove(&p);
                     let held: Vec<Bytes> = s
                         .holds
                         .iter()
@@ -355,6 +449,7 @@ impl Scan {
                     if let Some(c) = by {
                         slot(&mut s.granted, value, || *c);
                     }
+                    s.note_grant(at, p, key, value, *by);
                     let kept = Kept {
                         value: value.clone(),
                         has_expiry: expire_at_ms.is_some(),
@@ -372,6 +467,14 @@ impl Scan {
                 } => {
                     if let Some(ks) = s.nodes.get_mut(&p) {
                         ks.swap_remove(key);
+                    }
+                    if let Some(c) = s.grants_in_flight.remove(&(p, key.clone()))
+                        && *how == Removal::Expired
+                        && s.attempts
+                            .get(&c)
+                            .is_some_and(|a| a.stage == Stage::Open && a.token == *value)
+                    {
+                        s.hit(Hazard::GrantExpiredInFlight, at, vec![c, p]);
                     }
                     let holder = s.holder_of(value);
                     // The holder's own unlock, or a replica applying its master's DEL (no client
@@ -481,11 +584,14 @@ impl Scan {
 
     /// Tokens still in play: held, or kept on some node.
     pub fn live_tokens(&self) -> impl Iterator<Item = &Bytes> {
-        self.holds.keys().chain(
-            self.nodes
-                .values()
-                .flat_map(|ks| ks.values().map(|k| &k.value)),
-        )
+        self.holds
+            .keys()
+            .chain(
+                self.nodes
+                    .values()
+                    .flat_map(|ks| ks.values().map(|k| &k.value)),
+            )
+            .chain(self.attempts.values().map(|a| &a.token))
     }
 
     /// Token-keyed entries kept (what grows with a run).

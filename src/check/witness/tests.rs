@@ -506,3 +506,107 @@ fn witnesses_give_the_first_occurrence_once_in_time_order() {
         ]
     );
 }
+
+fn attempt(t: &str) -> Observation {
+    Observation::Attempt {
+        lock: 0,
+        token: tok(t),
+    }
+}
+fn gave_up() -> Observation {
+    Observation::GaveUp { lock: 0 }
+}
+
+#[test]
+fn a_grant_landing_after_its_attempt_was_given_up_is_granted_after_gave_up() {
+    let r = reached_by(vec![
+        (0, C1, attempt("a")),
+        (3, C1, gave_up()),
+        (4, N1, granted("a", C1)),
+    ]);
+    assert!(r.contains(Hazard::GrantedAfterGaveUp), "{r:?}");
+}
+
+#[test]
+fn a_grant_before_the_give_up_or_of_a_new_attempt_is_not_granted_after_gave_up() {
+    // Granted while the client still waited, then given up (a Redlock minority): the
+    // client knows of it and unlocks it.
+    let r = reached_by(vec![
+        (0, C1, attempt("a")),
+        (1, N1, granted("a", C1)),
+        (3, C1, gave_up()),
+    ]);
+    assert!(!r.contains(Hazard::GrantedAfterGaveUp), "{r:?}");
+    // Given up, then a new attempt whose own grant lands: an ordinary grant.
+    let r = reached_by(vec![
+        (0, C1, attempt("a")),
+        (3, C1, gave_up()),
+        (5, C1, attempt("b")),
+        (6, N1, granted("b", C1)),
+    ]);
+    assert!(!r.contains(Hazard::GrantedAfterGaveUp), "{r:?}");
+    // Another client's token written after c1 gave up is not c1's late grant.
+    let r = reached_by(vec![
+        (0, C1, attempt("a")),
+        (3, C1, gave_up()),
+        (4, N1, granted("b", C2)),
+    ]);
+    assert!(!r.contains(Hazard::GrantedAfterGaveUp), "{r:?}");
+}
+
+#[test]
+fn a_grant_expiring_before_its_attempt_settles_is_grant_expired_in_flight() {
+    let r = reached_by(vec![
+        (0, C1, attempt("a")),
+        (1, N1, granted("a", C1)),
+        (2, C1, Observation::Paused),
+        (10_001, N1, removed("a", Removal::Expired, None)),
+        (15_000, C1, Observation::Resumed),
+    ]);
+    assert!(r.contains(Hazard::GrantExpiredInFlight), "{r:?}");
+}
+
+#[test]
+fn a_grant_that_expires_after_the_acquisition_or_leaves_otherwise_is_not_grant_expired_in_flight() {
+    // Acquired first: the expiry is a held key's (`key_expired_while_held`), not this.
+    let r = reached_by(vec![
+        (0, C1, attempt("a")),
+        (1, N1, granted("a", C1)),
+        (2, C1, acquired("a", Some(9_000))),
+        (10_001, N1, removed("a", Removal::Expired, None)),
+    ]);
+    assert!(!r.contains(Hazard::GrantExpiredInFlight), "{r:?}");
+    assert!(r.contains(Hazard::KeyExpiredWhileHeld), "{r:?}");
+    // Deleted by the client's own unlock of a failed attempt, not expired.
+    let r = reached_by(vec![
+        (0, C1, attempt("a")),
+        (1, N1, granted("a", C1)),
+        (2, N1, removed("a", Removal::Del, Some(C1))),
+    ]);
+    assert!(!r.contains(Hazard::GrantExpiredInFlight), "{r:?}");
+    // Overwritten by another client's grant before it could expire.
+    let r = reached_by(vec![
+        (0, C1, attempt("a")),
+        (1, N1, granted("a", C1)),
+        (
+            2,
+            N1,
+            Observation::KeyWritten {
+                key: tok("lock"),
+                value: tok("b"),
+                expire_at_ms: Some(10_000),
+                by: Some(p(C2)),
+            },
+        ),
+        (10_001, N1, removed("b", Removal::Expired, None)),
+    ]);
+    assert!(!r.contains(Hazard::GrantExpiredInFlight), "{r:?}");
+    // The attempt's client crashed: its grant is nobody's attempt any more.
+    let r = reached_by(vec![
+        (0, C1, attempt("a")),
+        (1, N1, granted("a", C1)),
+        (2, C1, Observation::Crashed),
+        (10_001, N1, removed("a", Removal::Expired, None)),
+    ]);
+    assert!(!r.contains(Hazard::GrantExpiredInFlight), "{r:?}");
+}
