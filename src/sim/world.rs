@@ -4,7 +4,7 @@
 use crate::clock::NodeClock;
 use crate::history::{Fact, History, Observation};
 use crate::net::{DropReason, LinkSpec, Network};
-use crate::process::{Cx, OutputSink, Process};
+use crate::process::{ClockNotice, Cx, OutputSink, Process};
 use crate::proto::Msg;
 use crate::rng::{Prng, Seed};
 use crate::sim::actor::Actor;
@@ -235,6 +235,8 @@ pub struct World {
     /// Decision points met so far, when asked for (`log_decisions`; `explore` places its
     /// faults at them); `None` costs one branch per observation and send.
     decisions: Option<Vec<Decision>>,
+    /// Clock notices raised while a process reacted, delivered when its event ends.
+    notices: Vec<(ProcId, ClockNotice)>,
 }
 
 /// A process to add to a world.
@@ -306,6 +308,7 @@ impl World {
             started: false,
             start_at,
             decisions: None,
+            notices: Vec::new(),
         }
     }
 
@@ -543,6 +546,7 @@ impl World {
             self.trace_entry(p, TraceKind::Start);
             dispatch!(self, p, |actor, cx| actor.on_start(cx));
         }
+        self.deliver_notices();
     }
 
     fn trace_entry(&mut self, proc: ProcId, kind: TraceKind) {
@@ -609,6 +613,9 @@ impl World {
         self.handle(idx);
         if std::mem::take(&mut self.top_spent) {
             self.queue.pop();
+        }
+        if !self.notices.is_empty() {
+            self.deliver_notices();
         }
         None
     }
@@ -734,6 +741,45 @@ impl World {
                 tag,
             },
         );
+    }
+
+    /// Arms a timer of `p` at true time `at` (a process that computed where its own chain of
+    /// timers would land, see `OutputSink::set_timer_at`).
+    fn set_timer_at(&mut self, p: ProcId, at: SimTime, tag: u64) {
+        assert!(at >= self.now, "a timer armed in the past");
+        let incarnation = self.slots[p.index()].incarnation;
+        self.push(
+            at,
+            Event::Timer {
+                proc: p,
+                incarnation,
+                tag,
+            },
+        );
+    }
+
+    /// Tells a process that is not down of a change to its clock or run state. Not an
+    /// event: nothing is traced or counted.
+    /// A fault opened while a process reacts (a trigger's) finds the actors lent out: the
+    /// notice waits for the end of the event, at the same true time.
+    fn notify_clock(&mut self, p: ProcId, notice: ClockNotice) {
+        if self.slots[p.index()].state == RunState::Down {
+            return;
+        }
+        if self.procs.len() != self.slots.len() {
+            self.notices.push((p, notice));
+            return;
+        }
+        dispatch!(self, p, |actor, cx| actor.on_clock_notice(cx, notice));
+    }
+
+    /// Delivers the notices that waited for the end of an event (a process that crashed
+    /// since still hears of its crash: it was up when it happened).
+    fn deliver_notices(&mut self) {
+        while !self.notices.is_empty() {
+            let (p, notice) = self.notices.remove(0);
+            dispatch!(self, p, |actor, cx| actor.on_clock_notice(cx, notice));
+        }
     }
 
     /// Consults the `PauseBeforeSend` triggers for a message `p` is about to send; if one
@@ -890,6 +936,7 @@ impl World {
                     if slot.state == RunState::Up {
                         slot.state = RunState::Paused;
                         self.history.push(now, *p, Observation::Paused);
+                        self.notify_clock(*p, ClockNotice::Paused);
                     }
                 }
             }
@@ -899,6 +946,7 @@ impl World {
                 host_up,
             } => {
                 let mut reset = false;
+                self.notify_clock(*proc, ClockNotice::Crashing);
                 let slot = &mut self.slots[proc.index()];
                 if slot.state != RunState::Down {
                     slot.state = RunState::Down;
@@ -925,6 +973,7 @@ impl World {
                     delta_ms: *delta_ms,
                 };
                 self.history.push(now, *proc, Observation::Fact(fact));
+                self.notify_clock(*proc, ClockNotice::Stepped);
             }
             FaultKind::Drift { proc, drift_ppm } => {
                 let slot = &mut self.slots[proc.index()];
@@ -1166,6 +1215,7 @@ impl World {
             slot.clock.set_drift(now, ppm);
             let fact = Fact::DriftChanged { drift_ppm: ppm };
             self.history.push(now, p, Observation::Fact(fact));
+            self.notify_clock(p, ClockNotice::RateChanged);
         }
     }
 }
@@ -1207,6 +1257,12 @@ impl OutputSink for Router<'_> {
     fn observe(&mut self, obs: Observation) {
         self.world.observe(self.from, obs);
     }
+    fn true_clock(&self) -> Option<(SimTime, &NodeClock)> {
+        Some((self.world.now, &self.world.slots[self.from.index()].clock))
+    }
+    fn set_timer_at(&mut self, at: SimTime, tag: u64) {
+        self.world.set_timer_at(self.from, at, tag);
+    }
 }
 
 impl Process for Box<dyn Process> {
@@ -1221,6 +1277,9 @@ impl Process for Box<dyn Process> {
     }
     fn on_restart(&mut self, keep_data: bool) {
         (**self).on_restart(keep_data)
+    }
+    fn on_clock_notice(&mut self, cx: &mut Cx<'_>, notice: ClockNotice) {
+        (**self).on_clock_notice(cx, notice)
     }
     fn clone_box(&self) -> Option<Box<dyn Process>> {
         (**self).clone_box()

@@ -1,0 +1,262 @@
+//! Where the server cron ticks, and which of its ticks are events.
+//!
+//! A real server's cron runs every 100 ms of its monotonic clock. In the loop each tick arms
+//! the next one from its own firing time, converted to true time at the drift rate in force
+//! then (`NodeClock::true_ns_for_local`): that chain of true times is the node's *grid*, and
+//! every active expiry happens on it. A tick can change what anyone observes only when a key
+//! is due, or when the node has replicas, blocked WAIT clients or keys outside db 0. Every
+//! other tick only moves state nobody sees until the next event at the node (table sizes,
+//! the replication ack clock, the disk): `CronMode::WhenDue` arms a timer only for grid
+//! points where a key is due (or every point while the node needs them all) and runs the
+//! skipped points, in order and at their own clock readings, when the node next handles
+//! anything. So removal times, their records and every later tick are those of a server
+//! that ticked throughout.
+//!
+//! What the node could not otherwise foresee, the loop tells it (`ClockNotice`): a wall-clock
+//! step can make a key due at an earlier point, a drift change moves every point after the
+//! next one, a pause parks the next point's tick until the resume (where the grid restarts),
+//! and a crash ends the grid (the skipped points before it still count for what a restart
+//! keeps).
+
+use crate::clock::NodeClock;
+use crate::process::{ClockNotice, Cx};
+use crate::redis::node::{CRON_PERIOD_NS, RedisProcess, TIMER_CRON};
+use crate::time::SimTime;
+
+/// Which grid points of the cron are events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CronMode {
+    /// Every point: the reference the sleeping cron is compared with.
+    EveryTick,
+    /// Only the points where a tick can change what is observed.
+    WhenDue,
+}
+
+/// The cron's grid as far as the node has walked it.
+#[derive(Clone, Debug)]
+pub struct CronGrid {
+    pub mode: CronMode,
+    /// The loop offers true time and the clock (a process driven by hand gets every tick).
+    // Invariant: false unless mode == WhenDue.
+    sleeping: bool,
+    /// The last grid point run, as a tick or caught up; `None` until the first tick.
+    cursor: Option<SimTime>,
+    /// Timers armed at grid points after `cursor`. A timer that fires at a time not here is
+    /// one the grid moved away from: ignored.
+    // Invariant: sorted, unique.
+    pending: Vec<SimTime>,
+}
+
+impl Default for CronGrid {
+    fn default() -> Self {
+        CronGrid {
+            mode: CronMode::WhenDue,
+            sleeping: false,
+            cursor: None,
+            pending: Vec::new(),
+        }
+    }
+}
+
+/// The grid point after `t`: where the timer armed by a tick at `t` fires.
+fn next_point(clock: &NodeClock, t: SimTime) -> SimTime {
+    t.plus_ns(clock.true_ns_for_local(t, CRON_PERIOD_NS))
+}
+
+/// Points this far out are never reached (a TTL of years): no timer is armed for them.
+const FAR_NS: u64 = 1 << 62;
+
+/// The first grid point from `next` on (a point, with the clock as it is known now) whose
+/// wall reading is past `deadline_ms` (`now > t`, the expiry rule), if any.
+fn first_due_point(clock: &NodeClock, next: SimTime, deadline_ms: i64) -> Option<SimTime> {
+    if clock.wall_ms(next) > deadline_ms {
+        return Some(next);
+    }
+    // From `next` on every point converts at the rate in force now (rate changes are told,
+    // and re-plan): the points are `next + k·step`, and the wall reading grows with k.
+    let step = clock.true_ns_for_local(next, CRON_PERIOD_NS);
+    let at = |k: u64| -> Option<SimTime> {
+        let t = next.0.checked_add(k.checked_mul(step)?)?;
+        (t < FAR_NS).then_some(SimTime(t))
+    };
+    let (mut lo, mut hi) = (0u64, 1u64);
+    loop {
+        let t = at(hi)?;
+        if clock.wall_ms(t) > deadline_ms {
+            break;
+        }
+        lo = hi;
+        hi *= 2;
+    }
+    // Invariant: point lo is not due, point hi is.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if clock.wall_ms(at(mid)?) > deadline_ms {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    at(hi)
+}
+
+impl RedisProcess {
+    /// Which cron ticks are events (before the run starts; `WhenDue` by default).
+    pub fn set_cron_mode(&mut self, mode: CronMode) {
+        self.grid.mode = mode;
+    }
+
+    /// Arms the first tick of a start, `first_ns` of monotonic time from now.
+    pub(super) fn start_cron(&mut self, cx: &mut Cx<'_>, first_ns: u64) {
+        let g = &mut self.grid;
+        g.cursor = None;
+        g.pending.clear();
+        let at = match cx.true_clock() {
+            Some((now, clock)) if g.mode == CronMode::WhenDue => {
+                now.plus_ns(clock.true_ns_for_local(now, first_ns))
+            }
+            _ => {
+                g.sleeping = false;
+                cx.set_timer(first_ns, TIMER_CRON);
+                return;
+            }
+        };
+        g.sleeping = true;
+        g.pending.push(at);
+        cx.set_timer_at(at, TIMER_CRON);
+    }
+
+    /// A cron timer fired: runs the tick and arms what comes next.
+    pub(super) fn cron_timer(&mut self, cx: &mut Cx<'_>) {
+        if !self.grid.sleeping {
+            self.run_tick(cx);
+            cx.set_timer(CRON_PERIOD_NS, TIMER_CRON);
+            return;
+        }
+        let now = cx.true_clock().expect("a sleeping cron has a clock").0;
+        let parked = match self.grid.pending.first() {
+            Some(&p) if p == now => false,
+            // Parked through a pause: the tick runs at the resume, and the grid restarts
+            // from here, so the later timers are off it.
+            Some(&p) if p < now => true,
+            _ => return,
+        };
+        self.catch_up(cx, now, false);
+        if parked {
+            self.grid.pending.clear();
+        } else {
+            self.grid.pending.remove(0);
+        }
+        self.run_tick(cx);
+        self.grid.cursor = Some(now);
+        self.plan_cron(cx);
+    }
+
+    fn run_tick(&mut self, cx: &mut Cx<'_>) {
+        for (to, id, reply) in self.node.cron(cx.wall_ms, cx.mono_ns) {
+            cx.send(to, crate::proto::Msg::Reply { id, reply });
+        }
+        self.flush(cx);
+    }
+
+    /// Before the node handles a message at true time now: the skipped points up to now
+    /// (one at now ran before it: its timer would have been armed ~100 ms earlier than any
+    /// message sent to arrive now).
+    pub(super) fn cron_before_event(&mut self, cx: &mut Cx<'_>) {
+        if self.grid.sleeping {
+            let now = cx.true_clock().expect("a sleeping cron has a clock").0;
+            self.catch_up(cx, now, true);
+        }
+    }
+
+    /// After the node handled a message: the next tick that can matter is armed.
+    pub(super) fn cron_after_event(&mut self, cx: &mut Cx<'_>) {
+        if self.grid.sleeping {
+            self.plan_cron(cx);
+        }
+    }
+
+    pub(super) fn cron_notice(&mut self, cx: &mut Cx<'_>, notice: ClockNotice) {
+        if !self.grid.sleeping {
+            return;
+        }
+        let now = cx.true_clock().expect("a sleeping cron has a clock").0;
+        // A fault's event was queued before any tick at its instant: points before it only.
+        self.catch_up(cx, now, false);
+        let Some(cursor) = self.grid.cursor else {
+            // The first tick is armed and nothing before it moves.
+            return;
+        };
+        let next = {
+            let clock = cx.true_clock().expect("clock").1;
+            next_point(clock, cursor)
+        };
+        match notice {
+            // Its timers die with it; the points before the crash have run (a restart keeps
+            // what they saved to disk).
+            ClockNotice::Crashing => return,
+            ClockNotice::Stepped => {}
+            // The next point was armed at the old rate; the ones after it move.
+            ClockNotice::RateChanged => self.grid.pending.retain(|&p| p <= next),
+            // The next point's tick parks until the resume, where the grid restarts: it
+            // must be a timer.
+            ClockNotice::Paused => {
+                if self.grid.pending.first() != Some(&next) {
+                    self.grid.pending.insert(0, next);
+                    cx.set_timer_at(next, TIMER_CRON);
+                }
+                return;
+            }
+        }
+        self.plan_cron(cx);
+    }
+
+    /// Runs the skipped grid points up to `until` (inclusive or not), stopping at the next
+    /// armed one.
+    fn catch_up(&mut self, cx: &Cx<'_>, until: SimTime, inclusive: bool) {
+        let Some(mut c) = self.grid.cursor else {
+            return;
+        };
+        let clock = cx.true_clock().expect("a sleeping cron has a clock").1;
+        let bound = self.grid.pending.first().copied();
+        loop {
+            let t = next_point(clock, c);
+            if bound.is_some_and(|b| t >= b) || t > until || (t == until && !inclusive) {
+                break;
+            }
+            self.node.skipped_cron(clock.wall_ms(t), clock.mono_ns(t));
+            c = t;
+        }
+        self.grid.cursor = Some(c);
+    }
+
+    /// Arms the first grid point after the cursor where a tick can change what is observed,
+    /// unless a timer at or before it is armed already.
+    fn plan_cron(&mut self, cx: &mut Cx<'_>) {
+        let Some(cursor) = self.grid.cursor else {
+            return;
+        };
+        let want = {
+            let clock = cx.true_clock().expect("a sleeping cron has a clock").1;
+            let next = next_point(clock, cursor);
+            if self.node.cron_must_tick() {
+                Some(next)
+            } else {
+                match self.node.earliest_expiry_ms() {
+                    None => None,
+                    Some(t) => match self.grid.pending.first() {
+                        // An armed point that is not due comes before the due one.
+                        Some(&p) if clock.wall_ms(p) <= t => None,
+                        _ => first_due_point(clock, next, t),
+                    },
+                }
+            }
+        };
+        if let Some(w) = want
+            && self.grid.pending.first().is_none_or(|&p| p > w)
+        {
+            self.grid.pending.insert(0, w);
+            cx.set_timer_at(w, TIMER_CRON);
+        }
+    }
+}
