@@ -591,6 +591,13 @@ impl World {
     /// Handles one event; `Some` when the run is over.
     pub fn step(&mut self) -> Option<RunEnd> {
         let Some(entry) = self.queue.peek().map(QueueEntry) else {
+            // A sleeping cron (redis/node/cron.rs) queues no tick while nothing is due, but
+            // its node still ticks: a run with a node up goes on to its duration, as it did
+            // when every tick was an event.
+            if self.cron_keeps_running() {
+                self.now = self.now.max(self.limits.max_time);
+                return Some(RunEnd::TimeLimit);
+            }
             return Some(RunEnd::Quiescent);
         };
         let (at, idx) = (entry.time(), entry.idx());
@@ -618,6 +625,15 @@ impl World {
             self.deliver_notices();
         }
         None
+    }
+
+    /// A Redis node is up or paused: its cron's grid goes on, whether or not a tick of it is
+    /// queued.
+    fn cron_keeps_running(&self) -> bool {
+        self.slots
+            .iter()
+            .zip(&self.procs)
+            .any(|(s, p)| s.state != RunState::Down && p.actor.as_redis().is_some())
     }
 
     /// Handles the event in slab slot `idx`, freeing the slot.
