@@ -5,9 +5,9 @@
 //! clock readings and its own RNG stream, and collects what it wants done (send, arm a timer,
 //! report an observation). That is what makes every run a pure function of model and seed.
 
+use crate::clock::NodeClock;
 use crate::history::Observation;
 use crate::proto::Msg;
-use crate::clock::NodeClock;
 use crate::rng::Prng;
 use crate::time::{ProcId, SimTime};
 

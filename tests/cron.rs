@@ -7,13 +7,17 @@ use std::path::Path;
 
 use distlock_sim::clock::NodeClock;
 use distlock_sim::net::LinkSpec;
+use distlock_sim::process::{Cx, Process};
+use distlock_sim::proto::command::SetExpiry;
+use distlock_sim::proto::{Bytes, Command, Msg};
 use distlock_sim::redis::node::cron::CronMode;
+use distlock_sim::redis::node::{Fsync, Persistence};
 use distlock_sim::redis::{RedisConfig, RedisProcess};
 use distlock_sim::rng::{Ratio, Seed};
 use distlock_sim::scenario::{self, Scenario};
 use distlock_sim::sim::trace::TraceKind;
-use distlock_sim::sim::{Actor, Limits, ProcSpec, TraceMode, World};
-use distlock_sim::time::{ProcId, SimTime};
+use distlock_sim::sim::{Actor, Fault, FaultKind, Limits, ProcSpec, TraceMode, World};
+use distlock_sim::time::{NS_PER_MS, ProcId, SimTime};
 
 /// The cron's timer tag (node.rs `TIMER_CRON`).
 const CRON_TAG: u64 = 1;
@@ -46,7 +50,13 @@ fn transcript(w: &World) -> String {
         let cron = matches!(e.kind, TraceKind::Timer { tag: CRON_TAG })
             && w.actor(e.proc).as_redis().is_some();
         if !cron {
-            text.push_str(&format!("{} {} {} {:?}\n", e.at, names[e.proc.index()], e.wall_ms, e.kind));
+            text.push_str(&format!(
+                "{} {} {} {:?}\n",
+                e.at,
+                names[e.proc.index()],
+                e.wall_ms,
+                e.kind
+            ));
         }
     }
     text.push_str(&format!("end {}\n", w.now()));
@@ -58,7 +68,8 @@ fn cron_ticks(w: &World) -> usize {
         .entries
         .iter()
         .filter(|e| {
-            matches!(e.kind, TraceKind::Timer { tag: CRON_TAG }) && w.actor(e.proc).as_redis().is_some()
+            matches!(e.kind, TraceKind::Timer { tag: CRON_TAG })
+                && w.actor(e.proc).as_redis().is_some()
         })
         .count()
 }
@@ -192,7 +203,8 @@ fn a_node_with_no_volatile_key_arms_no_cron() {
         let procs = vec![ProcSpec {
             name: "redis".into(),
             actor: Actor::Redis(Box::new(
-                RedisProcess::new(RedisConfig::default()).with_cron_phase(Seed(1).stream("cron-phase", 0)),
+                RedisProcess::new(RedisConfig::default())
+                    .with_cron_phase(Seed(1).stream("cron-phase", 0)),
             )),
             clock: NodeClock::new(1_700_000_000_000, 0, 0),
             start_at: SimTime::ZERO,
@@ -202,7 +214,10 @@ fn a_node_with_no_volatile_key_arms_no_cron() {
             max_events: 100_000,
         };
         let link = LinkSpec::new(0, 0, Ratio::new(0, 1).unwrap());
-        let mut w = with_mode(World::new(Seed(0), limits, link, procs, TraceMode::Full), mode);
+        let mut w = with_mode(
+            World::new(Seed(0), limits, link, procs, TraceMode::Full),
+            mode,
+        );
         w.run();
         w
     };
@@ -226,4 +241,144 @@ fn a_world_with_sleeping_crons_cloned_mid_run_continues_as_the_original() {
         assert_eq!(transcript(&w), transcript(&copy));
         assert_eq!(w.events_handled(), copy.events_handled());
     }
+}
+
+/// Writes batches of keys to node 0: up to 1,010 at once with one deadline (the fill stop
+/// leaves stragglers), keys without a deadline (the keys table), deletions of earlier
+/// batches; at random moments, so that writes fall between and on the cron's ticks.
+#[derive(Clone)]
+struct Batches {
+    next_id: u64,
+    batch: u64,
+}
+
+impl Batches {
+    fn send(&mut self, cx: &mut Cx<'_>, cmd: Command) {
+        self.next_id += 1;
+        cx.send(
+            ProcId(0),
+            Msg::Request {
+                id: self.next_id,
+                cmd,
+            },
+        );
+    }
+}
+
+impl Process for Batches {
+    fn on_start(&mut self, cx: &mut Cx<'_>) {
+        let first = cx.rng.below(50 * NS_PER_MS);
+        cx.set_timer(first, 0);
+    }
+    fn on_message(&mut self, _cx: &mut Cx<'_>, _from: ProcId, _msg: Msg) {}
+    fn on_timer(&mut self, cx: &mut Cx<'_>, _tag: u64) {
+        self.batch += 1;
+        let b = self.batch;
+        let n = match cx.rng.below(10) {
+            0 => 1010,
+            1..=3 => 30,
+            _ => 1,
+        };
+        let ttl_ms = 50 + cx.rng.below(400);
+        for i in 0..n {
+            let expiry = (cx.rng.below(100) != 0).then_some(SetExpiry::Px(ttl_ms as i64));
+            let cmd = Command::Set {
+                key: Bytes::from(format!("b{b}-{i}").as_str()),
+                value: Bytes::from("v"),
+                cond: None,
+                get: false,
+                expiry,
+            };
+            self.send(cx, cmd);
+        }
+        if b > 2 && cx.rng.below(3) == 0 {
+            let old = b - 1 - cx.rng.below(2);
+            let keys = (0..30)
+                .map(|i| Bytes::from(format!("b{old}-{i}").as_str()))
+                .collect();
+            self.send(cx, Command::Del(keys));
+        }
+        let next = 20 * NS_PER_MS + cx.rng.below(500 * NS_PER_MS);
+        cx.set_timer(next, 0);
+    }
+    fn on_restart(&mut self, _keep_data: bool) {}
+    fn clone_box(&self) -> Option<Box<dyn Process>> {
+        Some(Box::new(self.clone()))
+    }
+}
+
+fn batch_world(seed: u64, mode: CronMode) -> World {
+    let redis = RedisProcess::new(RedisConfig {
+        persistence: Persistence::Aof(Fsync::EverySec),
+        ..RedisConfig::default()
+    })
+    .with_cron_phase(Seed(seed).stream("cron-phase", 0));
+    let procs = vec![
+        ProcSpec {
+            name: "redis".into(),
+            actor: Actor::Redis(Box::new(redis)),
+            clock: NodeClock::new(1_700_000_000_000, 0, 3_001),
+            start_at: SimTime::ZERO,
+        },
+        ProcSpec {
+            name: "batches".into(),
+            actor: Actor::Custom(Box::new(Batches {
+                next_id: 0,
+                batch: 0,
+            })),
+            clock: NodeClock::perfect(1_700_000_000_000),
+            start_at: SimTime::ZERO,
+        },
+    ];
+    let limits = Limits {
+        max_time: SimTime::from_ms(20_000),
+        max_events: 10_000_000,
+    };
+    let link = LinkSpec::new(100_000, 2 * NS_PER_MS, Ratio::new(0, 1).unwrap());
+    let mut w = with_mode(
+        World::new(Seed(seed), limits, link, procs, TraceMode::Full),
+        mode,
+    );
+    // Faults on the node at times drawn per seed: every kind that moves or parks its grid.
+    let mut rng = Seed(seed).stream("cron-test-faults", 0);
+    let node = ProcId(0);
+    for _ in 0..12 {
+        let at = SimTime(rng.below(19_000 * NS_PER_MS));
+        let kind = match rng.below(4) {
+            0 => FaultKind::ClockStep {
+                proc: node,
+                delta_ms: rng.below(4_000) as i64 - 2_000,
+            },
+            1 => FaultKind::Drift {
+                proc: node,
+                drift_ppm: rng.below(600_000) as i64 - 300_000,
+            },
+            2 => FaultKind::Pause(node),
+            _ => FaultKind::Crash {
+                proc: node,
+                keep_data: rng.below(2) == 0,
+                host_up: true,
+            },
+        };
+        let duration = match kind {
+            FaultKind::ClockStep { .. } => None,
+            _ => Some(NS_PER_MS + rng.below(700 * NS_PER_MS)),
+        };
+        w.schedule(Fault::new(at, duration, kind));
+    }
+    w.run();
+    w
+}
+
+#[test]
+fn batches_expire_with_the_same_stragglers_with_and_without_sleeping_crons() {
+    let (mut every, mut due) = (0, 0);
+    for seed in 0..12 {
+        let a = batch_world(seed, CronMode::EveryTick);
+        let b = batch_world(seed, CronMode::WhenDue);
+        assert_eq!(transcript(&a), transcript(&b), "seed {seed}");
+        every += cron_ticks(&a);
+        due += cron_ticks(&b);
+    }
+    assert!(due < every, "{due} of {every}");
 }

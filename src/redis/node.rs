@@ -1303,7 +1303,10 @@ impl RedisNode {
         if !self.active_expire || self.is_replica() {
             return None;
         }
-        self.keyspace.iter().filter_map(|(_, e)| e.expire_at_ms).min()
+        self.keyspace
+            .iter()
+            .filter_map(|(_, e)| e.expire_at_ms)
+            .min()
     }
 
     /// WAIT clients whose replicas have now acked enough (called on every ack).
