@@ -41,6 +41,18 @@ pub struct CronGrid {
     sleeping: bool,
     /// The last grid point run, as a tick or caught up; `None` until the first tick.
     cursor: Option<SimTime>,
+    /// The grid point after `cursor` (`SimTime::MAX` without one).
+    next: SimTime,
+    /// The true time between the points from `next` on (at the rate in force at `next`).
+    step_ns: u64,
+    /// The monotonic reading at `next` (`u64::MAX` without one): an
+    /// event whose reading is below it has no skipped point to run, which the node sees
+    /// without a look at the clock (readings never decrease as true time grows).
+    next_mono_ns: u64,
+    /// The earliest deadline for which the first armed timer is known to come no later
+    /// than the first point where it is due (then so for every later deadline), with the
+    /// clock as it is now: `plan_cron` has nothing to do for those.
+    covered_ms: Option<i64>,
     /// Timers armed at grid points after `cursor`. A timer that fires at a time not here is
     /// one the grid moved away from: ignored.
     // Invariant: sorted, unique.
@@ -53,6 +65,10 @@ impl Default for CronGrid {
             mode: CronMode::WhenDue,
             sleeping: false,
             cursor: None,
+            next: SimTime::MAX,
+            step_ns: CRON_PERIOD_NS,
+            next_mono_ns: u64::MAX,
+            covered_ms: None,
             pending: Vec::new(),
         }
     }
@@ -110,6 +126,9 @@ impl RedisProcess {
     pub(super) fn start_cron(&mut self, cx: &mut Cx<'_>, first_ns: u64) {
         let g = &mut self.grid;
         g.cursor = None;
+        g.next = SimTime::MAX;
+        g.next_mono_ns = u64::MAX;
+        g.covered_ms = None;
         g.pending.clear();
         let at = match cx.true_clock() {
             Some((now, clock)) if g.mode == CronMode::WhenDue => {
@@ -147,8 +166,9 @@ impl RedisProcess {
         } else {
             self.grid.pending.remove(0);
         }
+        self.grid.covered_ms = None;
         self.run_tick(cx);
-        self.grid.cursor = Some(now);
+        self.set_cursor(cx, now);
         self.plan_cron(cx);
     }
 
@@ -162,16 +182,20 @@ impl RedisProcess {
     /// Before the node handles a message at true time now: the skipped points up to now
     /// (one at now ran before it: its timer would have been armed ~100 ms earlier than any
     /// message sent to arrive now).
+    #[inline]
     pub(super) fn cron_before_event(&mut self, cx: &mut Cx<'_>) {
-        if self.grid.sleeping {
+        if self.grid.sleeping && cx.mono_ns >= self.grid.next_mono_ns {
             let now = cx.true_clock().expect("a sleeping cron has a clock").0;
             self.catch_up(cx, now, true);
         }
     }
 
     /// After the node handled a message: the next tick that can matter is armed.
+    #[inline]
     pub(super) fn cron_after_event(&mut self, cx: &mut Cx<'_>) {
-        if self.grid.sleeping {
+        // With the very next point armed nothing can come earlier (a node with a key due at
+        // every tick, W1's, stops here).
+        if self.grid.sleeping && self.grid.pending.first() != Some(&self.grid.next) {
             self.plan_cron(cx);
         }
     }
@@ -183,14 +207,15 @@ impl RedisProcess {
         let now = cx.true_clock().expect("a sleeping cron has a clock").0;
         // A fault's event was queued before any tick at its instant: points before it only.
         self.catch_up(cx, now, false);
+        // What was proven about the armed timers held for the clock before the change.
+        self.grid.covered_ms = None;
         let Some(cursor) = self.grid.cursor else {
             // The first tick is armed and nothing before it moves.
             return;
         };
-        let next = {
-            let clock = cx.true_clock().expect("clock").1;
-            next_point(clock, cursor)
-        };
+        // The points after the next one convert at the rate in force now.
+        self.set_cursor(cx, cursor);
+        let next = self.grid.next;
         match notice {
             // Its timers die with it; the points before the crash have run (a restart keeps
             // what they saved to disk).
@@ -214,42 +239,77 @@ impl RedisProcess {
     /// Runs the skipped grid points up to `until` (inclusive or not), stopping at the next
     /// armed one.
     fn catch_up(&mut self, cx: &Cx<'_>, until: SimTime, inclusive: bool) {
-        let Some(mut c) = self.grid.cursor else {
+        if self.grid.cursor.is_none() {
             return;
-        };
-        let clock = cx.true_clock().expect("a sleeping cron has a clock").1;
+        }
         let bound = self.grid.pending.first().copied();
+        let stop =
+            |t: SimTime| bound.is_some_and(|b| t >= b) || t > until || (t == until && !inclusive);
+        let mut t = self.grid.next;
+        if stop(t) {
+            return;
+        }
+        let clock = cx.true_clock().expect("a sleeping cron has a clock").1;
+        let mut light = self
+            .node
+            .cron_is_light()
+            .then(|| self.node.light_tick_inputs());
+        // No rate change falls inside the points run here (each is told, and catches up to
+        // where it happened): they are `step` apart.
+        let step = self.grid.step_ns;
         loop {
-            let t = next_point(clock, c);
-            if bound.is_some_and(|b| t >= b) || t > until || (t == until && !inclusive) {
+            let mono_ns = clock.mono_ns(t);
+            match &mut light {
+                Some(ticks) => self.node.skipped_light_tick(ticks, mono_ns),
+                None => self.node.skipped_cron(clock.wall_ms(t), mono_ns),
+            }
+            self.grid.cursor = Some(t);
+            t = t.plus_ns(step);
+            if stop(t) {
                 break;
             }
-            self.node.skipped_cron(clock.wall_ms(t), clock.mono_ns(t));
-            c = t;
         }
+        self.grid.next = t;
+        self.grid.next_mono_ns = clock.mono_ns(t);
+    }
+
+    /// Moves the cursor to `c` and computes what follows it with the clock as it is now.
+    fn set_cursor(&mut self, cx: &Cx<'_>, c: SimTime) {
+        let clock = cx.true_clock().expect("a sleeping cron has a clock").1;
+        let next = next_point(clock, c);
         self.grid.cursor = Some(c);
+        self.grid.next = next;
+        self.grid.step_ns = clock.true_ns_for_local(next, CRON_PERIOD_NS);
+        self.grid.next_mono_ns = clock.mono_ns(next);
     }
 
     /// Arms the first grid point after the cursor where a tick can change what is observed,
     /// unless a timer at or before it is armed already.
     fn plan_cron(&mut self, cx: &mut Cx<'_>) {
-        let Some(cursor) = self.grid.cursor else {
+        if self.grid.cursor.is_none() {
             return;
+        }
+        let must_tick = self.node.cron_must_tick();
+        let deadline = if must_tick {
+            None
+        } else {
+            match self.node.earliest_expiry_ms() {
+                // No tick removes anything: none is wanted.
+                None => return,
+                Some(t) if self.grid.covered_ms.is_some_and(|c| t >= c) => return,
+                Some(t) => Some(t),
+            }
         };
         let want = {
             let clock = cx.true_clock().expect("a sleeping cron has a clock").1;
-            let next = next_point(clock, cursor);
-            if self.node.cron_must_tick() {
-                Some(next)
-            } else {
-                match self.node.earliest_expiry_ms() {
-                    None => None,
-                    Some(t) => match self.grid.pending.first() {
-                        // An armed point that is not due comes before the due one.
-                        Some(&p) if clock.wall_ms(p) <= t => None,
-                        _ => first_due_point(clock, next, t),
-                    },
-                }
+            let next = self.grid.next;
+            match deadline {
+                None => Some(next),
+                Some(t) => match self.grid.pending.first() {
+                    // An armed point that is not due comes before the due one.
+                    Some(&p) if clock.wall_ms(p) <= t => None,
+                    _ => first_due_point(clock, next, t),
+                },
             }
         };
         if let Some(w) = want
@@ -257,6 +317,12 @@ impl RedisProcess {
         {
             self.grid.pending.insert(0, w);
             cx.set_timer_at(w, TIMER_CRON);
+        }
+        if let Some(t) = deadline
+            && !self.grid.pending.is_empty()
+        {
+            // The first timer is at or before the point where `t` is due.
+            self.grid.covered_ms = Some(self.grid.covered_ms.map_or(t, |c| c.min(t)));
         }
     }
 }
