@@ -142,14 +142,6 @@ pub struct RedisNode {
     pub(crate) pubsub: PubSub,
 }
 
-/// The inputs of a run of skipped light ticks (`RedisNode::skipped_light_tick`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LightTicks {
-    keys: u64,
-    with_ttl: u64,
-    tables_settled: bool,
-}
-
 /// Who runs a command: a client over the network, or the corpus runner.
 #[derive(Clone, Copy, Debug)]
 pub struct Caller {
@@ -1311,38 +1303,27 @@ impl RedisNode {
     }
 
     /// What skipped light ticks read: the sizes the expire cycle sees (constant between
-    /// two events at the node).
-    pub(crate) fn light_tick_inputs(&self) -> LightTicks {
+    /// two events at the node): keys, and keys with a deadline.
+    pub(crate) fn light_tick_inputs(&self) -> (u64, u64) {
         let with_ttl = self
             .keyspace
             .iter()
             .filter(|(_, e)| e.expire_at_ms.is_some())
             .count() as u64;
-        LightTicks {
-            keys: self.keyspace.len() as u64,
-            with_ttl,
-            tables_settled: false,
-        }
+        (self.keyspace.len() as u64, with_ttl)
     }
 
-    /// `cron` at a skipped tick of a light node (`cron_is_light`) with nothing due: the
-    /// expire cycle removes nothing and leaves the table resizing; the replication cron of
-    /// a master without replicas only moves its ack clock.
-    pub(crate) fn skipped_light_tick(&mut self, ticks: &mut LightTicks, now_mono_ns: u64) {
-        self.repl.mono_ns = now_mono_ns;
-        if !ticks.tables_settled {
-            // The same inputs give the same step: once a step changes nothing, none will.
-            let before = self.tables;
-            self.tables.keys.holds(ticks.keys);
-            self.tables.expires.holds(ticks.with_ttl);
-            self.tables.after_expire_cycle(ticks.keys, ticks.with_ttl);
-            ticks.tables_settled = self.tables == before;
-        }
-        if now_mono_ns.saturating_sub(self.repl.last_ack_sent_mono_ns)
-            >= crate::redis::replication::ACK_PERIOD_NS
-        {
-            self.repl.last_ack_sent_mono_ns = now_mono_ns;
-        }
+    /// The tables' step of `cron` at a skipped tick of a light node (`cron_is_light`) with
+    /// nothing due: the expire cycle removes nothing and leaves the resizing. Returns
+    /// whether the tables changed (the same inputs give the same step: once one changes
+    /// nothing, none will). The rest of such a tick is the ack clock of a master without
+    /// replicas (`repl.last_ack_sent_mono_ns`) and `repl.mono_ns`, which the caller moves.
+    pub(crate) fn skipped_light_tables(&mut self, (keys, with_ttl): (u64, u64)) -> bool {
+        let before = self.tables;
+        self.tables.keys.holds(keys);
+        self.tables.expires.holds(with_ttl);
+        self.tables.after_expire_cycle(keys, with_ttl);
+        self.tables != before
     }
 
     /// The node needs every tick: its replication cron sends, or WAIT clients time out on

@@ -21,6 +21,7 @@
 use crate::clock::NodeClock;
 use crate::process::{ClockNotice, Cx};
 use crate::redis::node::{CRON_PERIOD_NS, RedisProcess, TIMER_CRON};
+use crate::redis::replication::ACK_PERIOD_NS;
 use crate::time::SimTime;
 
 /// Which grid points of the cron are events.
@@ -45,6 +46,8 @@ pub struct CronGrid {
     next: SimTime,
     /// The true time between the points from `next` on (at the rate in force at `next`).
     step_ns: u64,
+    /// No drift at `next`: the monotonic reading there on grows with true time, ns for ns.
+    mono_linear: bool,
     /// The monotonic reading at `next` (`u64::MAX` without one): an
     /// event whose reading is below it has no skipped point to run, which the node sees
     /// without a look at the clock (readings never decrease as true time grows).
@@ -53,6 +56,12 @@ pub struct CronGrid {
     /// than the first point where it is due (then so for every later deadline), with the
     /// clock as it is now: `plan_cron` has nothing to do for those.
     covered_ms: Option<i64>,
+    /// Inputs (keys, keys with a deadline) for which the tables are known to be where a
+    /// skipped tick leaves them.
+    tables_settled_for: Option<(u64, u64)>,
+    /// `pending` starts with `next`, or there is nothing to plan (not sleeping, or before
+    /// the first tick): an event at the node need not plan.
+    next_armed: bool,
     /// Timers armed at grid points after `cursor`. A timer that fires at a time not here is
     /// one the grid moved away from: ignored.
     // Invariant: sorted, unique.
@@ -67,8 +76,11 @@ impl Default for CronGrid {
             cursor: None,
             next: SimTime::MAX,
             step_ns: CRON_PERIOD_NS,
+            mono_linear: false,
             next_mono_ns: u64::MAX,
             covered_ms: None,
+            tables_settled_for: None,
+            next_armed: true,
             pending: Vec::new(),
         }
     }
@@ -116,6 +128,13 @@ fn first_due_point(clock: &NodeClock, next: SimTime, deadline_ms: i64) -> Option
     at(hi)
 }
 
+impl CronGrid {
+    fn sync_armed(&mut self) {
+        self.next_armed =
+            !self.sleeping || self.cursor.is_none() || self.pending.first() == Some(&self.next);
+    }
+}
+
 impl RedisProcess {
     /// Which cron ticks are events (before the run starts; `WhenDue` by default).
     pub fn set_cron_mode(&mut self, mode: CronMode) {
@@ -129,6 +148,8 @@ impl RedisProcess {
         g.next = SimTime::MAX;
         g.next_mono_ns = u64::MAX;
         g.covered_ms = None;
+        g.tables_settled_for = None;
+        g.next_armed = true;
         g.pending.clear();
         let at = match cx.true_clock() {
             Some((now, clock)) if g.mode == CronMode::WhenDue => {
@@ -168,8 +189,10 @@ impl RedisProcess {
         }
         self.grid.covered_ms = None;
         self.run_tick(cx);
+        self.grid.tables_settled_for = None;
         self.set_cursor(cx, now);
         self.plan_cron(cx);
+        self.grid.sync_armed();
     }
 
     fn run_tick(&mut self, cx: &mut Cx<'_>) {
@@ -184,7 +207,8 @@ impl RedisProcess {
     /// message sent to arrive now).
     #[inline]
     pub(super) fn cron_before_event(&mut self, cx: &mut Cx<'_>) {
-        if self.grid.sleeping && cx.mono_ns >= self.grid.next_mono_ns {
+        // `next_mono_ns` is `u64::MAX` unless sleeping.
+        if cx.mono_ns >= self.grid.next_mono_ns {
             let now = cx.true_clock().expect("a sleeping cron has a clock").0;
             self.catch_up(cx, now, true);
         }
@@ -195,8 +219,9 @@ impl RedisProcess {
     pub(super) fn cron_after_event(&mut self, cx: &mut Cx<'_>) {
         // With the very next point armed nothing can come earlier (a node with a key due at
         // every tick, W1's, stops here).
-        if self.grid.sleeping && self.grid.pending.first() != Some(&self.grid.next) {
+        if !self.grid.next_armed {
             self.plan_cron(cx);
+            self.grid.sync_armed();
         }
     }
 
@@ -219,7 +244,10 @@ impl RedisProcess {
         match notice {
             // Its timers die with it; the points before the crash have run (a restart keeps
             // what they saved to disk).
-            ClockNotice::Crashing => return,
+            ClockNotice::Crashing => {
+                self.grid.sync_armed();
+                return;
+            }
             ClockNotice::Stepped => {}
             // The next point was armed at the old rate; the ones after it move.
             ClockNotice::RateChanged => self.grid.pending.retain(|&p| p <= next),
@@ -230,10 +258,12 @@ impl RedisProcess {
                     self.grid.pending.insert(0, next);
                     cx.set_timer_at(next, TIMER_CRON);
                 }
+                self.grid.sync_armed();
                 return;
             }
         }
         self.plan_cron(cx);
+        self.grid.sync_armed();
     }
 
     /// Runs the skipped grid points up to `until` (inclusive or not), stopping at the next
@@ -250,27 +280,68 @@ impl RedisProcess {
             return;
         }
         let clock = cx.true_clock().expect("a sleeping cron has a clock").1;
-        let mut light = self
-            .node
-            .cron_is_light()
-            .then(|| self.node.light_tick_inputs());
         // No rate change falls inside the points run here (each is told, and catches up to
         // where it happened): they are `step` apart.
         let step = self.grid.step_ns;
-        loop {
-            let mono_ns = clock.mono_ns(t);
-            match &mut light {
-                Some(ticks) => self.node.skipped_light_tick(ticks, mono_ns),
-                None => self.node.skipped_cron(clock.wall_ms(t), mono_ns),
+        let first = t;
+        let (next, next_mono_ns) = (self.grid.next, self.grid.next_mono_ns);
+        let mono_at = |p: SimTime| {
+            if self.grid.mono_linear {
+                next_mono_ns + (p.0 - next.0)
+            } else {
+                clock.mono_ns(p)
             }
-            self.grid.cursor = Some(t);
-            t = t.plus_ns(step);
-            if stop(t) {
-                break;
+        };
+        if self.node.cron_is_light() {
+            let mut n = 0u64;
+            let mut last;
+            loop {
+                last = t;
+                n += 1;
+                t = t.plus_ns(step);
+                if stop(t) {
+                    break;
+                }
+            }
+            let inputs = self.node.light_tick_inputs();
+            if self.grid.tables_settled_for != Some(inputs) {
+                for _ in 0..n {
+                    if !self.node.skipped_light_tables(inputs) {
+                        self.grid.tables_settled_for = Some(inputs);
+                        break;
+                    }
+                }
+            }
+            // The replication cron of a master without replicas: its ack clock moves to a
+            // tick's reading once a second has passed on it.
+            let last_mono_ns = mono_at(last);
+            let repl = &mut self.node.repl;
+            if last_mono_ns.saturating_sub(repl.last_ack_sent_mono_ns) >= ACK_PERIOD_NS {
+                let mut p = first;
+                for _ in 0..n {
+                    let mono_ns = mono_at(p);
+                    if mono_ns.saturating_sub(repl.last_ack_sent_mono_ns) >= ACK_PERIOD_NS {
+                        repl.last_ack_sent_mono_ns = mono_ns;
+                    }
+                    p = p.plus_ns(step);
+                }
+            }
+            repl.mono_ns = last_mono_ns;
+            self.grid.cursor = Some(last);
+        } else {
+            self.grid.tables_settled_for = None;
+            loop {
+                self.node.skipped_cron(clock.wall_ms(t), mono_at(t));
+                self.grid.cursor = Some(t);
+                t = t.plus_ns(step);
+                if stop(t) {
+                    break;
+                }
             }
         }
+        self.grid.next_mono_ns = mono_at(t);
         self.grid.next = t;
-        self.grid.next_mono_ns = clock.mono_ns(t);
+        self.grid.sync_armed();
     }
 
     /// Moves the cursor to `c` and computes what follows it with the clock as it is now.
@@ -280,7 +351,9 @@ impl RedisProcess {
         self.grid.cursor = Some(c);
         self.grid.next = next;
         self.grid.step_ns = clock.true_ns_for_local(next, CRON_PERIOD_NS);
+        self.grid.mono_linear = clock.drift_ppm(next) == 0;
         self.grid.next_mono_ns = clock.mono_ns(next);
+        self.grid.sync_armed();
     }
 
     /// Arms the first grid point after the cursor where a tick can change what is observed,
