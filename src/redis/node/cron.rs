@@ -207,11 +207,18 @@ impl RedisProcess {
     /// message sent to arrive now).
     #[inline]
     pub(super) fn cron_before_event(&mut self, cx: &mut Cx<'_>) {
-        // `next_mono_ns` is `u64::MAX` unless sleeping.
-        if cx.mono_ns >= self.grid.next_mono_ns {
-            let now = cx.true_clock().expect("a sleeping cron has a clock").0;
-            self.catch_up(cx, now, true);
+        // With the very next point armed there is nothing to catch up: the catch-up stops
+        // at an armed point. `next_mono_ns` is `u64::MAX` unless sleeping.
+        if !self.grid.next_armed && cx.mono_ns >= self.grid.next_mono_ns {
+            self.catch_up_to_event(cx);
         }
+    }
+
+    // Out of line: the check above is all most events pay.
+    #[inline(never)]
+    fn catch_up_to_event(&mut self, cx: &mut Cx<'_>) {
+        let now = cx.true_clock().expect("a sleeping cron has a clock").0;
+        self.catch_up(cx, now, true);
     }
 
     /// After the node handled a message: the next tick that can matter is armed.
@@ -358,6 +365,7 @@ impl RedisProcess {
 
     /// Arms the first grid point after the cursor where a tick can change what is observed,
     /// unless a timer at or before it is armed already.
+    #[inline(never)]
     fn plan_cron(&mut self, cx: &mut Cx<'_>) {
         if self.grid.cursor.is_none() {
             return;
