@@ -291,7 +291,9 @@ fn every_catalogue_model_replays_byte_identically() {
                 panic!("{}: {d}", sc.name);
             }
             let o = distlock_sim::explore::run_seed(&sc, seed);
-            assert!(o.events > 100, "{}: seed {seed} did too little", sc.name);
+            // The smallest, the Kleppmann GC-pause script, has 67 events (its nodes' crons
+            // tick only where a key is due).
+            assert!(o.events > 50, "{}: seed {seed} did too little", sc.name);
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::history::{Observation, Removal};
-use crate::process::{Cx, Process};
+use crate::process::{ClockNotice, Cx, Process};
 use crate::proto::command::{
     ERR_NOT_INTEGER, ExpireCond, ExpireKind, ExpiryUnit, GetExOpt, ScriptRef, SetCond, SetExpiry,
     hex, parse_i64_strict, sha1_of,
@@ -18,6 +18,7 @@ use crate::redis::node::pubsub::{PubSub, SubKind, subscribed_mode_error};
 use crate::redis::replication::{Disk, ReplState, Role};
 
 pub mod connection;
+pub mod cron;
 pub mod pubsub;
 mod replicate;
 use crate::redis::scripts::{NativeScript, ScriptCache, native_script, native_script_slot};
@@ -1357,6 +1358,75 @@ impl RedisNode {
         done
     }
 
+    /// A tick the process did not make an event of (`cron::CronMode::WhenDue`), run when
+    /// the node next handles anything, at its own clock readings: it moves state only.
+    pub(crate) fn skipped_cron(&mut self, now_ms: i64, now_mono_ns: u64) {
+        let replies = self.cron(now_ms, now_mono_ns);
+        assert!(
+            replies.is_empty() && self.repl.outbox.is_empty() && self.pending.is_empty(),
+            "a skipped cron tick would have been seen"
+        );
+    }
+
+    /// A skipped tick of this node can only move its tables, its replication ack clock and
+    /// `repl.mono_ns` (no disk to write, no stream to flush, no replica, link or WAIT client,
+    /// keys in db 0 only): `skipped_light_tick` does the same for less.
+    pub(crate) fn cron_is_light(&self) -> bool {
+        matches!(
+            self.config.persistence,
+            Persistence::None | Persistence::Aof(Fsync::Always)
+        ) && !self.repl.dirty
+            && self.role == Role::Master
+            && self.repl.replicas.is_empty()
+            && self.other_dbs.is_empty()
+            && self.waiters.is_empty()
+    }
+
+    /// What skipped light ticks read: the sizes the expire cycle sees (constant between
+    /// two events at the node): keys, and keys with a deadline.
+    pub(crate) fn light_tick_inputs(&self) -> (u64, u64) {
+        let with_ttl = self
+            .keyspace
+            .iter()
+            .filter(|(_, e)| e.expire_at_ms.is_some())
+            .count() as u64;
+        (self.keyspace.len() as u64, with_ttl)
+    }
+
+    /// The tables' step of `cron` at a skipped tick of a light node (`cron_is_light`) with
+    /// nothing due: the expire cycle removes nothing and leaves the resizing. Returns
+    /// whether the tables changed (the same inputs give the same step: once one changes
+    /// nothing, none will). The rest of such a tick is the ack clock of a master without
+    /// replicas (`repl.last_ack_sent_mono_ns`) and `repl.mono_ns`, which the caller moves.
+    pub(crate) fn skipped_light_tables(&mut self, (keys, with_ttl): (u64, u64)) -> bool {
+        let before = self.tables;
+        self.tables.keys.holds(keys);
+        self.tables.expires.holds(with_ttl);
+        self.tables.after_expire_cycle(keys, with_ttl);
+        self.tables != before
+    }
+
+    /// The node needs every tick: its replication cron sends, or WAIT clients time out on
+    /// it, or keys outside db 0 expire (`earliest_expiry_ms` reads db 0 only).
+    pub(crate) fn cron_must_tick(&self) -> bool {
+        self.is_replica()
+            || !self.repl.replicas.is_empty()
+            || !self.waiters.is_empty()
+            || !self.other_dbs.is_empty()
+    }
+
+    /// The earliest deadline the active expire cycle would act on (db 0; `None`: no tick
+    /// removes anything however late).
+    pub(crate) fn earliest_expiry_ms(&self) -> Option<i64> {
+        if !self.active_expire || self.is_replica() {
+            return None;
+        }
+        self.keyspace
+            .iter()
+            .filter_map(|(_, e)| e.expire_at_ms)
+            .min()
+    }
+
     /// WAIT clients whose replicas have now acked enough (called on every ack).
     pub(crate) fn wake_waiters(&mut self) {
         let mut i = 0;
@@ -1525,6 +1595,8 @@ pub struct RedisProcess {
     /// per node) so that no other draw of the run moves. None: the first cron comes one
     /// period after the start (tests, the corpus runner).
     cron_phase: Option<Prng>,
+    /// Which ticks of the cron are events, and where the grid stands.
+    grid: cron::CronGrid,
 }
 
 impl RedisProcess {
@@ -1532,6 +1604,7 @@ impl RedisProcess {
         RedisProcess {
             node: RedisNode::new(config),
             cron_phase: None,
+            grid: cron::CronGrid::default(),
         }
     }
 
@@ -1578,10 +1651,11 @@ impl Process for RedisProcess {
         self.node.finish_start(cx.wall_ms, cx.mono_ns);
         self.flush(cx);
         let first = self.first_cron_ns();
-        cx.set_timer(first, TIMER_CRON);
+        self.start_cron(cx, first);
     }
 
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
+        self.cron_before_event(cx);
         match msg {
             Msg::Request { id, cmd } => {
                 let reply = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, &cmd);
@@ -1602,19 +1676,20 @@ impl Process for RedisProcess {
             _ => {}
         }
         self.flush(cx);
+        self.cron_after_event(cx);
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
         if tag == TIMER_CRON {
-            for (to, id, reply) in self.node.cron(cx.wall_ms, cx.mono_ns) {
-                cx.send(to, Msg::Reply { id, reply });
-            }
-            self.flush(cx);
-            cx.set_timer(CRON_PERIOD_NS, TIMER_CRON);
+            self.cron_timer(cx);
         }
     }
 
     fn on_restart(&mut self, keep_data: bool) {
         self.node.restart(keep_data);
+    }
+
+    fn on_clock_notice(&mut self, cx: &mut Cx<'_>, notice: ClockNotice) {
+        self.cron_notice(cx, notice);
     }
 }

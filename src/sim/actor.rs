@@ -6,7 +6,7 @@ use crate::client::redisson::RedissonClient;
 use crate::client::redlock::RedlockClient;
 use crate::client::watchdog::WatchdogClient;
 use crate::client::{LockClient, Resource};
-use crate::process::{Cx, Process};
+use crate::process::{ClockNotice, Cx, Process};
 use crate::proto::Msg;
 use crate::redis::RedisProcess;
 use crate::redis::sentinel::Sentinel;
@@ -86,6 +86,13 @@ impl Actor {
             _ => None,
         }
     }
+
+    pub fn as_redis_mut(&mut self) -> Option<&mut RedisProcess> {
+        match self {
+            Actor::Redis(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 macro_rules! each_actor {
@@ -120,5 +127,8 @@ impl Process for Actor {
     }
     fn on_restart(&mut self, keep_data: bool) {
         each_actor!(self, p => p.on_restart(keep_data))
+    }
+    fn on_clock_notice(&mut self, cx: &mut Cx<'_>, notice: ClockNotice) {
+        each_actor!(self, p => p.on_clock_notice(cx, notice))
     }
 }

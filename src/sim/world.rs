@@ -4,7 +4,7 @@
 use crate::clock::NodeClock;
 use crate::history::{Fact, History, Observation};
 use crate::net::{DropReason, LinkSpec, Network};
-use crate::process::{Cx, OutputSink, Process};
+use crate::process::{ClockNotice, Cx, OutputSink, Process};
 use crate::proto::Msg;
 use crate::rng::{Prng, Seed};
 use crate::sim::actor::Actor;
@@ -244,6 +244,9 @@ pub struct Engine {
     /// Decision points met so far, when asked for (`log_decisions`; `explore` places its
     /// faults at them); `None` costs one branch per observation and send.
     decisions: Option<Vec<Decision>>,
+    /// Clock notices raised while the engine changed a process's clock or run state,
+    /// delivered by the world as soon as the change is done (see `World::deliver_notices`).
+    notices: Vec<(ProcId, ClockNotice)>,
 }
 
 /// What the engine knows of a process without asking it.
@@ -350,6 +353,7 @@ impl World {
             started: false,
             start_at,
             decisions: None,
+            notices: Vec::new(),
         };
         World { procs, engine }
     }
@@ -480,6 +484,7 @@ impl World {
             self.engine.trace_entry(p, TraceKind::Start);
             dispatch!(self, p, |actor, cx| actor.on_start(cx));
         }
+        self.deliver_notices();
     }
 
     /// Runs until a limit or quiescence.
@@ -512,6 +517,13 @@ impl World {
     /// Handles one event; `Some` when the run is over.
     pub fn step(&mut self) -> Option<RunEnd> {
         let Some(entry) = self.engine.queue.peek().map(QueueEntry) else {
+            // A sleeping cron (redis/node/cron.rs) queues no tick while nothing is due, but
+            // its node still ticks: a run with a node up goes on to its duration, as it did
+            // when every tick was an event.
+            if self.cron_keeps_running() {
+                self.engine.now = self.engine.now.max(self.engine.limits.max_time);
+                return Some(RunEnd::TimeLimit);
+            }
             return Some(RunEnd::Quiescent);
         };
         let (at, idx) = (entry.time(), entry.idx());
@@ -535,7 +547,38 @@ impl World {
         if std::mem::take(&mut self.engine.top_spent) {
             self.engine.queue.pop();
         }
+        // Notices a trigger's fault raised while a process reacted.
+        self.deliver_notices();
         None
+    }
+
+    /// A Redis node is up or paused: its cron's grid goes on, whether or not a tick of it is
+    /// queued.
+    fn cron_keeps_running(&self) -> bool {
+        self.engine
+            .slots
+            .iter()
+            .zip(&self.engine.kinds)
+            .any(|(s, k)| s.state != RunState::Down && *k == ProcKind::Redis)
+    }
+
+    /// Tells each process of the changes the engine made to its clock or run state (see
+    /// `ClockNotice`), in the order they were made, as soon as the change that raised them
+    /// is done: not an event, nothing traced or counted. A process that crashed since still
+    /// hears of its crash: it was up when it happened.
+    #[inline]
+    fn deliver_notices(&mut self) {
+        if self.engine.notices.is_empty() {
+            return;
+        }
+        let notices = std::mem::take(&mut self.engine.notices);
+        for (p, notice) in notices {
+            dispatch!(self, p, |actor, cx| actor.on_clock_notice(cx, notice));
+        }
+        assert!(
+            self.engine.notices.is_empty(),
+            "a clock notice raised another"
+        );
     }
 
     /// Handles the event in slab slot `idx`, freeing the slot.
@@ -628,8 +671,14 @@ impl World {
                 }
                 dispatch!(self, proc, |actor, cx| actor.on_timer(cx, tag));
             }
-            Event::Fault { id, close: false } => self.engine.open_fault(id, Some(&self.procs)),
-            Event::Fault { id, close: true } => self.close_fault(id),
+            Event::Fault { id, close: false } => {
+                self.engine.open_fault(id, Some(&self.procs));
+                self.deliver_notices();
+            }
+            Event::Fault { id, close: true } => {
+                self.close_fault(id);
+                self.deliver_notices();
+            }
             Event::Start { proc, incarnation } => {
                 let slot = &mut self.engine.slots[proc.index()];
                 if slot.incarnation != incarnation || slot.state == RunState::Down {
@@ -877,6 +926,29 @@ impl Engine {
         );
     }
 
+    /// Arms a timer of `p` at true time `at` (a process that computed where its own chain of
+    /// timers would land, see `OutputSink::set_timer_at`).
+    fn set_timer_at(&mut self, p: ProcId, at: SimTime, tag: u64) {
+        assert!(at >= self.now, "a timer armed in the past");
+        let incarnation = self.slots[p.index()].incarnation;
+        self.push(
+            at,
+            Event::Timer {
+                proc: p,
+                incarnation,
+                tag,
+            },
+        );
+    }
+
+    /// Notes a change to the clock or run state of a process that is not down, for the
+    /// world to tell it (`World::deliver_notices`) once the change is done.
+    fn notify_clock(&mut self, p: ProcId, notice: ClockNotice) {
+        if self.slots[p.index()].state != RunState::Down {
+            self.notices.push((p, notice));
+        }
+    }
+
     /// Consults the `PauseBeforeSend` triggers for a message `p` is about to send; if one
     /// fires, pauses `p` now and schedules its resume, and returns the resume time.
     fn pause_before_send(&mut self, p: ProcId, msg: &Msg) -> Option<SimTime> {
@@ -1031,6 +1103,7 @@ impl Engine {
                     if slot.state == RunState::Up {
                         slot.state = RunState::Paused;
                         self.history.push(now, *p, Observation::Paused);
+                        self.notify_clock(*p, ClockNotice::Paused);
                     }
                 }
             }
@@ -1040,6 +1113,7 @@ impl Engine {
                 host_up,
             } => {
                 let mut reset = false;
+                self.notify_clock(*proc, ClockNotice::Crashing);
                 let slot = &mut self.slots[proc.index()];
                 if slot.state != RunState::Down {
                     slot.state = RunState::Down;
@@ -1066,6 +1140,7 @@ impl Engine {
                     delta_ms: *delta_ms,
                 };
                 self.history.push(now, *proc, Observation::Fact(fact));
+                self.notify_clock(*proc, ClockNotice::Stepped);
             }
             FaultKind::Drift { proc, drift_ppm } => {
                 let slot = &mut self.slots[proc.index()];
@@ -1234,6 +1309,7 @@ impl Engine {
             slot.clock.set_drift(now, ppm);
             let fact = Fact::DriftChanged { drift_ppm: ppm };
             self.history.push(now, p, Observation::Fact(fact));
+            self.notify_clock(p, ClockNotice::RateChanged);
         }
     }
 }
@@ -1275,6 +1351,12 @@ impl OutputSink for Router<'_> {
     fn observe(&mut self, obs: Observation) {
         self.engine.observe(self.from, obs);
     }
+    fn true_clock(&self) -> Option<(SimTime, &NodeClock)> {
+        Some((self.engine.now, &self.engine.slots[self.from.index()].clock))
+    }
+    fn set_timer_at(&mut self, at: SimTime, tag: u64) {
+        self.engine.set_timer_at(self.from, at, tag);
+    }
 }
 
 impl Process for Box<dyn Process> {
@@ -1289,6 +1371,9 @@ impl Process for Box<dyn Process> {
     }
     fn on_restart(&mut self, keep_data: bool) {
         (**self).on_restart(keep_data)
+    }
+    fn on_clock_notice(&mut self, cx: &mut Cx<'_>, notice: ClockNotice) {
+        (**self).on_clock_notice(cx, notice)
     }
     fn clone_box(&self) -> Option<Box<dyn Process>> {
         (**self).clone_box()
