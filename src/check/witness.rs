@@ -214,8 +214,9 @@ pub struct Scan {
     granted: IndexMap<Bytes, ProcId, FxBuildHasher>,
     /// When each node last restarted.
     restarted_at: BTreeMap<ProcId, SimTime>,
-    /// Each client's latest acquisition attempt (one per client: bounded).
-    attempts: BTreeMap<ProcId, Attempting>,
+    /// Each client's latest acquisition attempt, by process index (one per client: bounded;
+    /// a vector, for an attempt is made far more often than anything else here happens).
+    attempts: Vec<Option<Attempting>>,
     /// (node, key) -> the client whose attempt, still open, that node granted there.
     grants_in_flight: BTreeMap<(ProcId, Bytes), ProcId>,
     /// The time of the last record (holds still open are judged there).
@@ -260,33 +261,42 @@ impl Scan {
         value: &Bytes,
         by: Option<ProcId>,
     ) {
-        let place = (n, key.clone());
         let stage = by.and_then(|c| {
-            self.attempts
-                .get(&c)
+            self.attempt(c)
                 .filter(|a| a.token == *value)
                 .map(|a| (c, a.stage))
         });
         match stage {
             Some((c, Stage::GaveUp)) => {
-                self.grants_in_flight.remove(&place);
+                self.grants_in_flight.remove(&(n, key.clone()));
                 self.hit(Hazard::GrantedAfterGaveUp, at, vec![c, n]);
             }
             Some((c, Stage::Open)) => {
-                self.grants_in_flight.insert(place, c);
+                self.grants_in_flight.insert((n, key.clone()), c);
             }
             // Anything else written there (a holder's extend, another client's grant, the
             // master's stream) ends the watch on that key.
             Some((_, Stage::Acquired)) | None => {
-                if self
-                    .grants_in_flight
-                    .get(&place)
-                    .is_some_and(|c| Some(*c) != by)
-                {
-                    self.grants_in_flight.remove(&place);
+                if !self.grants_in_flight.is_empty() {
+                    let place = (n, key.clone());
+                    if self
+                        .grants_in_flight
+                        .get(&place)
+                        .is_some_and(|c| Some(*c) != by)
+                    {
+                        self.grants_in_flight.remove(&place);
+                    }
                 }
             }
         }
+    }
+
+    fn attempt(&self, c: ProcId) -> Option<&Attempting> {
+        self.attempts.get(c.index()).and_then(Option::as_ref)
+    }
+
+    fn attempt_mut(&mut self, c: ProcId) -> Option<&mut Attempting> {
+        self.attempts.get_mut(c.index()).and_then(Option::as_mut)
     }
 
     fn judge_hold_end(&mut self, h: &Hold, at: SimTime) {
@@ -332,14 +342,25 @@ impl Scan {
         {
             match &r.obs {
                 Observation::Attempt { token, .. } => {
-                    let attempt = Attempting {
-                        token: token.clone(),
-                        stage: Stage::Open,
-                    };
-                    s.attempts.insert(p, attempt);
+                    let i = p.index();
+                    if s.attempts.len() <= i {
+                        s.attempts.resize(i + 1, None);
+                    }
+                    match &mut s.attempts[i] {
+                        Some(a) => {
+                            a.token.clone_from(token);
+                            a.stage = Stage::Open;
+                        }
+                        none => {
+                            *none = Some(Attempting {
+                                token: token.clone(),
+                                stage: Stage::Open,
+                            });
+                        }
+                    }
                 }
                 Observation::GaveUp { .. } => {
-                    if let Some(a) = s.attempts.get_mut(&p)
+                    if let Some(a) = s.attempt_mut(p)
                         && a.stage == Stage::Open
                     {
                         a.stage = Stage::GaveUp;
@@ -350,7 +371,7 @@ impl Scan {
                     believed_until,
                     ..
                 } => {
-                    if let Some(a) = s.attempts.get_mut(&p)
+                    if let Some(a) = s.attempt_mut(p)
                         && a.token == *token
                     {
                         a.stage = Stage::Acquired;
@@ -390,7 +411,9 @@ impl Scan {
                 Observation::Crashed => {
                     // A crashed client's attempt has no caller left, and a grant of it is
                     // a crashed holder's lock (`holder_crashed`), not a late one.
-                    s.attempts.remove(&p);
+                    if let Some(a) = s.attempts.get_mut(p.index()) {
+                        *a = None;
+                    }
                     let held: Vec<Bytes> = s
                         .holds
                         .iter()
@@ -468,10 +491,10 @@ impl Scan {
                     if let Some(ks) = s.nodes.get_mut(&p) {
                         ks.swap_remove(key);
                     }
-                    if let Some(c) = s.grants_in_flight.remove(&(p, key.clone()))
+                    if !s.grants_in_flight.is_empty()
+                        && let Some(c) = s.grants_in_flight.remove(&(p, key.clone()))
                         && *how == Removal::Expired
-                        && s.attempts
-                            .get(&c)
+                        && s.attempt(c)
                             .is_some_and(|a| a.stage == Stage::Open && a.token == *value)
                     {
                         s.hit(Hazard::GrantExpiredInFlight, at, vec![c, p]);
@@ -591,7 +614,7 @@ impl Scan {
                     .values()
                     .flat_map(|ks| ks.values().map(|k| &k.value)),
             )
-            .chain(self.attempts.values().map(|a| &a.token))
+            .chain(self.attempts.iter().flatten().map(|a| &a.token))
     }
 
     /// Token-keyed entries kept (what grows with a run).

@@ -566,11 +566,15 @@ impl World {
     /// `ClockNotice`), in the order they were made, as soon as the change that raised them
     /// is done: not an event, nothing traced or counted. A process that crashed since still
     /// hears of its crash: it was up when it happened.
-    #[inline]
+    #[inline(always)]
     fn deliver_notices(&mut self) {
-        if self.engine.notices.is_empty() {
-            return;
+        if !self.engine.notices.is_empty() {
+            self.deliver_pending_notices();
         }
+    }
+
+    #[inline(never)]
+    fn deliver_pending_notices(&mut self) {
         let notices = std::mem::take(&mut self.engine.notices);
         for (p, notice) in notices {
             dispatch!(self, p, |actor, cx| actor.on_clock_notice(cx, notice));
