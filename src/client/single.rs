@@ -302,22 +302,7 @@ impl LockClient {
         if self.token_buf.len() < digits_start || self.token_buf_attempt + 1 != self.attempt {
             self.token_buf = token_bytes(&self.config.token_prefix, self.attempt);
         } else {
-            // Decimal increment with carry; a carry out of the first digit adds one.
-            let mut i = self.token_buf.len();
-            loop {
-                i -= 1;
-                if self.token_buf[i] == b'9' {
-                    self.token_buf.set(i, b'0');
-                    if i == digits_start {
-                        self.token_buf.insert(digits_start, b'1');
-                        break;
-                    }
-                } else {
-                    let d = self.token_buf[i];
-                    self.token_buf.set(i, d + 1);
-                    break;
-                }
-            }
+            self.token_buf.increment_decimal(digits_start);
         }
         self.token_buf_attempt = self.attempt;
         debug_assert_eq!(

@@ -87,6 +87,24 @@ impl Bytes {
         self.push(b);
         self.as_mut_slice()[i..].rotate_right(1);
     }
+    /// Adds one to the decimal number that `self[digits_start..]` spells (a counted token's
+    /// suffix), in place: one look at the representation, not one per digit. A carry out of
+    /// the first digit makes the number one digit longer.
+    #[inline]
+    pub fn increment_decimal(&mut self, digits_start: usize) {
+        let digits = &mut self.as_mut_slice()[digits_start..];
+        for d in digits.iter_mut().rev() {
+            debug_assert!(d.is_ascii_digit(), "not a decimal suffix");
+            if *d == b'9' {
+                *d = b'0';
+            } else {
+                *d += 1;
+                return;
+            }
+        }
+        self.insert(digits_start, b'1');
+    }
+    #[inline(always)]
     fn as_mut_slice(&mut self) -> &mut [u8] {
         match &mut self.0 {
             Repr::Inline { len, buf } => &mut buf[..usize::from(*len)],
@@ -235,6 +253,25 @@ impl indexmap::Equivalent<Bytes> for KeyRef<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_decimal_suffix_counts_up_with_carries_as_its_number_does() {
+        let mut t = Bytes::from("c3-8");
+        let mut n = 8u64;
+        // Across every carry up to four digits, and out of the inline buffer's reach of the
+        // prefix: the text is always `c3-` and the number.
+        for _ in 0..10_100 {
+            t.increment_decimal(3);
+            n += 1;
+            assert_eq!(&*t, format!("c3-{n}").as_bytes());
+        }
+        // A suffix that crosses the inline limit as it grows spills and goes on.
+        let long = "p".repeat(28);
+        let mut t = Bytes::from(format!("{long}-9").as_str());
+        t.increment_decimal(29);
+        assert_eq!(&*t, format!("{long}-10").as_bytes());
+        assert!(t.heap_bytes() > 0);
+    }
 
     #[test]
     fn short_and_long_values_round_trip() {
