@@ -231,6 +231,15 @@ impl Scan {
         }
     }
 
+    /// The tokens client `p` holds now.
+    fn tokens_held_by(&self, p: ProcId) -> Vec<Bytes> {
+        self.holds
+            .iter()
+            .filter(|(_, h)| h.client == p)
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
     fn holder_of(&self, token: &Bytes) -> Option<ProcId> {
         self.holds.get(token).map(|h| h.client)
     }
@@ -414,12 +423,7 @@ impl Scan {
                     if let Some(a) = s.attempts.get_mut(p.index()) {
                         *a = None;
                     }
-                    let held: Vec<Bytes> = s
-                        .holds
-                        .iter()
-                        .filter(|(_, h)| h.client == p)
-                        .map(|(t, _)| t.clone())
-                        .collect();
+                    let held = s.tokens_held_by(p);
                     if !held.is_empty() {
                         s.hit(Hazard::HolderCrashed, at, vec![p]);
                     }
@@ -440,12 +444,7 @@ impl Scan {
                     s.restarted_at.insert(p, at);
                 }
                 Observation::Paused => {
-                    let held: Vec<Bytes> = s
-                        .holds
-                        .iter()
-                        .filter(|(_, h)| h.client == p)
-                        .map(|(t, _)| t.clone())
-                        .collect();
+                    let held = s.tokens_held_by(p);
                     if !held.is_empty() {
                         s.paused.insert(p, held);
                     }
