@@ -245,7 +245,7 @@ pub struct Engine {
     /// faults at them); `None` costs one branch per observation and send.
     decisions: Option<Vec<Decision>>,
     /// Clock notices raised while the engine changed a process's clock or run state,
-    /// delivered by the world as soon as the change is done (see `World::deliver_notices`).
+    /// delivered by the world at the end of the event that raised them (`World::deliver_notices`).
     notices: Vec<(ProcId, ClockNotice)>,
 }
 
@@ -547,7 +547,8 @@ impl World {
         if std::mem::take(&mut self.engine.top_spent) {
             self.engine.queue.pop();
         }
-        // Notices a trigger's fault raised while a process reacted.
+        // The notices this event raised (a fault's opening or closing, or a trigger's pause
+        // while a process reacted), at its true time.
         self.deliver_notices();
         None
     }
@@ -563,8 +564,9 @@ impl World {
     }
 
     /// Tells each process of the changes the engine made to its clock or run state (see
-    /// `ClockNotice`), in the order they were made, as soon as the change that raised them
-    /// is done: not an event, nothing traced or counted. A process that crashed since still
+    /// `ClockNotice`), in the order they were made, at the end of the event that made them
+    /// (the same true time; a notice only arms timers, so nothing else of the event depends
+    /// on it): not an event, nothing traced or counted. A process that crashed since still
     /// hears of its crash: it was up when it happened.
     #[inline(always)]
     fn deliver_notices(&mut self) {
@@ -675,14 +677,8 @@ impl World {
                 }
                 dispatch!(self, proc, |actor, cx| actor.on_timer(cx, tag));
             }
-            Event::Fault { id, close: false } => {
-                self.engine.open_fault(id, Some(&self.procs));
-                self.deliver_notices();
-            }
-            Event::Fault { id, close: true } => {
-                self.close_fault(id);
-                self.deliver_notices();
-            }
+            Event::Fault { id, close: false } => self.engine.open_fault(id, Some(&self.procs)),
+            Event::Fault { id, close: true } => self.close_fault(id),
             Event::Start { proc, incarnation } => {
                 let slot = &mut self.engine.slots[proc.index()];
                 if slot.incarnation != incarnation || slot.state == RunState::Down {
