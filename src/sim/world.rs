@@ -593,6 +593,39 @@ impl World {
         if let Some(&t) = self.engine.sent_at.get(idx as usize) {
             self.engine.delivering_sent_at = t;
         }
+        // The common case first, decided on the message where it lies: a delivery to a
+        // process that is up and reachable. The message then moves once, from the slab
+        // straight into the handler's argument.
+        if let Some(Event::Deliver {
+            from,
+            to,
+            to_incarnation,
+            ..
+        }) = self.engine.events[idx as usize]
+        {
+            let slot = &self.engine.slots[to.index()];
+            if slot.state == RunState::Up
+                && slot.incarnation == to_incarnation
+                && !self.engine.net.is_blocked(from, to)
+            {
+                let Some(Event::Deliver { msg, .. }) = self.engine.events[idx as usize].take()
+                else {
+                    unreachable!("matched a delivery")
+                };
+                if self.engine.trace.enabled() {
+                    self.engine.trace_entry(
+                        to,
+                        TraceKind::Recv {
+                            from,
+                            msg: msg.clone(),
+                            sent_at: self.engine.delivering_sent_at,
+                        },
+                    );
+                }
+                dispatch!(self, to, |actor, cx| actor.on_message(cx, from, msg));
+                return;
+            }
+        }
         // Matched where it is taken out of the slab: the event is not copied on the way.
         match self.engine.events[idx as usize]
             .take()
