@@ -626,6 +626,24 @@ impl World {
                 return;
             }
         }
+        // The same for a timer of a process that is up: only its three fields are read.
+        if let Some(Event::Timer {
+            proc,
+            incarnation,
+            tag,
+        }) = self.engine.events[idx as usize]
+        {
+            let slot = &self.engine.slots[proc.index()];
+            if slot.state == RunState::Up && slot.incarnation == incarnation {
+                // A timer owns nothing: its slot is emptied without moving it out.
+                self.engine.events[idx as usize] = None;
+                if self.engine.trace.enabled() {
+                    self.engine.trace_entry(proc, TraceKind::Timer { tag });
+                }
+                dispatch!(self, proc, |actor, cx| actor.on_timer(cx, tag));
+                return;
+            }
+        }
         // Matched where it is taken out of the slab: the event is not copied on the way.
         match self.engine.events[idx as usize]
             .take()
