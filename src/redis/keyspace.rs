@@ -56,9 +56,69 @@ impl Entry {
 
 /// The keyspace. IndexMap with a fixed hasher: iteration order is insertion order (with
 /// swap-removal), the same on every machine and every run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Keyspace {
     map: IndexMap<Bytes, Entry, FxBuildHasher>,
+    /// The entries' deadlines, while known: kept up to date by the writes that go through
+    /// here, forgotten when an entry is lent out mutably (`at_mut`, `raw_mut`), and counted
+    /// again when next asked. A sleeping cron asks after every event at its node; without
+    /// this, each event cost a pass over the whole keyspace.
+    // Invariant: if Some(s), s == ExpirySummary::of(map).
+    expiry: Option<ExpirySummary>,
+}
+
+impl Default for Keyspace {
+    fn default() -> Self {
+        Keyspace {
+            map: IndexMap::default(),
+            expiry: Some(ExpirySummary::EMPTY),
+        }
+    }
+}
+
+/// The deadlines of a keyspace as the cron reads them: the earliest, and how many keys have
+/// one (`dictSize(db->expires)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpirySummary {
+    /// The earliest deadline (`Some(None)`: no key has one); `None` once the key that held
+    /// it went, until counted again. A map ordered by deadline would know it always, but
+    /// costs more on every write than a recount of a lock model's few keys.
+    earliest_ms: Option<Option<i64>>,
+    with_ttl: u64,
+}
+
+impl ExpirySummary {
+    const EMPTY: ExpirySummary = ExpirySummary {
+        earliest_ms: Some(None),
+        with_ttl: 0,
+    };
+
+    fn of(map: &IndexMap<Bytes, Entry, FxBuildHasher>) -> ExpirySummary {
+        let mut s = ExpirySummary::EMPTY;
+        for e in map.values() {
+            s.add(e);
+        }
+        s
+    }
+
+    fn add(&mut self, e: &Entry) {
+        if let Some(t) = e.expire_at_ms {
+            self.with_ttl += 1;
+            if let Some(earliest) = &mut self.earliest_ms {
+                *earliest = Some(earliest.map_or(t, |m| m.min(t)));
+            }
+        }
+    }
+
+    fn remove(&mut self, e: &Entry) {
+        if let Some(t) = e.expire_at_ms {
+            self.with_ttl -= 1;
+            // The earliest may have gone with it (another key may share it, or not).
+            if self.earliest_ms.is_some_and(|m| m.is_some_and(|m| t <= m)) {
+                self.earliest_ms = None;
+            }
+        }
+    }
 }
 
 impl Keyspace {
@@ -92,25 +152,76 @@ impl Keyspace {
     pub fn at(&self, i: usize) -> &Entry {
         &self.map[i]
     }
+    /// The entry at a position, to change at will: what is known of the deadlines is
+    /// forgotten (`replace_at` and `value_at_mut` keep it).
     pub fn at_mut(&mut self, i: usize) -> &mut Entry {
+        self.expiry = None;
         &mut self.map[i]
+    }
+    /// The value at a position, to change in place (its deadline stays).
+    pub fn value_at_mut(&mut self, i: usize) -> &mut Value {
+        &mut self.map[i].value
+    }
+    /// Puts `entry` at a position; returns the entry that was there.
+    pub fn replace_at(&mut self, i: usize, entry: Entry) -> Entry {
+        if let Some(s) = &mut self.expiry {
+            s.remove(&self.map[i]);
+            s.add(&entry);
+        }
+        std::mem::replace(&mut self.map[i], entry)
     }
     /// Removes the entry at a position (swap-removal, as `remove`).
     pub fn remove_at(&mut self, i: usize) -> Option<(Bytes, Entry)> {
-        self.map.swap_remove_index(i)
+        let removed = self.map.swap_remove_index(i);
+        self.note_gone(removed.as_ref());
+        removed
     }
+    /// The entry of a key, to change at will: what is known of the deadlines is forgotten.
     pub fn raw_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.expiry = None;
         self.map.get_mut(&KeyRef(key))
     }
     pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
-        self.map.insert(key, entry)
+        if let Some(s) = &mut self.expiry {
+            s.add(&entry);
+        }
+        let old = self.map.insert(key, entry);
+        if let (Some(s), Some(e)) = (&mut self.expiry, &old) {
+            s.remove(e);
+        }
+        old
     }
     /// Removes a key; returns the stored key (shared) and its entry.
     pub fn remove(&mut self, key: &[u8]) -> Option<(Bytes, Entry)> {
-        self.map.swap_remove_entry(&KeyRef(key))
+        let removed = self.map.swap_remove_entry(&KeyRef(key));
+        self.note_gone(removed.as_ref());
+        removed
     }
     pub fn clear(&mut self) {
         self.map.clear();
+        self.expiry = Some(ExpirySummary::EMPTY);
+    }
+
+    fn note_gone(&mut self, removed: Option<&(Bytes, Entry)>) {
+        if let (Some(s), Some((_, e))) = (&mut self.expiry, removed) {
+            s.remove(e);
+        }
+    }
+
+    /// The earliest deadline of any key (expired or not), and how many keys have one:
+    /// counted again only after the keyspace lent an entry out or lost its earliest key.
+    pub fn expiry_summary(&mut self) -> (Option<i64>, u64) {
+        let s = match &mut self.expiry {
+            Some(
+                s @ ExpirySummary {
+                    earliest_ms: Some(_),
+                    ..
+                },
+            ) => s,
+            _ => self.expiry.insert(ExpirySummary::of(&self.map)),
+        };
+        debug_assert_eq!(*s, ExpirySummary::of(&self.map));
+        (s.earliest_ms.expect("counted"), s.with_ttl)
     }
     pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
         self.map.iter()
@@ -308,6 +419,62 @@ pub fn glob_match(pattern: &[u8], s: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every way an entry is written, in a seeded random order over a few keys with a few
+    /// deadlines (so that keys share the earliest one): the kept summary is always what a
+    /// count of the whole keyspace gives.
+    #[test]
+    fn the_kept_deadline_summary_is_what_a_recount_gives_after_any_writes() {
+        let mut rng = crate::rng::Seed(7).stream("keyspace-test", 0);
+        let mut ks = Keyspace::new();
+        for step in 0..20_000 {
+            let key = Bytes::from(format!("k{}", rng.below(12)).as_str());
+            let entry = Entry {
+                value: Value::Str(Bytes::from_slice(b"v")),
+                expire_at_ms: match rng.below(4) {
+                    0 => None,
+                    d => Some(100 + d as i64 * (rng.below(3) as i64)),
+                },
+            };
+            match rng.below(8) {
+                0 | 1 => {
+                    ks.insert(key, entry);
+                }
+                2 => {
+                    ks.remove(&key);
+                }
+                3 => {
+                    if let Some(i) = ks.index_of(&key) {
+                        ks.remove_at(i);
+                    }
+                }
+                4 => {
+                    if let Some(i) = ks.index_of(&key) {
+                        ks.replace_at(i, entry);
+                    }
+                }
+                5 => {
+                    if let Some(e) = ks.raw_mut(&key) {
+                        e.expire_at_ms = entry.expire_at_ms;
+                    }
+                }
+                6 => {
+                    if let Some(i) = ks.index_of(&key) {
+                        ks.at_mut(i).expire_at_ms = None;
+                    }
+                }
+                _ if step % 997 == 0 => ks.clear(),
+                _ => {}
+            }
+            let counted = ExpirySummary::of(&ks.map);
+            let kept = ks.expiry_summary();
+            assert_eq!(
+                kept,
+                (counted.earliest_ms.expect("counted"), counted.with_ttl),
+                "step {step}"
+            );
+        }
+    }
 
     #[test]
     fn glob_matches_like_redis() {

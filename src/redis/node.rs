@@ -214,7 +214,13 @@ impl RedisNode {
     /// Looks a key up applying lazy expiry: an expired key is deleted and the DEL propagated
     /// (a master) or hidden (a replica, which never deletes by itself). Commands from the
     /// master's stream see keys as they are (Redis's `expireIfNeeded` for the master client).
-    fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
+    fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        let i = self.lookup_index(key, now_ms)?;
+        Some(self.keyspace.at(i))
+    }
+
+    /// `lookup` for a command that changes the entry it finds.
+    fn lookup_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
         let i = self.lookup_index(key, now_ms)?;
         Some(self.keyspace.at_mut(i))
     }
@@ -471,7 +477,7 @@ impl RedisNode {
                     ((i128::from(*t) + 500) / 1000) as i64
                 }),
             },
-            Command::Persist(k) => match self.lookup(k, now) {
+            Command::Persist(k) => match self.lookup_mut(k, now) {
                 Some(e) if e.expire_at_ms.is_some() => {
                     e.expire_at_ms = None;
                     self.propagate(|| Command::Persist(k.clone()));
@@ -557,7 +563,7 @@ impl RedisNode {
                 Some(e) => Reply::Status(e.value.type_name().into()),
             },
             Command::RPush(k, vals) => {
-                let reply = match self.lookup(k, now) {
+                let reply = match self.lookup_mut(k, now) {
                     Some(Entry {
                         value: Value::List(l),
                         ..
@@ -752,7 +758,7 @@ impl RedisNode {
         // A live key is replaced where it stands (as `insert` would: same position, same
         // stored key); otherwise inserted (a replica's hidden expired key is replaced too).
         let replaced = match slot {
-            Some(i) => Some(std::mem::replace(self.keyspace.at_mut(i), entry)),
+            Some(i) => Some(self.keyspace.replace_at(i, entry)),
             None => self.keyspace.insert(key.clone(), entry),
         };
         if let Some(prev) = replaced
@@ -841,7 +847,7 @@ impl RedisNode {
             Ok(i) => i,
             Err(e) => return e,
         };
-        let Value::Hash(fields) = &mut self.keyspace.at_mut(i).value else {
+        let Value::Hash(fields) = self.keyspace.value_at_mut(i) else {
             unreachable!("hash_for_write returns a hash")
         };
         let mut added = 0;
@@ -871,7 +877,7 @@ impl RedisNode {
             Ok(i) => i,
             Err(e) => return e,
         };
-        let Value::Hash(fields) = &mut self.keyspace.at_mut(i).value else {
+        let Value::Hash(fields) = self.keyspace.value_at_mut(i) else {
             unreachable!("hash_for_write returns a hash")
         };
         let slot = fields.iter().position(|(f, _)| f == field);
@@ -916,7 +922,7 @@ impl RedisNode {
         cmd: &Command,
         by: Option<ProcId>,
     ) -> Reply {
-        let Some(entry) = self.lookup(key, now) else {
+        let Some(entry) = self.lookup_mut(key, now) else {
             return Reply::Int(0);
         };
         let Value::Hash(fields) = &mut entry.value else {
@@ -1047,7 +1053,7 @@ impl RedisNode {
         when += base;
         let is_replica = self.is_replica();
         let relative = self.config.relative_ttl_propagation;
-        let Some(entry) = self.lookup(key, now) else {
+        let Some(entry) = self.lookup_mut(key, now) else {
             return Reply::Int(0);
         };
         let current = entry.expire_at_ms;
@@ -1384,12 +1390,8 @@ impl RedisNode {
 
     /// What skipped light ticks read: the sizes the expire cycle sees (constant between
     /// two events at the node): keys, and keys with a deadline.
-    pub(crate) fn light_tick_inputs(&self) -> (u64, u64) {
-        let with_ttl = self
-            .keyspace
-            .iter()
-            .filter(|(_, e)| e.expire_at_ms.is_some())
-            .count() as u64;
+    pub(crate) fn light_tick_inputs(&mut self) -> (u64, u64) {
+        let with_ttl = self.keyspace.expiry_summary().1;
         (self.keyspace.len() as u64, with_ttl)
     }
 
@@ -1417,14 +1419,11 @@ impl RedisNode {
 
     /// The earliest deadline the active expire cycle would act on (db 0; `None`: no tick
     /// removes anything however late).
-    pub(crate) fn earliest_expiry_ms(&self) -> Option<i64> {
+    pub(crate) fn earliest_expiry_ms(&mut self) -> Option<i64> {
         if !self.active_expire || self.is_replica() {
             return None;
         }
-        self.keyspace
-            .iter()
-            .filter_map(|(_, e)| e.expire_at_ms)
-            .min()
+        self.keyspace.expiry_summary().0
     }
 
     /// WAIT clients whose replicas have now acked enough (called on every ack).
