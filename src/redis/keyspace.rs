@@ -210,6 +210,7 @@ impl Keyspace {
 
     /// The earliest deadline of any key (expired or not), and how many keys have one:
     /// counted again only after the keyspace lent an entry out or lost its earliest key.
+    #[inline]
     pub fn expiry_summary(&mut self) -> (Option<i64>, u64) {
         let s = match &mut self.expiry {
             Some(

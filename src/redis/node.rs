@@ -1410,6 +1410,7 @@ impl RedisNode {
 
     /// The node needs every tick: its replication cron sends, or WAIT clients time out on
     /// it, or keys outside db 0 expire (`earliest_expiry_ms` reads db 0 only).
+    #[inline]
     pub(crate) fn cron_must_tick(&self) -> bool {
         self.is_replica()
             || !self.repl.replicas.is_empty()
@@ -1419,6 +1420,7 @@ impl RedisNode {
 
     /// The earliest deadline the active expire cycle would act on (db 0; `None`: no tick
     /// removes anything however late).
+    #[inline]
     pub(crate) fn earliest_expiry_ms(&mut self) -> Option<i64> {
         if !self.active_expire || self.is_replica() {
             return None;

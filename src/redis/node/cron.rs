@@ -227,7 +227,17 @@ impl RedisProcess {
         // With the very next point armed nothing can come earlier (a node with a key due at
         // every tick, W1's, stops here).
         if !self.grid.next_armed {
-            self.plan_cron(cx);
+            // `plan_cron`'s own first exits, inline: most events change no deadline that
+            // its armed timers do not already cover.
+            let nothing_to_plan = self.grid.cursor.is_some()
+                && !self.node.cron_must_tick()
+                && self
+                    .node
+                    .earliest_expiry_ms()
+                    .is_none_or(|t| self.grid.covered_ms.is_some_and(|c| t >= c));
+            if !nothing_to_plan {
+                self.plan_cron(cx);
+            }
             self.grid.sync_armed();
         }
     }
