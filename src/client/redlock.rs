@@ -31,7 +31,7 @@
 use std::sync::Arc;
 
 use crate::client::section::{Section, SectionHost, Stage};
-use crate::client::single::token_bytes;
+use crate::client::single::advance_token;
 use crate::client::timer::NsRange;
 use crate::client::timer::Timer;
 use crate::history::Observation;
@@ -482,6 +482,8 @@ pub struct RedlockClient {
     attempts_this_round: u32,
     section: Section,
     token: Bytes,
+    // Invariant: `token` spells `token_prefix-token_attempt` (0: no token made yet).
+    token_attempt: u64,
     fanout: Option<FanOut>,
     // Invariant: while `fanout` is Some, `votes[i]` is node `config.nodes[i]`'s answer.
     // Kept between fan-outs so that its allocation is reused.
@@ -538,6 +540,7 @@ impl RedlockClient {
             attempts_this_round: 0,
             section,
             token: Bytes::new(),
+            token_attempt: 0,
             fanout: None,
             votes: Vec::with_capacity(n),
             resource_wait: None,
@@ -714,7 +717,12 @@ impl RedlockClient {
         self.attempts_this_round += 1;
         // A fresh token per attempt: a late SET of a failed attempt can never be taken for
         // this one's.
-        self.token = token_bytes(&self.config.token_prefix, self.attempt);
+        advance_token(
+            &mut self.token,
+            &mut self.token_attempt,
+            &self.config.token_prefix,
+            self.attempt,
+        );
         if self.attempts_this_round == 1 {
             self.round_start = (cx.mono_ns, cx.wall_ms);
             // One observation per round, as `LockClient`: retries are in the trace.
