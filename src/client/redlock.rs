@@ -434,6 +434,9 @@ enum FanOutKind {
 #[derive(Clone, Copy, Debug)]
 struct FanOut {
     kind: FanOutKind,
+    /// The request id of node 0's request; node `i`'s is `first_id + i` (a second step's
+    /// comes later).
+    first_id: u64,
     /// Both clocks at the start; `options.clock` says which one `elapsed` is measured on.
     start_mono_ns: u64,
     start_wall_ms: i64,
@@ -500,6 +503,8 @@ pub struct RedlockClient {
     /// The scripts' KEYS (`[config.key]`), made once: every unlock and extend shares them
     /// (see `script_keys()`).
     script_keys: Arc<[Bytes]>,
+    /// The unlock script's ARGV (`[token]` of the last unlock made; see `unlock_command()`).
+    unlock_args: Arc<[Bytes]>,
     /// Both clocks at the first attempt of the current acquisition round
     /// (`start_before_retries`).
     round_start: (u64, i64),
@@ -548,6 +553,7 @@ impl RedlockClient {
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
             extend_script: Script::new(EXTEND_SRC.as_bytes()),
             script_keys,
+            unlock_args: Arc::new([Bytes::new()]),
             round_start: (0, 0),
             extend_call: None,
             extend_attempts: 0,
@@ -623,6 +629,7 @@ impl RedlockClient {
         }
     }
 
+    #[inline(always)]
     fn set_command(&self, nx: bool) -> Command {
         Command::Set {
             key: self.config.key.clone(),
@@ -630,6 +637,25 @@ impl RedlockClient {
             cond: nx.then_some(SetCond::Nx),
             get: false,
             expiry: Some(SetExpiry::Px(self.config.options.ttl_ms as i64)),
+        }
+    }
+
+    /// The unlock script with `[token]`. The arguments are the client's own `unlock_args`,
+    /// shared with the messages that carry them: written afresh in place once no message
+    /// holds them any more (the nodes have dropped the last fan-out's), allocated again only
+    /// while some still do — one allocation and one free less per failed attempt on W2.
+    fn unlock_command(&mut self) -> Command {
+        if self.unlock_args[0] != self.token {
+            match Arc::get_mut(&mut self.unlock_args) {
+                Some(args) => args[0] = self.token.clone(),
+                None => self.unlock_args = Arc::new([self.token.clone()]),
+            }
+        }
+        Command::Eval {
+            script: ScriptRef::Source(self.unlock.clone()),
+            keys: self.script_keys(),
+            args: Arc::clone(&self.unlock_args),
+            read_only: false,
         }
     }
 
@@ -649,49 +675,78 @@ impl RedlockClient {
         }
     }
 
-    fn fanout_command(&self, kind: FanOutKind) -> Command {
+    /// The `SET`'s `NX` if `kind`'s fan-out sends a SET (an acquire, a re-SET extend), None if
+    /// it sends a script.
+    fn fanout_set_nx(&self, kind: FanOutKind) -> Option<bool> {
         match kind {
-            FanOutKind::Acquire => self.set_command(true),
+            FanOutKind::Acquire => Some(true),
             FanOutKind::Extend => match self.config.options.extend.map(|(_, m)| m) {
-                Some(ExtendMode::ReSet) => self.set_command(false),
-                _ => self.script_command(&self.extend_script, true),
+                Some(ExtendMode::ReSet) => Some(false),
+                _ => None,
             },
-            FanOutKind::Release => self.script_command(&self.unlock, false),
+            FanOutKind::Release => None,
         }
     }
 
     /// Sends `kind`'s request to every node and starts the per-node deadline.
     fn start_fanout(&mut self, cx: &mut Cx<'_>, kind: FanOutKind) {
-        let mut last = Some(self.fanout_command(kind));
-        // A SET is cheaper built again from the key and token than cloned (the derived
-        // `Clone` of the whole `Command` enum, ~50 instructions a clone on W2); an EVAL
-        // shares its script and arguments, so its clone is reference counts, while building
-        // one allocates. The last request takes the command itself.
-        let rebuild = matches!(last, Some(Command::Set { .. }));
         self.votes.clear();
-        let n = self.config.nodes.len();
-        for i in 0..n {
-            let cmd = if i + 1 == n {
-                last.take().expect("the last request")
-            } else if rebuild {
-                self.fanout_command(kind)
-            } else {
-                copy_for_node(last.as_ref().expect("the command until the last request"))
-            };
-            let id = self.new_id();
-            cx.send(self.config.nodes[i], Msg::Request { id, cmd });
-            self.votes.push(Vote::Pending {
-                id,
-                second_step: false,
-            });
+        let first_id = self.next_id;
+        match self.fanout_set_nx(kind) {
+            // A SET is cheaper built again from the key and token, in the message itself,
+            // than cloned (the derived `Clone` of the whole `Command` enum, ~50 instructions
+            // a clone on W2).
+            Some(nx) => {
+                for i in 0..self.config.nodes.len() {
+                    let id = self.new_id();
+                    let cmd = self.set_command(nx);
+                    cx.send(self.config.nodes[i], Msg::Request { id, cmd });
+                    self.votes.push(Vote::Pending {
+                        id,
+                        second_step: false,
+                    });
+                }
+            }
+            None => {
+                let cmd = match kind {
+                    FanOutKind::Release => self.unlock_command(),
+                    _ => self.script_command(&self.extend_script, true),
+                };
+                self.send_to_every_node(cx, cmd, true);
+            }
         }
         self.fanout = Some(FanOut {
             kind,
+            first_id,
             start_mono_ns: cx.mono_ns,
             start_wall_ms: cx.wall_ms,
             deadline_mono_ns: cx.mono_ns + self.per_node_timeout_ns(),
         });
         self.ensure_timeout(cx);
+    }
+
+    /// Sends a script to every node, in node order, with one request id each (a pending
+    /// vote each if `votes`). An EVAL shares its script and arguments, so another node's copy
+    /// is reference counts, while building one allocates; the last node takes the command
+    /// itself.
+    fn send_to_every_node(&mut self, cx: &mut Cx<'_>, cmd: Command, votes: bool) {
+        let n = self.config.nodes.len();
+        let mut last = Some(cmd);
+        for i in 0..n {
+            let cmd = if i + 1 == n {
+                last.take().expect("the last request")
+            } else {
+                copy_for_node(last.as_ref().expect("the command until the last request"))
+            };
+            let id = self.new_id();
+            cx.send(self.config.nodes[i], Msg::Request { id, cmd });
+            if votes {
+                self.votes.push(Vote::Pending {
+                    id,
+                    second_step: false,
+                });
+            }
+        }
     }
 
     /// Elapsed time since `f` started, on the chosen clock; negative if a wall clock
@@ -733,6 +788,27 @@ impl RedlockClient {
         }
         self.phase = Phase::Acquiring;
         self.start_fanout(cx, FanOutKind::Acquire);
+    }
+
+    /// The node of fan-out `f` whose request `id` is still pending, if `from` is that node.
+    /// Request `first_id + i` went to node `i`, so that is the one place to look; only an
+    /// extend's second step (SetIfMissing's `SET NX`) has an id out of that order, and
+    /// there the votes are searched. Ids are unique, so at most one vote matches: the same
+    /// answer as a search of every vote, without one for each stale reply.
+    #[inline]
+    fn pending_node(&self, f: &FanOut, from: ProcId, id: u64) -> Option<usize> {
+        let matches = |i: usize| {
+            self.config.nodes.get(i) == Some(&from)
+                && matches!(self.votes.get(i), Some(Vote::Pending { id: p, .. }) if *p == id)
+        };
+        let i = id.wrapping_sub(f.first_id);
+        if i < self.votes.len() as u64 && matches(i as usize) {
+            return Some(i as usize);
+        }
+        if f.kind != FanOutKind::Extend {
+            return None;
+        }
+        (0..self.votes.len()).find(|&i| matches(i))
     }
 
     /// Handles node `i`'s reply to request `id` of the current fan-out.
@@ -843,17 +919,8 @@ impl RedlockClient {
 
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
         // Give back the minority (or the late majority) we may hold; nobody waits for it.
-        let mut last = Some(self.script_command(&self.unlock, false));
-        let n = self.config.nodes.len();
-        for i in 0..n {
-            let cmd = if i + 1 == n {
-                last.take().expect("the last request")
-            } else {
-                copy_for_node(last.as_ref().expect("the command until the last request"))
-            };
-            let id = self.new_id();
-            cx.send(self.config.nodes[i], Msg::Request { id, cmd });
-        }
+        let cmd = self.unlock_command();
+        self.send_to_every_node(cx, cmd, false);
         if self.attempts_this_round >= self.config.options.retry_count {
             cx.observe(Observation::GaveUp {
                 lock: self.config.lock,
@@ -1096,16 +1163,8 @@ impl Process for RedlockClient {
                     self.conclude_fanout(cx);
                     return;
                 }
-                let node = self
-                    .config
-                    .nodes
-                    .iter()
-                    .zip(&self.votes)
-                    .position(|(n, v)| {
-                        *n == from && matches!(v, Vote::Pending { id: p, .. } if *p == id)
-                    });
                 // Anything else is stale: a previous attempt's, or an unanswered unlock's.
-                if let Some(i) = node {
+                if let Some(i) = self.pending_node(&f, from, id) {
                     self.on_node_reply(cx, i, &reply);
                 }
                 reply.release();
@@ -1120,15 +1179,7 @@ impl Process for RedlockClient {
                     self.conclude_fanout(cx);
                     return;
                 }
-                let Some(i) = self
-                    .config
-                    .nodes
-                    .iter()
-                    .zip(&self.votes)
-                    .position(|(n, v)| {
-                        *n == from && matches!(v, Vote::Pending { id: p, .. } if *p == id)
-                    })
-                else {
+                let Some(i) = self.pending_node(&f, from, id) else {
                     return;
                 };
                 self.votes[i] = match f.kind {
@@ -2028,6 +2079,83 @@ mod tests {
             out.extend(h.reply(r, reply));
         }
         assert!(acquired_validity(&out).is_some());
+    }
+
+    /// `unlock_args` is written in place only when no message holds it: an unlock still in
+    /// flight keeps the token it was sent with when the next attempt unlocks with its own.
+    #[test]
+    fn an_unlock_in_flight_keeps_its_token_and_a_finished_one_lends_its_arguments() {
+        let mut h = Harness::new(config(preset("redis-docs")));
+        let fail = |h: &mut Harness, reqs: &[Req]| {
+            let mut out = Vec::new();
+            for r in reqs {
+                out.extend(h.reply(r, Reply::Nil));
+            }
+            requests(&out)
+        };
+        // The next attempt's requests, when its retry timer fires (within 200 ms).
+        let next = |h: &mut Harness| loop {
+            let reqs = requests(&h.advance(MS));
+            if !reqs.is_empty() {
+                return reqs;
+            }
+        };
+        let first = requests(&h.start());
+        let unlocks_1 = fail(&mut h, &first);
+        assert_eq!(unlocks_1.len(), 5);
+        assert!(unlocks_1.iter().all(|r| is_unlock(&r.cmd, b"c1-1")));
+        let second = next(&mut h);
+        assert!(second.iter().all(|r| is_set_nx_px(&r.cmd, b"c1-2")));
+        let args_1 = Arc::as_ptr(&h.client.unlock_args);
+        let unlocks_2 = fail(&mut h, &second);
+        assert_ne!(
+            Arc::as_ptr(&h.client.unlock_args),
+            args_1,
+            "held: made afresh"
+        );
+        assert!(unlocks_2.iter().all(|r| is_unlock(&r.cmd, b"c1-2")));
+        assert!(
+            unlocks_1.iter().all(|r| is_unlock(&r.cmd, b"c1-1")),
+            "the first unlocks, still held, kept their token"
+        );
+        // Nothing holds the arguments any more: the third unlock writes them in place.
+        drop((unlocks_1, unlocks_2));
+        let third = next(&mut h);
+        let args_2 = Arc::as_ptr(&h.client.unlock_args);
+        let unlocks_3 = fail(&mut h, &third);
+        assert_eq!(
+            Arc::as_ptr(&h.client.unlock_args),
+            args_2,
+            "written in place"
+        );
+        assert_eq!(unlocks_3.len(), 5);
+        assert!(unlocks_3.iter().all(|r| is_unlock(&r.cmd, b"c1-3")));
+    }
+
+    /// Replies are matched by request id and node (node `i` got `first_id + i`): a reply
+    /// carrying another node's id counts for neither node.
+    #[test]
+    fn a_reply_counts_only_from_the_node_its_request_went_to() {
+        let mut h = Harness::new(config(preset("redis-docs")));
+        let reqs = requests(&h.start());
+        h.advance(MS);
+        for r in [&reqs[4], &reqs[3]] {
+            assert!(acquired_validity(&h.reply(r, Reply::Ok)).is_none());
+        }
+        // Node 0 answers with node 2's request id: not node 2's answer, nor node 0's.
+        let forged = Req {
+            to: reqs[0].to,
+            id: reqs[2].id,
+            cmd: reqs[2].cmd.clone(),
+        };
+        assert!(acquired_validity(&h.reply(&forged, Reply::Ok)).is_none());
+        for r in [&reqs[0], &reqs[1]] {
+            assert!(
+                acquired_validity(&h.reply(r, Reply::Nil)).is_none(),
+                "node 2 has not answered yet"
+            );
+        }
+        assert!(acquired_validity(&h.reply(&reqs[2], Reply::Ok)).is_some());
     }
 }
 
