@@ -693,14 +693,19 @@ impl RedlockClient {
         self.votes.clear();
         let first_id = self.next_id;
         match self.fanout_set_nx(kind) {
-            // A SET is cheaper built again from the key and token, in the message itself,
-            // than cloned (the derived `Clone` of the whole `Command` enum, ~50 instructions
-            // a clone on W2).
+            // A SET is cheaper built again from the key and token than cloned (the derived
+            // `Clone` of the whole `Command` enum, ~50 instructions a clone on W2), and
+            // cheaper built in the message itself than first and moved in (~13 a node).
             Some(nx) => {
                 for i in 0..self.config.nodes.len() {
                     let id = self.new_id();
-                    let cmd = self.set_command(nx);
-                    cx.send(self.config.nodes[i], Msg::Request { id, cmd });
+                    cx.send(
+                        self.config.nodes[i],
+                        Msg::Request {
+                            id,
+                            cmd: self.set_command(nx),
+                        },
+                    );
                     self.votes.push(Vote::Pending {
                         id,
                         second_step: false,
