@@ -808,14 +808,24 @@ impl LockClient {
         }
     }
 
+    /// redis-py: the backoff after a timed-out command is over; the command again.
+    #[cold]
+    fn resend_after_backoff(&mut self, cx: &mut Cx<'_>) {
+        let (phase, cmd, _) = self.py_retry.clone().expect("a command to retry");
+        self.send_request(cx, phase, cmd);
+    }
+
     /// The request in flight timed out or was refused (or a step timer fired: the phase
     /// says which). redis-py resends a failed command with its backoff first.
     fn request_failed(&mut self, cx: &mut Cx<'_>) {
         self.pending_id = 0;
+        // A think or retry timer: the commonest case by far, and the one the checks below
+        // all pass by (it is neither a backoff nor a phase redis-py retries in).
+        if self.phase == Phase::Waiting {
+            return self.start_attempt(cx);
+        }
         if self.phase == Phase::CommandBackoff {
-            let (phase, cmd, _) = self.py_retry.clone().expect("a command to retry");
-            self.send_request(cx, phase, cmd);
-            return;
+            return self.resend_after_backoff(cx);
         }
         if matches!(
             self.phase,
