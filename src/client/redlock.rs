@@ -536,7 +536,8 @@ pub struct RedlockClient {
     /// The scripts' KEYS (`[config.key]`), made once: every unlock and extend shares them
     /// (see `script_keys()`).
     script_keys: Arc<[Bytes]>,
-    /// The unlock script's ARGV (`[token]` of the last unlock made; see `unlock_command()`).
+    /// The unlock script's ARGV (`[token]` of the last unlock sent; see
+    /// `send_unlock_to_every_node()`).
     unlock_args: Arc<[Bytes]>,
     /// Both clocks at the first attempt of the current acquisition round
     /// (`start_before_retries`).
@@ -690,22 +691,41 @@ impl RedlockClient {
         }
     }
 
-    /// The unlock script with `[token]`. The arguments are the client's own `unlock_args`,
+    /// Sends the unlock script with `[token]` to every node, in node order, with one
+    /// request id each (a pending vote each if `votes`). Each node's EVAL is built in its
+    /// message from shared parts — the script, `[key]` and `unlock_args` counted once more
+    /// each — not built once and copied. The arguments are the client's own `unlock_args`,
     /// shared with the messages that carry them: written afresh in place once no message
     /// holds them any more (the nodes have dropped the last fan-out's), allocated again only
     /// while some still do — one allocation and one free less per failed attempt on W2.
-    fn unlock_command(&mut self) -> Command {
+    fn send_unlock_to_every_node(&mut self, cx: &mut Cx<'_>, votes: bool) {
         if self.unlock_args[0] != self.token {
             match Arc::get_mut(&mut self.unlock_args) {
                 Some(args) => args[0] = self.token.clone(),
                 None => self.unlock_args = Arc::new([self.token.clone()]),
             }
         }
-        Command::Eval {
-            script: ScriptRef::Source(self.unlock.clone()),
-            keys: self.script_keys(),
-            args: Arc::clone(&self.unlock_args),
-            read_only: false,
+        let keys = self.script_keys();
+        for i in 0..self.config.nodes.len() {
+            let id = self.new_id();
+            cx.send(
+                self.config.nodes[i],
+                Msg::Request {
+                    id,
+                    cmd: Command::Eval {
+                        script: ScriptRef::Source(self.unlock.clone()),
+                        keys: Arc::clone(&keys),
+                        args: Arc::clone(&self.unlock_args),
+                        read_only: false,
+                    },
+                },
+            );
+            if votes {
+                self.push_vote(Vote::Pending {
+                    id,
+                    second_step: false,
+                });
+            }
         }
     }
 
@@ -762,11 +782,9 @@ impl RedlockClient {
                     });
                 }
             }
+            None if kind == FanOutKind::Release => self.send_unlock_to_every_node(cx, true),
             None => {
-                let cmd = match kind {
-                    FanOutKind::Release => self.unlock_command(),
-                    _ => self.script_command(&self.extend_script, true),
-                };
+                let cmd = self.script_command(&self.extend_script, true);
                 self.send_to_every_node(cx, cmd, true);
             }
         }
@@ -972,8 +990,7 @@ impl RedlockClient {
 
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
         // Give back the minority (or the late majority) we may hold; nobody waits for it.
-        let cmd = self.unlock_command();
-        self.send_to_every_node(cx, cmd, false);
+        self.send_unlock_to_every_node(cx, false);
         if self.attempts_this_round >= self.config.options.retry_count {
             cx.observe(Observation::GaveUp {
                 lock: self.config.lock,
