@@ -31,7 +31,7 @@
 use std::sync::Arc;
 
 use crate::client::section::{Section, SectionHost, Stage};
-use crate::client::single::token_bytes;
+use crate::client::single::advance_token;
 use crate::client::timer::NsRange;
 use crate::client::timer::Timer;
 use crate::history::Observation;
@@ -434,6 +434,9 @@ enum FanOutKind {
 #[derive(Clone, Copy, Debug)]
 struct FanOut {
     kind: FanOutKind,
+    /// The request id of node 0's request; node `i`'s is `first_id + i` (a second step's
+    /// comes later).
+    first_id: u64,
     /// Both clocks at the start; `options.clock` says which one `elapsed` is measured on.
     start_mono_ns: u64,
     start_wall_ms: i64,
@@ -455,6 +458,36 @@ enum Vote {
     Against,
     /// The node answered an error (counts as no; redlock-py's `redis_errors`).
     Failed,
+}
+
+/// The current fan-out's votes counted by kind, kept as they change: deciding reads four
+/// counts instead of going over the votes once for each question after every reply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Tally {
+    pending: usize,
+    yes: usize,
+    no: usize,
+    failed: usize,
+}
+
+impl Tally {
+    fn count_of(&mut self, v: Vote) -> &mut usize {
+        match v {
+            Vote::Pending { .. } => &mut self.pending,
+            Vote::For => &mut self.yes,
+            Vote::Against => &mut self.no,
+            Vote::Failed => &mut self.failed,
+        }
+    }
+
+    /// Counted afresh (the invariant's check).
+    fn of(votes: &[Vote]) -> Tally {
+        let mut t = Tally::default();
+        for &v in votes {
+            *t.count_of(v) += 1;
+        }
+        t
+    }
 }
 
 // The request-timeout timer is the clients' shared `Timer::Request`; state, extend and
@@ -482,10 +515,15 @@ pub struct RedlockClient {
     attempts_this_round: u32,
     section: Section,
     token: Bytes,
+    // Invariant: `token` spells `token_prefix-token_attempt` (0: no token made yet).
+    token_attempt: u64,
     fanout: Option<FanOut>,
     // Invariant: while `fanout` is Some, `votes[i]` is node `config.nodes[i]`'s answer.
     // Kept between fan-outs so that its allocation is reused.
     votes: Vec<Vote>,
+    // Invariant: counts `votes` by kind (every write to `votes` goes through `clear_votes`,
+    // `push_vote` and `set_vote`).
+    tally: Tally,
     /// The resource request awaited: (id, monotonic deadline).
     resource_wait: Option<(u64, u64)>,
     // Invariant: while Some, the pending timeout timer fires at this monotonic instant, which
@@ -498,6 +536,9 @@ pub struct RedlockClient {
     /// The scripts' KEYS (`[config.key]`), made once: every unlock and extend shares them
     /// (see `script_keys()`).
     script_keys: Arc<[Bytes]>,
+    /// The unlock script's ARGV (`[token]` of the last unlock sent; see
+    /// `send_unlock_to_every_node()`).
+    unlock_args: Arc<[Bytes]>,
     /// Both clocks at the first attempt of the current acquisition round
     /// (`start_before_retries`).
     round_start: (u64, i64),
@@ -538,13 +579,16 @@ impl RedlockClient {
             attempts_this_round: 0,
             section,
             token: Bytes::new(),
+            token_attempt: 0,
             fanout: None,
             votes: Vec::with_capacity(n),
+            tally: Tally::default(),
             resource_wait: None,
             timeout_due_mono_ns: None,
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
             extend_script: Script::new(EXTEND_SRC.as_bytes()),
             script_keys,
+            unlock_args: Arc::new([Bytes::new()]),
             round_start: (0, 0),
             extend_call: None,
             extend_attempts: 0,
@@ -574,6 +618,22 @@ impl RedlockClient {
         let id = self.next_id;
         self.next_id += 1;
         id
+    }
+
+    fn clear_votes(&mut self) {
+        self.votes.clear();
+        self.tally = Tally::default();
+    }
+
+    fn push_vote(&mut self, v: Vote) {
+        *self.tally.count_of(v) += 1;
+        self.votes.push(v);
+    }
+
+    fn set_vote(&mut self, i: usize, v: Vote) {
+        *self.tally.count_of(self.votes[i]) -= 1;
+        *self.tally.count_of(v) += 1;
+        self.votes[i] = v;
     }
 
     fn new_tag(&mut self) -> u64 {
@@ -620,6 +680,7 @@ impl RedlockClient {
         }
     }
 
+    #[inline(always)]
     fn set_command(&self, nx: bool) -> Command {
         Command::Set {
             key: self.config.key.clone(),
@@ -627,6 +688,44 @@ impl RedlockClient {
             cond: nx.then_some(SetCond::Nx),
             get: false,
             expiry: Some(SetExpiry::Px(self.config.options.ttl_ms as i64)),
+        }
+    }
+
+    /// Sends the unlock script with `[token]` to every node, in node order, with one
+    /// request id each (a pending vote each if `votes`). Each node's EVAL is built in its
+    /// message from shared parts — the script, `[key]` and `unlock_args` counted once more
+    /// each — not built once and copied. The arguments are the client's own `unlock_args`,
+    /// shared with the messages that carry them: written afresh in place once no message
+    /// holds them any more (the nodes have dropped the last fan-out's), allocated again only
+    /// while some still do — one allocation and one free less per failed attempt on W2.
+    fn send_unlock_to_every_node(&mut self, cx: &mut Cx<'_>, votes: bool) {
+        if self.unlock_args[0] != self.token {
+            match Arc::get_mut(&mut self.unlock_args) {
+                Some(args) => args[0] = self.token.clone(),
+                None => self.unlock_args = Arc::new([self.token.clone()]),
+            }
+        }
+        let keys = self.script_keys();
+        for i in 0..self.config.nodes.len() {
+            let id = self.new_id();
+            cx.send(
+                self.config.nodes[i],
+                Msg::Request {
+                    id,
+                    cmd: Command::Eval {
+                        script: ScriptRef::Source(self.unlock.clone()),
+                        keys: Arc::clone(&keys),
+                        args: Arc::clone(&self.unlock_args),
+                        read_only: false,
+                    },
+                },
+            );
+            if votes {
+                self.push_vote(Vote::Pending {
+                    id,
+                    second_step: false,
+                });
+            }
         }
     }
 
@@ -646,49 +745,81 @@ impl RedlockClient {
         }
     }
 
-    fn fanout_command(&self, kind: FanOutKind) -> Command {
+    /// The `SET`'s `NX` if `kind`'s fan-out sends a SET (an acquire, a re-SET extend), None if
+    /// it sends a script.
+    fn fanout_set_nx(&self, kind: FanOutKind) -> Option<bool> {
         match kind {
-            FanOutKind::Acquire => self.set_command(true),
+            FanOutKind::Acquire => Some(true),
             FanOutKind::Extend => match self.config.options.extend.map(|(_, m)| m) {
-                Some(ExtendMode::ReSet) => self.set_command(false),
-                _ => self.script_command(&self.extend_script, true),
+                Some(ExtendMode::ReSet) => Some(false),
+                _ => None,
             },
-            FanOutKind::Release => self.script_command(&self.unlock, false),
+            FanOutKind::Release => None,
         }
     }
 
     /// Sends `kind`'s request to every node and starts the per-node deadline.
     fn start_fanout(&mut self, cx: &mut Cx<'_>, kind: FanOutKind) {
-        let mut last = Some(self.fanout_command(kind));
-        // A SET is cheaper built again from the key and token than cloned (the derived
-        // `Clone` of the whole `Command` enum, ~50 instructions a clone on W2); an EVAL
-        // shares its script and arguments, so its clone is reference counts, while building
-        // one allocates. The last request takes the command itself.
-        let rebuild = matches!(last, Some(Command::Set { .. }));
-        self.votes.clear();
-        let n = self.config.nodes.len();
-        for i in 0..n {
-            let cmd = if i + 1 == n {
-                last.take().expect("the last request")
-            } else if rebuild {
-                self.fanout_command(kind)
-            } else {
-                copy_for_node(last.as_ref().expect("the command until the last request"))
-            };
-            let id = self.new_id();
-            cx.send(self.config.nodes[i], Msg::Request { id, cmd });
-            self.votes.push(Vote::Pending {
-                id,
-                second_step: false,
-            });
+        self.clear_votes();
+        let first_id = self.next_id;
+        match self.fanout_set_nx(kind) {
+            // A SET is cheaper built again from the key and token than cloned (the derived
+            // `Clone` of the whole `Command` enum, ~50 instructions a clone on W2), and
+            // cheaper built in the message itself than first and moved in (~13 a node).
+            Some(nx) => {
+                for i in 0..self.config.nodes.len() {
+                    let id = self.new_id();
+                    cx.send(
+                        self.config.nodes[i],
+                        Msg::Request {
+                            id,
+                            cmd: self.set_command(nx),
+                        },
+                    );
+                    self.push_vote(Vote::Pending {
+                        id,
+                        second_step: false,
+                    });
+                }
+            }
+            None if kind == FanOutKind::Release => self.send_unlock_to_every_node(cx, true),
+            None => {
+                let cmd = self.script_command(&self.extend_script, true);
+                self.send_to_every_node(cx, cmd, true);
+            }
         }
         self.fanout = Some(FanOut {
             kind,
+            first_id,
             start_mono_ns: cx.mono_ns,
             start_wall_ms: cx.wall_ms,
             deadline_mono_ns: cx.mono_ns + self.per_node_timeout_ns(),
         });
         self.ensure_timeout(cx);
+    }
+
+    /// Sends a script to every node, in node order, with one request id each (a pending
+    /// vote each if `votes`). An EVAL shares its script and arguments, so another node's copy
+    /// is reference counts, while building one allocates; the last node takes the command
+    /// itself.
+    fn send_to_every_node(&mut self, cx: &mut Cx<'_>, cmd: Command, votes: bool) {
+        let n = self.config.nodes.len();
+        let mut last = Some(cmd);
+        for i in 0..n {
+            let cmd = if i + 1 == n {
+                last.take().expect("the last request")
+            } else {
+                copy_for_node(last.as_ref().expect("the command until the last request"))
+            };
+            let id = self.new_id();
+            cx.send(self.config.nodes[i], Msg::Request { id, cmd });
+            if votes {
+                self.push_vote(Vote::Pending {
+                    id,
+                    second_step: false,
+                });
+            }
+        }
     }
 
     /// Elapsed time since `f` started, on the chosen clock; negative if a wall clock
@@ -714,7 +845,12 @@ impl RedlockClient {
         self.attempts_this_round += 1;
         // A fresh token per attempt: a late SET of a failed attempt can never be taken for
         // this one's.
-        self.token = token_bytes(&self.config.token_prefix, self.attempt);
+        advance_token(
+            &mut self.token,
+            &mut self.token_attempt,
+            &self.config.token_prefix,
+            self.attempt,
+        );
         if self.attempts_this_round == 1 {
             self.round_start = (cx.mono_ns, cx.wall_ms);
             // One observation per round, as `LockClient`: retries are in the trace.
@@ -727,6 +863,27 @@ impl RedlockClient {
         self.start_fanout(cx, FanOutKind::Acquire);
     }
 
+    /// The node of fan-out `f` whose request `id` is still pending, if `from` is that node.
+    /// Request `first_id + i` went to node `i`, so that is the one place to look; only an
+    /// extend's second step (SetIfMissing's `SET NX`) has an id out of that order, and
+    /// there the votes are searched. Ids are unique, so at most one vote matches: the same
+    /// answer as a search of every vote, without one for each stale reply.
+    #[inline]
+    fn pending_node(&self, f: &FanOut, from: ProcId, id: u64) -> Option<usize> {
+        let matches = |i: usize| {
+            self.config.nodes.get(i) == Some(&from)
+                && matches!(self.votes.get(i), Some(Vote::Pending { id: p, .. }) if *p == id)
+        };
+        let i = id.wrapping_sub(f.first_id);
+        if i < self.votes.len() as u64 && matches(i as usize) {
+            return Some(i as usize);
+        }
+        if f.kind != FanOutKind::Extend {
+            return None;
+        }
+        (0..self.votes.len()).find(|&i| matches(i))
+    }
+
     /// Handles node `i`'s reply to request `id` of the current fan-out.
     fn on_node_reply(&mut self, cx: &mut Cx<'_>, i: usize, reply: &Reply) {
         let Some(f) = self.fanout else { return };
@@ -734,7 +891,7 @@ impl RedlockClient {
             return;
         };
         let mode = self.config.options.extend.map(|(_, m)| m);
-        self.votes[i] = match (f.kind, mode, second_step) {
+        let answer = match (f.kind, mode, second_step) {
             (FanOutKind::Acquire, ..) if matches!(reply, Reply::Error(_)) => Vote::Failed,
             (FanOutKind::Acquire, ..) => vote(matches!(reply, Reply::Ok)),
             // The unlock is best effort: any answer ends the wait for that node.
@@ -758,13 +915,13 @@ impl RedlockClient {
             }
             (FanOutKind::Extend, ..) => vote(matches!(reply, Reply::Int(1))),
         };
-        if !self.votes.iter().any(|v| matches!(v, Vote::Pending { .. })) {
+        self.set_vote(i, answer);
+        if self.tally.pending == 0 {
             self.conclude_fanout(cx);
         } else if self.config.options.fail_fast && f.kind != FanOutKind::Release {
             // redsync mutex.go:304-314: decided once a quorum said yes, or said taken.
             let q = self.quorum();
-            let count = |want: Vote| self.votes.iter().filter(|v| **v == want).count();
-            if count(Vote::For) >= q || count(Vote::Against) >= q {
+            if self.tally.yes >= q || self.tally.no >= q {
                 self.conclude_fanout(cx);
             }
         }
@@ -773,7 +930,8 @@ impl RedlockClient {
     /// All nodes answered or the deadline passed: decide.
     fn conclude_fanout(&mut self, cx: &mut Cx<'_>) {
         let Some(f) = self.fanout.take() else { return };
-        let ok = self.votes.iter().filter(|v| **v == Vote::For).count();
+        debug_assert_eq!(self.tally, Tally::of(&self.votes));
+        let ok = self.tally.yes;
         // node-redlock beta.2: measured from before the retries (`start_before_retries`).
         let mut measured = f;
         if self.config.options.start_before_retries {
@@ -793,10 +951,7 @@ impl RedlockClient {
             .validity_ns(self.elapsed_ns(cx, &measured));
         let success =
             ok >= self.quorum() && (self.config.options.skip_validity_check || validity_ns > 0);
-        let node_failed = self
-            .votes
-            .iter()
-            .any(|v| matches!(v, Vote::Failed | Vote::Pending { .. }));
+        let node_failed = self.tally.failed + self.tally.pending > 0;
         match f.kind {
             FanOutKind::Acquire
                 if success && node_failed && self.config.options.raise_on_node_error =>
@@ -835,17 +990,7 @@ impl RedlockClient {
 
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
         // Give back the minority (or the late majority) we may hold; nobody waits for it.
-        let mut last = Some(self.script_command(&self.unlock, false));
-        let n = self.config.nodes.len();
-        for i in 0..n {
-            let cmd = if i + 1 == n {
-                last.take().expect("the last request")
-            } else {
-                copy_for_node(last.as_ref().expect("the command until the last request"))
-            };
-            let id = self.new_id();
-            cx.send(self.config.nodes[i], Msg::Request { id, cmd });
-        }
+        self.send_unlock_to_every_node(cx, false);
         if self.attempts_this_round >= self.config.options.retry_count {
             cx.observe(Observation::GaveUp {
                 lock: self.config.lock,
@@ -1088,16 +1233,8 @@ impl Process for RedlockClient {
                     self.conclude_fanout(cx);
                     return;
                 }
-                let node = self
-                    .config
-                    .nodes
-                    .iter()
-                    .zip(&self.votes)
-                    .position(|(n, v)| {
-                        *n == from && matches!(v, Vote::Pending { id: p, .. } if *p == id)
-                    });
                 // Anything else is stale: a previous attempt's, or an unanswered unlock's.
-                if let Some(i) = node {
+                if let Some(i) = self.pending_node(&f, from, id) {
                     self.on_node_reply(cx, i, &reply);
                 }
                 reply.release();
@@ -1112,22 +1249,15 @@ impl Process for RedlockClient {
                     self.conclude_fanout(cx);
                     return;
                 }
-                let Some(i) = self
-                    .config
-                    .nodes
-                    .iter()
-                    .zip(&self.votes)
-                    .position(|(n, v)| {
-                        *n == from && matches!(v, Vote::Pending { id: p, .. } if *p == id)
-                    })
-                else {
+                let Some(i) = self.pending_node(&f, from, id) else {
                     return;
                 };
-                self.votes[i] = match f.kind {
+                let answer = match f.kind {
                     FanOutKind::Acquire => Vote::Failed,
                     _ => Vote::Against,
                 };
-                if !self.votes.iter().any(|v| matches!(v, Vote::Pending { .. })) {
+                self.set_vote(i, answer);
+                if self.tally.pending == 0 {
                     self.conclude_fanout(cx);
                 }
             }
@@ -1190,7 +1320,7 @@ impl Process for RedlockClient {
         self.validity_tag = 0;
         self.attempts_this_round = 0;
         self.fanout = None;
-        self.votes.clear();
+        self.clear_votes();
         self.resource_wait = None;
         self.section.abandon();
         self.timeout_due_mono_ns = None;
@@ -2020,6 +2150,151 @@ mod tests {
             out.extend(h.reply(r, reply));
         }
         assert!(acquired_validity(&out).is_some());
+    }
+
+    /// The tally kept beside the votes counts them as a recount does, whatever the answers:
+    /// OK, nil, an error, a refused connection, a stale reply, an extend's second steps.
+    #[test]
+    fn the_vote_tally_counts_the_votes_after_every_answer() {
+        let check = |h: &Harness, when: &str| {
+            assert_eq!(h.client.tally, Tally::of(&h.client.votes), "{when}");
+        };
+        let mut h = Harness::new(config(RedlockOptions {
+            extend: Some((3_000, ExtendMode::SetIfMissing)),
+            ..preset("redis-docs")
+        }));
+        let reqs = requests(&h.start());
+        check(&h, "sent");
+        assert_eq!(h.client.tally.pending, 5);
+        h.advance(MS);
+        h.reply(&reqs[0], Reply::Nil);
+        check(&h, "nil");
+        h.reply(&reqs[1], Reply::Error("ERR x".into()));
+        check(&h, "error");
+        let (from, id) = (reqs[2].to, reqs[2].id);
+        h.run(|c, cx| c.on_message(cx, from, Msg::Refused { id }));
+        check(&h, "refused");
+        h.reply(&reqs[1], Reply::Ok);
+        check(&h, "a second answer from one node");
+        h.reply(&reqs[3], Reply::Ok);
+        check(&h, "ok");
+        assert_eq!(
+            h.client.tally,
+            Tally {
+                pending: 1,
+                yes: 1,
+                no: 1,
+                failed: 2
+            }
+        );
+        // The deadline decides with one vote pending: failed, retried later.
+        h.advance(100 * MS);
+        check(&h, "deadline");
+        // A won attempt, then the extend with its second steps.
+        let mut h = Harness::new(config(RedlockOptions {
+            extend: Some((3_000, ExtendMode::SetIfMissing)),
+            ..preset("redis-docs")
+        }));
+        let reqs = acquire_then_extend(&mut h);
+        check(&h, "extend sent");
+        h.advance(MS);
+        h.reply(&reqs[0], Reply::Int(1));
+        let mut sets = Vec::new();
+        for r in &reqs[1..] {
+            sets.extend(requests(&h.reply(r, Reply::Int(0))));
+            check(&h, "second step sent");
+        }
+        assert_eq!(h.client.tally.pending, 4);
+        for (r, reply) in sets.iter().zip([Reply::Ok, Reply::Nil, Reply::Ok]) {
+            h.reply(r, reply);
+            check(&h, "second step answered");
+        }
+        assert_eq!(
+            h.client.tally,
+            Tally {
+                pending: 1,
+                yes: 3,
+                no: 1,
+                failed: 0
+            }
+        );
+    }
+
+    /// `unlock_args` is written in place only when no message holds it: an unlock still in
+    /// flight keeps the token it was sent with when the next attempt unlocks with its own.
+    #[test]
+    fn an_unlock_in_flight_keeps_its_token_and_a_finished_one_lends_its_arguments() {
+        let mut h = Harness::new(config(preset("redis-docs")));
+        let fail = |h: &mut Harness, reqs: &[Req]| {
+            let mut out = Vec::new();
+            for r in reqs {
+                out.extend(h.reply(r, Reply::Nil));
+            }
+            requests(&out)
+        };
+        // The next attempt's requests, when its retry timer fires (within 200 ms).
+        let next = |h: &mut Harness| loop {
+            let reqs = requests(&h.advance(MS));
+            if !reqs.is_empty() {
+                return reqs;
+            }
+        };
+        let first = requests(&h.start());
+        let unlocks_1 = fail(&mut h, &first);
+        assert_eq!(unlocks_1.len(), 5);
+        assert!(unlocks_1.iter().all(|r| is_unlock(&r.cmd, b"c1-1")));
+        let second = next(&mut h);
+        assert!(second.iter().all(|r| is_set_nx_px(&r.cmd, b"c1-2")));
+        let args_1 = Arc::as_ptr(&h.client.unlock_args);
+        let unlocks_2 = fail(&mut h, &second);
+        assert_ne!(
+            Arc::as_ptr(&h.client.unlock_args),
+            args_1,
+            "held: made afresh"
+        );
+        assert!(unlocks_2.iter().all(|r| is_unlock(&r.cmd, b"c1-2")));
+        assert!(
+            unlocks_1.iter().all(|r| is_unlock(&r.cmd, b"c1-1")),
+            "the first unlocks, still held, kept their token"
+        );
+        // Nothing holds the arguments any more: the third unlock writes them in place.
+        drop((unlocks_1, unlocks_2));
+        let third = next(&mut h);
+        let args_2 = Arc::as_ptr(&h.client.unlock_args);
+        let unlocks_3 = fail(&mut h, &third);
+        assert_eq!(
+            Arc::as_ptr(&h.client.unlock_args),
+            args_2,
+            "written in place"
+        );
+        assert_eq!(unlocks_3.len(), 5);
+        assert!(unlocks_3.iter().all(|r| is_unlock(&r.cmd, b"c1-3")));
+    }
+
+    /// Replies are matched by request id and node (node `i` got `first_id + i`): a reply
+    /// carrying another node's id counts for neither node.
+    #[test]
+    fn a_reply_counts_only_from_the_node_its_request_went_to() {
+        let mut h = Harness::new(config(preset("redis-docs")));
+        let reqs = requests(&h.start());
+        h.advance(MS);
+        for r in [&reqs[4], &reqs[3]] {
+            assert!(acquired_validity(&h.reply(r, Reply::Ok)).is_none());
+        }
+        // Node 0 answers with node 2's request id: not node 2's answer, nor node 0's.
+        let forged = Req {
+            to: reqs[0].to,
+            id: reqs[2].id,
+            cmd: reqs[2].cmd.clone(),
+        };
+        assert!(acquired_validity(&h.reply(&forged, Reply::Ok)).is_none());
+        for r in [&reqs[0], &reqs[1]] {
+            assert!(
+                acquired_validity(&h.reply(r, Reply::Nil)).is_none(),
+                "node 2 has not answered yet"
+            );
+        }
+        assert!(acquired_validity(&h.reply(&reqs[2], Reply::Ok)).is_some());
     }
 }
 

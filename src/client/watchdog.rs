@@ -33,7 +33,7 @@
 use std::sync::Arc;
 
 use crate::client::section::{Section, SectionHost};
-use crate::client::single::token_bytes;
+use crate::client::single::advance_token;
 use crate::client::timeout::RequestTimeout;
 use crate::client::timer::NsRange;
 use crate::client::timer::Timer;
@@ -131,6 +131,8 @@ pub struct WatchdogClient {
     round_started: bool,
     section: Section,
     token: Bytes,
+    // Invariant: `token` spells `token_prefix-token_attempt` (0: no token made yet).
+    token_attempt: u64,
     /// The client believes it holds the lock: from `Acquired` to `Released` or `Lost`.
     holding: bool,
     // Invariant: renewing implies holding. Cleared at release, at a reported failure, and
@@ -179,6 +181,7 @@ impl WatchdogClient {
             round_started: false,
             section,
             token: Bytes::new(),
+            token_attempt: 0,
             holding: false,
             renewing: false,
             renew_gen: 0,
@@ -255,7 +258,12 @@ impl WatchdogClient {
             return;
         }
         self.attempt += 1;
-        self.token = token_bytes(&self.config.token_prefix, self.attempt);
+        advance_token(
+            &mut self.token,
+            &mut self.token_attempt,
+            &self.config.token_prefix,
+            self.attempt,
+        );
         if !self.round_started {
             // One observation per round: checkers need to know since when the lock is wanted.
             self.round_started = true;

@@ -14,7 +14,6 @@ use std::ops::Deref;
 /// key or token of the models.
 const INLINE: usize = 30;
 
-#[derive(Clone)]
 enum Repr {
     /// The bytes are `buf[..len]`. A clone copies the fixed-size buffer: no length-dependent
     /// `memcpy` call and no spill check, which is what the hot path does with tokens.
@@ -27,6 +26,28 @@ enum Repr {
 
 #[derive(Clone)]
 pub struct Bytes(Repr);
+
+impl Clone for Repr {
+    /// The inline copy in place, the heap copy out of line: the derived `Clone` inlines the
+    /// `Vec` clone (allocation and `memcpy`) at every clone of a key or token, and the
+    /// registers that path needs spill the hot one's (W1 -1.1 %, W2 -0.6 % instructions).
+    #[inline(always)]
+    fn clone(&self) -> Repr {
+        match self {
+            Repr::Inline { len, buf } => Repr::Inline {
+                len: *len,
+                buf: *buf,
+            },
+            Repr::Heap(v) => clone_heap(v),
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn clone_heap(v: &[u8]) -> Repr {
+    Repr::Heap(v.to_vec())
+}
 
 impl Default for Bytes {
     fn default() -> Bytes {
