@@ -101,7 +101,7 @@ impl MarginTally {
 
 impl Margins {
     /// Feeds one record; `token`: the token it names (`token::Tokens::name`).
-    #[inline]
+    #[inline(always)]
     pub fn observe(&mut self, r: &Record, token: Option<TokenId>) {
         let Some(t) = token else {
             return;

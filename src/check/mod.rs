@@ -158,7 +158,7 @@ impl Checks {
 
     /// As `observe`, also handing each change of who holds what to `also` (as
     /// `Holding::observe` gives them).
-    #[inline]
+    #[inline(always)]
     pub fn observe_with(
         &mut self,
         r: &Record,
@@ -449,7 +449,7 @@ struct Holding {
 
 impl Holding {
     /// Calls `f(at, client, lock, acquired)` for each hold that `r` begins or ends.
-    #[inline]
+    #[inline(always)]
     fn observe(&mut self, r: &Record, mut f: impl FnMut(SimTime, ProcId, u32, bool)) {
         match &r.obs {
             Observation::Acquired { lock, .. } => {
@@ -509,7 +509,7 @@ pub struct Overlaps {
 
 impl Overlaps {
     /// A hold began (`acquired`) or ended.
-    #[inline]
+    #[inline(always)]
     pub fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
         self.last = at;
         let (hs, since) = self.holders.entry(lock);
@@ -585,7 +585,7 @@ struct MutualExclusion {
 
 impl MutualExclusion {
     /// A hold began (`acquired`) or ended (see `Holding::observe`).
-    #[inline]
+    #[inline(always)]
     fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
         if self.found.is_some() {
             return;
@@ -687,7 +687,7 @@ struct ForeignUnlock {
 }
 
 impl ForeignUnlock {
-    #[inline]
+    #[inline(always)]
     fn observe(&mut self, r: &Record, token: Option<TokenId>) {
         if self.found.is_some() {
             return;
@@ -766,7 +766,7 @@ impl<V: Default> ByLock<V> {
     }
 
     /// `lock`'s entry, made (as `V::default()`) if absent.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn entry(&mut self, lock: u32) -> &mut V {
         let i = match self.find(lock) {
             Ok(i) => i,

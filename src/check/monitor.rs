@@ -152,7 +152,7 @@ impl Monitor {
     }
 
     /// Feeds one record (in history order).
-    #[inline]
+    #[inline(always)]
     pub fn observe(&mut self, r: &Record) {
         if self.doubt {
             return;

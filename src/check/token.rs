@@ -60,8 +60,12 @@ impl Naming {
     }
 }
 
+/// Tokens a monitor makes room for at first: runs of a few hundred attempts never grow
+/// the map (growing it, from empty, cost a run more than its lookups).
+const FIRST_CAPACITY: usize = 1024;
+
 /// The tokens known, each with its id.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Tokens {
     /// token -> id. Fixed hasher: deterministic (nothing iterates it in hash order anyway).
     ids: IndexMap<Bytes, TokenId, FxBuildHasher>,
@@ -71,69 +75,97 @@ pub struct Tokens {
     at: Vec<u32>,
     /// Ids given back by `forget`, reused first.
     free: Vec<TokenId>,
-    /// Process index -> the token it last named or was named with: most records name the
-    /// token their client (or node) named last, and checking that guess is a comparison of
-    /// a few bytes, not a hash.
-    // Invariant: every id here is known (`forget` clears them all).
-    recent: Vec<Option<TokenId>>,
+    /// Process index -> the position in `ids` of the token it last named or was named with
+    /// (`NOWHERE`: none): most records name the token their client (or node) named last,
+    /// and checking that guess is a comparison of a few bytes, not a hash.
+    // Invariant: every position here is `ids`' (`forget`, which moves entries, clears them
+    // all).
+    recent: Vec<u32>,
+}
+
+impl Default for Tokens {
+    fn default() -> Tokens {
+        Tokens {
+            ids: IndexMap::with_capacity_and_hasher(FIRST_CAPACITY, FxBuildHasher),
+            at: Vec::with_capacity(FIRST_CAPACITY),
+            free: Vec::new(),
+            recent: Vec::new(),
+        }
+    }
 }
 
 impl Tokens {
     /// The token `r` names, made known if `r` can introduce a token (an attempt, an
     /// acquisition, a key written) and `refuse` does not refuse it. `refuse` is asked only
     /// about tokens not known.
-    #[inline]
+    #[inline(always)]
     pub fn name(&mut self, r: &Record, refuse: impl FnOnce(&Bytes) -> bool) -> Naming {
-        let (t, introduces, client) = match &r.obs {
+        // Who likely named the token last: the client (its attempt's, or the retry's its
+        // node just wrote), and for a key removed, the node (which wrote it last).
+        let (t, introduces, client, node) = match &r.obs {
             Observation::Attempt { token, .. } | Observation::Acquired { token, .. } => {
-                (token, true, Some(r.proc))
+                (token, true, Some(r.proc), None)
             }
             Observation::Released { token, .. }
             | Observation::Lost { token, .. }
-            | Observation::Extended { token, .. } => (token, false, Some(r.proc)),
-            Observation::KeyWritten { value, by, .. } => (value, true, *by),
-            Observation::KeyRemoved { value, by, .. } => (value, false, *by),
+            | Observation::Extended { token, .. } => (token, false, Some(r.proc), None),
+            Observation::KeyWritten { value, by, .. } => (value, true, *by, None),
+            Observation::KeyRemoved { value, by, .. } => (value, false, *by, Some(r.proc)),
             _ => return Naming::Nothing,
         };
-        let id = match self
-            .guess(client, t)
-            .or_else(|| self.guess(Some(r.proc), t))
-        {
-            Some(id) => id,
-            None => {
-                let h = self.ids.hasher().hash_one(t);
-                match self.ids.raw_entry_mut_v1().from_hash(h, |k| bytes_eq(k, t)) {
-                    RawEntryMut::Occupied(e) => *e.get(),
-                    RawEntryMut::Vacant(e) => {
-                        if !introduces {
-                            return if refuse(t) {
-                                Naming::Refused
-                            } else {
-                                Naming::Unknown
-                            };
-                        }
-                        if refuse(t) {
-                            return Naming::Refused;
-                        }
-                        let id = match self.free.pop() {
-                            Some(id) => id,
-                            None => {
-                                self.at.push(NOWHERE);
-                                TokenId::from_index(self.at.len() - 1)
-                            }
-                        };
-                        self.at[id.index()] = u32::try_from(e.index()).expect("2^32 tokens");
-                        e.insert_hashed_nocheck(h, t.clone(), id);
-                        id
-                    }
-                }
+        let at = if let Some(at) = self.guess(client, t) {
+            at
+        } else if let Some(at) = self.guess(node, t) {
+            at
+        } else {
+            match self.look_up(t, introduces, refuse) {
+                Ok(at) => at,
+                Err(n) => return n,
             }
         };
         if let Some(c) = client {
-            self.remember(c, id);
+            self.remember(c, at);
         }
-        self.remember(r.proc, id);
-        Naming::Token(id)
+        self.remember(r.proc, at);
+        Naming::Token(self.ids[at as usize])
+    }
+
+    /// The position in `ids` of `t`, made known if `introduces` and not refused; else what
+    /// the record names. Out of line: most records' tokens are guessed.
+    #[inline(never)]
+    fn look_up(
+        &mut self,
+        t: &Bytes,
+        introduces: bool,
+        refuse: impl FnOnce(&Bytes) -> bool,
+    ) -> Result<u32, Naming> {
+        let h = self.ids.hasher().hash_one(t);
+        match self.ids.raw_entry_mut_v1().from_hash(h, |k| bytes_eq(k, t)) {
+            RawEntryMut::Occupied(e) => Ok(e.index() as u32),
+            RawEntryMut::Vacant(e) => {
+                if !introduces {
+                    return Err(if refuse(t) {
+                        Naming::Refused
+                    } else {
+                        Naming::Unknown
+                    });
+                }
+                if refuse(t) {
+                    return Err(Naming::Refused);
+                }
+                let id = match self.free.pop() {
+                    Some(id) => id,
+                    None => {
+                        self.at.push(NOWHERE);
+                        TokenId::from_index(self.at.len() - 1)
+                    }
+                };
+                let at = u32::try_from(e.index()).expect("fewer than 2^32 tokens");
+                self.at[id.index()] = at;
+                e.insert_hashed_nocheck(h, t.clone(), id);
+                Ok(at)
+            }
+        }
     }
 
     /// The token of a known id.
@@ -145,20 +177,21 @@ impl Tokens {
             .0
     }
 
-    /// `p`'s latest token, if it is `t`.
+    /// The position in `ids` of `p`'s latest token, if that is `t`.
     #[inline(always)]
-    fn guess(&self, p: Option<ProcId>, t: &Bytes) -> Option<TokenId> {
-        let id = (*self.recent.get(p?.index())?)?;
-        bytes_eq(self.entry(id), t).then_some(id)
+    fn guess(&self, p: Option<ProcId>, t: &Bytes) -> Option<u32> {
+        let at = *self.recent.get(p?.index())?;
+        let (k, _) = self.ids.get_index(at as usize)?;
+        bytes_eq(k, t).then_some(at)
     }
 
     #[inline(always)]
-    fn remember(&mut self, p: ProcId, id: TokenId) {
+    fn remember(&mut self, p: ProcId, at: u32) {
         let i = p.index();
         if self.recent.len() <= i {
-            self.recent.resize(i + 1, None);
+            self.recent.resize(i + 1, NOWHERE);
         }
-        self.recent[i] = Some(id);
+        self.recent[i] = at;
     }
 
     /// The token of a known id.
