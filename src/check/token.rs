@@ -10,8 +10,6 @@
 
 use std::hash::BuildHasher;
 
-use indexmap::IndexMap;
-use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
 use rustc_hash::FxBuildHasher;
 
 use crate::history::{Observation, Record};
@@ -60,34 +58,40 @@ impl Naming {
     }
 }
 
-/// Tokens a monitor makes room for at first: runs of a few hundred attempts never grow
-/// the map (growing it, from empty, cost a run more than its lookups).
-const FIRST_CAPACITY: usize = 1024;
+/// Slots of a new table (a power of two): runs of a few hundred tokens never grow it.
+const FIRST_SLOTS: usize = 2048;
 
-/// The tokens known, each with its id.
+/// The tokens known, each with its id: a table of ids, open-addressed by the token's hash
+/// (probing the next slot on a collision), over the tokens kept by id. Made for what a
+/// monitor does: a lookup or an insert per record and a removal only when retiring, which
+/// rebuilds the table (no tombstones). Nothing reads it in slot order, so the hash (fixed)
+/// decides no output.
 #[derive(Clone)]
 pub struct Tokens {
-    /// token -> id. Fixed hasher: deterministic (nothing iterates it in hash order anyway).
-    ids: IndexMap<Bytes, TokenId, FxBuildHasher>,
-    /// id -> the position of its entry in `ids` (`NOWHERE` for a free id): the token is
-    /// kept once, in the map.
-    // Invariant: `ids[at[i]]` is `(token, i)` for every known id `i`.
-    at: Vec<u32>,
+    /// id -> (hash, token) (`None`: a free id).
+    names: Vec<Option<(u64, Bytes)>>,
+    /// Slot -> id + 1 of the token found there (0: empty). Its length is a power of two, at
+    /// least twice the tokens known.
+    // Invariant: every known id is in exactly one slot, reached from its hash's slot by
+    // probing forward over occupied slots only.
+    slots: Vec<u32>,
+    /// Tokens known.
+    known: usize,
     /// Ids given back by `forget`, reused first.
     free: Vec<TokenId>,
-    /// Process index -> the position in `ids` of the token it last named or was named with
-    /// (`NOWHERE`: none): most records name the token their client (or node) named last,
-    /// and checking that guess is a comparison of a few bytes, not a hash.
-    // Invariant: every position here is `ids`' (`forget`, which moves entries, clears them
-    // all).
+    /// Process index -> the token it last named or was named with (`NOWHERE`: none): most
+    /// records name the token their client (or node) named last, and checking that guess
+    /// is a comparison of a few bytes, not a hash.
+    // Invariant: every id here is known (`forget` clears them all).
     recent: Vec<u32>,
 }
 
 impl Default for Tokens {
     fn default() -> Tokens {
         Tokens {
-            ids: IndexMap::with_capacity_and_hasher(FIRST_CAPACITY, FxBuildHasher),
-            at: Vec::with_capacity(FIRST_CAPACITY),
+            names: Vec::new(),
+            slots: vec![0; FIRST_SLOTS],
+            known: 0,
             free: Vec::new(),
             recent: Vec::new(),
         }
@@ -113,25 +117,25 @@ impl Tokens {
             Observation::KeyRemoved { value, by, .. } => (value, false, *by, Some(r.proc)),
             _ => return Naming::Nothing,
         };
-        let at = if let Some(at) = self.guess(client, t) {
-            at
-        } else if let Some(at) = self.guess(node, t) {
-            at
+        let id = if let Some(id) = self.guess(client, t) {
+            id
+        } else if let Some(id) = self.guess(node, t) {
+            id
         } else {
             match self.look_up(t, introduces, refuse) {
-                Ok(at) => at,
+                Ok(id) => id,
                 Err(n) => return n,
             }
         };
         if let Some(c) = client {
-            self.remember(c, at);
+            self.remember(c, id);
         }
-        self.remember(r.proc, at);
-        Naming::Token(self.ids[at as usize])
+        self.remember(r.proc, id);
+        Naming::Token(TokenId(id))
     }
 
-    /// The position in `ids` of `t`, made known if `introduces` and not refused; else what
-    /// the record names. Out of line: most records' tokens are guessed.
+    /// The id of `t`, made known if `introduces` and not refused; else what the record
+    /// names. Out of line: most records' tokens are guessed.
     #[inline(never)]
     fn look_up(
         &mut self,
@@ -139,99 +143,126 @@ impl Tokens {
         introduces: bool,
         refuse: impl FnOnce(&Bytes) -> bool,
     ) -> Result<u32, Naming> {
-        let h = self.ids.hasher().hash_one(t);
-        match self.ids.raw_entry_mut_v1().from_hash(h, |k| bytes_eq(k, t)) {
-            RawEntryMut::Occupied(e) => Ok(e.index() as u32),
-            RawEntryMut::Vacant(e) => {
-                if !introduces {
-                    return Err(if refuse(t) {
-                        Naming::Refused
-                    } else {
-                        Naming::Unknown
-                    });
-                }
-                if refuse(t) {
-                    return Err(Naming::Refused);
-                }
-                let id = match self.free.pop() {
-                    Some(id) => id,
-                    None => {
-                        self.at.push(NOWHERE);
-                        TokenId::from_index(self.at.len() - 1)
-                    }
-                };
-                let at = u32::try_from(e.index()).expect("fewer than 2^32 tokens");
-                self.at[id.index()] = at;
-                e.insert_hashed_nocheck(h, t.clone(), id);
-                Ok(at)
+        let h = FxBuildHasher.hash_one(t);
+        let slot = match self.probe(h, t) {
+            Ok(id) => return Ok(id),
+            Err(slot) => slot,
+        };
+        if refuse(t) {
+            return Err(Naming::Refused);
+        }
+        if !introduces {
+            return Err(Naming::Unknown);
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.names[id.index()] = Some((h, t.clone()));
+                id
             }
+            None => {
+                self.names.push(Some((h, t.clone())));
+                TokenId::from_index(self.names.len() - 1)
+            }
+        };
+        self.slots[slot] = id.0 + 1;
+        self.known += 1;
+        if self.known * 2 > self.slots.len() {
+            self.rebuild(self.slots.len() * 2);
+        }
+        Ok(id.0)
+    }
+
+    /// `t`'s id (its hash `h`), or the empty slot where it would go.
+    #[inline]
+    fn probe(&self, h: u64, t: &Bytes) -> Result<u32, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            match self.slots[i] {
+                0 => return Err(i),
+                s => {
+                    if let Some((kh, k)) = &self.names[s as usize - 1]
+                        && *kh == h
+                        && bytes_eq(k, t)
+                    {
+                        return Ok(s - 1);
+                    }
+                }
+            }
+            i = (i + 1) & mask;
         }
     }
 
-    /// The token of a known id.
-    #[inline(always)]
-    fn entry(&self, id: TokenId) -> &Bytes {
-        self.ids
-            .get_index(self.at[id.index()] as usize)
-            .expect("a known id")
-            .0
+    /// The table again, with `len` slots, from the tokens known.
+    fn rebuild(&mut self, len: usize) {
+        debug_assert!(len.is_power_of_two() && len >= 2 * self.known);
+        self.slots = vec![0; len];
+        let mask = len - 1;
+        for (id, e) in self.names.iter().enumerate() {
+            let Some((h, _)) = e else { continue };
+            let mut i = *h as usize & mask;
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = id as u32 + 1;
+        }
     }
 
-    /// The position in `ids` of `p`'s latest token, if that is `t`.
+    /// `p`'s latest token, if it is `t`.
     #[inline(always)]
     fn guess(&self, p: Option<ProcId>, t: &Bytes) -> Option<u32> {
-        let at = *self.recent.get(p?.index())?;
-        let (k, _) = self.ids.get_index(at as usize)?;
-        bytes_eq(k, t).then_some(at)
+        let id = *self.recent.get(p?.index())?;
+        let (_, k) = self.names.get(id as usize)?.as_ref()?;
+        bytes_eq(k, t).then_some(id)
     }
 
     #[inline(always)]
-    fn remember(&mut self, p: ProcId, at: u32) {
+    fn remember(&mut self, p: ProcId, id: u32) {
         let i = p.index();
         if self.recent.len() <= i {
             self.recent.resize(i + 1, NOWHERE);
         }
-        self.recent[i] = at;
+        self.recent[i] = id;
     }
 
     /// The token of a known id.
     pub fn token(&self, id: TokenId) -> &Bytes {
-        self.entry(id)
+        &self.names[id.index()].as_ref().expect("a known id").1
     }
 
-    /// Every known token with its id.
+    /// Every known token with its id, in order of id.
     pub fn iter(&self) -> impl Iterator<Item = (TokenId, &Bytes)> {
-        self.ids.iter().map(|(t, id)| (*id, t))
+        let known = self.names.iter().enumerate();
+        known.filter_map(|(i, e)| e.as_ref().map(|(_, t)| (TokenId::from_index(i), t)))
     }
 
     /// Tokens known.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.known
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.known == 0
     }
 
     /// Forgets these tokens (known, each once): their ids may be given to new tokens.
     pub fn forget(&mut self, dead: &[TokenId]) {
         for &id in dead {
-            let at = std::mem::replace(&mut self.at[id.index()], NOWHERE) as usize;
-            let gone = self.ids.swap_remove_index(at).map(|(_, id)| id);
-            assert_eq!(gone, Some(id), "forgot a token not known");
-            if let Some((_, &moved)) = self.ids.get_index(at) {
-                self.at[moved.index()] = at as u32;
-            }
+            let gone = self.names[id.index()].take();
+            assert!(gone.is_some(), "forgot a token not known");
+            self.known -= 1;
             self.free.push(id);
         }
+        // No tombstones: the table is made again, as small as keeps it at most half full.
+        let len = (2 * self.known).next_power_of_two().max(FIRST_SLOTS);
+        self.rebuild(len);
         self.recent.clear();
     }
 
-    /// Estimated bytes kept: the map's entry (hash, token, id) and index slot, and the
-    /// id's position.
+    /// Estimated bytes kept: the ids' entries and the table.
     pub fn retained_bytes(&self) -> u64 {
-        let entry = 8 + std::mem::size_of::<Bytes>() + 8;
-        (self.at.len() * 4 + self.ids.len() * (entry + 8)) as u64
+        let entry = std::mem::size_of::<Option<(u64, Bytes)>>();
+        (self.names.len() * entry + self.slots.len() * 4) as u64
     }
 }
 
@@ -251,4 +282,117 @@ pub(crate) fn slot_mut<T: Default + Clone>(v: &mut Vec<T>, id: TokenId) -> &mut 
         v.resize((i + 1).next_multiple_of(GROW_BY), T::default());
     }
     &mut v[i]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(proc: u32, obs: Observation) -> Record {
+        Record {
+            at: crate::time::SimTime::ZERO,
+            proc: ProcId(proc),
+            obs,
+        }
+    }
+    fn attempt(proc: u32, t: &str) -> Record {
+        rec(
+            proc,
+            Observation::Attempt {
+                lock: 0,
+                token: Bytes::from(t),
+            },
+        )
+    }
+    fn released(proc: u32, t: &str) -> Record {
+        rec(
+            proc,
+            Observation::Released {
+                lock: 0,
+                token: Bytes::from(t),
+            },
+        )
+    }
+
+    #[test]
+    fn a_token_keeps_its_id_until_forgotten_and_a_forgotten_id_is_given_again() {
+        let mut tokens = Tokens::default();
+        let a = tokens
+            .name(&attempt(1, "c1-1"), |_| false)
+            .id()
+            .expect("named");
+        let b = tokens
+            .name(&attempt(2, "c2-1"), |_| false)
+            .id()
+            .expect("named");
+        assert_ne!(a, b);
+        // Guessed (the client's latest) and looked up (another client's) alike.
+        assert_eq!(
+            tokens.name(&released(1, "c1-1"), |_| false),
+            Naming::Token(a)
+        );
+        assert_eq!(
+            tokens.name(&released(1, "c2-1"), |_| false),
+            Naming::Token(b)
+        );
+        assert_eq!(tokens.token(a), &Bytes::from("c1-1"));
+        tokens.forget(&[a]);
+        assert_eq!(tokens.len(), 1);
+        assert_eq!(
+            tokens.name(&released(1, "c1-1"), |_| false),
+            Naming::Unknown
+        );
+        let c = tokens
+            .name(&attempt(3, "c3-1"), |_| false)
+            .id()
+            .expect("named");
+        assert_eq!(c, a, "the freed id is reused");
+        assert_eq!(tokens.token(c), &Bytes::from("c3-1"));
+        assert_eq!(
+            tokens.name(&released(2, "c2-1"), |_| false),
+            Naming::Token(b)
+        );
+    }
+
+    #[test]
+    fn a_refused_token_is_not_made_known() {
+        let mut tokens = Tokens::default();
+        assert_eq!(tokens.name(&attempt(1, "c1-1"), |_| true), Naming::Refused);
+        assert_eq!(tokens.name(&released(1, "c1-1"), |_| true), Naming::Refused);
+        assert!(tokens.is_empty());
+        assert_eq!(
+            tokens.name(&rec(1, Observation::Paused), |_| true),
+            Naming::Nothing
+        );
+    }
+
+    #[test]
+    fn the_table_grows_and_shrinks_and_still_finds_every_token() {
+        let mut tokens = Tokens::default();
+        let n = 3 * FIRST_SLOTS;
+        let ids: Vec<TokenId> = (0..n)
+            .map(|i| {
+                let r = attempt(1, &format!("c1-{i}"));
+                tokens.name(&r, |_| false).id().expect("named")
+            })
+            .collect();
+        assert_eq!(tokens.len(), n);
+        // From another process, so that no guess finds them: every one by its hash.
+        for (i, id) in ids.iter().enumerate() {
+            let r = released(2, &format!("c1-{i}"));
+            assert_eq!(tokens.name(&r, |_| false), Naming::Token(*id));
+        }
+        let dead: Vec<TokenId> = ids.iter().copied().step_by(2).collect();
+        tokens.forget(&dead);
+        for (i, id) in ids.iter().enumerate() {
+            let r = released(2, &format!("c1-{i}"));
+            let want = if i % 2 == 0 {
+                Naming::Unknown
+            } else {
+                Naming::Token(*id)
+            };
+            assert_eq!(tokens.name(&r, |_| false), want);
+        }
+        assert_eq!(tokens.iter().count(), n / 2);
+    }
 }
