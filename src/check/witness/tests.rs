@@ -631,7 +631,7 @@ fn a_nodes_keys_keep_the_order_an_index_map_gives_them_below_and_past_the_scan_l
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let key = Bytes::from(format!("k{}", (x >> 33) % (3 * KEYSPACE_SCAN as u64)).as_str());
-        let write = step < 200 || (x >> 20) % 2 == 0;
+        let write = step < 200 || (x >> 20).is_multiple_of(2);
         if write {
             ks.write(&key, kept(step));
             want.insert(key, step);
