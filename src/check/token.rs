@@ -61,6 +61,10 @@ impl Naming {
 /// Slots of a new table (a power of two): runs of a few hundred tokens never grow it.
 const FIRST_SLOTS: usize = 2048;
 
+/// Tokens a new table, and a new per-token vector, make room for: growing them from empty
+/// (reallocating and copying at every doubling) cost a run more than its lookups.
+pub(crate) const FIRST_TOKENS: usize = FIRST_SLOTS / 2;
+
 /// The tokens known, each with its id: a table of ids, open-addressed by the token's hash
 /// (probing the next slot on a collision), over the tokens kept by id. Made for what a
 /// monitor does: a lookup or an insert per record and a removal only when retiring, which
@@ -89,7 +93,7 @@ pub struct Tokens {
 impl Default for Tokens {
     fn default() -> Tokens {
         Tokens {
-            names: Vec::new(),
+            names: Vec::with_capacity(FIRST_TOKENS),
             slots: vec![0; FIRST_SLOTS],
             known: 0,
             free: Vec::new(),
@@ -269,17 +273,26 @@ impl Tokens {
 /// No position.
 const NOWHERE: u32 = u32::MAX;
 
+/// `v` grown to hold slot `i` (new slots `fill`). Out of line: rare.
+#[inline(never)]
+pub(crate) fn grow<T: Clone>(v: &mut Vec<T>, i: usize, fill: T) {
+    if v.capacity() == 0 {
+        v.reserve(FIRST_TOKENS);
+    }
+    // Grown by a block: most readers see every other id first (an attempt's token, then
+    // the retry's that won), and a call to grow per id costs more than the slot.
+    v.resize((i + 1).next_multiple_of(GROW_BY), fill);
+}
+
 /// Slots a per-token vector grows by.
-pub(crate) const GROW_BY: usize = 64;
+const GROW_BY: usize = 64;
 
 /// A per-token vector's slot for `id`, grown to it (new slots `Default`).
 #[inline(always)]
 pub(crate) fn slot_mut<T: Default + Clone>(v: &mut Vec<T>, id: TokenId) -> &mut T {
     let i = id.index();
     if v.len() <= i {
-        // Grown by a block: most readers see every other id first (an attempt's token,
-        // then the retry's that won), and a call to grow per id costs more than the slot.
-        v.resize((i + 1).next_multiple_of(GROW_BY), T::default());
+        grow(v, i, T::default());
     }
     &mut v[i]
 }

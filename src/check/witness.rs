@@ -431,10 +431,7 @@ impl Scan {
 fn at_slot(v: &mut Vec<u32>, t: TokenId) -> &mut u32 {
     let i = t.index();
     if v.len() <= i {
-        v.resize(
-            (i + 1).next_multiple_of(crate::check::token::GROW_BY),
-            NOT_HELD,
-        );
+        crate::check::token::grow(v, i, NOT_HELD);
     }
     &mut v[i]
 }
