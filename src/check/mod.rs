@@ -517,7 +517,7 @@ impl Overlaps {
         if acquired {
             hs.push(p);
         } else if let Some(i) = hs.iter().position(|q| *q == p) {
-            hs.remove(i);
+            remove_at(hs, i);
         }
         if before < 2 && hs.len() >= 2 {
             *since = Some(at);
@@ -606,7 +606,7 @@ impl MutualExclusion {
             }
             hs.push((p, at));
         } else if let Some(i) = hs.iter().position(|(q, _)| *q == p) {
-            hs.remove(i);
+            remove_at(hs, i);
         }
     }
 
@@ -737,6 +737,16 @@ impl ForeignUnlock {
     fn retained_bytes(&self) -> u64 {
         (self.owner.len() * std::mem::size_of::<Option<ProcId>>()) as u64
     }
+}
+
+/// `v.remove(i)` (the order of the rest kept), without a call to move memory: these are
+/// a lock's few holders or waiters.
+#[inline(always)]
+fn remove_at<T: Copy>(v: &mut Vec<T>, i: usize) {
+    for j in i + 1..v.len() {
+        v[j - 1] = v[j];
+    }
+    v.pop();
 }
 
 /// A small map keyed by lock index, in lock order (what a `BTreeMap` gave): the locks of a
@@ -902,7 +912,7 @@ impl LockState {
     #[inline]
     fn stop_trying(&mut self, p: ProcId) {
         if let Some(i) = self.trying.iter().position(|(q, _)| *q == p) {
-            self.trying.remove(i);
+            remove_at(&mut self.trying, i);
         }
     }
 
