@@ -6,6 +6,7 @@
 use indexmap::IndexMap;
 use rustc_hash::FxBuildHasher;
 
+use super::token::{self, TokenId, Tokens};
 use crate::history::{History, Observation, Record, Removal};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
@@ -28,8 +29,11 @@ pub struct Margin {
 /// by someone else) on at least one node, in history order.
 pub fn safety_margins(history: &History) -> Vec<Margin> {
     let mut m = Margins::default();
-    history.records.iter().for_each(|r| m.observe(r));
-    m.finish()
+    let mut tokens = Tokens::default();
+    for r in &history.records {
+        m.observe(r, tokens.name(r, |_| false).id());
+    }
+    m.finish(&tokens)
 }
 
 /// The margins, fed one record at a time (what `safety_margins` replays over a kept history,
@@ -39,14 +43,44 @@ pub fn safety_margins(history: &History) -> Vec<Margin> {
 /// still come from any node, so no token's margin is final before the history ends.
 #[derive(Clone, Default)]
 pub struct Margins {
-    /// token -> (client, acquired_at, believed_until), in order of first acquisition;
-    /// extensions move the belief. Fixed-hasher maps: deterministic, and cheap over
-    /// thousands of tokens.
-    belief: IndexMap<Bytes, (ProcId, SimTime, SimTime), FxBuildHasher>,
-    /// token -> the removals that were losses, in order.
-    removals: IndexMap<Bytes, Vec<(ProcId, SimTime, Removal)>, FxBuildHasher>,
-    /// The margins of retired tokens (`retire`), already final.
+    /// Token id -> what its acquisition believed (`seq` 0: not acquired).
+    beliefs: Vec<Belief>,
+    /// Token id -> the removals that were losses, in order (fewer than the acquisitions:
+    /// kept apart, so that a token without one costs nothing here).
+    losses: IndexMap<u32, Vec<(ProcId, SimTime, Removal)>, FxBuildHasher>,
+    /// Acquisitions numbered in order from 1, for `finish` to give them in that order.
+    next_seq: u64,
+    /// The margins of retired tokens (`forget`), already final.
     retired: MarginTally,
+}
+
+/// One token's acquisition, as `Margins` keeps it.
+#[derive(Clone, Copy)]
+struct Belief {
+    /// The order of its first acquisition (0: the token was not acquired).
+    seq: u64,
+    client: ProcId,
+    acquired_at: SimTime,
+    /// Extensions move it.
+    believed_until: SimTime,
+}
+
+impl Default for Belief {
+    /// No acquisition.
+    fn default() -> Belief {
+        Belief {
+            seq: 0,
+            client: ProcId(0),
+            acquired_at: SimTime::ZERO,
+            believed_until: SimTime::ZERO,
+        }
+    }
+}
+
+/// The margin of a belief whose key was lost somewhere.
+fn margin_ns(b: &Belief, losses: &[(ProcId, SimTime, Removal)]) -> Option<i64> {
+    let first = losses.iter().map(|(_, at, _)| *at).min()?;
+    Some(first.0 as i64 - b.believed_until.0 as i64)
 }
 
 /// A distribution of margins: what a sweep reports per seed.
@@ -66,110 +100,114 @@ impl MarginTally {
 }
 
 impl Margins {
-    #[inline]
-    pub fn observe(&mut self, r: &Record) {
+    /// Feeds one record; `token`: the token it names (`token::Tokens::name`).
+    #[inline(always)]
+    pub fn observe(&mut self, r: &Record, token: Option<TokenId>) {
+        let Some(t) = token else {
+            return;
+        };
         match &r.obs {
             Observation::Acquired {
-                token,
                 believed_until: Some(b),
                 ..
             } => {
+                let e = token::slot_mut(&mut self.beliefs, t);
                 // A token acquired again keeps its place (its first acquisition's).
-                let belief = (r.proc, r.at, *b);
-                *super::slot(&mut self.belief, token, || belief) = belief;
+                if e.seq == 0 {
+                    self.next_seq += 1;
+                    e.seq = self.next_seq;
+                }
+                e.client = r.proc;
+                e.acquired_at = r.at;
+                e.believed_until = *b;
             }
             Observation::Extended {
-                token,
                 believed_until: Some(b),
                 ..
             } => {
-                if let Some(e) = self.belief.get_mut(token) {
-                    e.2 = *b;
+                if let Some(e) = self.beliefs.get_mut(t.index())
+                    && e.seq != 0
+                {
+                    e.believed_until = *b;
                 }
             }
-            Observation::KeyRemoved { value, how, by, .. } => {
-                let Some(&(holder, _, _)) = self.belief.get(value) else {
+            Observation::KeyRemoved { how, by, .. } => {
+                let Some(e) = self.beliefs.get(t.index()).filter(|e| e.seq != 0) else {
                     return;
                 };
                 // The holder's own unlock is not a loss; nor is a replica applying its master's
                 // DEL (`by` unknown): the master's own removal is what counts.
-                let not_a_loss = *how == Removal::Del && by.is_none_or(|b| holder == b);
+                let not_a_loss = *how == Removal::Del && by.is_none_or(|b| e.client == b);
                 if !not_a_loss {
-                    super::slot(&mut self.removals, value, Vec::new).push((r.proc, r.at, *how));
+                    let id = t.index() as u32;
+                    self.losses
+                        .entry(id)
+                        .or_default()
+                        .push((r.proc, r.at, *how));
                 }
             }
             _ => {}
         }
     }
 
-    /// Forgets the tokens `dead` names, tallying their margins: final, since no later record
-    /// may name them (see `monitor::Retirement`).
-    pub fn retire(&mut self, dead: &dyn Fn(&Bytes) -> bool) {
-        let Margins {
-            belief,
-            removals,
-            retired,
-        } = self;
-        belief.retain(|t, &mut (_, _, believed_until)| {
-            if !dead(t) {
-                return true;
-            }
-            if let Some(rs) = removals.swap_remove(t)
-                && let Some(first) = rs.iter().map(|(_, at, _)| *at).min()
+    /// Forgets the tokens `dead`, tallying their margins: final, since no later record may
+    /// name them (see `monitor::Retirement`); their ids may name other tokens from now on.
+    pub fn forget(&mut self, dead: &[TokenId]) {
+        for &t in dead {
+            let Some(e) = self.beliefs.get_mut(t.index()) else {
+                continue;
+            };
+            let e = std::mem::take(e);
+            if let Some(ls) = self.losses.swap_remove(&(t.index() as u32))
+                && e.seq != 0
+                && let Some(m) = margin_ns(&e, &ls)
             {
-                retired.add(first.0 as i64 - believed_until.0 as i64);
+                self.retired.add(m);
             }
-            false
-        });
-    }
-
-    /// Token-keyed entries kept (what grows with a run).
-    pub fn token_entries(&self) -> usize {
-        self.belief.len() + self.removals.len()
-    }
-
-    /// The tokens kept (every token in `removals` is in `belief`).
-    pub fn tokens(&self) -> impl Iterator<Item = &Bytes> {
-        self.belief.keys()
+        }
     }
 
     /// The distribution of every margin: of the tokens retired and of those still kept.
     pub fn tally(self) -> MarginTally {
         let mut t = self.retired;
-        for m in self.finish() {
-            t.add(m.margin_ns);
+        for (id, ls) in &self.losses {
+            if let Some(m) = margin_ns(&self.beliefs[*id as usize], ls) {
+                t.add(m);
+            }
         }
         t
     }
 
-    /// Estimated bytes kept (for the run's memory budget).
+    /// Estimated bytes kept (for the run's memory budget): a slot per token id, and the
+    /// losses.
     pub fn retained_bytes(&self) -> u64 {
-        super::token_map_bytes(self.belief.len(), 24)
-            + super::token_map_bytes(self.removals.len(), 24 + 24)
+        (self.beliefs.len() * std::mem::size_of::<Belief>()
+            + self.losses.len() * (8 + 4 + 24 + 8 + 24)) as u64
     }
 
     /// The margins of the acquisitions whose key was lost, in order of first acquisition
-    /// (of the tokens not retired: a kept history retires none).
-    pub fn finish(mut self) -> Vec<Margin> {
-        let mut out = Vec::new();
-        for (t, (client, acquired_at, believed_until)) in std::mem::take(&mut self.belief) {
-            let Some(rs) = self.removals.swap_remove(&t) else {
+    /// (of the tokens not retired: a kept history retires none); `tokens` names them.
+    pub fn finish(self, tokens: &Tokens) -> Vec<Margin> {
+        let mut out: Vec<(u64, Margin)> = Vec::new();
+        for (id, ls) in self.losses {
+            let b = self.beliefs[id as usize];
+            let Some(margin_ns) = margin_ns(&b, &ls) else {
                 continue;
             };
-            let Some(first) = rs.iter().map(|(_, at, _)| *at).min() else {
-                continue;
-            };
-            let margin_ns = first.0 as i64 - believed_until.0 as i64;
-            out.push(Margin {
-                client,
-                token: t,
-                acquired_at,
-                believed_until,
-                removals: rs,
-                margin_ns,
-            });
+            out.push((
+                b.seq,
+                Margin {
+                    client: b.client,
+                    token: tokens.token(TokenId::from_index(id as usize)).clone(),
+                    acquired_at: b.acquired_at,
+                    believed_until: b.believed_until,
+                    removals: ls,
+                    margin_ns,
+                },
+            ));
         }
-        out
+        out.sort_by_key(|(seq, _)| *seq);
+        out.into_iter().map(|(_, m)| m).collect()
     }
 }
 

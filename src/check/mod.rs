@@ -5,17 +5,16 @@
 pub mod margin;
 pub mod monitor;
 pub mod recorded;
+pub mod token;
 pub mod witness;
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use indexmap::IndexMap;
-use rustc_hash::FxBuildHasher;
-
 use crate::history::{History, Observation, Record, Removal};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime, fmt_duration_ns};
+use token::{TokenId, Tokens};
 
 /// The properties a model can check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -105,7 +104,7 @@ pub fn check_all_named(
     lock_name: &dyn Fn(u32) -> String,
 ) -> Vec<Violation> {
     let mut checks = Checks::new(props, cfg.liveness_bound_ns);
-    history.records.iter().for_each(|r| checks.observe(r));
+    checks.observe_all(history);
     checks.violations(cfg.end, name, lock_name)
 }
 
@@ -143,15 +142,29 @@ impl Checks {
         }
     }
 
+    /// Feeds every record of a kept history.
+    pub fn observe_all(&mut self, history: &History) {
+        let mut tokens = Tokens::default();
+        for r in &history.records {
+            self.observe(r, tokens.name(r, |_| false).id());
+        }
+    }
+
+    /// Feeds one record; `token`: the token it names, as `token::Tokens::name` found it.
     #[inline]
-    pub fn observe(&mut self, r: &Record) {
-        self.observe_with(r, |_, _, _, _| {});
+    pub fn observe(&mut self, r: &Record, token: Option<TokenId>) {
+        self.observe_with(r, token, |_, _, _, _| {});
     }
 
     /// As `observe`, also handing each change of who holds what to `also` (as
     /// `Holding::observe` gives them).
-    #[inline]
-    pub fn observe_with(&mut self, r: &Record, mut also: impl FnMut(SimTime, ProcId, u32, bool)) {
+    #[inline(always)]
+    pub fn observe_with(
+        &mut self,
+        r: &Record,
+        token: Option<TokenId>,
+        mut also: impl FnMut(SimTime, ProcId, u32, bool),
+    ) {
         // Each record only to the checkers that read its kind (see their `observe`s).
         match &r.obs {
             Observation::Acquired { .. }
@@ -171,7 +184,7 @@ impl Checks {
             }
             Observation::Attempt { .. } => {
                 if let Some(c) = &mut self.foreign_unlock {
-                    c.observe(r);
+                    c.observe(r, token);
                 }
                 if let Some(c) = &mut self.liveness {
                     c.observe(r);
@@ -184,7 +197,7 @@ impl Checks {
             }
             Observation::KeyWritten { .. } | Observation::KeyRemoved { .. } => {
                 if let Some(c) = &mut self.foreign_unlock {
-                    c.observe(r);
+                    c.observe(r, token);
                 }
             }
             Observation::ResourceRead { .. } | Observation::ResourceWrite { .. } => {
@@ -199,22 +212,17 @@ impl Checks {
         }
     }
 
-    /// Forgets the tokens `dead` names (see `monitor::Retirement`): none of them may be
-    /// named by a later record.
-    pub fn retire(&mut self, dead: &dyn Fn(&Bytes) -> bool) {
+    /// Forgets the tokens `dead` (see `monitor::Retirement`): none of them may be named by a
+    /// later record, and their ids may name other tokens from now on.
+    pub fn forget(&mut self, dead: &[TokenId]) {
         if let Some(c) = &mut self.foreign_unlock {
-            c.owner.retain(|t, _| !dead(t));
+            for &t in dead {
+                if let Some(o) = c.owner.get_mut(t.index()) {
+                    c.owned -= usize::from(o.is_some());
+                    *o = None;
+                }
+            }
         }
-    }
-
-    /// Token-keyed entries kept (what grows with a run).
-    pub fn token_entries(&self) -> usize {
-        self.foreign_unlock.as_ref().map_or(0, |c| c.owner.len())
-    }
-
-    /// The tokens kept.
-    pub fn tokens(&self) -> impl Iterator<Item = &Bytes> {
-        self.foreign_unlock.iter().flat_map(|c| c.owner.keys())
     }
 
     /// Estimated bytes the checkers keep (for the run's memory budget).
@@ -435,21 +443,25 @@ impl Finding {
 /// lost the lock, or crashes. Fed each record; reports each change of who holds what.
 #[derive(Clone, Default)]
 struct Holding {
-    /// Locks each client holds now (a client that holds nothing has no entry, or an empty one).
-    by_client: BTreeMap<ProcId, Vec<u32>>,
+    /// Process index -> the locks that client holds now (empty: none).
+    by_client: Vec<Vec<u32>>,
 }
 
 impl Holding {
     /// Calls `f(at, client, lock, acquired)` for each hold that `r` begins or ends.
-    #[inline]
+    #[inline(always)]
     fn observe(&mut self, r: &Record, mut f: impl FnMut(SimTime, ProcId, u32, bool)) {
         match &r.obs {
             Observation::Acquired { lock, .. } => {
-                self.by_client.entry(r.proc).or_default().push(*lock);
+                let i = r.proc.index();
+                if self.by_client.len() <= i {
+                    self.by_client.resize(i + 1, Vec::new());
+                }
+                self.by_client[i].push(*lock);
                 f(r.at, r.proc, *lock, true);
             }
             Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
-                if let Some(v) = self.by_client.get_mut(&r.proc)
+                if let Some(v) = self.by_client.get_mut(r.proc.index())
                     && let Some(i) = v.iter().position(|l| l == lock)
                 {
                     v.swap_remove(i);
@@ -457,8 +469,10 @@ impl Holding {
                 }
             }
             Observation::Crashed => {
-                for lock in self.by_client.remove(&r.proc).unwrap_or_default() {
-                    f(r.at, r.proc, lock, false);
+                if let Some(v) = self.by_client.get_mut(r.proc.index()) {
+                    for lock in std::mem::take(v) {
+                        f(r.at, r.proc, lock, false);
+                    }
                 }
             }
             _ => {}
@@ -485,9 +499,8 @@ pub fn overlaps_ns(history: &History) -> (u64, u64) {
 /// (`Holding::observe`).
 #[derive(Clone, Default)]
 pub struct Overlaps {
-    holders: BTreeMap<u32, Vec<ProcId>>,
-    /// Locks with two or more holders now, and since when.
-    since: BTreeMap<u32, SimTime>,
+    /// lock -> its holders, and since when it has had two or more (`None`: fewer now).
+    holders: ByLock<(Vec<ProcId>, Option<SimTime>)>,
     longest_ns: u64,
     total_ns: u64,
     /// The last change of holders.
@@ -496,21 +509,21 @@ pub struct Overlaps {
 
 impl Overlaps {
     /// A hold began (`acquired`) or ended.
-    #[inline]
+    #[inline(always)]
     pub fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
         self.last = at;
-        let hs = self.holders.entry(lock).or_default();
+        let (hs, since) = self.holders.entry(lock);
         let before = hs.len();
         if acquired {
             hs.push(p);
         } else if let Some(i) = hs.iter().position(|q| *q == p) {
-            hs.remove(i);
+            remove_at(hs, i);
         }
         if before < 2 && hs.len() >= 2 {
-            self.since.insert(lock, at);
+            *since = Some(at);
         } else if before >= 2
             && hs.len() < 2
-            && let Some(t) = self.since.remove(&lock)
+            && let Some(t) = since.take()
         {
             self.longest_ns = self.longest_ns.max(at.saturating_sub(t));
             self.total_ns += at.saturating_sub(t);
@@ -522,7 +535,11 @@ impl Overlaps {
         let (mut longest, mut total) = (self.longest_ns, self.total_ns);
         // An overlap still open at the end of the history lasted at least until its last
         // record.
-        for t in self.since.values() {
+        for t in self
+            .holders
+            .values()
+            .filter_map(|(_, since)| since.as_ref())
+        {
             longest = longest.max(self.last.saturating_sub(*t));
             total += self.last.saturating_sub(*t);
         }
@@ -562,18 +579,18 @@ impl CheckConfig {
 #[derive(Clone, Default)]
 struct MutualExclusion {
     /// lock -> (holder, since).
-    holders: BTreeMap<u32, Vec<(ProcId, SimTime)>>,
+    holders: ByLock<Vec<(ProcId, SimTime)>>,
     found: Option<Finding>,
 }
 
 impl MutualExclusion {
     /// A hold began (`acquired`) or ended (see `Holding::observe`).
-    #[inline]
+    #[inline(always)]
     fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
         if self.found.is_some() {
             return;
         }
-        let hs = self.holders.entry(lock).or_default();
+        let hs = self.holders.entry(lock);
         if acquired {
             if let Some(&(holder, since)) = hs.iter().find(|(q, _)| *q != p) {
                 self.found = Some(Finding::Overlap {
@@ -584,12 +601,12 @@ impl MutualExclusion {
                     taker: p,
                 });
                 // Only the first violation is reported: nothing more to keep.
-                self.holders = BTreeMap::new();
+                self.holders = ByLock::default();
                 return;
             }
             hs.push((p, at));
         } else if let Some(i) = hs.iter().position(|(q, _)| *q == p) {
-            hs.remove(i);
+            remove_at(hs, i);
         }
     }
 
@@ -662,33 +679,33 @@ pub fn foreign_unlock(history: &History, name: &dyn Fn(ProcId) -> String) -> Opt
 
 #[derive(Clone, Default)]
 struct ForeignUnlock {
-    /// token -> the client that first stored or tried it (tokens are unique per attempt).
-    /// Fixed hasher: deterministic, and faster than a BTreeMap over thousands of tokens.
-    owner: IndexMap<Bytes, ProcId, FxBuildHasher>,
+    /// token id -> the client that first stored or tried it (tokens are unique per attempt).
+    owner: Vec<Option<ProcId>>,
+    // Invariant: the number of `Some` in `owner`.
+    owned: usize,
     found: Option<Finding>,
 }
 
 impl ForeignUnlock {
-    #[inline]
-    fn observe(&mut self, r: &Record) {
+    #[inline(always)]
+    fn observe(&mut self, r: &Record, token: Option<TokenId>) {
         if self.found.is_some() {
             return;
         }
+        let Some(t) = token else {
+            return;
+        };
         match &r.obs {
             // A token's owner is the client that stored it (tokens are unique per attempt).
-            Observation::KeyWritten {
-                value,
-                by: Some(by),
-                ..
-            } => self.note_owner(value, *by),
-            Observation::Attempt { token, .. } => self.note_owner(token, r.proc),
+            Observation::KeyWritten { by: Some(by), .. } => self.note_owner(t, *by),
+            Observation::Attempt { .. } => self.note_owner(t, r.proc),
             Observation::KeyRemoved {
                 key,
                 value,
                 how: Removal::Del,
                 by: Some(by),
             } => {
-                if let Some(&o) = self.owner.get(value)
+                if let Some(&Some(o)) = self.owner.get(t.index())
                     && o != *by
                 {
                     self.found = Some(Finding::ForeignDel {
@@ -699,7 +716,8 @@ impl ForeignUnlock {
                         owner: o,
                         value: value.clone(),
                     });
-                    self.owner = IndexMap::default();
+                    self.owner = Vec::new();
+                    self.owned = 0;
                 }
             }
             _ => {}
@@ -708,35 +726,83 @@ impl ForeignUnlock {
 
     /// The first client named with `token` owns it.
     #[inline]
-    fn note_owner(&mut self, token: &Bytes, by: ProcId) {
-        slot(&mut self.owner, token, || by);
+    fn note_owner(&mut self, t: TokenId, by: ProcId) {
+        let o = token::slot_mut(&mut self.owner, t);
+        if o.is_none() {
+            *o = Some(by);
+            self.owned += 1;
+        }
     }
 
     fn retained_bytes(&self) -> u64 {
-        token_map_bytes(self.owner.len(), std::mem::size_of::<ProcId>())
+        (self.owner.len() * std::mem::size_of::<Option<ProcId>>()) as u64
     }
 }
 
-/// `map[token]`, first set to `new()` if absent: one hash either way, and the token copied
-/// into the map only when new (records lend their tokens; the maps own theirs).
+/// `v.remove(i)` (the order of the rest kept), without a call to move memory: these are
+/// a lock's few holders or waiters.
 #[inline(always)]
-pub(crate) fn slot<'m, V>(
-    map: &'m mut IndexMap<Bytes, V, FxBuildHasher>,
-    token: &Bytes,
-    new: impl FnOnce() -> V,
-) -> &'m mut V {
-    use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
-    match map.raw_entry_mut_v1().from_key(token) {
-        RawEntryMut::Occupied(e) => e.into_mut(),
-        RawEntryMut::Vacant(e) => e.insert(token.clone(), new()).1,
+fn remove_at<T: Copy>(v: &mut Vec<T>, i: usize) {
+    for j in i + 1..v.len() {
+        v[j - 1] = v[j];
+    }
+    v.pop();
+}
+
+/// A small map keyed by lock index, in lock order (what a `BTreeMap` gave): the locks of a
+/// model are few, so a sorted vector searched in place beats a tree's nodes.
+#[derive(Clone, Debug)]
+pub(crate) struct ByLock<V> {
+    // Invariant: sorted by lock, each lock once.
+    entries: Vec<(u32, V)>,
+}
+
+impl<V> Default for ByLock<V> {
+    fn default() -> ByLock<V> {
+        ByLock {
+            entries: Vec::new(),
+        }
     }
 }
 
-/// Estimated bytes of a token-keyed map of `len` entries with values of `value_bytes`: the
-/// entry (hash, key, value) and its index slot. Long tokens' heap bytes are not counted
-/// (the simulator's own tokens fit inline).
-pub(crate) fn token_map_bytes(len: usize, value_bytes: usize) -> u64 {
-    (len * (8 + std::mem::size_of::<Bytes>() + value_bytes + 8)) as u64
+impl<V: Default> ByLock<V> {
+    #[inline(always)]
+    fn find(&self, lock: u32) -> Result<usize, usize> {
+        match self.entries.as_slice() {
+            // The usual case: one lock.
+            [(l, _)] if *l == lock => Ok(0),
+            es => es.binary_search_by_key(&lock, |(l, _)| *l),
+        }
+    }
+
+    /// `lock`'s entry, made (as `V::default()`) if absent.
+    #[inline(always)]
+    pub(crate) fn entry(&mut self, lock: u32) -> &mut V {
+        let i = match self.find(lock) {
+            Ok(i) => i,
+            Err(i) => {
+                self.entries.insert(i, (lock, V::default()));
+                i
+            }
+        };
+        &mut self.entries[i].1
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &V)> {
+        self.entries.iter().map(|(l, v)| (*l, v))
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        self.entries.iter().map(|(_, v)| v)
+    }
+
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.entries.iter_mut().map(|(_, v)| v)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
 }
 
 pub fn fencing_monotonic(history: &History, name: &dyn Fn(ProcId) -> String) -> Option<Violation> {
@@ -842,6 +908,14 @@ struct LockState {
 }
 
 impl LockState {
+    /// `p`'s round ends (it is in `trying` at most once: an attempt adds it only if absent).
+    #[inline]
+    fn stop_trying(&mut self, p: ProcId) {
+        if let Some(i) = self.trying.iter().position(|(q, _)| *q == p) {
+            remove_at(&mut self.trying, i);
+        }
+    }
+
     /// After any change: start or stop the clock to match the invariant.
     fn settle(&mut self, now: SimTime) {
         let blocked = self.holders.is_empty() && !self.trying.is_empty();
@@ -894,7 +968,7 @@ impl LockState {
 #[derive(Clone)]
 struct Liveness {
     bound_ns: u64,
-    locks: BTreeMap<u32, LockState>,
+    locks: ByLock<LockState>,
     found: Option<Finding>,
 }
 
@@ -902,7 +976,7 @@ impl Liveness {
     fn new(bound_ns: u64) -> Liveness {
         Liveness {
             bound_ns,
-            locks: BTreeMap::new(),
+            locks: ByLock::default(),
             found: None,
         }
     }
@@ -917,36 +991,31 @@ impl Liveness {
             | Observation::Acquired { lock, .. }
             | Observation::GaveUp { lock }
             | Observation::Released { lock, .. }
-            | Observation::Lost { lock, .. } => Some(*lock),
-            Observation::Crashed => None,
+            | Observation::Lost { lock, .. } => *lock,
+            Observation::Crashed => return self.crashed(r),
             _ => return,
         };
         let bound = self.bound_ns;
+        // The lock's state, made if new (every record of a lock makes it: a new one is
+        // neither overdue nor changed by anything but an attempt or an acquisition).
+        let st = self.locks.entry(lock);
         // Judge the clock up to this instant before the record changes it.
-        self.found = match lock {
-            Some(l) => self.locks.get(&l).and_then(|st| st.overdue(l, r.at, bound)),
-            None => self
-                .locks
-                .iter()
-                .find_map(|(&l, st)| st.overdue(l, r.at, bound)),
-        };
-        if self.found.is_some() {
-            self.locks = BTreeMap::new();
+        if let Some(f) = st.overdue(lock, r.at, bound) {
+            self.found = Some(f);
+            self.locks = ByLock::default();
             return;
         }
         let p = r.proc;
-        match (&r.obs, lock) {
-            (Observation::Attempt { .. }, Some(l)) => {
-                let st = self.locks.entry(l).or_default();
+        match &r.obs {
+            Observation::Attempt { .. } => {
                 if !st.trying.iter().any(|(q, _)| *q == p) {
                     st.trying.push((p, r.at));
                 }
                 st.settle(r.at);
             }
-            (Observation::Acquired { .. }, Some(l)) => {
-                let st = self.locks.entry(l).or_default();
+            Observation::Acquired { .. } => {
                 st.holders.push(p);
-                st.trying.retain(|(q, _)| *q != p);
+                st.stop_trying(p);
                 // The lock was obtainable: the clock restarts from zero.
                 st.running_since = None;
                 st.blocked_ns = 0;
@@ -956,29 +1025,40 @@ impl Liveness {
                 // Other waiters' rounds go on, but they wait behind a holder now.
                 st.settle(r.at);
             }
-            (Observation::GaveUp { .. }, Some(l)) => {
-                let st = self.locks.entry(l).or_default();
-                st.trying.retain(|(q, _)| *q != p);
+            Observation::GaveUp { .. } => {
+                st.stop_trying(p);
                 st.settle(r.at);
             }
-            (Observation::Released { .. } | Observation::Lost { .. }, Some(l)) => {
-                let st = self.locks.entry(l).or_default();
+            _ => {
+                // Released or lost.
                 if let Some(i) = st.holders.iter().position(|q| *q == p) {
                     st.holders.swap_remove(i);
                 }
                 st.settle(r.at);
             }
-            _ => {
-                // A crashed client neither holds nor wants anything; the time it was trying
-                // stays on the clock (only an acquisition resets it).
-                for st in self.locks.values_mut() {
-                    if let Some(i) = st.holders.iter().position(|q| *q == p) {
-                        st.holders.swap_remove(i);
-                    }
-                    st.trying.retain(|(q, _)| *q != p);
-                    st.settle(r.at);
-                }
+        }
+    }
+
+    /// A crashed client neither holds nor wants anything; the time it was trying stays on
+    /// the clock (only an acquisition resets it).
+    fn crashed(&mut self, r: &Record) {
+        let bound = self.bound_ns;
+        // Judge the clocks up to this instant before the crash changes them.
+        self.found = self
+            .locks
+            .iter()
+            .find_map(|(l, st)| st.overdue(l, r.at, bound));
+        if self.found.is_some() {
+            self.locks = ByLock::default();
+            return;
+        }
+        let p = r.proc;
+        for st in self.locks.values_mut() {
+            if let Some(i) = st.holders.iter().position(|q| *q == p) {
+                st.holders.swap_remove(i);
             }
+            st.stop_trying(p);
+            st.settle(r.at);
         }
     }
 
@@ -987,7 +1067,7 @@ impl Liveness {
         self.found.clone().or_else(|| {
             self.locks
                 .iter()
-                .find_map(|(&l, st)| st.overdue(l, end, self.bound_ns))
+                .find_map(|(l, st)| st.overdue(l, end, self.bound_ns))
         })
     }
 

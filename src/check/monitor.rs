@@ -20,14 +20,15 @@ use indexmap::IndexMap;
 use rustc_hash::FxBuildHasher;
 
 use super::margin::{MarginTally, Margins};
+use super::token::{Naming, TokenId, Tokens};
 use super::witness::{Hazards, Scan};
 use super::{Checks, Overlaps, Property, Violation};
 use crate::history::{History, Observation, Record, Sink};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
 
-/// Token-keyed entries a streamed monitor keeps before it first retires tokens: runs of a
-/// few thousand acquisitions never retire (and never pay for it).
+/// Tokens a streamed monitor knows before it first retires tokens: runs of a few thousand
+/// acquisitions never retire (and never pay for it).
 pub const RETIRE_FROM_ENTRIES: usize = 16_384;
 
 /// Records between two looks at what the monitor keeps (retiring, the memory budget): often
@@ -37,6 +38,8 @@ pub const HOUSEKEEPING_EVERY: u64 = 64;
 /// Everything `explore::RunOutcome` reports about a run, computed record by record.
 #[derive(Clone)]
 pub struct Monitor {
+    /// The tokens the parts below know, each looked up here once per record.
+    tokens: Tokens,
     checks: Checks,
     overlaps: Overlaps,
     margins: Margins,
@@ -118,27 +121,12 @@ fn counted(token: &[u8]) -> Option<(&[u8], u64)> {
     Some((&token[..dash], n))
 }
 
-/// The token or key value a record names, if any.
-#[inline]
-fn named_token(obs: &Observation) -> Option<&Bytes> {
-    match obs {
-        Observation::Attempt { token, .. }
-        | Observation::Acquired { token, .. }
-        | Observation::Released { token, .. }
-        | Observation::Lost { token, .. }
-        | Observation::Extended { token, .. } => Some(token),
-        Observation::KeyWritten { value, .. } | Observation::KeyRemoved { value, .. } => {
-            Some(value)
-        }
-        _ => None,
-    }
-}
-
 impl Monitor {
     /// A monitor for the properties `props` (`liveness_bound_ns` for `liveness`) that keeps
     /// every token: what judges a kept history.
     pub fn new(props: &[Property], liveness_bound_ns: u64) -> Monitor {
         Monitor {
+            tokens: Tokens::default(),
             checks: Checks::new(props, liveness_bound_ns),
             overlaps: Overlaps::default(),
             margins: Margins::default(),
@@ -164,38 +152,44 @@ impl Monitor {
     }
 
     /// Feeds one record (in history order).
-    #[inline]
+    #[inline(always)]
     pub fn observe(&mut self, r: &Record) {
         if self.doubt {
             return;
         }
-        if let Some(ret) = &self.retirement
-            && !ret.floors.is_empty()
-            && named_token(&r.obs).is_some_and(|t| ret.retired(t))
-        {
+        // A token not known may be one retired (known tokens never are: retiring forgets
+        // them), and then the parts below no longer know what they knew of it.
+        let retirement = &self.retirement;
+        let naming = self.tokens.name(r, |t| {
+            retirement
+                .as_ref()
+                .is_some_and(|ret| !ret.floors.is_empty() && ret.retired(t))
+        });
+        if naming == Naming::Refused {
             self.give_up();
             return;
         }
+        let t = naming.id();
         let overlaps = &mut self.overlaps;
-        self.checks.observe_with(r, |at, p, lock, acquired| {
+        self.checks.observe_with(r, t, |at, p, lock, acquired| {
             overlaps.change(at, p, lock, acquired)
         });
         // Only to the parts that read this kind of record: most records are read by few.
         match &r.obs {
             Observation::Acquired { .. } => {
                 self.acquisitions += 1;
-                self.margins.observe(r);
-                self.hazards.observe(r);
+                self.margins.observe(r, t);
+                self.hazards.observe(r, t);
             }
             Observation::Extended { .. } | Observation::KeyRemoved { .. } => {
-                self.margins.observe(r);
-                self.hazards.observe(r);
+                self.margins.observe(r, t);
+                self.hazards.observe(r, t);
             }
             Observation::Fault { .. }
             | Observation::Sentinel { .. }
             | Observation::Replication { .. }
             | Observation::Note(_) => self.hazards.skip(r),
-            _ => self.hazards.observe(r),
+            _ => self.hazards.observe(r, t),
         }
         self.records += 1;
         if self.records.is_multiple_of(HOUSEKEEPING_EVERY) && self.retirement.is_some() {
@@ -227,12 +221,13 @@ impl Monitor {
         history.records.iter().for_each(|r| self.observe(r));
     }
 
-    /// Token-keyed entries kept: what grows with a run unless retired.
+    /// Tokens known: what grows with a run unless retired (each with its slot in every
+    /// part's per-token vectors).
     pub fn token_entries(&self) -> usize {
-        self.checks.token_entries() + self.margins.token_entries() + self.hazards.token_entries()
+        self.tokens.len()
     }
 
-    /// (times tokens were retired, most token-keyed entries kept at once); zeros when
+    /// (times tokens were retired, most tokens known at once); zeros when
     /// the monitor keeps every token.
     pub fn retirement_stats(&self) -> (u64, usize) {
         self.retirement
@@ -263,16 +258,12 @@ impl Monitor {
         };
         // prefix -> (highest N kept, lowest N in play).
         let mut seen: IndexMap<&[u8], (u64, u64), FxBuildHasher> = IndexMap::default();
-        let kept = self
-            .checks
-            .tokens()
-            .chain(self.margins.tokens())
-            .chain(self.hazards.retirable_tokens());
-        for (p, n) in kept.filter_map(|t| counted(t)) {
+        for (p, n) in self.tokens.iter().filter_map(|(_, t)| counted(t)) {
             let e = seen.entry(p).or_insert((n, u64::MAX));
             e.0 = e.0.max(n);
         }
-        for (p, n) in self.hazards.live_tokens().filter_map(|t| counted(t)) {
+        let live = self.hazards.live_tokens().map(|id| self.tokens.token(id));
+        for (p, n) in live.filter_map(|t| counted(t)) {
             let e = seen.entry(p).or_insert((n, n));
             e.0 = e.0.max(n);
             e.1 = e.1.min(n);
@@ -286,10 +277,16 @@ impl Monitor {
                 }
             }
         }
-        let dead = |t: &Bytes| ret.retired(t);
-        self.checks.retire(&dead);
-        self.margins.retire(&dead);
-        self.hazards.retire(&dead);
+        let dead: Vec<TokenId> = self
+            .tokens
+            .iter()
+            .filter(|(_, t)| ret.retired(t))
+            .map(|(id, _)| id)
+            .collect();
+        self.checks.forget(&dead);
+        self.margins.forget(&dead);
+        self.hazards.forget(&dead);
+        self.tokens.forget(&dead);
         ret.next_at = ret.first_at.max(2 * self.token_entries());
         ret.rounds += 1;
         self.retirement = Some(ret);
@@ -297,7 +294,10 @@ impl Monitor {
 
     /// Estimated bytes this monitor keeps: what a streamed run's memory budget counts.
     pub fn retained_bytes(&self) -> u64 {
-        self.checks.retained_bytes() + self.margins.retained_bytes() + self.hazards.retained_bytes()
+        self.tokens.retained_bytes()
+            + self.checks.retained_bytes()
+            + self.margins.retained_bytes()
+            + self.hazards.retained_bytes()
     }
 
     pub fn finish(self) -> Judgement {

@@ -358,3 +358,30 @@ fn liveness_counts_a_waiter_whose_round_spans_another_clients_acquisition() {
     assert_eq!(v.at, ms(12_000), "free and wanted from c3's release at 2 s");
     assert_eq!(v.actors, vec![p(2)]);
 }
+
+#[test]
+fn a_lock_map_gives_its_locks_in_lock_order_as_the_tree_it_replaced() {
+    let mut m: ByLock<Vec<u32>> = ByLock::default();
+    let mut want: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (i, lock) in [5u32, 1, 9, 1, 0, 5, 7, 9, 2].into_iter().enumerate() {
+        m.entry(lock).push(i as u32);
+        want.entry(lock).or_default().push(i as u32);
+    }
+    let got: Vec<(u32, Vec<u32>)> = m.iter().map(|(l, v)| (l, v.clone())).collect();
+    let wanted: Vec<(u32, Vec<u32>)> = want.into_iter().collect();
+    assert_eq!(got, wanted);
+    assert_eq!(m.len(), 6);
+}
+
+#[test]
+fn removing_a_holder_keeps_the_others_in_order() {
+    let mut v = vec![1, 2, 3, 4];
+    remove_at(&mut v, 1);
+    assert_eq!(v, vec![1, 3, 4]);
+    remove_at(&mut v, 2);
+    assert_eq!(v, vec![1, 3]);
+    remove_at(&mut v, 0);
+    assert_eq!(v, vec![3]);
+    remove_at(&mut v, 0);
+    assert!(v.is_empty());
+}

@@ -10,15 +10,15 @@
 //! the client's crash. A token is "live on a node" from its `KeyWritten` there until its
 //! `KeyRemoved` there.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use indexmap::IndexMap;
 use rustc_hash::FxBuildHasher;
 
-use crate::check::slot;
+use crate::check::token::{TokenId, Tokens};
 use crate::history::{Fact, History, Observation, Record, Removal};
 use crate::proto::Bytes;
+use crate::proto::bytes::bytes_eq;
 use crate::time::{ProcId, SimTime};
 
 /// The hazards the detectors know. Closed: a model names them in `witness: [...]`.
@@ -173,7 +173,7 @@ struct Hold {
 /// A client's latest attempt: its token, and how far it got.
 #[derive(Clone)]
 struct Attempting {
-    token: Bytes,
+    token: TokenId,
     stage: Stage,
 }
 
@@ -190,11 +190,104 @@ enum Stage {
 /// A key as a node keeps it.
 #[derive(Clone)]
 struct Kept {
-    value: Bytes,
+    value: TokenId,
     has_expiry: bool,
     /// Written by the master's stream (no client named), not by a client's command.
     replicated: bool,
+    /// The client whose attempt, still open, this node granted at this key (a grant in
+    /// flight: watched until the attempt settles or the key changes).
+    in_flight: Option<ProcId>,
 }
+
+/// A node's keys, as `Scan` keeps them, in the order an index map gives (appended when new,
+/// swap-removed): the detectors that look over a node's keys report the first they find.
+/// A node keeps a few keys (its locks), found by comparing a few bytes each; past
+/// `KEYSPACE_SCAN` keys, a map finds them.
+#[derive(Clone, Default)]
+struct Keyspace {
+    entries: Vec<(Bytes, Kept)>,
+    /// key -> its position in `entries`, once there are more than `KEYSPACE_SCAN`.
+    // Invariant: `index[k] == i` exactly when `entries[i].0 == k`, when `Some`.
+    index: Option<IndexMap<Bytes, usize, FxBuildHasher>>,
+}
+
+/// Keys a node keeps before they are found by a map rather than one by one.
+const KEYSPACE_SCAN: usize = 8;
+
+impl Keyspace {
+    #[inline(always)]
+    fn position(&self, key: &Bytes) -> Option<usize> {
+        match &self.index {
+            Some(ix) => ix.get(key).copied(),
+            None => {
+                // A loop, not `position`: the iterator's is a call (of more instructions
+                // than a node's one or two keys take to compare).
+                for (i, (k, _)) in self.entries.iter().enumerate() {
+                    if bytes_eq(k, key) {
+                        return Some(i);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Writes `kept` at `key` (where it stands if the key is kept, else appended), keeping
+    /// the grant in flight there.
+    #[inline(always)]
+    fn write(&mut self, key: &Bytes, kept: Kept) -> &mut Kept {
+        let i = match self.position(key) {
+            Some(i) => {
+                let k = &mut self.entries[i].1;
+                let in_flight = k.in_flight;
+                *k = kept;
+                k.in_flight = in_flight;
+                i
+            }
+            None => {
+                let i = self.entries.len();
+                self.entries.push((key.clone(), kept));
+                match &mut self.index {
+                    Some(ix) => {
+                        ix.insert(key.clone(), i);
+                    }
+                    None if self.entries.len() > KEYSPACE_SCAN => {
+                        let ix = self.entries.iter().enumerate();
+                        self.index = Some(ix.map(|(i, (k, _))| (k.clone(), i)).collect());
+                    }
+                    None => {}
+                }
+                i
+            }
+        };
+        &mut self.entries[i].1
+    }
+
+    /// Removes `key`, giving what was kept there.
+    #[inline]
+    fn remove(&mut self, key: &Bytes) -> Option<Kept> {
+        let i = self.position(key)?;
+        let (_, kept) = self.entries.swap_remove(i);
+        if let Some(ix) = &mut self.index {
+            ix.swap_remove(key);
+            if let Some((moved, _)) = self.entries.get(i) {
+                ix.insert(moved.clone(), i);
+            }
+        }
+        Some(kept)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Kept> {
+        self.entries.iter().map(|(_, k)| k)
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// No position in `Scan::holds`.
+const NOT_HELD: u32 = u32::MAX;
 
 /// The hazard detectors, fed one record at a time in history order: what `witnesses`
 /// replays over a kept history, and what a streamed run keeps.
@@ -202,102 +295,117 @@ struct Kept {
 pub struct Scan {
     found: Vec<Witness>,
     seen: Hazards,
-    /// token -> its hold. Fixed-hasher map: deterministic and cheap over many tokens.
-    holds: IndexMap<Bytes, Hold, FxBuildHasher>,
-    /// Paused clients and the tokens they held when the pause began.
-    paused: BTreeMap<ProcId, Vec<Bytes>>,
-    /// node -> key -> what it keeps.
-    nodes: BTreeMap<ProcId, IndexMap<Bytes, Kept, FxBuildHasher>>,
-    /// Tokens a client's own command wrote on some node (granted, not just replicated).
-    /// Every one stays: a failover judges the holds open then by whether their token was
-    /// ever granted, and a token may be acquired again (Redisson's lock name).
-    granted: IndexMap<Bytes, ProcId, FxBuildHasher>,
-    /// When each node last restarted.
-    restarted_at: BTreeMap<ProcId, SimTime>,
+    /// The holds now, with their tokens, in the order an index map gives (appended when
+    /// acquired, swap-removed when they end): the detectors that look over every hold
+    /// report the first they find.
+    holds: Vec<(TokenId, Hold)>,
+    /// Token id -> its position in `holds` (`NOT_HELD`: none).
+    // Invariant: `holds[hold_at[t]].0 == t` wherever `hold_at[t] != NOT_HELD`.
+    hold_at: Vec<u32>,
+    /// Process index -> the tokens that client held when its pause began (empty: not
+    /// paused, or paused holding nothing).
+    paused: Vec<Vec<TokenId>>,
+    /// Process index -> (node) key -> what it keeps. By index, in process order (the order
+    /// a map by process gave).
+    nodes: Vec<Keyspace>,
+    /// Token id -> whether a client's own command wrote it on some node (granted, not just
+    /// replicated). Every one stays: a failover judges the holds open then by whether their
+    /// token was ever granted, and a token may be acquired again (Redisson's lock name).
+    granted: Vec<bool>,
+    /// Process index -> when that node last restarted.
+    restarted_at: Vec<Option<SimTime>>,
     /// Each client's latest acquisition attempt, by process index (one per client: bounded;
     /// a vector, for an attempt is made far more often than anything else here happens).
     attempts: Vec<Option<Attempting>>,
-    /// (node, key) -> the client whose attempt, still open, that node granted there.
-    grants_in_flight: BTreeMap<(ProcId, Bytes), ProcId>,
     /// The time of the last record (holds still open are judged there).
     last: SimTime,
 }
 
+/// `v[p]`, grown to it.
+#[inline(always)]
+fn at_proc<T: Default + Clone>(v: &mut Vec<T>, p: ProcId) -> &mut T {
+    let i = p.index();
+    if v.len() <= i {
+        v.resize(i + 1, T::default());
+    }
+    &mut v[i]
+}
+
 impl Scan {
-    fn hit(&mut self, hazard: Hazard, at: SimTime, actors: Vec<ProcId>) {
+    /// Notes the hazard's first occurrence (the actors are copied only then: most hits are
+    /// of a hazard already seen).
+    #[inline]
+    fn hit(&mut self, hazard: Hazard, at: SimTime, actors: &[ProcId]) {
         if !self.seen.contains(hazard) {
             self.seen.insert(hazard);
-            self.found.push(Witness { hazard, at, actors });
+            self.found.push(Witness {
+                hazard,
+                at,
+                actors: actors.to_vec(),
+            });
         }
     }
 
     /// The tokens client `p` holds now.
-    fn tokens_held_by(&self, p: ProcId) -> Vec<Bytes> {
+    fn tokens_held_by(&self, p: ProcId) -> Vec<TokenId> {
         self.holds
             .iter()
             .filter(|(_, h)| h.client == p)
-            .map(|(t, _)| t.clone())
+            .map(|(t, _)| *t)
             .collect()
     }
 
-    fn holder_of(&self, token: &Bytes) -> Option<ProcId> {
-        self.holds.get(token).map(|h| h.client)
+    #[inline(always)]
+    fn hold(&self, token: TokenId) -> Option<&Hold> {
+        let at = *self.hold_at.get(token.index())?;
+        (at != NOT_HELD).then(|| &self.holds[at as usize].1)
+    }
+
+    #[inline(always)]
+    fn hold_mut(&mut self, token: TokenId) -> Option<&mut Hold> {
+        let at = *self.hold_at.get(token.index())?;
+        (at != NOT_HELD).then(|| &mut self.holds[at as usize].1)
+    }
+
+    #[inline(always)]
+    fn holder_of(&self, token: TokenId) -> Option<ProcId> {
+        self.hold(token).map(|h| h.client)
     }
 
     /// Nodes on which `token` is live.
-    fn nodes_keeping<'s>(&'s self, token: &'s Bytes) -> impl Iterator<Item = ProcId> + 's {
+    fn nodes_keeping(&self, token: TokenId) -> impl Iterator<Item = ProcId> + '_ {
         self.nodes
             .iter()
-            .filter(move |(_, ks)| ks.values().any(|k| k.value == *token))
-            .map(|(n, _)| *n)
+            .enumerate()
+            .filter(move |(_, ks)| ks.values().any(|k| k.value == token))
+            .map(|(n, _)| ProcId(n as u32))
+    }
+
+    /// A hold begins, or a held token is acquired again (it keeps its place, as an index
+    /// map's `insert` would).
+    fn begin_hold(&mut self, token: TokenId, hold: Hold) {
+        if let Some(h) = self.hold_mut(token) {
+            *h = hold;
+            return;
+        }
+        *at_slot(&mut self.hold_at, token) = self.holds.len() as u32;
+        self.holds.push((token, hold));
     }
 
     /// A hold ends: judge validity and lease on the way out.
-    fn end_hold(&mut self, token: &Bytes, at: SimTime) {
-        let Some(h) = self.holds.swap_remove(token) else {
+    fn end_hold(&mut self, token: TokenId, at: SimTime) {
+        let Some(&i) = self.hold_at.get(token.index()) else {
             return;
         };
-        self.judge_hold_end(&h, at);
-    }
-
-    /// Node `n` wrote `value` at `key` (by client `by`, if a client's command did): a grant
-    /// of an attempt given up, or one to watch until the attempt settles.
-    fn note_grant(
-        &mut self,
-        at: SimTime,
-        n: ProcId,
-        key: &Bytes,
-        value: &Bytes,
-        by: Option<ProcId>,
-    ) {
-        let stage = by.and_then(|c| {
-            self.attempt(c)
-                .filter(|a| a.token == *value)
-                .map(|a| (c, a.stage))
-        });
-        match stage {
-            Some((c, Stage::GaveUp)) => {
-                self.grants_in_flight.remove(&(n, key.clone()));
-                self.hit(Hazard::GrantedAfterGaveUp, at, vec![c, n]);
-            }
-            Some((c, Stage::Open)) => {
-                self.grants_in_flight.insert((n, key.clone()), c);
-            }
-            // Anything else written there (a holder's extend, another client's grant, the
-            // master's stream) ends the watch on that key.
-            Some((_, Stage::Acquired)) | None => {
-                if !self.grants_in_flight.is_empty() {
-                    let place = (n, key.clone());
-                    if self
-                        .grants_in_flight
-                        .get(&place)
-                        .is_some_and(|c| Some(*c) != by)
-                    {
-                        self.grants_in_flight.remove(&place);
-                    }
-                }
-            }
+        if i == NOT_HELD {
+            return;
         }
+        self.hold_at[token.index()] = NOT_HELD;
+        let (_, h) = self.holds.swap_remove(i as usize);
+        if let Some(&(moved, _)) = self.holds.get(i as usize) {
+            self.hold_at[moved.index()] = i;
+        }
+        self.judge_hold_end(&h, at);
     }
 
     fn attempt(&self, c: ProcId) -> Option<&Attempting> {
@@ -310,30 +418,32 @@ impl Scan {
 
     fn judge_hold_end(&mut self, h: &Hold, at: SimTime) {
         if h.until.is_some_and(|u| at > u) {
-            self.hit(Hazard::ValidityRanOut, at, vec![h.client]);
+            self.hit(Hazard::ValidityRanOut, at, &[h.client]);
         }
         if h.extended && h.initial_until.is_some_and(|u| at > u) {
-            self.hit(Hazard::HeldBeyondLease, at, vec![h.client]);
+            self.hit(Hazard::HeldBeyondLease, at, &[h.client]);
         }
     }
+}
+
+/// `v[t]` of a per-token vector of positions, grown to it (new slots `NOT_HELD`).
+#[inline(always)]
+fn at_slot(v: &mut Vec<u32>, t: TokenId) -> &mut u32 {
+    let i = t.index();
+    if v.len() <= i {
+        crate::check::token::grow(v, i, NOT_HELD);
+    }
+    &mut v[i]
 }
 
 /// Every hazard the run reached, each with its first occurrence, in order of time.
 pub fn witnesses(history: &History) -> Vec<Witness> {
     let mut s = Scan::default();
-    history.records.iter().for_each(|r| s.observe(r));
-    s.finish()
-}
-
-impl Kept {
-    /// Overwritten at once (see `slot`).
-    fn placeholder() -> Kept {
-        Kept {
-            value: Bytes::new(),
-            has_expiry: false,
-            replicated: false,
-        }
+    let mut tokens = Tokens::default();
+    for r in &history.records {
+        s.observe(r, tokens.name(r, |_| false).id());
     }
+    s.finish()
 }
 
 impl Scan {
@@ -344,301 +454,312 @@ impl Scan {
         self.last = r.at;
     }
 
-    pub fn observe(&mut self, r: &Record) {
+    /// Feeds one record; `token`: the token it names (`token::Tokens::name`).
+    pub fn observe(&mut self, r: &Record, token: Option<TokenId>) {
         let s = self;
         s.last = r.at;
         let (at, p) = (r.at, r.proc);
-        {
-            match &r.obs {
-                Observation::Attempt { token, .. } => {
-                    let i = p.index();
-                    if s.attempts.len() <= i {
-                        s.attempts.resize(i + 1, None);
-                    }
-                    match &mut s.attempts[i] {
-                        Some(a) => {
-                            a.token.clone_from(token);
-                            a.stage = Stage::Open;
+        match &r.obs {
+            Observation::Attempt { .. } => {
+                let Some(t) = token else { return };
+                let a = at_proc(&mut s.attempts, p);
+                *a = Some(Attempting {
+                    token: t,
+                    stage: Stage::Open,
+                });
+            }
+            Observation::GaveUp { .. } => {
+                if let Some(a) = s.attempt_mut(p)
+                    && a.stage == Stage::Open
+                {
+                    a.stage = Stage::GaveUp;
+                }
+            }
+            Observation::Acquired { believed_until, .. } => {
+                let Some(t) = token else { return };
+                if let Some(a) = s.attempt_mut(p)
+                    && a.token == t
+                {
+                    a.stage = Stage::Acquired;
+                }
+                let hold = Hold {
+                    client: p,
+                    initial_until: *believed_until,
+                    until: *believed_until,
+                    extended: false,
+                };
+                s.begin_hold(t, hold);
+            }
+            Observation::Extended { believed_until, .. } => {
+                if let Some(h) = token.and_then(|t| s.hold_mut(t)) {
+                    h.extended = true;
+                    h.until = *believed_until;
+                }
+            }
+            Observation::Released { .. } => {
+                if let Some(t) = token {
+                    s.end_hold(t, at);
+                }
+            }
+            Observation::Lost { reason, .. } => {
+                let Some(t) = token else { return };
+                if s.hold(t).is_some() {
+                    match *reason {
+                        "renewal failed" | "extend failed" => {
+                            s.hit(Hazard::RenewalFailed, at, &[p]);
                         }
-                        none => {
-                            *none = Some(Attempting {
-                                token: token.clone(),
-                                stage: Stage::Open,
-                            });
-                        }
+                        "validity ran out" => s.hit(Hazard::ValidityRanOut, at, &[p]),
+                        _ => {}
                     }
                 }
-                Observation::GaveUp { .. } => {
-                    if let Some(a) = s.attempt_mut(p)
-                        && a.stage == Stage::Open
-                    {
-                        a.stage = Stage::GaveUp;
+                s.end_hold(t, at);
+            }
+            Observation::Crashed => {
+                // A crashed client's attempt has no caller left, and a grant of it is
+                // a crashed holder's lock (`holder_crashed`), not a late one.
+                if let Some(a) = s.attempts.get_mut(p.index()) {
+                    *a = None;
+                }
+                let held = s.tokens_held_by(p);
+                if !held.is_empty() {
+                    s.hit(Hazard::HolderCrashed, at, &[p]);
+                }
+                for t in &held {
+                    s.end_hold(*t, at);
+                }
+                if let Some(ts) = s.paused.get_mut(p.index()) {
+                    *ts = Vec::new();
+                }
+                // A node that crashes keeps its keyspace until it restarts (what it then
+                // finds depends on persistence); a held lock on it is at risk.
+                if let Some(ks) = s.nodes.get(p.index()) {
+                    let holder = ks.values().find_map(|k| s.holder_of(k.value));
+                    if let Some(h) = holder {
+                        s.hit(Hazard::NodeCrashedWithLock, at, &[h, p]);
                     }
                 }
-                Observation::Acquired {
-                    token,
-                    believed_until,
-                    ..
-                } => {
-                    if let Some(a) = s.attempt_mut(p)
-                        && a.token == *token
-                    {
-                        a.stage = Stage::Acquired;
-                    }
-                    let hold = Hold {
-                        client: p,
-                        initial_until: *believed_until,
-                        until: *believed_until,
-                        extended: false,
-                    };
-                    // A token acquired again keeps its place (as `insert` would).
-                    *slot(&mut s.holds, token, || hold) = hold;
+            }
+            Observation::Restarted { .. } => {
+                *at_proc(&mut s.restarted_at, p) = Some(at);
+            }
+            Observation::Paused => {
+                let held = s.tokens_held_by(p);
+                if !held.is_empty() {
+                    *at_proc(&mut s.paused, p) = held;
                 }
-                Observation::Extended {
-                    token,
-                    believed_until,
-                    ..
-                } => {
-                    if let Some(h) = s.holds.get_mut(token) {
-                        h.extended = true;
-                        h.until = *believed_until;
-                    }
+            }
+            Observation::Resumed => {
+                if let Some(ts) = s.paused.get_mut(p.index()) {
+                    *ts = Vec::new();
                 }
-                Observation::Released { token, .. } => s.end_hold(token, at),
-                Observation::Lost { token, reason, .. } => {
-                    if s.holds.contains_key(token) {
-                        match *reason {
-                            "renewal failed" | "extend failed" => {
-                                s.hit(Hazard::RenewalFailed, at, vec![p]);
-                            }
-                            "validity ran out" => s.hit(Hazard::ValidityRanOut, at, vec![p]),
-                            _ => {}
-                        }
-                    }
-                    s.end_hold(token, at);
+            }
+            Observation::ResourceRead {
+                client,
+                accepted: false,
+                ..
+            }
+            | Observation::ResourceWrite {
+                client,
+                accepted: false,
+                ..
+            } => s.hit(Hazard::StaleTokenRejected, at, &[*client]),
+            Observation::KeyWritten {
+                key,
+                expire_at_ms,
+                by,
+                ..
+            } => {
+                let Some(t) = token else { return };
+                if by.is_some() {
+                    *crate::check::token::slot_mut(&mut s.granted, t) = true;
                 }
-                Observation::Crashed => {
-                    // A crashed client's attempt has no caller left, and a grant of it is
-                    // a crashed holder's lock (`holder_crashed`), not a late one.
-                    if let Some(a) = s.attempts.get_mut(p.index()) {
-                        *a = None;
+                // Node `p` wrote the token at `key` (by client `by`, if a client's command
+                // did): a grant of an attempt given up, or one to watch until the attempt
+                // settles.
+                let stage =
+                    by.and_then(|c| s.attempt(c).filter(|a| a.token == t).map(|a| (c, a.stage)));
+                let ks = at_proc(&mut s.nodes, p);
+                let kept = Kept {
+                    value: t,
+                    has_expiry: expire_at_ms.is_some(),
+                    replicated: by.is_none(),
+                    in_flight: None,
+                };
+                // A key written again keeps its place (as an index map's `insert` would).
+                let k = ks.write(key, kept);
+                match stage {
+                    Some((c, Stage::GaveUp)) => {
+                        k.in_flight = None;
+                        s.hit(Hazard::GrantedAfterGaveUp, at, &[c, p]);
                     }
-                    let held = s.tokens_held_by(p);
-                    if !held.is_empty() {
-                        s.hit(Hazard::HolderCrashed, at, vec![p]);
-                    }
-                    for t in &held {
-                        s.end_hold(t, at);
-                    }
-                    s.paused.remove(&p);
-                    // A node that crashes keeps its keyspace until it restarts (what it then
-                    // finds depends on persistence); a held lock on it is at risk.
-                    if let Some(ks) = s.nodes.get(&p) {
-                        let holder = ks.values().find_map(|k| s.holder_of(&k.value));
-                        if let Some(h) = holder {
-                            s.hit(Hazard::NodeCrashedWithLock, at, vec![h, p]);
-                        }
-                    }
-                }
-                Observation::Restarted { .. } => {
-                    s.restarted_at.insert(p, at);
-                }
-                Observation::Paused => {
-                    let held = s.tokens_held_by(p);
-                    if !held.is_empty() {
-                        s.paused.insert(p, held);
-                    }
-                }
-                Observation::Resumed => {
-                    s.paused.remove(&p);
-                }
-                Observation::ResourceRead {
-                    client,
-                    accepted: false,
-                    ..
-                }
-                | Observation::ResourceWrite {
-                    client,
-                    accepted: false,
-                    ..
-                } => s.hit(Hazard::StaleTokenRejected, at, vec![*client]),
-                Observation::KeyWritten {
-                    key,
-                    value,
-                    expire_at_ms,
-                    by,
-                } => {
-                    if let Some(c) = by {
-                        slot(&mut s.granted, value, || *c);
-                    }
-                    s.note_grant(at, p, key, value, *by);
-                    let kept = Kept {
-                        value: value.clone(),
-                        has_expiry: expire_at_ms.is_some(),
-                        replicated: by.is_none(),
-                    };
-                    // A key written again keeps its place (as `insert` would).
-                    let ks = s.nodes.entry(p).or_default();
-                    *slot(ks, key, Kept::placeholder) = kept;
-                }
-                Observation::KeyRemoved {
-                    key,
-                    value,
-                    how,
-                    by,
-                } => {
-                    if let Some(ks) = s.nodes.get_mut(&p) {
-                        ks.swap_remove(key);
-                    }
-                    if !s.grants_in_flight.is_empty()
-                        && let Some(c) = s.grants_in_flight.remove(&(p, key.clone()))
-                        && *how == Removal::Expired
-                        && s.attempt(c)
-                            .is_some_and(|a| a.stage == Stage::Open && a.token == *value)
-                    {
-                        s.hit(Hazard::GrantExpiredInFlight, at, vec![c, p]);
-                    }
-                    let holder = s.holder_of(value);
-                    // The holder's own unlock, or a replica applying its master's DEL (no client
-                    // named), is not the key leaving under the holder.
-                    let own_del = *how == Removal::Del && by.is_none_or(|b| Some(b) == holder);
-                    if let Some(h) = holder
-                        && !own_del
-                    {
-                        if *how == Removal::Expired {
-                            s.hit(Hazard::KeyExpiredWhileHeld, at, vec![h, p]);
-                        }
-                        if s.paused.get(&h).is_some_and(|ts| ts.contains(value)) {
-                            s.hit(Hazard::PauseOutlivedKey, at, vec![h, p]);
-                        }
-                    }
-                    if *how == Removal::Flushed && s.restarted_at.get(&p) == Some(&at) {
-                        s.hit(Hazard::RestartLostKeys, at, vec![p]);
-                    }
-                }
-                Observation::Fact(Fact::Promoted) => {
-                    let empty = IndexMap::default();
-                    let mine = s.nodes.get(&p).unwrap_or(&empty);
-                    let mut lacked = None;
-                    let mut elsewhere = None;
-                    for (t, h) in &s.holds {
-                        let granted_elsewhere = s.granted.contains_key(t);
-                        if !granted_elsewhere || mine.values().any(|k| k.value == *t) {
-                            continue;
-                        }
-                        lacked.get_or_insert(h.client);
-                        let on_replica = s.nodes.iter().any(|(n, ks)| {
-                            *n != p && ks.values().any(|k| k.replicated && k.value == *t)
-                        });
-                        if on_replica {
-                            elsewhere.get_or_insert(h.client);
-                        }
-                    }
-                    if let Some(h) = lacked {
-                        s.hit(Hazard::PromotedReplicaLackedLock, at, vec![h, p]);
-                    }
-                    if let Some(h) = elsewhere {
-                        s.hit(Hazard::LockReplicaNotPromoted, at, vec![h, p]);
-                    }
-                }
-                Observation::Fact(Fact::ClockStepped { .. } | Fact::DriftChanged { .. }) => {
-                    let moved =
-                        !matches!(r.obs, Observation::Fact(Fact::ClockStepped { delta_ms: 0 }));
-                    if moved {
-                        if s.holds.values().any(|h| h.client == p) {
-                            s.hit(Hazard::HolderClockMoved, at, vec![p]);
-                        }
-                        let holder = s.nodes.get(&p).and_then(|ks| {
-                            ks.values()
-                                .filter(|k| k.has_expiry)
-                                .find_map(|k| s.holder_of(&k.value))
-                        });
-                        if let Some(h) = holder {
-                            s.hit(Hazard::ClockMovedExpiry, at, vec![h, p]);
+                    Some((c, Stage::Open)) => k.in_flight = Some(c),
+                    // Anything else written there (a holder's extend, another client's
+                    // grant, the master's stream) ends the watch on that key.
+                    Some((_, Stage::Acquired)) | None => {
+                        if k.in_flight.is_some_and(|c| Some(c) != *by) {
+                            k.in_flight = None;
                         }
                     }
                 }
-                Observation::Fact(Fact::Links {
-                    from,
-                    to,
-                    blocked: true,
-                }) => {
-                    let mut cut = None;
-                    'holds: for (t, h) in &s.holds {
-                        for n in s.nodes_keeping(t) {
-                            let c = h.client;
-                            if (from.contains(&c) && to.contains(&n))
-                                || (from.contains(&n) && to.contains(&c))
-                            {
-                                cut = Some((c, n));
-                                break 'holds;
-                            }
-                        }
+            }
+            Observation::KeyRemoved { key, how, by, .. } => {
+                let in_flight = s
+                    .nodes
+                    .get_mut(p.index())
+                    .and_then(|ks| ks.remove(key))
+                    .and_then(|k| k.in_flight);
+                if let Some(c) = in_flight
+                    && *how == Removal::Expired
+                    && s.attempt(c)
+                        .is_some_and(|a| a.stage == Stage::Open && Some(a.token) == token)
+                {
+                    s.hit(Hazard::GrantExpiredInFlight, at, &[c, p]);
+                }
+                let Some(t) = token else { return };
+                let holder = s.holder_of(t);
+                // The holder's own unlock, or a replica applying its master's DEL (no client
+                // named), is not the key leaving under the holder.
+                let own_del = *how == Removal::Del && by.is_none_or(|b| Some(b) == holder);
+                if let Some(h) = holder
+                    && !own_del
+                {
+                    if *how == Removal::Expired {
+                        s.hit(Hazard::KeyExpiredWhileHeld, at, &[h, p]);
                     }
-                    if let Some((c, n)) = cut {
-                        s.hit(Hazard::HolderPartitioned, at, vec![c, n]);
+                    if s.paused.get(h.index()).is_some_and(|ts| ts.contains(&t)) {
+                        s.hit(Hazard::PauseOutlivedKey, at, &[h, p]);
                     }
                 }
-                Observation::Fact(Fact::Isolated) => {
-                    // Cut off from everyone: a holder from its nodes, or a node from its holders.
-                    let cut = s.holds.iter().find_map(|(t, h)| {
-                        let mut nodes = s.nodes_keeping(t);
-                        if h.client == p {
-                            nodes.next().map(|n| (p, n))
-                        } else {
-                            nodes.any(|n| n == p).then_some((h.client, p))
-                        }
+                if *how == Removal::Flushed
+                    && s.restarted_at.get(p.index()).copied().flatten() == Some(at)
+                {
+                    s.hit(Hazard::RestartLostKeys, at, &[p]);
+                }
+            }
+            Observation::Fact(Fact::Promoted) => {
+                let empty = Keyspace::default();
+                let mine = s.nodes.get(p.index()).unwrap_or(&empty);
+                let mut lacked = None;
+                let mut elsewhere = None;
+                for (t, h) in &s.holds {
+                    let granted_elsewhere = s.granted.get(t.index()).copied().unwrap_or(false);
+                    if !granted_elsewhere || mine.values().any(|k| k.value == *t) {
+                        continue;
+                    }
+                    lacked.get_or_insert(h.client);
+                    let on_replica = s.nodes.iter().enumerate().any(|(n, ks)| {
+                        n != p.index() && ks.values().any(|k| k.replicated && k.value == *t)
                     });
-                    if let Some((c, n)) = cut {
-                        s.hit(Hazard::HolderPartitioned, at, vec![c, n]);
+                    if on_replica {
+                        elsewhere.get_or_insert(h.client);
                     }
                 }
-                _ => {}
+                if let Some(h) = lacked {
+                    s.hit(Hazard::PromotedReplicaLackedLock, at, &[h, p]);
+                }
+                if let Some(h) = elsewhere {
+                    s.hit(Hazard::LockReplicaNotPromoted, at, &[h, p]);
+                }
+            }
+            Observation::Fact(Fact::ClockStepped { .. } | Fact::DriftChanged { .. }) => {
+                let moved = !matches!(r.obs, Observation::Fact(Fact::ClockStepped { delta_ms: 0 }));
+                if moved {
+                    if s.holds.iter().any(|(_, h)| h.client == p) {
+                        s.hit(Hazard::HolderClockMoved, at, &[p]);
+                    }
+                    let holder = s.nodes.get(p.index()).and_then(|ks| {
+                        ks.values()
+                            .filter(|k| k.has_expiry)
+                            .find_map(|k| s.holder_of(k.value))
+                    });
+                    if let Some(h) = holder {
+                        s.hit(Hazard::ClockMovedExpiry, at, &[h, p]);
+                    }
+                }
+            }
+            Observation::Fact(Fact::Links {
+                from,
+                to,
+                blocked: true,
+            }) => {
+                let mut cut = None;
+                'holds: for (t, h) in &s.holds {
+                    for n in s.nodes_keeping(*t) {
+                        let c = h.client;
+                        if (from.contains(&c) && to.contains(&n))
+                            || (from.contains(&n) && to.contains(&c))
+                        {
+                            cut = Some((c, n));
+                            break 'holds;
+                        }
+                    }
+                }
+                if let Some((c, n)) = cut {
+                    s.hit(Hazard::HolderPartitioned, at, &[c, n]);
+                }
+            }
+            Observation::Fact(Fact::Isolated) => {
+                // Cut off from everyone: a holder from its nodes, or a node from its holders.
+                let cut = s.holds.iter().find_map(|(t, h)| {
+                    let mut nodes = s.nodes_keeping(*t);
+                    if h.client == p {
+                        nodes.next().map(|n| (p, n))
+                    } else {
+                        nodes.any(|n| n == p).then_some((h.client, p))
+                    }
+                });
+                if let Some((c, n)) = cut {
+                    s.hit(Hazard::HolderPartitioned, at, &[c, n]);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Forgets the tokens `dead` (see `monitor::Retirement`). Only tokens not in play
+    /// (`live_tokens`) may be retired: only their grants are forgotten.
+    pub fn forget(&mut self, dead: &[TokenId]) {
+        for t in dead {
+            debug_assert!(self.hold(*t).is_none(), "a held token retired");
+            if let Some(g) = self.granted.get_mut(t.index()) {
+                *g = false;
             }
         }
     }
 
-    /// Forgets the tokens `dead` names (see `monitor::Retirement`). Only tokens neither held
-    /// nor kept on a node may be retired (`live_tokens`): only the grants are forgotten.
-    pub fn retire(&mut self, dead: &dyn Fn(&Bytes) -> bool) {
-        self.granted.retain(|t, _| !dead(t));
-    }
-
-    /// Tokens still in play: held, or kept on some node.
-    pub fn live_tokens(&self) -> impl Iterator<Item = &Bytes> {
+    /// Tokens still in play: held, kept on some node, a client's latest attempt, or held
+    /// by a paused client when its pause began.
+    pub fn live_tokens(&self) -> impl Iterator<Item = TokenId> + '_ {
         self.holds
-            .keys()
+            .iter()
+            .map(|(t, _)| *t)
             .chain(
                 self.nodes
-                    .values()
-                    .flat_map(|ks| ks.values().map(|k| &k.value)),
+                    .iter()
+                    .flat_map(|ks| ks.values().map(|k| k.value)),
             )
-            .chain(self.attempts.iter().flatten().map(|a| &a.token))
+            .chain(self.attempts.iter().flatten().map(|a| a.token))
+            .chain(self.paused.iter().flatten().copied())
     }
 
-    /// Token-keyed entries kept (what grows with a run).
-    pub fn token_entries(&self) -> usize {
-        self.granted.len()
-    }
-
-    /// The tokens kept that `live_tokens` does not give.
-    pub fn retirable_tokens(&self) -> impl Iterator<Item = &Bytes> {
-        self.granted.keys()
-    }
-
-    /// Estimated bytes kept (for the run's memory budget): the token-keyed maps, which
-    /// grow with the run (the rest is bounded by processes and keys).
+    /// Estimated bytes kept (for the run's memory budget): the per-token vectors, which
+    /// grow with the tokens known, and the keys kept (the rest is bounded by processes).
     pub fn retained_bytes(&self) -> u64 {
-        let kept: usize = self.nodes.values().map(|ks| ks.len()).sum();
-        crate::check::token_map_bytes(self.holds.len(), std::mem::size_of::<Hold>())
-            + crate::check::token_map_bytes(kept, std::mem::size_of::<Kept>())
-            + crate::check::token_map_bytes(self.granted.len(), std::mem::size_of::<ProcId>())
+        let kept: usize = self.nodes.iter().map(|ks| ks.len()).sum();
+        let key_entry = 8 + std::mem::size_of::<Bytes>() + std::mem::size_of::<Kept>() + 8;
+        (self.holds.len() * std::mem::size_of::<(TokenId, Hold)>()
+            + self.hold_at.len() * 4
+            + self.granted.len()
+            + kept * key_entry) as u64
     }
 
     /// Every hazard reached, each with its first occurrence, in order of time.
     pub fn finish(mut self) -> Vec<Witness> {
         // Holds still open at the end are judged at the last record.
-        let open: Vec<Hold> = std::mem::take(&mut self.holds).into_values().collect();
+        let open: Vec<Hold> = std::mem::take(&mut self.holds)
+            .into_iter()
+            .map(|(_, h)| h)
+            .collect();
         for h in &open {
             self.judge_hold_end(h, self.last);
         }

@@ -971,7 +971,7 @@ impl Scenario {
     /// be kept (`run_world`); a streamed run is judged by its monitor (`violations`).
     pub fn check(&self, w: &World) -> Vec<Violation> {
         let mut checks = Checks::new(&self.properties, self.liveness_bound_ns);
-        w.history.records.iter().for_each(|r| checks.observe(r));
+        checks.observe_all(&w.history);
         self.worded(&checks, w)
     }
 

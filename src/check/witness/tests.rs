@@ -610,3 +610,38 @@ fn a_grant_that_expires_after_the_acquisition_or_leaves_otherwise_is_not_grant_e
     ]);
     assert!(!r.contains(Hazard::GrantExpiredInFlight), "{r:?}");
 }
+
+#[test]
+fn a_nodes_keys_keep_the_order_an_index_map_gives_them_below_and_past_the_scan_limit() {
+    // The detectors that look over a node's keys report the first they find: the order
+    // must be what the index map they replaced gave (appended, swap-removed).
+    let mut ks = Keyspace::default();
+    let mut want: IndexMap<Bytes, u32, FxBuildHasher> = IndexMap::default();
+    let kept = |v: u32| Kept {
+        value: crate::check::token::TokenId::from_index(v as usize),
+        has_expiry: false,
+        replicated: false,
+        in_flight: None,
+    };
+    let mut x: u64 = 7;
+    for step in 0..4_000u32 {
+        // A fixed pseudo-random walk over 3 * KEYSPACE_SCAN keys, writing more than
+        // removing at first (to pass the limit) and then as often.
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let key = Bytes::from(format!("k{}", (x >> 33) % (3 * KEYSPACE_SCAN as u64)).as_str());
+        let write = step < 200 || (x >> 20).is_multiple_of(2);
+        if write {
+            ks.write(&key, kept(step));
+            want.insert(key, step);
+        } else {
+            let got = ks.remove(&key).map(|k| k.value.index() as u32);
+            assert_eq!(got, want.swap_remove(&key));
+        }
+        let order: Vec<u32> = ks.values().map(|k| k.value.index() as u32).collect();
+        let wanted: Vec<u32> = want.values().copied().collect();
+        assert_eq!(order, wanted, "at step {step}");
+    }
+    assert!(ks.index.is_some(), "the walk passed the scan limit");
+}
