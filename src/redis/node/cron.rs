@@ -173,7 +173,7 @@ impl RedisProcess {
             cx.set_timer(CRON_PERIOD_NS, TIMER_CRON);
             return;
         }
-        let now = cx.true_clock().expect("a sleeping cron has a clock").0;
+        let (now, clock) = cx.true_clock().expect("a sleeping cron has a clock");
         let parked = match self.grid.pending.first() {
             Some(&p) if p == now => false,
             // Parked through a pause: the tick runs at the resume, and the grid restarts
@@ -181,7 +181,7 @@ impl RedisProcess {
             Some(&p) if p < now => true,
             _ => return,
         };
-        self.catch_up(cx, now, false);
+        self.catch_up(clock, now, false);
         if parked {
             self.grid.pending.clear();
         } else {
@@ -217,8 +217,8 @@ impl RedisProcess {
     // Out of line: the check above is all most events pay.
     #[inline(never)]
     fn catch_up_to_event(&mut self, cx: &mut Cx<'_>) {
-        let now = cx.true_clock().expect("a sleeping cron has a clock").0;
-        self.catch_up(cx, now, true);
+        let (now, clock) = cx.true_clock().expect("a sleeping cron has a clock");
+        self.catch_up(clock, now, true);
     }
 
     /// After the node handled a message: the next tick that can matter is armed.
@@ -246,9 +246,9 @@ impl RedisProcess {
         if !self.grid.sleeping {
             return;
         }
-        let now = cx.true_clock().expect("a sleeping cron has a clock").0;
+        let (now, clock) = cx.true_clock().expect("a sleeping cron has a clock");
         // A fault's event was queued before any tick at its instant: points before it only.
-        self.catch_up(cx, now, false);
+        self.catch_up(clock, now, false);
         // What was proven about the armed timers held for the clock before the change.
         self.grid.covered_ms = None;
         let Some(cursor) = self.grid.cursor else {
@@ -284,8 +284,9 @@ impl RedisProcess {
     }
 
     /// Runs the skipped grid points up to `until` (inclusive or not), stopping at the next
-    /// armed one.
-    fn catch_up(&mut self, cx: &Cx<'_>, until: SimTime, inclusive: bool) {
+    /// armed one. `clock` is the loop's (`Cx::true_clock`), which every caller has read
+    /// already: one call through the sink, not two.
+    fn catch_up(&mut self, clock: &NodeClock, until: SimTime, inclusive: bool) {
         if self.grid.cursor.is_none() {
             return;
         }
@@ -296,7 +297,6 @@ impl RedisProcess {
         if stop(t) {
             return;
         }
-        let clock = cx.true_clock().expect("a sleeping cron has a clock").1;
         // No rate change falls inside the points run here (each is told, and catches up to
         // where it happened): they are `step` apart.
         let step = self.grid.step_ns;
