@@ -703,6 +703,7 @@ impl RedisNode {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn set(
         &mut self,
         now: i64,
@@ -719,8 +720,32 @@ impl RedisNode {
             Ok(t) => t,
             Err(e) => return e,
         };
-        // (old TTL, GET's reply): the old value is copied only when GET asks for it.
         let slot = self.lookup_index(key, now);
+        // The refused NX without GET (most of a contended lock's SETs) answers here, in the
+        // caller's frame: nil whatever the key holds, as `set_at` would (GET's type check
+        // is not asked for), without the frame the write path needs.
+        if cond == Some(SetCond::Nx) && slot.is_some() && !get {
+            return Reply::Nil;
+        }
+        self.set_at(now, key, value, cond, get, expiry, expire_at, slot, by)
+    }
+
+    /// SET past its expiry check and lookup (`slot`: the live key's position).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn set_at(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        value: &Bytes,
+        cond: Option<SetCond>,
+        get: bool,
+        expiry: Option<SetExpiry>,
+        expire_at: Option<i64>,
+        slot: Option<usize>,
+        by: Option<ProcId>,
+    ) -> Reply {
+        // (old TTL, GET's reply): the old value is copied only when GET asks for it.
         let (old_ttl, old_reply) = match slot.map(|i| self.keyspace.at(i)) {
             None => (None, Reply::Nil),
             Some(Entry {
