@@ -61,6 +61,9 @@ pub struct CronGrid {
     tables_settled_for: Option<(u64, u64)>,
     /// `pending` starts with `next`, or there is nothing to plan (not sleeping, or before
     /// the first tick): an event at the node need not plan.
+    // Invariant: equals `armed_now()` between calls into the grid (every change of
+    // `sleeping`, `cursor`, `next` or `pending` is followed by `sync_armed` before the
+    // process returns to the loop).
     next_armed: bool,
     /// Timers armed at grid points after `cursor`. A timer that fires at a time not here is
     /// one the grid moved away from: ignored.
@@ -129,9 +132,12 @@ fn first_due_point(clock: &NodeClock, next: SimTime, deadline_ms: i64) -> Option
 }
 
 impl CronGrid {
+    fn armed_now(&self) -> bool {
+        !self.sleeping || self.cursor.is_none() || self.pending.first() == Some(&self.next)
+    }
+
     fn sync_armed(&mut self) {
-        self.next_armed =
-            !self.sleeping || self.cursor.is_none() || self.pending.first() == Some(&self.next);
+        self.next_armed = self.armed_now();
     }
 }
 
@@ -235,10 +241,13 @@ impl RedisProcess {
                     .node
                     .earliest_expiry_ms()
                     .is_none_or(|t| self.grid.covered_ms.is_some_and(|c| t >= c));
+            // Only `plan_cron` can change what `next_armed` is computed from here (the
+            // catch-up before the event synced it; handling a message leaves the grid).
             if !nothing_to_plan {
                 self.plan_cron(cx);
+                self.grid.sync_armed();
             }
-            self.grid.sync_armed();
+            debug_assert_eq!(self.grid.next_armed, self.grid.armed_now());
         }
     }
 
