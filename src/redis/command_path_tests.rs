@@ -147,3 +147,57 @@ fn evalsha_of_the_unlock_script_is_noscript_until_cached_again_after_a_flush() {
     );
     assert_eq!(n.execute(0, &by_sha(), CLIENT), Reply::Int(0));
 }
+
+#[test]
+fn a_refused_set_nx_is_nil_over_any_type_after_the_ttl_check_and_wrongtype_only_with_get() {
+    let mut n = RedisNode::new(RedisConfig::default());
+    assert_eq!(
+        n.execute(
+            0,
+            &Command::RPush(Bytes::from("l"), vec![Bytes::from("x")]),
+            CLIENT
+        ),
+        Reply::Int(1)
+    );
+    assert_eq!(
+        n.execute(0, &set("s", "1", false, Some(100)), CLIENT),
+        Reply::Ok
+    );
+    // The short path: a live key of any type, NX, no GET.
+    assert_eq!(
+        n.execute(1, &set("l", "2", true, Some(50)), CLIENT),
+        Reply::Nil
+    );
+    assert_eq!(
+        n.execute(1, &set("s", "2", true, Some(50)), CLIENT),
+        Reply::Nil
+    );
+    // The TTL is checked before the key is even looked at.
+    assert_eq!(
+        n.execute(1, &set("s", "2", true, Some(0)), CLIENT),
+        Reply::err("ERR invalid expire time in 'set' command")
+    );
+    // With GET the type check comes before NX.
+    let get = |key: &str| Command::Set {
+        key: Bytes::from(key),
+        value: Bytes::from("2"),
+        cond: Some(SetCond::Nx),
+        get: true,
+        expiry: None,
+    };
+    assert_eq!(
+        n.execute(1, &get("l"), CLIENT),
+        Reply::err(crate::redis::node::WRONGTYPE)
+    );
+    assert_eq!(n.execute(1, &get("s"), CLIENT), Reply::Bulk(b"1".to_vec()));
+    // Nothing was written: the value and deadline are the first SET's, and an expired key
+    // is no obstacle.
+    assert_eq!(
+        n.execute(1, &Command::Get(Bytes::from("s")), CLIENT),
+        Reply::Bulk(b"1".to_vec())
+    );
+    assert_eq!(
+        n.execute(101, &set("s", "3", true, None), CLIENT),
+        Reply::Ok
+    );
+}

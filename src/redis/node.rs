@@ -230,7 +230,10 @@ impl RedisNode {
     #[inline(always)]
     fn lookup_index(&mut self, key: &[u8], now_ms: i64) -> Option<usize> {
         let i = self.keyspace.index_of(key)?;
-        if !self.repl.applying_master_stream && self.keyspace.at(i).is_expired(now_ms) {
+        // The entry is read whatever the flag says: the caller reads it at `i` next, and
+        // with this read dominating it, that one needs no bounds check of its own.
+        let expired = self.keyspace.at(i).is_expired(now_ms);
+        if expired && !self.repl.applying_master_stream {
             self.expire_found(i);
             return None;
         }
@@ -700,6 +703,7 @@ impl RedisNode {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn set(
         &mut self,
         now: i64,
@@ -716,8 +720,32 @@ impl RedisNode {
             Ok(t) => t,
             Err(e) => return e,
         };
-        // (old TTL, GET's reply): the old value is copied only when GET asks for it.
         let slot = self.lookup_index(key, now);
+        // The refused NX without GET (most of a contended lock's SETs) answers here, in the
+        // caller's frame: nil whatever the key holds, as `set_at` would (GET's type check
+        // is not asked for), without the frame the write path needs.
+        if cond == Some(SetCond::Nx) && slot.is_some() && !get {
+            return Reply::Nil;
+        }
+        self.set_at(now, key, value, cond, get, expiry, expire_at, slot, by)
+    }
+
+    /// SET past its expiry check and lookup (`slot`: the live key's position).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn set_at(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        value: &Bytes,
+        cond: Option<SetCond>,
+        get: bool,
+        expiry: Option<SetExpiry>,
+        expire_at: Option<i64>,
+        slot: Option<usize>,
+        by: Option<ProcId>,
+    ) -> Reply {
+        // (old TTL, GET's reply): the old value is copied only when GET asks for it.
         let (old_ttl, old_reply) = match slot.map(|i| self.keyspace.at(i)) {
             None => (None, Reply::Nil),
             Some(Entry {
@@ -1658,19 +1686,24 @@ impl Process for RedisProcess {
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
         self.cron_before_event(cx);
         match msg {
-            Msg::Request { id, cmd } => {
-                let reply = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, &cmd);
+            // The command is read where the loop put it: moving it into a binding copies
+            // its 96 bytes to this frame, and again to hand it to the drop glue.
+            Msg::Request { id, ref cmd } => {
+                let reply = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, cmd);
                 if let Some(reply) = reply {
                     cx.send(from, Msg::Reply { id, reply });
                 }
                 // A SET's two strings are dropped inline (a tag test each); the generic
                 // drop glue of `Command` saves and restores six registers around that.
-                match cmd {
-                    Command::Set { key, value, .. } => {
-                        drop(key);
-                        drop(value);
-                    }
-                    other => drop(other),
+                if let Msg::Request {
+                    cmd: Command::Set { key, value, .. },
+                    ..
+                } = msg
+                {
+                    drop(key);
+                    drop(value);
+                } else {
+                    drop(msg);
                 }
             }
             Msg::Repl(m) => self.node.on_repl(cx.wall_ms, cx.mono_ns, from, m),

@@ -61,6 +61,9 @@ pub struct CronGrid {
     tables_settled_for: Option<(u64, u64)>,
     /// `pending` starts with `next`, or there is nothing to plan (not sleeping, or before
     /// the first tick): an event at the node need not plan.
+    // Invariant: equals `armed_now()` between calls into the grid (every change of
+    // `sleeping`, `cursor`, `next` or `pending` is followed by `sync_armed` before the
+    // process returns to the loop).
     next_armed: bool,
     /// Timers armed at grid points after `cursor`. A timer that fires at a time not here is
     /// one the grid moved away from: ignored.
@@ -129,9 +132,12 @@ fn first_due_point(clock: &NodeClock, next: SimTime, deadline_ms: i64) -> Option
 }
 
 impl CronGrid {
+    fn armed_now(&self) -> bool {
+        !self.sleeping || self.cursor.is_none() || self.pending.first() == Some(&self.next)
+    }
+
     fn sync_armed(&mut self) {
-        self.next_armed =
-            !self.sleeping || self.cursor.is_none() || self.pending.first() == Some(&self.next);
+        self.next_armed = self.armed_now();
     }
 }
 
@@ -173,7 +179,7 @@ impl RedisProcess {
             cx.set_timer(CRON_PERIOD_NS, TIMER_CRON);
             return;
         }
-        let now = cx.true_clock().expect("a sleeping cron has a clock").0;
+        let (now, clock) = cx.true_clock().expect("a sleeping cron has a clock");
         let parked = match self.grid.pending.first() {
             Some(&p) if p == now => false,
             // Parked through a pause: the tick runs at the resume, and the grid restarts
@@ -181,7 +187,7 @@ impl RedisProcess {
             Some(&p) if p < now => true,
             _ => return,
         };
-        self.catch_up(cx, now, false);
+        self.catch_up(clock, now, false);
         if parked {
             self.grid.pending.clear();
         } else {
@@ -217,8 +223,8 @@ impl RedisProcess {
     // Out of line: the check above is all most events pay.
     #[inline(never)]
     fn catch_up_to_event(&mut self, cx: &mut Cx<'_>) {
-        let now = cx.true_clock().expect("a sleeping cron has a clock").0;
-        self.catch_up(cx, now, true);
+        let (now, clock) = cx.true_clock().expect("a sleeping cron has a clock");
+        self.catch_up(clock, now, true);
     }
 
     /// After the node handled a message: the next tick that can matter is armed.
@@ -235,10 +241,13 @@ impl RedisProcess {
                     .node
                     .earliest_expiry_ms()
                     .is_none_or(|t| self.grid.covered_ms.is_some_and(|c| t >= c));
+            // Only `plan_cron` can change what `next_armed` is computed from here (the
+            // catch-up before the event synced it; handling a message leaves the grid).
             if !nothing_to_plan {
                 self.plan_cron(cx);
+                self.grid.sync_armed();
             }
-            self.grid.sync_armed();
+            debug_assert_eq!(self.grid.next_armed, self.grid.armed_now());
         }
     }
 
@@ -246,9 +255,9 @@ impl RedisProcess {
         if !self.grid.sleeping {
             return;
         }
-        let now = cx.true_clock().expect("a sleeping cron has a clock").0;
+        let (now, clock) = cx.true_clock().expect("a sleeping cron has a clock");
         // A fault's event was queued before any tick at its instant: points before it only.
-        self.catch_up(cx, now, false);
+        self.catch_up(clock, now, false);
         // What was proven about the armed timers held for the clock before the change.
         self.grid.covered_ms = None;
         let Some(cursor) = self.grid.cursor else {
@@ -284,8 +293,9 @@ impl RedisProcess {
     }
 
     /// Runs the skipped grid points up to `until` (inclusive or not), stopping at the next
-    /// armed one.
-    fn catch_up(&mut self, cx: &Cx<'_>, until: SimTime, inclusive: bool) {
+    /// armed one. `clock` is the loop's (`Cx::true_clock`), which every caller has read
+    /// already: one call through the sink, not two.
+    fn catch_up(&mut self, clock: &NodeClock, until: SimTime, inclusive: bool) {
         if self.grid.cursor.is_none() {
             return;
         }
@@ -296,7 +306,6 @@ impl RedisProcess {
         if stop(t) {
             return;
         }
-        let clock = cx.true_clock().expect("a sleeping cron has a clock").1;
         // No rate change falls inside the points run here (each is told, and catches up to
         // where it happened): they are `step` apart.
         let step = self.grid.step_ns;

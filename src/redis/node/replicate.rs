@@ -55,13 +55,17 @@ impl RedisNode {
     /// are sent one by one in Redis too.
     #[inline]
     pub(crate) fn flush_effects(&mut self, client: Option<ProcId>, wrap: bool) {
-        if std::mem::take(&mut self.repl.dirty) {
+        // A master with no replica, no connection and no AOF `always` has nothing to do
+        // after a write: decided here, without the call.
+        if std::mem::take(&mut self.repl.dirty)
+            && (!self.repl.pending.is_empty()
+                || self.config.persistence == Persistence::Aof(Fsync::Always))
+        {
             self.flush_dirty(client, wrap);
         }
     }
 
-    /// `flush_effects` after a write: a master with no replica and no AOF `always` gets here
-    /// and finds nothing pending.
+    /// `flush_effects` after a write with effects pending or a disk to write.
     #[inline(never)]
     fn flush_dirty(&mut self, client: Option<ProcId>, wrap: bool) {
         if self.config.persistence == Persistence::Aof(Fsync::Always) {
