@@ -594,8 +594,9 @@ impl World {
             self.engine.delivering_sent_at = t;
         }
         // The common case first, decided on the message where it lies: a delivery to a
-        // process that is up and reachable. The message then moves once, from the slab
-        // straight into the handler's argument.
+        // process that is up and reachable, in a run without a trace. The message then moves
+        // once, from the slab straight into the handler's argument. (A traced run takes the
+        // general path below, which records what it hands over.)
         if let Some(Event::Deliver {
             from,
             to,
@@ -607,21 +608,12 @@ impl World {
             if slot.state == RunState::Up
                 && slot.incarnation == to_incarnation
                 && !self.engine.net.is_blocked(from, to)
+                && !self.engine.trace.enabled()
             {
                 let Some(Event::Deliver { msg, .. }) = self.engine.events[idx as usize].take()
                 else {
                     unreachable!("matched a delivery")
                 };
-                if self.engine.trace.enabled() {
-                    self.engine.trace_entry(
-                        to,
-                        TraceKind::Recv {
-                            from,
-                            msg: msg.clone(),
-                            sent_at: self.engine.delivering_sent_at,
-                        },
-                    );
-                }
                 dispatch!(self, to, |actor, cx| actor.on_message(cx, from, msg));
                 return;
             }
@@ -634,12 +626,12 @@ impl World {
         }) = self.engine.events[idx as usize]
         {
             let slot = &self.engine.slots[proc.index()];
-            if slot.state == RunState::Up && slot.incarnation == incarnation {
+            if slot.state == RunState::Up
+                && slot.incarnation == incarnation
+                && !self.engine.trace.enabled()
+            {
                 // A timer owns nothing: its slot is emptied without moving it out.
                 self.engine.events[idx as usize] = None;
-                if self.engine.trace.enabled() {
-                    self.engine.trace_entry(proc, TraceKind::Timer { tag });
-                }
                 dispatch!(self, proc, |actor, cx| actor.on_timer(cx, tag));
                 return;
             }
