@@ -116,38 +116,34 @@ fn many_keys_model() -> Scenario {
 }
 
 fn scale(c: &mut Criterion) {
-    let sc = scale_model();
     let mut g = c.benchmark_group("scale");
     g.sample_size(10);
     g.throughput(Throughput::Elements(SCALE_SEEDS));
     let mut start = 0u64;
-    g.bench_function(format!("sweep_320_procs_{SCALE_SEEDS}_seeds"), |b| {
-        b.iter(|| {
-            start += SCALE_SEEDS;
-            sweep(
-                &sc,
-                black_box(start)..start + SCALE_SEEDS,
-                Shard::WHOLE,
-                1,
-                &|| {},
-            )
-            .seeds_run
-        })
-    });
-    let keys = many_keys_model();
-    g.bench_function(format!("sweep_125_keys_{SCALE_SEEDS}_seeds"), |b| {
-        b.iter(|| {
-            start += SCALE_SEEDS;
-            sweep(
-                &keys,
-                black_box(start)..start + SCALE_SEEDS,
-                Shard::WHOLE,
-                1,
-                &|| {},
-            )
-            .seeds_run
-        })
-    });
+    for (name, sc) in [
+        (
+            format!("sweep_320_procs_{SCALE_SEEDS}_seeds"),
+            scale_model(),
+        ),
+        (
+            format!("sweep_125_keys_{SCALE_SEEDS}_seeds"),
+            many_keys_model(),
+        ),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                start += SCALE_SEEDS;
+                sweep(
+                    &sc,
+                    black_box(start)..start + SCALE_SEEDS,
+                    Shard::WHOLE,
+                    1,
+                    &|| {},
+                )
+                .seeds_run
+            })
+        });
+    }
     g.finish();
 }
 

@@ -233,6 +233,7 @@ impl Keyspace {
         let s = self.expiry.insert(ExpirySummary::of(&self.map));
         (s.earliest_ms.expect("counted"), s.with_ttl)
     }
+
     pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
         self.map.iter()
     }
