@@ -959,14 +959,15 @@ impl Engine {
         let slot = &self.slots[p.index()];
         let true_ns = slot.clock.true_ns_for_local(self.now, after_ns);
         let incarnation = slot.incarnation;
-        self.push(
-            self.now.plus_ns(true_ns),
-            Event::Timer {
-                proc: p,
-                incarnation,
-                tag,
-            },
-        );
+        // Written straight into its slab slot, like a message: built elsewhere and passed
+        // on, the event would be copied whole (its size is a message's) twice.
+        let idx = self.free_slot();
+        self.events[idx as usize] = Some(Event::Timer {
+            proc: p,
+            incarnation,
+            tag,
+        });
+        self.enqueue(self.now.plus_ns(true_ns), idx, self.now);
     }
 
     /// Arms a timer of `p` at true time `at` (a process that computed where its own chain of
@@ -974,14 +975,14 @@ impl Engine {
     fn set_timer_at(&mut self, p: ProcId, at: SimTime, tag: u64) {
         assert!(at >= self.now, "a timer armed in the past");
         let incarnation = self.slots[p.index()].incarnation;
-        self.push(
-            at,
-            Event::Timer {
-                proc: p,
-                incarnation,
-                tag,
-            },
-        );
+        // Written in place, as in `set_timer`.
+        let idx = self.free_slot();
+        self.events[idx as usize] = Some(Event::Timer {
+            proc: p,
+            incarnation,
+            tag,
+        });
+        self.enqueue(at, idx, self.now);
     }
 
     /// Notes a change to the clock or run state of a process that is not down, for the
@@ -1044,12 +1045,18 @@ impl Engine {
                 // Written straight into its slab slot: the message is copied once, from the
                 // sender's hands to where it waits.
                 let idx = self.free_slot();
-                self.events[idx as usize] = Some(Event::Deliver {
+                // The event is written with a stand-in message, and the message then moved
+                // into it where it lies: built whole and then stored, the event would be
+                // assembled on the stack first, a copy more of the message.
+                let slot = self.events[idx as usize].insert(Event::Deliver {
                     from,
                     to,
                     to_incarnation,
-                    msg,
+                    msg: Msg::Refused { id: 0 },
                 });
+                if let Event::Deliver { msg: m, .. } = slot {
+                    *m = msg;
+                }
                 self.enqueue(at, idx, leave);
             }
             Err(reason) => self.trace_drop(from, to, msg, reason, leave),
