@@ -188,7 +188,7 @@ enum Stage {
 }
 
 /// A key as a node keeps it.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct Kept {
     value: TokenId,
     has_expiry: bool,
@@ -205,7 +205,13 @@ struct Kept {
 /// `KEYSPACE_SCAN` keys, a map finds them.
 #[derive(Clone, Default)]
 struct Keyspace {
+    /// The keys kept (`..live`), then slots of keys removed, kept with their key for the
+    /// next key appended: a node's lock key is removed and written again all the time, and
+    /// a slot that still holds the key needs no copy of it.
     entries: Vec<(Bytes, Kept)>,
+    // Invariant: `live <= entries.len()`, and `live == entries.len()` when `index` is
+    // `Some`.
+    live: usize,
     /// key -> its position in `entries`, once there are more than `KEYSPACE_SCAN`.
     // Invariant: `index[k] == i` exactly when `entries[i].0 == k`, when `Some`.
     index: Option<IndexMap<Bytes, usize, FxBuildHasher>>,
@@ -222,7 +228,7 @@ impl Keyspace {
             None => {
                 // A loop, not `position`: the iterator's is a call (of more instructions
                 // than a node's one or two keys take to compare).
-                for (i, (k, _)) in self.entries.iter().enumerate() {
+                for (i, (k, _)) in self.entries[..self.live].iter().enumerate() {
                     if bytes_eq(k, key) {
                         return Some(i);
                     }
@@ -245,13 +251,25 @@ impl Keyspace {
                 i
             }
             None => {
-                let i = self.entries.len();
-                self.entries.push((key.clone(), kept));
+                let i = self.live;
+                match self.entries.get_mut(i) {
+                    // The slot past the keys kept, from a key removed: the same key
+                    // written again (the usual case) is already there.
+                    Some((k, v)) => {
+                        if !bytes_eq(k, key) {
+                            *k = key.clone();
+                        }
+                        *v = kept;
+                    }
+                    None => self.entries.push((key.clone(), kept)),
+                }
+                self.live += 1;
                 match &mut self.index {
                     Some(ix) => {
                         ix.insert(key.clone(), i);
                     }
-                    None if self.entries.len() > KEYSPACE_SCAN => {
+                    None if self.live > KEYSPACE_SCAN => {
+                        self.entries.truncate(self.live);
                         let ix = self.entries.iter().enumerate();
                         self.index = Some(ix.map(|(i, (k, _))| (k.clone(), i)).collect());
                     }
@@ -264,25 +282,32 @@ impl Keyspace {
     }
 
     /// Removes `key`, giving what was kept there.
-    #[inline]
+    #[inline(always)]
     fn remove(&mut self, key: &Bytes) -> Option<Kept> {
         let i = self.position(key)?;
-        let (_, kept) = self.entries.swap_remove(i);
+        let last = self.live - 1;
+        self.live = last;
         if let Some(ix) = &mut self.index {
+            let (_, kept) = self.entries.swap_remove(i);
             ix.swap_remove(key);
             if let Some((moved, _)) = self.entries.get(i) {
                 ix.insert(moved.clone(), i);
             }
+            return Some(kept);
         }
-        Some(kept)
+        // As `swap_remove`, with the removed key's slot kept past the keys kept.
+        if i != last {
+            self.entries.swap(i, last);
+        }
+        Some(self.entries[last].1)
     }
 
     fn values(&self) -> impl Iterator<Item = &Kept> {
-        self.entries.iter().map(|(_, k)| k)
+        self.entries[..self.live].iter().map(|(_, k)| k)
     }
 
     fn len(&self) -> usize {
-        self.entries.len()
+        self.live
     }
 }
 
