@@ -167,17 +167,25 @@ impl Checks {
     ) {
         // Each record only to the checkers that read its kind (see their `observe`s).
         match &r.obs {
-            Observation::Acquired { .. }
-            | Observation::Released { .. }
-            | Observation::Lost { .. }
-            | Observation::Crashed => {
-                let me = &mut self.mutual_exclusion;
-                self.holding.observe(r, |at, p, lock, acquired| {
-                    if let Some(c) = me {
-                        c.change(at, p, lock, acquired);
-                    }
-                    also(at, p, lock, acquired);
-                });
+            Observation::Acquired { lock, .. } => {
+                self.holding.acquired(r.proc, *lock);
+                self.hold_changed(r.at, r.proc, *lock, true, &mut also);
+                if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
+            }
+            Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
+                if self.holding.released(r.proc, *lock) {
+                    self.hold_changed(r.at, r.proc, *lock, false, &mut also);
+                }
+                if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
+            }
+            Observation::Crashed => {
+                for lock in self.holding.crashed(r.proc) {
+                    self.hold_changed(r.at, r.proc, lock, false, &mut also);
+                }
                 if let Some(c) = &mut self.liveness {
                     c.observe(r);
                 }
@@ -210,6 +218,22 @@ impl Checks {
             }
             _ => {}
         }
+    }
+
+    /// A hold began (`acquired`) or ended: to `mutual_exclusion`, and to `also`.
+    #[inline(always)]
+    fn hold_changed(
+        &mut self,
+        at: SimTime,
+        p: ProcId,
+        lock: u32,
+        acquired: bool,
+        also: &mut impl FnMut(SimTime, ProcId, u32, bool),
+    ) {
+        if let Some(c) = &mut self.mutual_exclusion {
+            c.change(at, p, lock, acquired);
+        }
+        also(at, p, lock, acquired);
     }
 
     /// Forgets the tokens `dead` (see `monitor::Retirement`): none of them may be named by a
@@ -453,30 +477,51 @@ impl Holding {
     fn observe(&mut self, r: &Record, mut f: impl FnMut(SimTime, ProcId, u32, bool)) {
         match &r.obs {
             Observation::Acquired { lock, .. } => {
-                let i = r.proc.index();
-                if self.by_client.len() <= i {
-                    self.by_client.resize(i + 1, Vec::new());
-                }
-                self.by_client[i].push(*lock);
+                self.acquired(r.proc, *lock);
                 f(r.at, r.proc, *lock, true);
             }
             Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
-                if let Some(v) = self.by_client.get_mut(r.proc.index())
-                    && let Some(i) = v.iter().position(|l| l == lock)
-                {
-                    v.swap_remove(i);
+                if self.released(r.proc, *lock) {
                     f(r.at, r.proc, *lock, false);
                 }
             }
             Observation::Crashed => {
-                if let Some(v) = self.by_client.get_mut(r.proc.index()) {
-                    for lock in std::mem::take(v) {
-                        f(r.at, r.proc, lock, false);
-                    }
+                for lock in self.crashed(r.proc) {
+                    f(r.at, r.proc, lock, false);
                 }
             }
             _ => {}
         }
+    }
+
+    /// Client `p` holds `lock` from now on.
+    #[inline(always)]
+    fn acquired(&mut self, p: ProcId, lock: u32) {
+        let i = p.index();
+        if self.by_client.len() <= i {
+            self.by_client.resize(i + 1, Vec::new());
+        }
+        self.by_client[i].push(lock);
+    }
+
+    /// Client `p` no longer holds `lock`; whether it did.
+    #[inline(always)]
+    fn released(&mut self, p: ProcId, lock: u32) -> bool {
+        if let Some(v) = self.by_client.get_mut(p.index())
+            && let Some(i) = v.iter().position(|l| *l == lock)
+        {
+            v.swap_remove(i);
+            return true;
+        }
+        false
+    }
+
+    /// Client `p` crashed: the locks it held, in the order it took them (as kept).
+    fn crashed(&mut self, p: ProcId) -> Vec<u32> {
+        self.by_client
+            .get_mut(p.index())
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 }
 
@@ -981,7 +1026,9 @@ impl Liveness {
         }
     }
 
-    #[inline]
+    /// Inline: each of a monitor's arms calls it for one kind of record, so the match on
+    /// the kind below folds to that kind's part.
+    #[inline(always)]
     fn observe(&mut self, r: &Record) {
         if self.found.is_some() {
             return;
