@@ -118,9 +118,13 @@ pub fn check_all_named(
 pub struct Checks {
     /// As the model listed them (a property listed twice reports twice, as it always has).
     props: Vec<Property>,
-    /// Who holds what: `mutual_exclusion` reads its changes, and so does a monitor's
-    /// `Overlaps` (one tracker for both).
+    /// Who holds what: `mutual_exclusion` reads its changes, and so do the overlaps (one
+    /// tracker for both).
     holding: Holding,
+    /// Time with two or more holders, when measured (a monitor's, `with_overlaps`): kept
+    /// here, beside the tracker whose changes it reads, so that each change goes to it in
+    /// the caller's arm rather than through a closure.
+    overlaps: Option<Overlaps>,
     mutual_exclusion: Option<MutualExclusion>,
     resource_safety: Option<ResourceSafety>,
     foreign_unlock: Option<ForeignUnlock>,
@@ -134,12 +138,25 @@ impl Checks {
         Checks {
             props: props.to_vec(),
             holding: Holding::default(),
+            overlaps: None,
             mutual_exclusion: on(Property::MutualExclusion).then(MutualExclusion::default),
             resource_safety: on(Property::ResourceSafety).then(ResourceSafety::default),
             foreign_unlock: on(Property::ForeignUnlock).then(ForeignUnlock::default),
             fencing_monotonic: on(Property::FencingMonotonic).then(FencingMonotonic::default),
             liveness: on(Property::Liveness).then(|| Liveness::new(liveness_bound_ns)),
         }
+    }
+
+    /// These checkers, also measuring the time with two or more holders (`overlaps_ns`).
+    pub fn with_overlaps(mut self) -> Checks {
+        self.overlaps = Some(Overlaps::default());
+        self
+    }
+
+    /// (longest single overlap, total time with two or more holders), in ns, if measured
+    /// (`with_overlaps`); zeros if not.
+    pub fn overlaps_ns(&self) -> (u64, u64) {
+        self.overlaps.as_ref().map_or((0, 0), Overlaps::finish)
     }
 
     /// Feeds every record of a kept history.
@@ -151,7 +168,7 @@ impl Checks {
     }
 
     /// Feeds one record; `token`: the token it names, as `token::Tokens::name` found it.
-    #[inline]
+    #[inline(always)]
     pub fn observe(&mut self, r: &Record, token: Option<TokenId>) {
         self.observe_with(r, token, |_, _, _, _| {});
     }
@@ -220,7 +237,7 @@ impl Checks {
         }
     }
 
-    /// A hold began (`acquired`) or ended: to `mutual_exclusion`, and to `also`.
+    /// A hold began (`acquired`) or ended: to `mutual_exclusion`, the overlaps, and `also`.
     #[inline(always)]
     fn hold_changed(
         &mut self,
@@ -232,6 +249,9 @@ impl Checks {
     ) {
         if let Some(c) = &mut self.mutual_exclusion {
             c.change(at, p, lock, acquired);
+        }
+        if let Some(o) = &mut self.overlaps {
+            o.change(at, p, lock, acquired);
         }
         also(at, p, lock, acquired);
     }

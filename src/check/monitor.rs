@@ -22,7 +22,7 @@ use rustc_hash::FxBuildHasher;
 use super::margin::{MarginTally, Margins};
 use super::token::{Naming, TokenId, Tokens};
 use super::witness::{Hazards, Scan};
-use super::{Checks, Overlaps, Property, Violation};
+use super::{Checks, Property, Violation};
 use crate::history::{History, Observation, Record, Sink};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
@@ -40,8 +40,8 @@ pub const HOUSEKEEPING_EVERY: u64 = 64;
 pub struct Monitor {
     /// The tokens the parts below know, each looked up here once per record.
     tokens: Tokens,
+    /// The checkers, and the overlaps (`Checks::with_overlaps`).
     checks: Checks,
-    overlaps: Overlaps,
     margins: Margins,
     hazards: Scan,
     acquisitions: u64,
@@ -127,8 +127,7 @@ impl Monitor {
     pub fn new(props: &[Property], liveness_bound_ns: u64) -> Monitor {
         Monitor {
             tokens: Tokens::default(),
-            checks: Checks::new(props, liveness_bound_ns),
-            overlaps: Overlaps::default(),
+            checks: Checks::new(props, liveness_bound_ns).with_overlaps(),
             margins: Margins::default(),
             hazards: Scan::default(),
             acquisitions: 0,
@@ -251,14 +250,10 @@ impl Monitor {
         Ok(naming.id())
     }
 
-    /// Hands `r` (naming `t`) to the checkers, and each change of who holds what to the
-    /// overlaps.
+    /// Hands `r` (naming `t`) to the checkers (and the overlaps they measure).
     #[inline(always)]
     fn check(&mut self, r: &Record, t: Option<TokenId>) {
-        let overlaps = &mut self.overlaps;
-        self.checks.observe_with(r, t, |at, p, lock, acquired| {
-            overlaps.change(at, p, lock, acquired)
-        });
+        self.checks.observe(r, t);
     }
 
     /// This monitor as a streamed history's sink.
@@ -360,9 +355,9 @@ impl Monitor {
 
     pub fn finish(self) -> Judgement {
         Judgement {
+            overlaps_ns: self.checks.overlaps_ns(),
             checks: self.checks,
             acquisitions: self.acquisitions,
-            overlaps_ns: self.overlaps.finish(),
             margins: self.margins.tally(),
             hazards: Hazards::of(&self.hazards.finish()),
             doubt: self.doubt,
