@@ -408,6 +408,7 @@ impl Scan {
 
     /// A hold begins, or a held token is acquired again (it keeps its place, as an index
     /// map's `insert` would).
+    #[inline(always)]
     fn begin_hold(&mut self, token: TokenId, hold: Hold) {
         if let Some(h) = self.hold_mut(token) {
             *h = hold;
@@ -418,6 +419,7 @@ impl Scan {
     }
 
     /// A hold ends: judge validity and lease on the way out.
+    #[inline(always)]
     fn end_hold(&mut self, token: TokenId, at: SimTime) {
         let Some(&i) = self.hold_at.get(token.index()) else {
             return;
