@@ -501,7 +501,9 @@ impl Holding {
                 f(r.at, r.proc, *lock, true);
             }
             Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
-                if self.released(r.proc, *lock) {
+                // Only a hold the client had ends.
+                let held = self.released(r.proc, *lock);
+                if held {
                     f(r.at, r.proc, *lock, false);
                 }
             }

@@ -661,7 +661,7 @@ fn a_keyspace_that_keeps_removed_keys_slots_orders_its_keys_as_an_index_map() {
             .wrapping_add(1_442_695_040_888_963_407);
         let keys = if step < 2_000 { 6 } else { 12 };
         let key = tok(&format!("lock-{}", (x >> 33) % keys));
-        let write = (x >> 20) % 2 == 0;
+        let write = (x >> 20).is_multiple_of(2);
         if write {
             let kept = Kept {
                 value: TokenId::from_index(step as usize),
