@@ -976,7 +976,7 @@ struct LockState {
 
 impl LockState {
     /// `p`'s round ends (it is in `trying` at most once: an attempt adds it only if absent).
-    #[inline]
+    #[inline(always)]
     fn stop_trying(&mut self, p: ProcId) {
         if let Some(i) = self.trying.iter().position(|(q, _)| *q == p) {
             remove_at(&mut self.trying, i);
@@ -984,6 +984,7 @@ impl LockState {
     }
 
     /// After any change: start or stop the clock to match the invariant.
+    #[inline(always)]
     fn settle(&mut self, now: SimTime) {
         let blocked = self.holders.is_empty() && !self.trying.is_empty();
         match (blocked, self.running_since) {
@@ -1009,15 +1010,25 @@ impl LockState {
     }
 
     /// The instant the summed free-and-wanted time passed `bound`, if it has by `now`.
+    #[inline(always)]
     fn overdue_at(&self, now: SimTime, bound: u64) -> Option<SimTime> {
         let t = self.running_since?;
         let total = self.blocked_ns + now.saturating_sub(t);
         (total > bound).then(|| t.plus_ns(bound.saturating_sub(self.blocked_ns)))
     }
 
-    /// The violation, if the bound was passed by `now`.
+    /// The violation, if the bound was passed by `now` (judged inline: at nearly every
+    /// record it was not).
+    #[inline(always)]
     fn overdue(&self, lock: u32, now: SimTime, bound_ns: u64) -> Option<Finding> {
         let at = self.overdue_at(now, bound_ns)?;
+        self.overdue_finding(lock, at, bound_ns)
+    }
+
+    /// The violation of a bound passed at `at`.
+    #[cold]
+    #[inline(never)]
+    fn overdue_finding(&self, lock: u32, at: SimTime, bound_ns: u64) -> Option<Finding> {
         // The waiter trying longest right now (the one the bound was broken for).
         let &(who, since) = self.trying.iter().min_by_key(|(_, t)| *t)?;
         Some(Finding::Unobtainable {

@@ -428,7 +428,10 @@ impl Scan {
             return;
         }
         self.hold_at[token.index()] = NOT_HELD;
-        let (_, h) = self.holds.swap_remove(i as usize);
+        // `swap_remove`, in place (the library's was a call).
+        let last = self.holds.len() - 1;
+        self.holds.swap(i as usize, last);
+        let (_, h) = self.holds.pop().expect("a hold at its position");
         if let Some(&(moved, _)) = self.holds.get(i as usize) {
             self.hold_at[moved.index()] = i;
         }
@@ -443,6 +446,7 @@ impl Scan {
         self.attempts.get_mut(c.index()).and_then(Option::as_mut)
     }
 
+    #[inline(always)]
     fn judge_hold_end(&mut self, h: &Hold, at: SimTime) {
         if h.until.is_some_and(|u| at > u) {
             self.hit(Hazard::ValidityRanOut, at, &[h.client]);
