@@ -109,9 +109,10 @@ impl Tokens {
         // Who likely named the token last: the client (its attempt's, or the retry's its
         // node just wrote), and for a key removed, the node (which wrote it last).
         let (t, introduces, client, node) = match &r.obs {
-            Observation::Attempt { token, .. } | Observation::Acquired { token, .. } => {
-                (token, true, Some(r.proc), None)
-            }
+            // A round's first try names a fresh token, as a rule: a guess of the client's
+            // last one would fail, and the table finds a token used again all the same.
+            Observation::Attempt { token, .. } => (token, true, None, None),
+            Observation::Acquired { token, .. } => (token, true, Some(r.proc), None),
             Observation::Released { token, .. }
             | Observation::Lost { token, .. }
             | Observation::Extended { token, .. } => (token, false, Some(r.proc), None),
@@ -401,6 +402,18 @@ mod tests {
             tokens.name(&released(2, "c2-1"), |_| false),
             Naming::Token(b)
         );
+    }
+
+    #[test]
+    fn an_attempt_naming_a_known_token_gets_its_id_unguessed() {
+        // An attempt is not guessed (its token is fresh, as a rule): one that uses a token
+        // again, its client's own last one or another's, still finds its id in the table.
+        let mut tokens = Tokens::default();
+        let a = tokens.name(&attempt(1, "lock-name"), |_| false);
+        assert_eq!(tokens.name(&attempt(1, "lock-name"), |_| false), a);
+        assert_eq!(tokens.name(&attempt(2, "lock-name"), |_| false), a);
+        assert_eq!(tokens.name(&released(2, "lock-name"), |_| false), a);
+        assert_eq!(tokens.len(), 1);
     }
 
     #[test]
