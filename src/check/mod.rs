@@ -118,9 +118,13 @@ pub fn check_all_named(
 pub struct Checks {
     /// As the model listed them (a property listed twice reports twice, as it always has).
     props: Vec<Property>,
-    /// Who holds what: `mutual_exclusion` reads its changes, and so does a monitor's
-    /// `Overlaps` (one tracker for both).
+    /// Who holds what: `mutual_exclusion` reads its changes, and so do the overlaps (one
+    /// tracker for both).
     holding: Holding,
+    /// Time with two or more holders, when measured (a monitor's, `with_overlaps`): kept
+    /// here, beside the tracker whose changes it reads, so that each change goes to it in
+    /// the caller's arm rather than through a closure.
+    overlaps: Option<Overlaps>,
     mutual_exclusion: Option<MutualExclusion>,
     resource_safety: Option<ResourceSafety>,
     foreign_unlock: Option<ForeignUnlock>,
@@ -134,12 +138,25 @@ impl Checks {
         Checks {
             props: props.to_vec(),
             holding: Holding::default(),
+            overlaps: None,
             mutual_exclusion: on(Property::MutualExclusion).then(MutualExclusion::default),
             resource_safety: on(Property::ResourceSafety).then(ResourceSafety::default),
             foreign_unlock: on(Property::ForeignUnlock).then(ForeignUnlock::default),
             fencing_monotonic: on(Property::FencingMonotonic).then(FencingMonotonic::default),
             liveness: on(Property::Liveness).then(|| Liveness::new(liveness_bound_ns)),
         }
+    }
+
+    /// These checkers, also measuring the time with two or more holders (`overlaps_ns`).
+    pub fn with_overlaps(mut self) -> Checks {
+        self.overlaps = Some(Overlaps::default());
+        self
+    }
+
+    /// (longest single overlap, total time with two or more holders), in ns, if measured
+    /// (`with_overlaps`); zeros if not.
+    pub fn overlaps_ns(&self) -> (u64, u64) {
+        self.overlaps.as_ref().map_or((0, 0), Overlaps::finish)
     }
 
     /// Feeds every record of a kept history.
@@ -151,7 +168,7 @@ impl Checks {
     }
 
     /// Feeds one record; `token`: the token it names, as `token::Tokens::name` found it.
-    #[inline]
+    #[inline(always)]
     pub fn observe(&mut self, r: &Record, token: Option<TokenId>) {
         self.observe_with(r, token, |_, _, _, _| {});
     }
@@ -167,17 +184,25 @@ impl Checks {
     ) {
         // Each record only to the checkers that read its kind (see their `observe`s).
         match &r.obs {
-            Observation::Acquired { .. }
-            | Observation::Released { .. }
-            | Observation::Lost { .. }
-            | Observation::Crashed => {
-                let me = &mut self.mutual_exclusion;
-                self.holding.observe(r, |at, p, lock, acquired| {
-                    if let Some(c) = me {
-                        c.change(at, p, lock, acquired);
-                    }
-                    also(at, p, lock, acquired);
-                });
+            Observation::Acquired { lock, .. } => {
+                self.holding.acquired(r.proc, *lock);
+                self.hold_changed(r.at, r.proc, *lock, true, &mut also);
+                if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
+            }
+            Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
+                if self.holding.released(r.proc, *lock) {
+                    self.hold_changed(r.at, r.proc, *lock, false, &mut also);
+                }
+                if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
+            }
+            Observation::Crashed => {
+                for lock in self.holding.crashed(r.proc) {
+                    self.hold_changed(r.at, r.proc, lock, false, &mut also);
+                }
                 if let Some(c) = &mut self.liveness {
                     c.observe(r);
                 }
@@ -210,6 +235,25 @@ impl Checks {
             }
             _ => {}
         }
+    }
+
+    /// A hold began (`acquired`) or ended: to `mutual_exclusion`, the overlaps, and `also`.
+    #[inline(always)]
+    fn hold_changed(
+        &mut self,
+        at: SimTime,
+        p: ProcId,
+        lock: u32,
+        acquired: bool,
+        also: &mut impl FnMut(SimTime, ProcId, u32, bool),
+    ) {
+        if let Some(c) = &mut self.mutual_exclusion {
+            c.change(at, p, lock, acquired);
+        }
+        if let Some(o) = &mut self.overlaps {
+            o.change(at, p, lock, acquired);
+        }
+        also(at, p, lock, acquired);
     }
 
     /// Forgets the tokens `dead` (see `monitor::Retirement`): none of them may be named by a
@@ -453,30 +497,53 @@ impl Holding {
     fn observe(&mut self, r: &Record, mut f: impl FnMut(SimTime, ProcId, u32, bool)) {
         match &r.obs {
             Observation::Acquired { lock, .. } => {
-                let i = r.proc.index();
-                if self.by_client.len() <= i {
-                    self.by_client.resize(i + 1, Vec::new());
-                }
-                self.by_client[i].push(*lock);
+                self.acquired(r.proc, *lock);
                 f(r.at, r.proc, *lock, true);
             }
             Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
-                if let Some(v) = self.by_client.get_mut(r.proc.index())
-                    && let Some(i) = v.iter().position(|l| l == lock)
-                {
-                    v.swap_remove(i);
+                // Only a hold the client had ends.
+                let held = self.released(r.proc, *lock);
+                if held {
                     f(r.at, r.proc, *lock, false);
                 }
             }
             Observation::Crashed => {
-                if let Some(v) = self.by_client.get_mut(r.proc.index()) {
-                    for lock in std::mem::take(v) {
-                        f(r.at, r.proc, lock, false);
-                    }
+                for lock in self.crashed(r.proc) {
+                    f(r.at, r.proc, lock, false);
                 }
             }
             _ => {}
         }
+    }
+
+    /// Client `p` holds `lock` from now on.
+    #[inline(always)]
+    fn acquired(&mut self, p: ProcId, lock: u32) {
+        let i = p.index();
+        if self.by_client.len() <= i {
+            self.by_client.resize(i + 1, Vec::new());
+        }
+        self.by_client[i].push(lock);
+    }
+
+    /// Client `p` no longer holds `lock`; whether it did.
+    #[inline(always)]
+    fn released(&mut self, p: ProcId, lock: u32) -> bool {
+        if let Some(v) = self.by_client.get_mut(p.index())
+            && let Some(i) = v.iter().position(|l| *l == lock)
+        {
+            v.swap_remove(i);
+            return true;
+        }
+        false
+    }
+
+    /// Client `p` crashed: the locks it held, in the order it took them (as kept).
+    fn crashed(&mut self, p: ProcId) -> Vec<u32> {
+        self.by_client
+            .get_mut(p.index())
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 }
 
@@ -909,7 +976,7 @@ struct LockState {
 
 impl LockState {
     /// `p`'s round ends (it is in `trying` at most once: an attempt adds it only if absent).
-    #[inline]
+    #[inline(always)]
     fn stop_trying(&mut self, p: ProcId) {
         if let Some(i) = self.trying.iter().position(|(q, _)| *q == p) {
             remove_at(&mut self.trying, i);
@@ -917,6 +984,7 @@ impl LockState {
     }
 
     /// After any change: start or stop the clock to match the invariant.
+    #[inline(always)]
     fn settle(&mut self, now: SimTime) {
         let blocked = self.holders.is_empty() && !self.trying.is_empty();
         match (blocked, self.running_since) {
@@ -942,15 +1010,25 @@ impl LockState {
     }
 
     /// The instant the summed free-and-wanted time passed `bound`, if it has by `now`.
+    #[inline(always)]
     fn overdue_at(&self, now: SimTime, bound: u64) -> Option<SimTime> {
         let t = self.running_since?;
         let total = self.blocked_ns + now.saturating_sub(t);
         (total > bound).then(|| t.plus_ns(bound.saturating_sub(self.blocked_ns)))
     }
 
-    /// The violation, if the bound was passed by `now`.
+    /// The violation, if the bound was passed by `now` (judged inline: at nearly every
+    /// record it was not).
+    #[inline(always)]
     fn overdue(&self, lock: u32, now: SimTime, bound_ns: u64) -> Option<Finding> {
         let at = self.overdue_at(now, bound_ns)?;
+        self.overdue_finding(lock, at, bound_ns)
+    }
+
+    /// The violation of a bound passed at `at`.
+    #[cold]
+    #[inline(never)]
+    fn overdue_finding(&self, lock: u32, at: SimTime, bound_ns: u64) -> Option<Finding> {
         // The waiter trying longest right now (the one the bound was broken for).
         let &(who, since) = self.trying.iter().min_by_key(|(_, t)| *t)?;
         Some(Finding::Unobtainable {
@@ -981,7 +1059,9 @@ impl Liveness {
         }
     }
 
-    #[inline]
+    /// Inline: each of a monitor's arms calls it for one kind of record, so the match on
+    /// the kind below folds to that kind's part.
+    #[inline(always)]
     fn observe(&mut self, r: &Record) {
         if self.found.is_some() {
             return;

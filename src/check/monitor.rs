@@ -22,7 +22,7 @@ use rustc_hash::FxBuildHasher;
 use super::margin::{MarginTally, Margins};
 use super::token::{Naming, TokenId, Tokens};
 use super::witness::{Hazards, Scan};
-use super::{Checks, Overlaps, Property, Violation};
+use super::{Checks, Property, Violation};
 use crate::history::{History, Observation, Record, Sink};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
@@ -40,8 +40,8 @@ pub const HOUSEKEEPING_EVERY: u64 = 64;
 pub struct Monitor {
     /// The tokens the parts below know, each looked up here once per record.
     tokens: Tokens,
+    /// The checkers, and the overlaps (`Checks::with_overlaps`).
     checks: Checks,
-    overlaps: Overlaps,
     margins: Margins,
     hazards: Scan,
     acquisitions: u64,
@@ -127,8 +127,7 @@ impl Monitor {
     pub fn new(props: &[Property], liveness_bound_ns: u64) -> Monitor {
         Monitor {
             tokens: Tokens::default(),
-            checks: Checks::new(props, liveness_bound_ns),
-            overlaps: Overlaps::default(),
+            checks: Checks::new(props, liveness_bound_ns).with_overlaps(),
             margins: Margins::default(),
             hazards: Scan::default(),
             acquisitions: 0,
@@ -157,39 +156,68 @@ impl Monitor {
         if self.doubt {
             return;
         }
-        // A token not known may be one retired (known tokens never are: retiring forgets
-        // them), and then the parts below no longer know what they knew of it.
-        let retirement = &self.retirement;
-        let naming = self.tokens.name(r, |t| {
-            retirement
-                .as_ref()
-                .is_some_and(|ret| !ret.floors.is_empty() && ret.retired(t))
-        });
-        if naming == Naming::Refused {
-            self.give_up();
-            return;
-        }
-        let t = naming.id();
-        let overlaps = &mut self.overlaps;
-        self.checks.observe_with(r, t, |at, p, lock, acquired| {
-            overlaps.change(at, p, lock, acquired)
-        });
-        // Only to the parts that read this kind of record: most records are read by few.
+        let (at, p) = (r.at, r.proc);
+        // One dispatch on the record's kind, each part handed the record in the arm of its
+        // kind (where what the parts' own matches would test is known): most records are
+        // read by few parts, and a match per part per record cost more than their work.
         match &r.obs {
-            Observation::Acquired { .. } => {
+            Observation::Attempt { .. } => {
+                let Ok(t) = self.named(r) else { return };
+                self.check(r, t);
+                self.hazards.attempt(at, p, t);
+            }
+            Observation::Acquired { believed_until, .. } => {
+                let Ok(t) = self.named(r) else { return };
                 self.acquisitions += 1;
+                self.check(r, t);
                 self.margins.observe(r, t);
-                self.hazards.observe(r, t);
+                self.hazards.acquired(at, p, t, *believed_until);
             }
-            Observation::Extended { .. } | Observation::KeyRemoved { .. } => {
+            Observation::Released { .. } => {
+                let Ok(t) = self.named(r) else { return };
+                self.check(r, t);
+                self.hazards.released(at, t);
+            }
+            Observation::KeyWritten {
+                key,
+                expire_at_ms,
+                by,
+                ..
+            } => {
+                let Ok(t) = self.named(r) else { return };
+                self.check(r, t);
+                self.hazards
+                    .key_written(at, p, t, key, expire_at_ms.is_some(), *by);
+            }
+            Observation::KeyRemoved { key, how, by, .. } => {
+                let Ok(t) = self.named(r) else { return };
+                self.check(r, t);
                 self.margins.observe(r, t);
-                self.hazards.observe(r, t);
+                self.hazards.key_removed(at, p, t, key, *how, *by);
             }
+            Observation::GaveUp { .. } => {
+                self.check(r, None);
+                self.hazards.gave_up(at, p);
+            }
+            Observation::Lost { reason, .. } => {
+                let Ok(t) = self.named(r) else { return };
+                self.check(r, t);
+                self.hazards.lost(at, p, t, reason);
+            }
+            Observation::Extended { believed_until, .. } => {
+                let Ok(t) = self.named(r) else { return };
+                self.margins.observe(r, t);
+                self.hazards.extended(at, t, *believed_until);
+            }
+            // Texts for people: only their time counts.
             Observation::Fault { .. }
             | Observation::Sentinel { .. }
             | Observation::Replication { .. }
             | Observation::Note(_) => self.hazards.skip(r),
-            _ => self.hazards.observe(r, t),
+            _ => {
+                self.check(r, None);
+                self.hazards.other(r);
+            }
         }
         self.records += 1;
         if self.records.is_multiple_of(HOUSEKEEPING_EVERY) && self.retirement.is_some() {
@@ -201,6 +229,31 @@ impl Monitor {
                 }
             }
         }
+    }
+
+    /// The token `r` names (`None`: none known); `Err` when it names a retired one, and
+    /// then the monitor has stopped judging (see the module text).
+    #[inline(always)]
+    fn named(&mut self, r: &Record) -> Result<Option<TokenId>, ()> {
+        // A token not known may be one retired (known tokens never are: retiring forgets
+        // them), and then the parts below no longer know what they knew of it.
+        let retirement = &self.retirement;
+        let naming = self.tokens.name(r, |t| {
+            retirement
+                .as_ref()
+                .is_some_and(|ret| !ret.floors.is_empty() && ret.retired(t))
+        });
+        if naming == Naming::Refused {
+            self.give_up();
+            return Err(());
+        }
+        Ok(naming.id())
+    }
+
+    /// Hands `r` (naming `t`) to the checkers (and the overlaps they measure).
+    #[inline(always)]
+    fn check(&mut self, r: &Record, t: Option<TokenId>) {
+        self.checks.observe(r, t);
     }
 
     /// This monitor as a streamed history's sink.
@@ -302,9 +355,9 @@ impl Monitor {
 
     pub fn finish(self) -> Judgement {
         Judgement {
+            overlaps_ns: self.checks.overlaps_ns(),
             checks: self.checks,
             acquisitions: self.acquisitions,
-            overlaps_ns: self.overlaps.finish(),
             margins: self.margins.tally(),
             hazards: Hazards::of(&self.hazards.finish()),
             doubt: self.doubt,

@@ -188,7 +188,7 @@ enum Stage {
 }
 
 /// A key as a node keeps it.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct Kept {
     value: TokenId,
     has_expiry: bool,
@@ -205,7 +205,13 @@ struct Kept {
 /// `KEYSPACE_SCAN` keys, a map finds them.
 #[derive(Clone, Default)]
 struct Keyspace {
+    /// The keys kept (`..live`), then slots of keys removed, kept with their key for the
+    /// next key appended: a node's lock key is removed and written again all the time, and
+    /// a slot that still holds the key needs no copy of it.
     entries: Vec<(Bytes, Kept)>,
+    // Invariant: `live <= entries.len()`, and `live == entries.len()` when `index` is
+    // `Some`.
+    live: usize,
     /// key -> its position in `entries`, once there are more than `KEYSPACE_SCAN`.
     // Invariant: `index[k] == i` exactly when `entries[i].0 == k`, when `Some`.
     index: Option<IndexMap<Bytes, usize, FxBuildHasher>>,
@@ -222,7 +228,7 @@ impl Keyspace {
             None => {
                 // A loop, not `position`: the iterator's is a call (of more instructions
                 // than a node's one or two keys take to compare).
-                for (i, (k, _)) in self.entries.iter().enumerate() {
+                for (i, (k, _)) in self.entries[..self.live].iter().enumerate() {
                     if bytes_eq(k, key) {
                         return Some(i);
                     }
@@ -245,13 +251,25 @@ impl Keyspace {
                 i
             }
             None => {
-                let i = self.entries.len();
-                self.entries.push((key.clone(), kept));
+                let i = self.live;
+                match self.entries.get_mut(i) {
+                    // The slot past the keys kept, from a key removed: the same key
+                    // written again (the usual case) is already there.
+                    Some((k, v)) => {
+                        if !bytes_eq(k, key) {
+                            *k = key.clone();
+                        }
+                        *v = kept;
+                    }
+                    None => self.entries.push((key.clone(), kept)),
+                }
+                self.live += 1;
                 match &mut self.index {
                     Some(ix) => {
                         ix.insert(key.clone(), i);
                     }
-                    None if self.entries.len() > KEYSPACE_SCAN => {
+                    None if self.live > KEYSPACE_SCAN => {
+                        self.entries.truncate(self.live);
                         let ix = self.entries.iter().enumerate();
                         self.index = Some(ix.map(|(i, (k, _))| (k.clone(), i)).collect());
                     }
@@ -264,25 +282,32 @@ impl Keyspace {
     }
 
     /// Removes `key`, giving what was kept there.
-    #[inline]
+    #[inline(always)]
     fn remove(&mut self, key: &Bytes) -> Option<Kept> {
         let i = self.position(key)?;
-        let (_, kept) = self.entries.swap_remove(i);
+        let last = self.live - 1;
+        self.live = last;
         if let Some(ix) = &mut self.index {
+            let (_, kept) = self.entries.swap_remove(i);
             ix.swap_remove(key);
             if let Some((moved, _)) = self.entries.get(i) {
                 ix.insert(moved.clone(), i);
             }
+            return Some(kept);
         }
-        Some(kept)
+        // As `swap_remove`, with the removed key's slot kept past the keys kept.
+        if i != last {
+            self.entries.swap(i, last);
+        }
+        Some(self.entries[last].1)
     }
 
     fn values(&self) -> impl Iterator<Item = &Kept> {
-        self.entries.iter().map(|(_, k)| k)
+        self.entries[..self.live].iter().map(|(_, k)| k)
     }
 
     fn len(&self) -> usize {
-        self.entries.len()
+        self.live
     }
 }
 
@@ -383,6 +408,7 @@ impl Scan {
 
     /// A hold begins, or a held token is acquired again (it keeps its place, as an index
     /// map's `insert` would).
+    #[inline(always)]
     fn begin_hold(&mut self, token: TokenId, hold: Hold) {
         if let Some(h) = self.hold_mut(token) {
             *h = hold;
@@ -393,6 +419,7 @@ impl Scan {
     }
 
     /// A hold ends: judge validity and lease on the way out.
+    #[inline(always)]
     fn end_hold(&mut self, token: TokenId, at: SimTime) {
         let Some(&i) = self.hold_at.get(token.index()) else {
             return;
@@ -401,14 +428,17 @@ impl Scan {
             return;
         }
         self.hold_at[token.index()] = NOT_HELD;
-        let (_, h) = self.holds.swap_remove(i as usize);
+        // `swap_remove`, in place (the library's was a call).
+        let last = self.holds.len() - 1;
+        self.holds.swap(i as usize, last);
+        let (_, h) = self.holds.pop().expect("a hold at its position");
         if let Some(&(moved, _)) = self.holds.get(i as usize) {
             self.hold_at[moved.index()] = i;
         }
         self.judge_hold_end(&h, at);
     }
 
-    fn attempt(&self, c: ProcId) -> Option<&Attempting> {
+    fn attempt_of(&self, c: ProcId) -> Option<&Attempting> {
         self.attempts.get(c.index()).and_then(Option::as_ref)
     }
 
@@ -416,6 +446,7 @@ impl Scan {
         self.attempts.get_mut(c.index()).and_then(Option::as_mut)
     }
 
+    #[inline(always)]
     fn judge_hold_end(&mut self, h: &Hold, at: SimTime) {
         if h.until.is_some_and(|u| at > u) {
             self.hit(Hazard::ValidityRanOut, at, &[h.client]);
@@ -454,66 +485,227 @@ impl Scan {
         self.last = r.at;
     }
 
-    /// Feeds one record; `token`: the token it names (`token::Tokens::name`).
+    /// Feeds one record; `token`: the token it names (`token::Tokens::name`). A monitor
+    /// that has matched the record's kind already calls the part for that kind directly
+    /// (`attempt`, `acquired`, ...): the same code, without a second dispatch.
     pub fn observe(&mut self, r: &Record, token: Option<TokenId>) {
+        let (at, p) = (r.at, r.proc);
+        match &r.obs {
+            Observation::Attempt { .. } => self.attempt(at, p, token),
+            Observation::GaveUp { .. } => self.gave_up(at, p),
+            Observation::Acquired { believed_until, .. } => {
+                self.acquired(at, p, token, *believed_until)
+            }
+            Observation::Extended { believed_until, .. } => {
+                self.extended(at, token, *believed_until)
+            }
+            Observation::Released { .. } => self.released(at, token),
+            Observation::Lost { reason, .. } => self.lost(at, p, token, reason),
+            Observation::KeyWritten {
+                key,
+                expire_at_ms,
+                by,
+                ..
+            } => self.key_written(at, p, token, key, expire_at_ms.is_some(), *by),
+            Observation::KeyRemoved { key, how, by, .. } => {
+                self.key_removed(at, p, token, key, *how, *by)
+            }
+            _ => self.other(r),
+        }
+    }
+
+    /// Client `p` starts an attempt with `token`.
+    #[inline(always)]
+    pub fn attempt(&mut self, at: SimTime, p: ProcId, token: Option<TokenId>) {
+        self.last = at;
+        let Some(t) = token else { return };
+        let a = at_proc(&mut self.attempts, p);
+        *a = Some(Attempting {
+            token: t,
+            stage: Stage::Open,
+        });
+    }
+
+    /// Client `p` gave its attempt up.
+    #[inline(always)]
+    pub fn gave_up(&mut self, at: SimTime, p: ProcId) {
+        self.last = at;
+        if let Some(a) = self.attempt_mut(p)
+            && a.stage == Stage::Open
+        {
+            a.stage = Stage::GaveUp;
+        }
+    }
+
+    /// Client `p` acquired with `token`, believing it valid until `believed_until`.
+    #[inline(always)]
+    pub fn acquired(
+        &mut self,
+        at: SimTime,
+        p: ProcId,
+        token: Option<TokenId>,
+        believed_until: Option<SimTime>,
+    ) {
+        self.last = at;
+        let Some(t) = token else { return };
+        if let Some(a) = self.attempt_mut(p)
+            && a.token == t
+        {
+            a.stage = Stage::Acquired;
+        }
+        let hold = Hold {
+            client: p,
+            initial_until: believed_until,
+            until: believed_until,
+            extended: false,
+        };
+        self.begin_hold(t, hold);
+    }
+
+    /// A holder's extend of `token` succeeded.
+    #[inline(always)]
+    pub fn extended(
+        &mut self,
+        at: SimTime,
+        token: Option<TokenId>,
+        believed_until: Option<SimTime>,
+    ) {
+        self.last = at;
+        if let Some(h) = token.and_then(|t| self.hold_mut(t)) {
+            h.extended = true;
+            h.until = believed_until;
+        }
+    }
+
+    /// A holder released `token`.
+    #[inline(always)]
+    pub fn released(&mut self, at: SimTime, token: Option<TokenId>) {
+        self.last = at;
+        if let Some(t) = token {
+            self.end_hold(t, at);
+        }
+    }
+
+    /// Client `p` learnt it lost `token`, for `reason`.
+    pub fn lost(&mut self, at: SimTime, p: ProcId, token: Option<TokenId>, reason: &str) {
+        self.last = at;
+        let Some(t) = token else { return };
+        if self.hold(t).is_some() {
+            match reason {
+                "renewal failed" | "extend failed" => {
+                    self.hit(Hazard::RenewalFailed, at, &[p]);
+                }
+                "validity ran out" => self.hit(Hazard::ValidityRanOut, at, &[p]),
+                _ => {}
+            }
+        }
+        self.end_hold(t, at);
+    }
+
+    /// Node `p` wrote `token` at `key` (by client `by`, if a client's command did).
+    #[inline(always)]
+    pub fn key_written(
+        &mut self,
+        at: SimTime,
+        p: ProcId,
+        token: Option<TokenId>,
+        key: &Bytes,
+        has_expiry: bool,
+        by: Option<ProcId>,
+    ) {
+        let s = self;
+        s.last = at;
+        let Some(t) = token else { return };
+        if by.is_some() {
+            *crate::check::token::slot_mut(&mut s.granted, t) = true;
+        }
+        // Node `p` wrote the token at `key` (by client `by`, if a client's command
+        // did): a grant of an attempt given up, or one to watch until the attempt
+        // settles.
+        let stage = by.and_then(|c| {
+            s.attempt_of(c)
+                .filter(|a| a.token == t)
+                .map(|a| (c, a.stage))
+        });
+        let ks = at_proc(&mut s.nodes, p);
+        let kept = Kept {
+            value: t,
+            has_expiry,
+            replicated: by.is_none(),
+            in_flight: None,
+        };
+        // A key written again keeps its place (as an index map's `insert` would).
+        let k = ks.write(key, kept);
+        match stage {
+            Some((c, Stage::GaveUp)) => {
+                k.in_flight = None;
+                s.hit(Hazard::GrantedAfterGaveUp, at, &[c, p]);
+            }
+            Some((c, Stage::Open)) => k.in_flight = Some(c),
+            // Anything else written there (a holder's extend, another client's
+            // grant, the master's stream) ends the watch on that key.
+            Some((_, Stage::Acquired)) | None => {
+                if k.in_flight.is_some_and(|c| Some(c) != by) {
+                    k.in_flight = None;
+                }
+            }
+        }
+    }
+
+    /// `key` holding `token` left node `p` (`how`; by client `by`, if a client's command
+    /// removed it).
+    #[inline(always)]
+    pub fn key_removed(
+        &mut self,
+        at: SimTime,
+        p: ProcId,
+        token: Option<TokenId>,
+        key: &Bytes,
+        how: Removal,
+        by: Option<ProcId>,
+    ) {
+        let s = self;
+        s.last = at;
+        let in_flight = s
+            .nodes
+            .get_mut(p.index())
+            .and_then(|ks| ks.remove(key))
+            .and_then(|k| k.in_flight);
+        if let Some(c) = in_flight
+            && how == Removal::Expired
+            && s.attempt_of(c)
+                .is_some_and(|a| a.stage == Stage::Open && Some(a.token) == token)
+        {
+            s.hit(Hazard::GrantExpiredInFlight, at, &[c, p]);
+        }
+        let Some(t) = token else { return };
+        let holder = s.holder_of(t);
+        // The holder's own unlock, or a replica applying its master's DEL (no client
+        // named), is not the key leaving under the holder.
+        let own_del = how == Removal::Del && by.is_none_or(|b| Some(b) == holder);
+        if let Some(h) = holder
+            && !own_del
+        {
+            if how == Removal::Expired {
+                s.hit(Hazard::KeyExpiredWhileHeld, at, &[h, p]);
+            }
+            if s.paused.get(h.index()).is_some_and(|ts| ts.contains(&t)) {
+                s.hit(Hazard::PauseOutlivedKey, at, &[h, p]);
+            }
+        }
+        if how == Removal::Flushed && s.restarted_at.get(p.index()).copied().flatten() == Some(at) {
+            s.hit(Hazard::RestartLostKeys, at, &[p]);
+        }
+    }
+
+    /// Any other record: crashes, restarts, pauses, the resource's answers, facts (none of
+    /// which names a token).
+    #[inline(never)]
+    pub fn other(&mut self, r: &Record) {
         let s = self;
         s.last = r.at;
         let (at, p) = (r.at, r.proc);
         match &r.obs {
-            Observation::Attempt { .. } => {
-                let Some(t) = token else { return };
-                let a = at_proc(&mut s.attempts, p);
-                *a = Some(Attempting {
-                    token: t,
-                    stage: Stage::Open,
-                });
-            }
-            Observation::GaveUp { .. } => {
-                if let Some(a) = s.attempt_mut(p)
-                    && a.stage == Stage::Open
-                {
-                    a.stage = Stage::GaveUp;
-                }
-            }
-            Observation::Acquired { believed_until, .. } => {
-                let Some(t) = token else { return };
-                if let Some(a) = s.attempt_mut(p)
-                    && a.token == t
-                {
-                    a.stage = Stage::Acquired;
-                }
-                let hold = Hold {
-                    client: p,
-                    initial_until: *believed_until,
-                    until: *believed_until,
-                    extended: false,
-                };
-                s.begin_hold(t, hold);
-            }
-            Observation::Extended { believed_until, .. } => {
-                if let Some(h) = token.and_then(|t| s.hold_mut(t)) {
-                    h.extended = true;
-                    h.until = *believed_until;
-                }
-            }
-            Observation::Released { .. } => {
-                if let Some(t) = token {
-                    s.end_hold(t, at);
-                }
-            }
-            Observation::Lost { reason, .. } => {
-                let Some(t) = token else { return };
-                if s.hold(t).is_some() {
-                    match *reason {
-                        "renewal failed" | "extend failed" => {
-                            s.hit(Hazard::RenewalFailed, at, &[p]);
-                        }
-                        "validity ran out" => s.hit(Hazard::ValidityRanOut, at, &[p]),
-                        _ => {}
-                    }
-                }
-                s.end_hold(t, at);
-            }
             Observation::Crashed => {
                 // A crashed client's attempt has no caller left, and a grant of it is
                 // a crashed holder's lock (`holder_crashed`), not a late one.
@@ -563,79 +755,6 @@ impl Scan {
                 accepted: false,
                 ..
             } => s.hit(Hazard::StaleTokenRejected, at, &[*client]),
-            Observation::KeyWritten {
-                key,
-                expire_at_ms,
-                by,
-                ..
-            } => {
-                let Some(t) = token else { return };
-                if by.is_some() {
-                    *crate::check::token::slot_mut(&mut s.granted, t) = true;
-                }
-                // Node `p` wrote the token at `key` (by client `by`, if a client's command
-                // did): a grant of an attempt given up, or one to watch until the attempt
-                // settles.
-                let stage =
-                    by.and_then(|c| s.attempt(c).filter(|a| a.token == t).map(|a| (c, a.stage)));
-                let ks = at_proc(&mut s.nodes, p);
-                let kept = Kept {
-                    value: t,
-                    has_expiry: expire_at_ms.is_some(),
-                    replicated: by.is_none(),
-                    in_flight: None,
-                };
-                // A key written again keeps its place (as an index map's `insert` would).
-                let k = ks.write(key, kept);
-                match stage {
-                    Some((c, Stage::GaveUp)) => {
-                        k.in_flight = None;
-                        s.hit(Hazard::GrantedAfterGaveUp, at, &[c, p]);
-                    }
-                    Some((c, Stage::Open)) => k.in_flight = Some(c),
-                    // Anything else written there (a holder's extend, another client's
-                    // grant, the master's stream) ends the watch on that key.
-                    Some((_, Stage::Acquired)) | None => {
-                        if k.in_flight.is_some_and(|c| Some(c) != *by) {
-                            k.in_flight = None;
-                        }
-                    }
-                }
-            }
-            Observation::KeyRemoved { key, how, by, .. } => {
-                let in_flight = s
-                    .nodes
-                    .get_mut(p.index())
-                    .and_then(|ks| ks.remove(key))
-                    .and_then(|k| k.in_flight);
-                if let Some(c) = in_flight
-                    && *how == Removal::Expired
-                    && s.attempt(c)
-                        .is_some_and(|a| a.stage == Stage::Open && Some(a.token) == token)
-                {
-                    s.hit(Hazard::GrantExpiredInFlight, at, &[c, p]);
-                }
-                let Some(t) = token else { return };
-                let holder = s.holder_of(t);
-                // The holder's own unlock, or a replica applying its master's DEL (no client
-                // named), is not the key leaving under the holder.
-                let own_del = *how == Removal::Del && by.is_none_or(|b| Some(b) == holder);
-                if let Some(h) = holder
-                    && !own_del
-                {
-                    if *how == Removal::Expired {
-                        s.hit(Hazard::KeyExpiredWhileHeld, at, &[h, p]);
-                    }
-                    if s.paused.get(h.index()).is_some_and(|ts| ts.contains(&t)) {
-                        s.hit(Hazard::PauseOutlivedKey, at, &[h, p]);
-                    }
-                }
-                if *how == Removal::Flushed
-                    && s.restarted_at.get(p.index()).copied().flatten() == Some(at)
-                {
-                    s.hit(Hazard::RestartLostKeys, at, &[p]);
-                }
-            }
             Observation::Fact(Fact::Promoted) => {
                 let empty = Keyspace::default();
                 let mine = s.nodes.get(p.index()).unwrap_or(&empty);

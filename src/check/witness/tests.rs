@@ -645,3 +645,46 @@ fn a_nodes_keys_keep_the_order_an_index_map_gives_them_below_and_past_the_scan_l
     }
     assert!(ks.index.is_some(), "the walk passed the scan limit");
 }
+
+#[test]
+fn a_keyspace_that_keeps_removed_keys_slots_orders_its_keys_as_an_index_map() {
+    // Writes and removals of 6 keys, then of 12 (past `KEYSPACE_SCAN`, so the map takes
+    // over), in a fixed pseudo-random order: after each step the keys kept, and what each
+    // keeps, are an index map's (appended when new, swap-removed), whatever slots were
+    // reused.
+    let mut ks = Keyspace::default();
+    let mut want: IndexMap<Bytes, u32, FxBuildHasher> = IndexMap::default();
+    let mut x: u64 = 7;
+    for step in 0..4_000u32 {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let keys = if step < 2_000 { 6 } else { 12 };
+        let key = tok(&format!("lock-{}", (x >> 33) % keys));
+        let write = (x >> 20).is_multiple_of(2);
+        if write {
+            let kept = Kept {
+                value: TokenId::from_index(step as usize),
+                has_expiry: false,
+                replicated: false,
+                in_flight: None,
+            };
+            ks.write(&key, kept);
+            want.insert(key.clone(), step);
+        } else {
+            let got = ks.remove(&key).map(|k| k.value.index() as u32);
+            assert_eq!(got, want.swap_remove(&key), "step {step}");
+        }
+        let kept: Vec<(Bytes, u32)> = ks.entries[..ks.live]
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.index() as u32))
+            .collect();
+        let wanted: Vec<(Bytes, u32)> = want.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        assert_eq!(kept, wanted, "step {step}");
+        assert_eq!(ks.len(), want.len());
+        if step < 2_000 {
+            assert!(ks.index.is_none(), "6 keys are found one by one");
+        }
+    }
+    assert!(ks.index.is_some(), "the map took over");
+}
