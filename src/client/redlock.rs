@@ -620,16 +620,19 @@ impl RedlockClient {
         id
     }
 
+    #[inline(always)]
     fn clear_votes(&mut self) {
         self.votes.clear();
         self.tally = Tally::default();
     }
 
+    #[inline(always)]
     fn push_vote(&mut self, v: Vote) {
         *self.tally.count_of(v) += 1;
         self.votes.push(v);
     }
 
+    #[inline(always)]
     fn set_vote(&mut self, i: usize, v: Vote) {
         *self.tally.count_of(self.votes[i]) -= 1;
         *self.tally.count_of(v) += 1;
@@ -884,11 +887,12 @@ impl RedlockClient {
         (0..self.votes.len()).find(|&i| matches(i))
     }
 
-    /// Handles node `i`'s reply to request `id` of the current fan-out.
-    fn on_node_reply(&mut self, cx: &mut Cx<'_>, i: usize, reply: &Reply) {
-        let Some(f) = self.fanout else { return };
+    /// Handles node `i`'s reply to request `id` of fan-out `f` (the current one); returns
+    /// whether the fan-out is decided now (the caller concludes it, by a jump).
+    #[inline(always)]
+    fn on_node_reply(&mut self, cx: &mut Cx<'_>, f: &FanOut, i: usize, reply: &Reply) -> bool {
         let Vote::Pending { second_step, .. } = self.votes[i] else {
-            return;
+            return false;
         };
         let mode = self.config.options.extend.map(|(_, m)| m);
         let answer = match (f.kind, mode, second_step) {
@@ -902,13 +906,7 @@ impl RedlockClient {
             {
                 // No key of ours here (expired, restarted empty, or someone else's): set it
                 // if missing. This is what resurrects an expired lock (`redlock-extend-resurrects`).
-                let id = self.new_id();
-                let cmd = self.set_command(true);
-                cx.send(self.config.nodes[i], Msg::Request { id, cmd });
-                Vote::Pending {
-                    id,
-                    second_step: true,
-                }
+                self.set_if_missing(cx, i)
             }
             (FanOutKind::Extend, Some(ExtendMode::SetIfMissing), true) => {
                 vote(matches!(reply, Reply::Ok))
@@ -917,13 +915,83 @@ impl RedlockClient {
         };
         self.set_vote(i, answer);
         if self.tally.pending == 0 {
-            self.conclude_fanout(cx);
+            true
         } else if self.config.options.fail_fast && f.kind != FanOutKind::Release {
             // redsync mutex.go:304-314: decided once a quorum said yes, or said taken.
             let q = self.quorum();
-            if self.tally.yes >= q || self.tally.no >= q {
-                self.conclude_fanout(cx);
+            self.tally.yes >= q || self.tally.no >= q
+        } else {
+            false
+        }
+    }
+
+    /// SetIfMissing's second step on node `i`: `SET key token NX PX ttl`; its pending vote.
+    // Out of line: a message built on this frame would keep `on_fanout_reply` from reaching
+    // `conclude_fanout` by a jump.
+    #[inline(never)]
+    fn set_if_missing(&mut self, cx: &mut Cx<'_>, i: usize) -> Vote {
+        let id = self.new_id();
+        let cmd = self.set_command(true);
+        cx.send(self.config.nodes[i], Msg::Request { id, cmd });
+        Vote::Pending {
+            id,
+            second_step: true,
+        }
+    }
+
+    /// A reply while a fan-out waits. The caller drops the reply (read where it lies).
+    #[inline(never)]
+    fn on_fanout_reply(&mut self, cx: &mut Cx<'_>, from: ProcId, id: u64, reply: &Reply) {
+        let Some(f) = self.fanout else { return };
+        if cx.mono_ns > f.deadline_mono_ns {
+            // Handled too late (the client was paused, or the timer is behind this
+            // message): the reply does not count, and the deadline has passed.
+            return self.conclude_fanout(cx);
+        }
+        // Anything else is stale: a previous attempt's, or an unanswered unlock's.
+        let Some(i) = self.pending_node(&f, from, id) else {
+            return;
+        };
+        if self.on_node_reply(cx, &f, i, reply) {
+            self.conclude_fanout(cx);
+        }
+    }
+
+    /// Every message but a reply (`on_message`'s own case).
+    #[inline(never)]
+    fn on_other_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: &Msg) {
+        match *msg {
+            // A crashed node's host refused the connection: that node failed at once (every
+            // library counts a connection error as a failed node and waits for the others).
+            // In an acquire it is a node error like an error reply: redlock-py 1.0.8 collects
+            // the ConnectionError with the other RedisErrors and raises (__init__.py:99-112).
+            Msg::Refused { id } => {
+                let Some(f) = self.fanout else { return };
+                if cx.mono_ns > f.deadline_mono_ns {
+                    self.conclude_fanout(cx);
+                    return;
+                }
+                let Some(i) = self.pending_node(&f, from, id) else {
+                    return;
+                };
+                let answer = match f.kind {
+                    FanOutKind::Acquire => Vote::Failed,
+                    _ => Vote::Against,
+                };
+                self.set_vote(i, answer);
+                if self.tally.pending == 0 {
+                    self.conclude_fanout(cx);
+                }
             }
+            Msg::ResourceAck { id, version, .. }
+                if self.resource_wait.is_some_and(|(w, _)| w == id) =>
+            {
+                self.resource_wait = None;
+                if self.phase == Phase::Section {
+                    self.on_resource_ack(cx, version);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -1221,55 +1289,21 @@ impl Process for RedlockClient {
     }
 
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
-        match msg {
+        // Replies are told apart here, in a function with no frame of its own: with no
+        // fan-out waiting (a late answer to an unanswered unlock, most replies on W2, or a
+        // stale one) there is nothing to do but let it go.
+        // The message is read where it lies, not moved out to this frame.
+        match &msg {
             Msg::Reply { id, reply } => {
-                let Some(f) = self.fanout else {
-                    reply.release();
-                    return;
-                };
-                if cx.mono_ns > f.deadline_mono_ns {
-                    // Handled too late (the client was paused, or the timer is behind this
-                    // message): the reply does not count, and the deadline has passed.
-                    self.conclude_fanout(cx);
-                    return;
-                }
-                // Anything else is stale: a previous attempt's, or an unanswered unlock's.
-                if let Some(i) = self.pending_node(&f, from, id) {
-                    self.on_node_reply(cx, i, &reply);
-                }
-                reply.release();
-            }
-            // A crashed node's host refused the connection: that node failed at once (every
-            // library counts a connection error as a failed node and waits for the others).
-            // In an acquire it is a node error like an error reply: redlock-py 1.0.8 collects
-            // the ConnectionError with the other RedisErrors and raises (__init__.py:99-112).
-            Msg::Refused { id } => {
-                let Some(f) = self.fanout else { return };
-                if cx.mono_ns > f.deadline_mono_ns {
-                    self.conclude_fanout(cx);
-                    return;
-                }
-                let Some(i) = self.pending_node(&f, from, id) else {
-                    return;
-                };
-                let answer = match f.kind {
-                    FanOutKind::Acquire => Vote::Failed,
-                    _ => Vote::Against,
-                };
-                self.set_vote(i, answer);
-                if self.tally.pending == 0 {
-                    self.conclude_fanout(cx);
+                if self.fanout.is_some() {
+                    self.on_fanout_reply(cx, from, *id, reply);
                 }
             }
-            Msg::ResourceAck { id, version, .. }
-                if self.resource_wait.is_some_and(|(w, _)| w == id) =>
-            {
-                self.resource_wait = None;
-                if self.phase == Phase::Section {
-                    self.on_resource_ack(cx, version);
-                }
-            }
-            _ => {}
+            other => self.on_other_message(cx, from, other),
+        }
+        match msg {
+            Msg::Reply { reply, .. } => reply.release(),
+            other => drop(other),
         }
     }
 
