@@ -957,6 +957,46 @@ impl RedlockClient {
         }
     }
 
+    /// Every timer but `on_timer`'s own two cases.
+    #[inline(never)]
+    fn on_other_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
+        let g = match Timer::from_tag(tag) {
+            Timer::Request => {
+                self.timeout_due_mono_ns = None;
+                self.on_timeout(cx);
+                return;
+            }
+            Timer::Step(g) => g,
+            // Redlock arms none.
+            Timer::Background(_) => return,
+        };
+        if g == self.state_tag {
+            match self.phase {
+                Phase::Section => self.on_hold_timer(cx),
+                Phase::Waiting => self.start_attempt(cx),
+                _ => {}
+            }
+        } else if g == self.validity_tag {
+            self.validity_tag = 0;
+            if self.in_critical_section() && !self.section.lost() {
+                self.lose(cx, "validity ran out");
+            }
+        } else if g == self.extend_tag {
+            self.extend_tag = 0;
+            // A round still in flight (only when `every` is shorter than a round) is left to
+            // finish; the next one is armed when it ends.
+            if self.in_critical_section() && !self.section.lost() && self.fanout.is_none() {
+                if self.config.options.auto_extend.is_some() {
+                    if !self.aborted {
+                        self.auto_extend_due(cx);
+                    }
+                } else {
+                    self.start_fanout(cx, FanOutKind::Extend);
+                }
+            }
+        }
+    }
+
     /// Every message but a reply (`on_message`'s own case).
     #[inline(never)]
     fn on_other_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: &Msg) {
@@ -1308,41 +1348,18 @@ impl Process for RedlockClient {
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        let g = match Timer::from_tag(tag) {
-            Timer::Request => {
-                self.timeout_due_mono_ns = None;
-                self.on_timeout(cx);
-                return;
-            }
-            Timer::Step(g) => g,
-            // Redlock arms none.
-            Timer::Background(_) => return,
-        };
-        if g == self.state_tag {
-            match self.phase {
-                Phase::Section => self.on_hold_timer(cx),
-                Phase::Waiting => self.start_attempt(cx),
-                _ => {}
-            }
-        } else if g == self.validity_tag {
-            self.validity_tag = 0;
-            if self.in_critical_section() && !self.section.lost() {
-                self.lose(cx, "validity ran out");
-            }
-        } else if g == self.extend_tag {
-            self.extend_tag = 0;
-            // A round still in flight (only when `every` is shorter than a round) is left to
-            // finish; the next one is armed when it ends.
-            if self.in_critical_section() && !self.section.lost() && self.fanout.is_none() {
-                if self.config.options.auto_extend.is_some() {
-                    if !self.aborted {
-                        self.auto_extend_due(cx);
-                    }
-                } else {
-                    self.start_fanout(cx, FanOutKind::Extend);
-                }
-            }
+        // The two commonest timers, decided here in a function with no frame: the retry or
+        // think timer (the next attempt is a jump), and a timeout that finds nothing left
+        // waiting (the fan-out it was armed for has been decided). A state tag is a step
+        // timer's (below the background bit), so these are `on_other_timer`'s own answers.
+        if tag == self.state_tag && self.phase == Phase::Waiting {
+            return self.start_attempt(cx);
         }
+        if tag == Timer::Request.tag() && self.fanout.is_none() && self.resource_wait.is_none() {
+            self.timeout_due_mono_ns = None;
+            return;
+        }
+        self.on_other_timer(cx, tag);
     }
 
     fn on_restart(&mut self, _keep_data: bool) {
