@@ -598,6 +598,15 @@ impl RedlockClient {
     }
 
     /// `[config.key]`, shared; made afresh only if the (public) config's key was changed.
+    /// Makes `script_keys` `[config.key]` again if the (public) config's key was changed:
+    /// the fan-out then counts the kept one once more a node, without a count of its own.
+    #[inline(always)]
+    fn refresh_script_keys(&mut self) {
+        if self.script_keys[0] != self.config.key {
+            self.script_keys = Arc::new([self.config.key.clone()]);
+        }
+    }
+
     fn script_keys(&self) -> Arc<[Bytes]> {
         if self.script_keys[0] == self.config.key {
             self.script_keys.clone()
@@ -708,7 +717,7 @@ impl RedlockClient {
                 None => self.unlock_args = Arc::new([self.token.clone()]),
             }
         }
-        let keys = self.script_keys();
+        self.refresh_script_keys();
         for i in 0..self.config.nodes.len() {
             let id = self.new_id();
             cx.send(
@@ -717,7 +726,7 @@ impl RedlockClient {
                     id,
                     cmd: Command::Eval {
                         script: ScriptRef::Source(self.unlock.clone()),
-                        keys: Arc::clone(&keys),
+                        keys: Arc::clone(&self.script_keys),
                         args: Arc::clone(&self.unlock_args),
                         read_only: false,
                     },
