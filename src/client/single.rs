@@ -155,6 +155,9 @@ pub struct LockClient {
     /// The unlock script's KEYS (`[config.key]`), made once: every unlock shares them (see
     /// `script_keys()`).
     script_keys: Arc<[Bytes]>,
+    /// The unlock script's ARGV (`[token]` of the last unlock sent; see
+    /// `send_unlock_script()`).
+    unlock_args: Arc<[Bytes]>,
     /// EVALSHA failed with NOSCRIPT: send the full script from now on (until restart).
     use_eval: bool,
     // Invariant: `token` spells `token_prefix-token_attempt` (0: no token made yet).
@@ -267,6 +270,7 @@ impl LockClient {
             fence: None,
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
             script_keys,
+            unlock_args: Arc::new([Bytes::new()]),
             use_eval: false,
             deadline_mono_ns: None,
             timeout: RequestTimeout::default(),
@@ -716,10 +720,22 @@ impl LockClient {
         } else {
             ScriptRef::Sha(Some(self.unlock.sha))
         };
+        // `[key]` and `[token]` shared with the message, as Redlock's unlock does: the
+        // arguments written afresh in place once no message holds them any more, allocated
+        // again only while one still does (an allocation and a free less per release).
+        if self.script_keys[0] != self.config.key {
+            self.script_keys = Arc::new([self.config.key.clone()]);
+        }
+        if self.unlock_args[0] != self.token {
+            match Arc::get_mut(&mut self.unlock_args) {
+                Some(args) => args[0] = self.token.clone(),
+                None => self.unlock_args = Arc::new([self.token.clone()]),
+            }
+        }
         let cmd = Command::Eval {
             script,
-            keys: self.script_keys(),
-            args: Arc::new([self.token.clone()]),
+            keys: Arc::clone(&self.script_keys),
+            args: Arc::clone(&self.unlock_args),
             read_only: false,
         };
         self.request(cx, phase, cmd);
