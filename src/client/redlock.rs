@@ -725,6 +725,8 @@ impl RedlockClient {
     fn send_unlock_to_every_node(&mut self, cx: &mut Cx<'_>, votes: bool) {
         if self.unlock_args[0] != self.token {
             match Arc::get_mut(&mut self.unlock_args) {
+                // Inline, the token is copied straight in (`Bytes::clone_inline`).
+                Some(args) if self.token.is_inline() => args[0] = self.token.clone_inline(),
                 Some(args) => args[0] = self.token.clone(),
                 None => self.unlock_args = Arc::new([self.token.clone()]),
             }
