@@ -1085,12 +1085,18 @@ impl RedlockClient {
                 measured.start_wall_ms = wall;
             }
         }
-        let validity_ns = self
-            .config
-            .options
-            .validity_ns(self.elapsed_ns(cx, &measured));
-        let success =
-            ok >= self.quorum() && (self.config.options.skip_validity_check || validity_ns > 0);
+        // The validity is read only where a quorum said yes (`success` and the arms it
+        // guards): measured only then, as most conclusions are failed attempts. Without a
+        // quorum it stays 0, which nothing reads.
+        let quorum = ok >= self.quorum();
+        let validity_ns = if quorum {
+            self.config
+                .options
+                .validity_ns(self.elapsed_ns(cx, &measured))
+        } else {
+            0
+        };
+        let success = quorum && (self.config.options.skip_validity_check || validity_ns > 0);
         let node_failed = self.tally.failed + self.tally.pending > 0;
         match f.kind {
             FanOutKind::Acquire
