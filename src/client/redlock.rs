@@ -723,13 +723,13 @@ impl RedlockClient {
     /// holds them any more (the nodes have dropped the last fan-out's), allocated again only
     /// while some still do — one allocation and one free less per failed attempt on W2.
     fn send_unlock_to_every_node(&mut self, cx: &mut Cx<'_>, votes: bool) {
-        if self.unlock_args[0] != self.token {
-            match Arc::get_mut(&mut self.unlock_args) {
-                // Inline, the token is copied straight in (`Bytes::clone_inline`).
-                Some(args) if self.token.is_inline() => args[0] = self.token.clone_inline(),
-                Some(args) => args[0] = self.token.clone(),
-                None => self.unlock_args = Arc::new([self.token.clone()]),
-            }
+        // Written without first asking whether it already holds this token: it nearly never
+        // does (each attempt has its own), and the comparison cost more than the copy.
+        match Arc::get_mut(&mut self.unlock_args) {
+            // Inline, the token is copied straight in (`Bytes::clone_inline`).
+            Some(args) if self.token.is_inline() => args[0] = self.token.clone_inline(),
+            Some(args) => args[0] = self.token.clone(),
+            None => self.unlock_args = Arc::new([self.token.clone()]),
         }
         self.refresh_script_keys();
         for i in 0..self.config.nodes.len() {

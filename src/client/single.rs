@@ -749,13 +749,13 @@ impl LockClient {
         if self.script_keys[0] != self.config.key {
             self.script_keys = Arc::new([self.config.key.clone()]);
         }
-        if self.unlock_args[0] != self.token {
-            match Arc::get_mut(&mut self.unlock_args) {
-                // Inline, the token is copied straight in (`Bytes::clone_inline`).
-                Some(args) if self.token.is_inline() => args[0] = self.token.clone_inline(),
-                Some(args) => args[0] = self.token.clone(),
-                None => self.unlock_args = Arc::new([self.token.clone()]),
-            }
+        // Written without first asking whether it already holds this token: it nearly never
+        // does (each attempt has its own), and the comparison cost more than the copy.
+        match Arc::get_mut(&mut self.unlock_args) {
+            // Inline, the token is copied straight in (`Bytes::clone_inline`).
+            Some(args) if self.token.is_inline() => args[0] = self.token.clone_inline(),
+            Some(args) => args[0] = self.token.clone(),
+            None => self.unlock_args = Arc::new([self.token.clone()]),
         }
         let cmd = Command::Eval {
             script,
