@@ -598,6 +598,15 @@ impl RedlockClient {
     }
 
     /// `[config.key]`, shared; made afresh only if the (public) config's key was changed.
+    /// Makes `script_keys` `[config.key]` again if the (public) config's key was changed:
+    /// the fan-out then counts the kept one once more a node, without a count of its own.
+    #[inline(always)]
+    fn refresh_script_keys(&mut self) {
+        if self.script_keys[0] != self.config.key {
+            self.script_keys = Arc::new([self.config.key.clone()]);
+        }
+    }
+
     fn script_keys(&self) -> Arc<[Bytes]> {
         if self.script_keys[0] == self.config.key {
             self.script_keys.clone()
@@ -620,16 +629,19 @@ impl RedlockClient {
         id
     }
 
+    #[inline(always)]
     fn clear_votes(&mut self) {
         self.votes.clear();
         self.tally = Tally::default();
     }
 
+    #[inline(always)]
     fn push_vote(&mut self, v: Vote) {
         *self.tally.count_of(v) += 1;
         self.votes.push(v);
     }
 
+    #[inline(always)]
     fn set_vote(&mut self, i: usize, v: Vote) {
         *self.tally.count_of(self.votes[i]) -= 1;
         *self.tally.count_of(v) += 1;
@@ -680,6 +692,18 @@ impl RedlockClient {
         }
     }
 
+    /// `set_command` when the key and the token are both inline (`Bytes::clone_inline`).
+    #[inline(always)]
+    fn set_command_inline(&self, nx: bool) -> Command {
+        Command::Set {
+            key: self.config.key.clone_inline(),
+            value: self.token.clone_inline(),
+            cond: nx.then_some(SetCond::Nx),
+            get: false,
+            expiry: Some(SetExpiry::Px(self.config.options.ttl_ms as i64)),
+        }
+    }
+
     #[inline(always)]
     fn set_command(&self, nx: bool) -> Command {
         Command::Set {
@@ -699,13 +723,15 @@ impl RedlockClient {
     /// holds them any more (the nodes have dropped the last fan-out's), allocated again only
     /// while some still do — one allocation and one free less per failed attempt on W2.
     fn send_unlock_to_every_node(&mut self, cx: &mut Cx<'_>, votes: bool) {
-        if self.unlock_args[0] != self.token {
-            match Arc::get_mut(&mut self.unlock_args) {
-                Some(args) => args[0] = self.token.clone(),
-                None => self.unlock_args = Arc::new([self.token.clone()]),
-            }
+        // Written without first asking whether it already holds this token: it nearly never
+        // does (each attempt has its own), and the comparison cost more than the copy.
+        match Arc::get_mut(&mut self.unlock_args) {
+            // Inline, the token is copied straight in (`Bytes::clone_inline`).
+            Some(args) if self.token.is_inline() => args[0] = self.token.clone_inline(),
+            Some(args) => args[0] = self.token.clone(),
+            None => self.unlock_args = Arc::new([self.token.clone()]),
         }
-        let keys = self.script_keys();
+        self.refresh_script_keys();
         for i in 0..self.config.nodes.len() {
             let id = self.new_id();
             cx.send(
@@ -714,7 +740,7 @@ impl RedlockClient {
                     id,
                     cmd: Command::Eval {
                         script: ScriptRef::Source(self.unlock.clone()),
-                        keys: Arc::clone(&keys),
+                        keys: Arc::clone(&self.script_keys),
                         args: Arc::clone(&self.unlock_args),
                         read_only: false,
                     },
@@ -767,15 +793,24 @@ impl RedlockClient {
             // `Clone` of the whole `Command` enum, ~50 instructions a clone on W2), and
             // cheaper built in the message itself than first and moved in (~13 a node).
             Some(nx) => {
+                let inline = self.config.key.is_inline() && self.token.is_inline();
                 for i in 0..self.config.nodes.len() {
                     let id = self.new_id();
-                    cx.send(
-                        self.config.nodes[i],
-                        Msg::Request {
-                            id,
-                            cmd: self.set_command(nx),
-                        },
-                    );
+                    let node = self.config.nodes[i];
+                    // Each message built where it is sent: a command chosen first would be
+                    // put together once more to be moved in.
+                    if inline {
+                        let cmd = self.set_command_inline(nx);
+                        cx.send(node, Msg::Request { id, cmd });
+                    } else {
+                        cx.send(
+                            node,
+                            Msg::Request {
+                                id,
+                                cmd: self.set_command(nx),
+                            },
+                        );
+                    }
                     self.push_vote(Vote::Pending {
                         id,
                         second_step: false,
@@ -884,11 +919,12 @@ impl RedlockClient {
         (0..self.votes.len()).find(|&i| matches(i))
     }
 
-    /// Handles node `i`'s reply to request `id` of the current fan-out.
-    fn on_node_reply(&mut self, cx: &mut Cx<'_>, i: usize, reply: &Reply) {
-        let Some(f) = self.fanout else { return };
+    /// Handles node `i`'s reply to request `id` of fan-out `f` (the current one); returns
+    /// whether the fan-out is decided now (the caller concludes it, by a jump).
+    #[inline(always)]
+    fn on_node_reply(&mut self, cx: &mut Cx<'_>, f: &FanOut, i: usize, reply: &Reply) -> bool {
         let Vote::Pending { second_step, .. } = self.votes[i] else {
-            return;
+            return false;
         };
         let mode = self.config.options.extend.map(|(_, m)| m);
         let answer = match (f.kind, mode, second_step) {
@@ -902,13 +938,7 @@ impl RedlockClient {
             {
                 // No key of ours here (expired, restarted empty, or someone else's): set it
                 // if missing. This is what resurrects an expired lock (`redlock-extend-resurrects`).
-                let id = self.new_id();
-                let cmd = self.set_command(true);
-                cx.send(self.config.nodes[i], Msg::Request { id, cmd });
-                Vote::Pending {
-                    id,
-                    second_step: true,
-                }
+                self.set_if_missing(cx, i)
             }
             (FanOutKind::Extend, Some(ExtendMode::SetIfMissing), true) => {
                 vote(matches!(reply, Reply::Ok))
@@ -917,13 +947,123 @@ impl RedlockClient {
         };
         self.set_vote(i, answer);
         if self.tally.pending == 0 {
-            self.conclude_fanout(cx);
+            true
         } else if self.config.options.fail_fast && f.kind != FanOutKind::Release {
             // redsync mutex.go:304-314: decided once a quorum said yes, or said taken.
             let q = self.quorum();
-            if self.tally.yes >= q || self.tally.no >= q {
-                self.conclude_fanout(cx);
+            self.tally.yes >= q || self.tally.no >= q
+        } else {
+            false
+        }
+    }
+
+    /// SetIfMissing's second step on node `i`: `SET key token NX PX ttl`; its pending vote.
+    // Out of line: a message built on this frame would keep `on_fanout_reply` from reaching
+    // `conclude_fanout` by a jump.
+    #[inline(never)]
+    fn set_if_missing(&mut self, cx: &mut Cx<'_>, i: usize) -> Vote {
+        let id = self.new_id();
+        let cmd = self.set_command(true);
+        cx.send(self.config.nodes[i], Msg::Request { id, cmd });
+        Vote::Pending {
+            id,
+            second_step: true,
+        }
+    }
+
+    /// A reply while a fan-out waits. The caller drops the reply (read where it lies).
+    #[inline(never)]
+    fn on_fanout_reply(&mut self, cx: &mut Cx<'_>, from: ProcId, id: u64, reply: &Reply) {
+        let Some(f) = self.fanout else { return };
+        if cx.mono_ns > f.deadline_mono_ns {
+            // Handled too late (the client was paused, or the timer is behind this
+            // message): the reply does not count, and the deadline has passed.
+            return self.conclude_fanout(cx);
+        }
+        // Anything else is stale: a previous attempt's, or an unanswered unlock's.
+        let Some(i) = self.pending_node(&f, from, id) else {
+            return;
+        };
+        if self.on_node_reply(cx, &f, i, reply) {
+            self.conclude_fanout(cx);
+        }
+    }
+
+    /// Every timer but `on_timer`'s own two cases.
+    #[inline(never)]
+    fn on_other_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
+        let g = match Timer::from_tag(tag) {
+            Timer::Request => {
+                self.timeout_due_mono_ns = None;
+                self.on_timeout(cx);
+                return;
             }
+            Timer::Step(g) => g,
+            // Redlock arms none.
+            Timer::Background(_) => return,
+        };
+        if g == self.state_tag {
+            match self.phase {
+                Phase::Section => self.on_hold_timer(cx),
+                Phase::Waiting => self.start_attempt(cx),
+                _ => {}
+            }
+        } else if g == self.validity_tag {
+            self.validity_tag = 0;
+            if self.in_critical_section() && !self.section.lost() {
+                self.lose(cx, "validity ran out");
+            }
+        } else if g == self.extend_tag {
+            self.extend_tag = 0;
+            // A round still in flight (only when `every` is shorter than a round) is left to
+            // finish; the next one is armed when it ends.
+            if self.in_critical_section() && !self.section.lost() && self.fanout.is_none() {
+                if self.config.options.auto_extend.is_some() {
+                    if !self.aborted {
+                        self.auto_extend_due(cx);
+                    }
+                } else {
+                    self.start_fanout(cx, FanOutKind::Extend);
+                }
+            }
+        }
+    }
+
+    /// Every message but a reply (`on_message`'s own case).
+    #[inline(never)]
+    fn on_other_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: &Msg) {
+        match *msg {
+            // A crashed node's host refused the connection: that node failed at once (every
+            // library counts a connection error as a failed node and waits for the others).
+            // In an acquire it is a node error like an error reply: redlock-py 1.0.8 collects
+            // the ConnectionError with the other RedisErrors and raises (__init__.py:99-112).
+            Msg::Refused { id } => {
+                let Some(f) = self.fanout else { return };
+                if cx.mono_ns > f.deadline_mono_ns {
+                    self.conclude_fanout(cx);
+                    return;
+                }
+                let Some(i) = self.pending_node(&f, from, id) else {
+                    return;
+                };
+                let answer = match f.kind {
+                    FanOutKind::Acquire => Vote::Failed,
+                    _ => Vote::Against,
+                };
+                self.set_vote(i, answer);
+                if self.tally.pending == 0 {
+                    self.conclude_fanout(cx);
+                }
+            }
+            Msg::ResourceAck { id, version, .. }
+                if self.resource_wait.is_some_and(|(w, _)| w == id) =>
+            {
+                self.resource_wait = None;
+                if self.phase == Phase::Section {
+                    self.on_resource_ack(cx, version);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -945,12 +1085,18 @@ impl RedlockClient {
                 measured.start_wall_ms = wall;
             }
         }
-        let validity_ns = self
-            .config
-            .options
-            .validity_ns(self.elapsed_ns(cx, &measured));
-        let success =
-            ok >= self.quorum() && (self.config.options.skip_validity_check || validity_ns > 0);
+        // The validity is read only where a quorum said yes (`success` and the arms it
+        // guards): measured only then, as most conclusions are failed attempts. Without a
+        // quorum it stays 0, which nothing reads.
+        let quorum = ok >= self.quorum();
+        let validity_ns = if quorum {
+            self.config
+                .options
+                .validity_ns(self.elapsed_ns(cx, &measured))
+        } else {
+            0
+        };
+        let success = quorum && (self.config.options.skip_validity_check || validity_ns > 0);
         let node_failed = self.tally.failed + self.tally.pending > 0;
         match f.kind {
             FanOutKind::Acquire
@@ -1221,94 +1367,38 @@ impl Process for RedlockClient {
     }
 
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
-        match msg {
+        // Replies are told apart here, in a small function: with no fan-out waiting (a late
+        // answer to an unanswered unlock, most replies on W2, or a stale one) there is
+        // nothing to do but let it go. The message is read where it lies, not moved out to
+        // this frame (a copy, and a frame large enough for it). Tried: letting such a reply
+        // go before anything else is looked at (W2 +0.8 M).
+        match &msg {
             Msg::Reply { id, reply } => {
-                let Some(f) = self.fanout else {
-                    reply.release();
-                    return;
-                };
-                if cx.mono_ns > f.deadline_mono_ns {
-                    // Handled too late (the client was paused, or the timer is behind this
-                    // message): the reply does not count, and the deadline has passed.
-                    self.conclude_fanout(cx);
-                    return;
-                }
-                // Anything else is stale: a previous attempt's, or an unanswered unlock's.
-                if let Some(i) = self.pending_node(&f, from, id) {
-                    self.on_node_reply(cx, i, &reply);
-                }
-                reply.release();
-            }
-            // A crashed node's host refused the connection: that node failed at once (every
-            // library counts a connection error as a failed node and waits for the others).
-            // In an acquire it is a node error like an error reply: redlock-py 1.0.8 collects
-            // the ConnectionError with the other RedisErrors and raises (__init__.py:99-112).
-            Msg::Refused { id } => {
-                let Some(f) = self.fanout else { return };
-                if cx.mono_ns > f.deadline_mono_ns {
-                    self.conclude_fanout(cx);
-                    return;
-                }
-                let Some(i) = self.pending_node(&f, from, id) else {
-                    return;
-                };
-                let answer = match f.kind {
-                    FanOutKind::Acquire => Vote::Failed,
-                    _ => Vote::Against,
-                };
-                self.set_vote(i, answer);
-                if self.tally.pending == 0 {
-                    self.conclude_fanout(cx);
+                if self.fanout.is_some() {
+                    self.on_fanout_reply(cx, from, *id, reply);
                 }
             }
-            Msg::ResourceAck { id, version, .. }
-                if self.resource_wait.is_some_and(|(w, _)| w == id) =>
-            {
-                self.resource_wait = None;
-                if self.phase == Phase::Section {
-                    self.on_resource_ack(cx, version);
-                }
-            }
-            _ => {}
+            other => self.on_other_message(cx, from, other),
+        }
+        match msg {
+            Msg::Reply { reply, .. } => reply.release(),
+            other => drop(other),
         }
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        let g = match Timer::from_tag(tag) {
-            Timer::Request => {
-                self.timeout_due_mono_ns = None;
-                self.on_timeout(cx);
-                return;
-            }
-            Timer::Step(g) => g,
-            // Redlock arms none.
-            Timer::Background(_) => return,
-        };
-        if g == self.state_tag {
-            match self.phase {
-                Phase::Section => self.on_hold_timer(cx),
-                Phase::Waiting => self.start_attempt(cx),
-                _ => {}
-            }
-        } else if g == self.validity_tag {
-            self.validity_tag = 0;
-            if self.in_critical_section() && !self.section.lost() {
-                self.lose(cx, "validity ran out");
-            }
-        } else if g == self.extend_tag {
-            self.extend_tag = 0;
-            // A round still in flight (only when `every` is shorter than a round) is left to
-            // finish; the next one is armed when it ends.
-            if self.in_critical_section() && !self.section.lost() && self.fanout.is_none() {
-                if self.config.options.auto_extend.is_some() {
-                    if !self.aborted {
-                        self.auto_extend_due(cx);
-                    }
-                } else {
-                    self.start_fanout(cx, FanOutKind::Extend);
-                }
-            }
+        // The two commonest timers, decided here in a function with no frame: the retry or
+        // think timer (the next attempt is a jump), and a timeout that finds nothing left
+        // waiting (the fan-out it was armed for has been decided). A state tag is a step
+        // timer's (below the background bit), so these are `on_other_timer`'s own answers.
+        if tag == self.state_tag && self.phase == Phase::Waiting {
+            return self.start_attempt(cx);
         }
+        if tag == Timer::Request.tag() && self.fanout.is_none() && self.resource_wait.is_none() {
+            self.timeout_due_mono_ns = None;
+            return;
+        }
+        self.on_other_timer(cx, tag);
     }
 
     fn on_restart(&mut self, _keep_data: bool) {

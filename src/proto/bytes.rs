@@ -125,6 +125,27 @@ impl Bytes {
         }
         self.insert(digits_start, b'1');
     }
+    /// Whether the bytes live inline (`clone_inline` copies them).
+    #[inline(always)]
+    pub fn is_inline(&self) -> bool {
+        matches!(self.0, Repr::Inline { .. })
+    }
+
+    /// A clone of bytes known to live inline (`is_inline`); panics otherwise. With no
+    /// heap case to merge with, the copy goes straight where it is wanted: a clone's two
+    /// cases meet in one value, which the compiler takes apart and puts together again
+    /// (~12 instructions more a clone built into a message).
+    #[inline(always)]
+    pub fn clone_inline(&self) -> Bytes {
+        match &self.0 {
+            Repr::Inline { len, buf } => Bytes(Repr::Inline {
+                len: *len,
+                buf: *buf,
+            }),
+            Repr::Heap(_) => panic!("clone_inline of bytes on the heap"),
+        }
+    }
+
     #[inline(always)]
     fn as_mut_slice(&mut self) -> &mut [u8] {
         match &mut self.0 {
@@ -274,6 +295,24 @@ impl indexmap::Equivalent<Bytes> for KeyRef<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_inline_clone_is_the_ordinary_clone_of_inline_bytes() {
+        let longest = "x".repeat(INLINE);
+        for s in ["", "k", "lock", "c1-18446744073709551615", longest.as_str()] {
+            let b = Bytes::from(s);
+            assert!(b.is_inline(), "{s:?}");
+            assert_eq!(b.clone_inline(), b.clone());
+            assert!(b.clone_inline().is_inline());
+        }
+        assert!(!Bytes::from("x".repeat(INLINE + 1).as_str()).is_inline());
+    }
+
+    #[test]
+    #[should_panic(expected = "clone_inline of bytes on the heap")]
+    fn an_inline_clone_of_bytes_on_the_heap_is_refused() {
+        Bytes::from("x".repeat(INLINE + 1).as_str()).clone_inline();
+    }
 
     #[test]
     fn a_decimal_suffix_counts_up_with_carries_as_its_number_does() {
