@@ -358,35 +358,68 @@ impl RedisNode {
     /// A command of a connection outside MULTI, in the db already switched to.
     #[inline]
     pub(crate) fn execute_plain(&mut self, now_ms: i64, cmd: &Command, caller: Caller) -> Reply {
-        if cmd.is_write() {
-            if self.is_replica() {
-                return Reply::err(READONLY);
-            }
-            if !self.enough_good_replicas() {
-                return Reply::err(NOREPLICAS);
-            }
-        }
         // The lock commands go straight to their implementation (`exec`'s arms for them,
         // without the call through its whole match: ~50 instructions a command).
-        let reply = match cmd {
-            Command::Set {
-                key,
-                value,
-                cond,
-                get,
-                expiry,
-            } => self.set(now_ms, key, value, *cond, *get, *expiry, caller.proc),
-            Command::Eval {
-                script,
-                keys,
-                args,
-                read_only,
-            } => self.eval(now_ms, script, keys, args, *read_only, caller.proc),
-            _ => self.exec(now_ms, cmd, caller, None),
+        match cmd {
+            Command::Set { .. } => self.execute_set(now_ms, cmd, caller.proc),
+            Command::Eval { .. } => self.execute_eval(now_ms, cmd, caller.proc),
+            _ => {
+                if cmd.is_write() {
+                    if self.is_replica() {
+                        return Reply::err(READONLY);
+                    }
+                    if !self.enough_good_replicas() {
+                        return Reply::err(NOREPLICAS);
+                    }
+                }
+                let reply = self.exec(now_ms, cmd, caller, None);
+                self.flush_effects(caller.proc, false);
+                reply
+            }
+        }
+    }
+
+    /// `execute_plain` of a SET (`cmd`), in a frame of its own: the process calls it
+    /// directly for a client on a connection without state.
+    #[inline(never)]
+    pub(crate) fn execute_set(&mut self, now_ms: i64, cmd: &Command, by: Option<ProcId>) -> Reply {
+        let Command::Set {
+            key,
+            value,
+            cond,
+            get,
+            expiry,
+        } = cmd
+        else {
+            unreachable!("execute_set of another command");
         };
+        if self.is_replica() {
+            return Reply::err(READONLY);
+        }
+        if !self.enough_good_replicas() {
+            return Reply::err(NOREPLICAS);
+        }
+        let reply = self.set(now_ms, key, value, *cond, *get, *expiry, by);
+        self.flush_effects(by, false);
+        reply
+    }
+
+    /// `execute_plain` of an EVAL (`cmd`), as `execute_set` is of a SET. EVAL is not a
+    /// write for processCommand's refusals (a script's own writes are checked when made).
+    #[inline(never)]
+    pub(crate) fn execute_eval(&mut self, now_ms: i64, cmd: &Command, by: Option<ProcId>) -> Reply {
+        let Command::Eval {
+            script,
+            keys,
+            args,
+            read_only,
+        } = cmd
+        else {
+            unreachable!("execute_eval of another command");
+        };
+        let reply = self.eval(now_ms, script, keys, args, *read_only, by);
         // A script's effects are one unit (MULTI/EXEC around more than one).
-        let unit = matches!(cmd, Command::Eval { .. });
-        self.flush_effects(caller.proc, unit);
+        self.flush_effects(by, true);
         reply
     }
 
@@ -1664,6 +1697,14 @@ impl RedisProcess {
         self.flush_produced(cx);
     }
 
+    /// A request other than a lock command on a connection without state: `handle`.
+    #[inline(never)]
+    fn other_request(&mut self, cx: &mut Cx<'_>, from: ProcId, id: u64, cmd: &Command) {
+        if let Some(reply) = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, cmd) {
+            cx.send(from, Msg::Reply { id, reply });
+        }
+    }
+
     #[inline(never)]
     fn flush_produced(&mut self, cx: &mut Cx<'_>) {
         for (to, m) in self.node.drain_outbox() {
@@ -1689,9 +1730,22 @@ impl Process for RedisProcess {
             // The command is read where the loop put it: moving it into a binding copies
             // its 96 bytes to this frame, and again to hand it to the drop glue.
             Msg::Request { id, ref cmd } => {
-                let reply = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, cmd);
-                if let Some(reply) = reply {
-                    cx.send(from, Msg::Reply { id, reply });
+                // `handle`'s path for the lock commands on a connection without state, with
+                // the reply made where the message takes it (through `handle`'s `Option` it
+                // was copied twice more) and each command's own frame called directly.
+                let node = &mut self.node;
+                match cmd {
+                    Command::Set { .. } if node.conns.is_empty() => {
+                        node.repl.mono_ns = cx.mono_ns;
+                        let reply = node.execute_set(cx.wall_ms, cmd, Some(from));
+                        cx.send(from, Msg::Reply { id, reply });
+                    }
+                    Command::Eval { .. } if node.conns.is_empty() => {
+                        node.repl.mono_ns = cx.mono_ns;
+                        let reply = node.execute_eval(cx.wall_ms, cmd, Some(from));
+                        cx.send(from, Msg::Reply { id, reply });
+                    }
+                    _ => self.other_request(cx, from, id, cmd),
                 }
                 // A SET's two strings are dropped inline (a tag test each); the generic
                 // drop glue of `Command` saves and restores six registers around that.
