@@ -1179,6 +1179,9 @@ impl RedisNode {
         Reply::Int(next)
     }
 
+    // Inline in `execute_eval`: one frame for an unlock, not two (its eight arguments
+    // marshalled on the stack, its six saved registers).
+    #[inline(always)]
     fn eval(
         &mut self,
         now: i64,
@@ -1307,6 +1310,7 @@ impl RedisNode {
 
     /// The lock scripts as native Rust, with Redis's exact replies and errors.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn run_native(
         &mut self,
         now: i64,
