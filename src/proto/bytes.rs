@@ -17,6 +17,8 @@ const INLINE: usize = 30;
 enum Repr {
     /// The bytes are `buf[..len]`. A clone copies the fixed-size buffer: no length-dependent
     /// `memcpy` call and no spill check, which is what the hot path does with tokens.
+    // Invariant: `buf[len..]` is all zero (made zero, and no edit shortens a string), so two
+    // inline strings are equal exactly when their lengths and whole buffers are.
     Inline {
         len: u8,
         buf: [u8; INLINE],
@@ -161,9 +163,14 @@ pub fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl PartialEq for Bytes {
+    /// Two inline strings compare as fixed-size representations (see `Repr::Inline`'s
+    /// invariant): a few vector loads, without the length's case split of `bytes_eq`.
     #[inline(always)]
     fn eq(&self, other: &Bytes) -> bool {
-        bytes_eq(self, other)
+        match (&self.0, &other.0) {
+            (Repr::Inline { len: a, buf: x }, Repr::Inline { len: b, buf: y }) => a == b && x == y,
+            _ => bytes_eq(self, other),
+        }
     }
 }
 
