@@ -149,6 +149,19 @@ impl Keyspace {
             _ => self.map.get_index_of(&KeyRef(key)),
         }
     }
+    /// `index_of` for a key held as `Bytes`: the one-key case compares as `Bytes` do (two
+    /// inline strings as fixed-size representations).
+    #[inline(always)]
+    pub fn index_of_bytes(&self, key: &Bytes) -> Option<usize> {
+        match self.map.len() {
+            0 => None,
+            1 => {
+                let (only, _) = self.map.first().expect("one entry");
+                (only == key).then_some(0)
+            }
+            _ => self.map.get_index_of(&KeyRef(key)),
+        }
+    }
     pub fn at(&self, i: usize) -> &Entry {
         &self.map[i]
     }

@@ -230,6 +230,20 @@ impl RedisNode {
     #[inline(always)]
     fn lookup_index(&mut self, key: &[u8], now_ms: i64) -> Option<usize> {
         let i = self.keyspace.index_of(key)?;
+        self.live_at(i, now_ms)
+    }
+
+    /// `lookup_index` of a key held as `Bytes` (the lock commands' own): the one-key case
+    /// compares the two strings as `Bytes` do.
+    #[inline(always)]
+    fn lookup_index_bytes(&mut self, key: &Bytes, now_ms: i64) -> Option<usize> {
+        let i = self.keyspace.index_of_bytes(key)?;
+        self.live_at(i, now_ms)
+    }
+
+    /// The rest of a lookup that found the key at `i`: `Some(i)` unless it is expired.
+    #[inline(always)]
+    fn live_at(&mut self, i: usize, now_ms: i64) -> Option<usize> {
         // The entry is read whatever the flag says: the caller reads it at `i` next, and
         // with this read dominating it, that one needs no bounds check of its own.
         let expired = self.keyspace.at(i).is_expired(now_ms);
@@ -753,7 +767,7 @@ impl RedisNode {
             Ok(t) => t,
             Err(e) => return e,
         };
-        let slot = self.lookup_index(key, now);
+        let slot = self.lookup_index_bytes(key, now);
         // The refused NX without GET (most of a contended lock's SETs) answers here, in the
         // caller's frame: nil whatever the key holds, as `set_at` would (GET's type check
         // is not asked for), without the frame the write path needs.
@@ -1322,7 +1336,7 @@ impl RedisNode {
         by: Option<ProcId>,
     ) -> Reply {
         let key = &keys[0];
-        let Some(i) = self.lookup_index(key, now) else {
+        let Some(i) = self.lookup_index_bytes(key, now) else {
             return Reply::Int(0);
         };
         match &self.keyspace.at(i).value {
