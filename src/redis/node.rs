@@ -1725,11 +1725,17 @@ impl RedisProcess {
 
     #[inline(never)]
     fn flush_produced(&mut self, cx: &mut Cx<'_>) {
-        for (to, m) in self.node.drain_outbox() {
-            cx.send(to, m);
+        // Each drain is made only when there is something in it: the drain's own set-up
+        // and drop cost ~35 instructions, and most writes produce observations only.
+        if !self.node.repl.outbox.is_empty() {
+            for (to, m) in self.node.drain_outbox() {
+                cx.send(to, m);
+            }
         }
-        for o in self.node.drain_observations() {
-            cx.observe(o);
+        if !self.node.pending.is_empty() {
+            for o in self.node.drain_observations() {
+                cx.observe(o);
+            }
         }
     }
 }
