@@ -138,6 +138,11 @@ pub struct RedisNode {
     pub(crate) pending: Vec<Observation>,
     /// Channel and pattern subscriptions (lost on a crash).
     pub(crate) pubsub: PubSub,
+    /// Since the cron last took this flag, a command propagated an effect or ran a Lua
+    /// script, or the process handled a message other than a lock command on its fast path
+    /// (see `on_message`): what the cron plans from (a deadline, the dbs, the replicas) may
+    /// have moved.
+    pub(crate) wrote: bool,
 }
 
 /// Who runs a command: a client over the network, or the corpus runner.
@@ -173,6 +178,7 @@ impl RedisNode {
             waiters: Vec::new(),
             pending: Vec::new(),
             pubsub: PubSub::default(),
+            wrote: false,
             config,
         }
     }
@@ -1240,6 +1246,9 @@ impl RedisNode {
         read_only: bool,
         by: Option<ProcId>,
     ) -> Reply {
+        // A script can change what the cron plans from without an effect (a SELECT makes
+        // the other dbs): counted as a write for that.
+        self.wrote = true;
         let (sha, source) = match script {
             ScriptRef::Source(s) => (s.sha, s.source.clone()),
             ScriptRef::Sha(None) => return Reply::err(NOSCRIPT),
@@ -1769,7 +1778,10 @@ impl Process for RedisProcess {
                         let reply = node.execute_eval(cx.wall_ms, cmd, Some(from));
                         cx.send(from, Msg::Reply { id, reply });
                     }
-                    _ => self.other_request(cx, from, id, cmd),
+                    _ => {
+                        self.node.wrote = true;
+                        self.other_request(cx, from, id, cmd);
+                    }
                 }
                 // A SET's two strings are dropped inline (a tag test each); the generic
                 // drop glue of `Command` saves and restores six registers around that.
@@ -1784,7 +1796,10 @@ impl Process for RedisProcess {
                 // Any other command is dropped where it lies, at the end of the call:
                 // moving it to hand it to the drop glue copied its 96 bytes.
             }
-            Msg::Repl(m) => self.node.on_repl(cx.wall_ms, cx.mono_ns, from, m),
+            Msg::Repl(m) => {
+                self.node.wrote = true;
+                self.node.on_repl(cx.wall_ms, cx.mono_ns, from, m);
+            }
             _ => {}
         }
         self.flush(cx);
