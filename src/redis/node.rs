@@ -399,9 +399,26 @@ impl RedisNode {
         }
     }
 
-    /// `execute_plain` of a SET (`cmd`), in a frame of its own: the process calls it
-    /// directly for a client on a connection without state.
+    /// `handle` of a SET (`cmd`) from a client on a connection without state, and the
+    /// reply sent: the process calls it directly. The reply is made where the message
+    /// takes it, in this frame (returned, it was copied on the way).
     #[inline(never)]
+    pub(crate) fn answer_set(&mut self, cx: &mut Cx<'_>, from: ProcId, id: u64, cmd: &Command) {
+        self.repl.mono_ns = cx.mono_ns;
+        let reply = self.execute_set(cx.wall_ms, cmd, Some(from));
+        cx.send(from, Msg::Reply { id, reply });
+    }
+
+    /// `answer_set` of an EVAL.
+    #[inline(never)]
+    pub(crate) fn answer_eval(&mut self, cx: &mut Cx<'_>, from: ProcId, id: u64, cmd: &Command) {
+        self.repl.mono_ns = cx.mono_ns;
+        let reply = self.execute_eval(cx.wall_ms, cmd, Some(from));
+        cx.send(from, Msg::Reply { id, reply });
+    }
+
+    /// `execute_plain` of a SET (`cmd`).
+    #[inline(always)]
     pub(crate) fn execute_set(&mut self, now_ms: i64, cmd: &Command, by: Option<ProcId>) -> Reply {
         let Command::Set {
             key,
@@ -426,7 +443,7 @@ impl RedisNode {
 
     /// `execute_plain` of an EVAL (`cmd`), as `execute_set` is of a SET. EVAL is not a
     /// write for processCommand's refusals (a script's own writes are checked when made).
-    #[inline(never)]
+    #[inline(always)]
     pub(crate) fn execute_eval(&mut self, now_ms: i64, cmd: &Command, by: Option<ProcId>) -> Reply {
         let Command::Eval {
             script,
@@ -1769,14 +1786,10 @@ impl Process for RedisProcess {
                 let node = &mut self.node;
                 match cmd {
                     Command::Set { .. } if node.conns.is_empty() => {
-                        node.repl.mono_ns = cx.mono_ns;
-                        let reply = node.execute_set(cx.wall_ms, cmd, Some(from));
-                        cx.send(from, Msg::Reply { id, reply });
+                        node.answer_set(cx, from, id, cmd);
                     }
                     Command::Eval { .. } if node.conns.is_empty() => {
-                        node.repl.mono_ns = cx.mono_ns;
-                        let reply = node.execute_eval(cx.wall_ms, cmd, Some(from));
-                        cx.send(from, Msg::Reply { id, reply });
+                        node.answer_eval(cx, from, id, cmd);
                     }
                     _ => {
                         self.node.wrote = true;
