@@ -1246,8 +1246,7 @@ impl RedisNode {
                 }
                 ScriptRef::Sha(_) => {}
             }
-            let sha = *sha;
-            return self.run_native(now, n, &sha, keys, args, read_only, by);
+            return self.run_native(now, n, sha, keys, args, read_only, by);
         }
         self.eval_lua(now, script, keys, args, read_only, by)
     }
