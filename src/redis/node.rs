@@ -786,9 +786,8 @@ impl RedisNode {
     ) -> Reply {
         // Order of checks as in Redis 7.0 setGenericCommand: expire value, GET's type check,
         // then NX/XX.
-        let expire_at = match absolute_expiry(expiry, now, "set") {
-            Ok(t) => t,
-            Err(e) => return e,
+        let Some(expire_at) = absolute_expiry(expiry, now) else {
+            return invalid_expire_time("set");
         };
         let slot = self.lookup_index_bytes(key, now);
         // The refused NX without GET (most of a contended lock's SETs) answers here, in the
@@ -1084,9 +1083,9 @@ impl RedisNode {
                 let Some(n) = parse_i64_strict(raw) else {
                     return Reply::err(ERR_NOT_INTEGER);
                 };
-                match absolute_expiry(Some(unit.with(n)), now, "getex") {
-                    Ok(t) => t,
-                    Err(e) => return e,
+                match absolute_expiry(Some(unit.with(n)), now) {
+                    Some(t) => t,
+                    None => return invalid_expire_time("getex"),
                 }
             }
             _ => None,
@@ -1644,27 +1643,35 @@ impl RedisNode {
 
 /// An expiry option as an absolute deadline on the node's clock, with Redis 7.0's checks
 /// (`getExpireMillisecondsOrReply`): a non-positive amount, seconds that overflow in ms, or a
-/// relative deadline that overflows give `ERR invalid expire time in '<cmd>' command`.
+/// relative deadline that overflows are invalid (`None`; the caller answers
+/// `invalid_expire_time`). The error is made out of line: made here, its command name was
+/// set up on every SET before the option was even looked at.
 #[inline(always)]
-fn absolute_expiry(expiry: Option<SetExpiry>, now: i64, cmd: &str) -> Result<Option<i64>, Reply> {
-    let invalid = || Reply::Error(format!("ERR invalid expire time in '{cmd}' command"));
-    Ok(match expiry {
+fn absolute_expiry(expiry: Option<SetExpiry>, now: i64) -> Option<Option<i64>> {
+    Some(match expiry {
         None | Some(SetExpiry::KeepTtl) => None,
         Some(SetExpiry::Ex(v) | SetExpiry::ExAt(v)) if v <= 0 || v > i64::MAX / 1000 => {
-            return Err(invalid());
+            return None;
         }
-        Some(SetExpiry::Px(v) | SetExpiry::PxAt(v)) if v <= 0 => return Err(invalid()),
+        Some(SetExpiry::Px(v) | SetExpiry::PxAt(v)) if v <= 0 => return None,
         Some(SetExpiry::Ex(v)) => match (v * 1000).checked_add(now) {
             Some(t) if t > 0 => Some(t),
-            _ => return Err(invalid()),
+            _ => return None,
         },
         Some(SetExpiry::Px(v)) => match v.checked_add(now) {
             Some(t) if t > 0 => Some(t),
-            _ => return Err(invalid()),
+            _ => return None,
         },
         Some(SetExpiry::ExAt(v)) => Some(v * 1000),
         Some(SetExpiry::PxAt(v)) => Some(v),
     })
+}
+
+/// `ERR invalid expire time in '<cmd>' command`.
+#[cold]
+#[inline(never)]
+fn invalid_expire_time(cmd: &str) -> Reply {
+    Reply::Error(format!("ERR invalid expire time in '{cmd}' command"))
 }
 
 fn sub_kind(pattern: bool) -> SubKind {
