@@ -889,7 +889,13 @@ impl RedisNode {
             get: false,
             expiry,
         });
-        if get { old_reply } else { Reply::Ok }
+        if get {
+            old_reply
+        } else {
+            // Nil when GET is not asked for: let go without the call into the drop glue.
+            old_reply.release();
+            Reply::Ok
+        }
     }
 
     /// The fields of the hash at `key` (lazy expiry applied): `Ok(None)` when there is no
