@@ -331,9 +331,12 @@ impl RedisProcess {
         if self.grid.cursor.is_none() {
             return;
         }
-        let bound = self.grid.pending.first().copied();
-        let stop =
-            |t: SimTime| bound.is_some_and(|b| t >= b) || t > until || (t == until && !inclusive);
+        // One bound for the three stops (the next armed point, `until`, and `until` itself
+        // unless inclusive): `until` is a true time reached, never `SimTime::MAX`.
+        debug_assert!(until < SimTime::MAX, "catch-up to a time reached");
+        let end = until.0.saturating_add(u64::from(inclusive));
+        let end = self.grid.pending.first().map_or(end, |b| b.0.min(end));
+        let stop = |t: SimTime| t.0 >= end;
         let mut t = self.grid.next;
         if stop(t) {
             return;
