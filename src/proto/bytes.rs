@@ -330,6 +330,40 @@ mod tests {
         assert!(Bytes::from("a") < Bytes::from("ab"));
     }
 
+    /// Two inline strings compare by their whole buffers (`Repr::Inline`'s invariant): every
+    /// edit keeps the buffer zero past the length, so a string made by edits equals the same
+    /// bytes made at once, and differs from any other.
+    #[test]
+    fn an_edited_inline_string_equals_the_same_bytes_made_at_once() {
+        let mut b = Bytes::new();
+        for i in 0..30u8 {
+            b.push(b'a' + i % 26);
+            assert_eq!(b, Bytes::from_slice(&b[..]), "pushed to {}", i + 1);
+            assert_ne!(b, Bytes::from_slice(&b[..b.len() - 1]));
+        }
+        let mut t = Bytes::from("c3-99");
+        t.increment_decimal(3);
+        assert_eq!(t, Bytes::from("c3-100"));
+        let mut u = Bytes::from("ab");
+        u.insert(1, b'x');
+        assert_eq!(u, Bytes::from("axb"));
+        u.set(0, b'z');
+        assert_eq!(u, Bytes::from("zxb"));
+        u.extend_from_slice(b"yy");
+        assert_eq!(u, Bytes::from("zxbyy"));
+        assert_ne!(u, Bytes::from("zxby"));
+        assert_ne!(
+            Bytes::new(),
+            Bytes::from_slice(&[0]),
+            "a zero byte is not padding"
+        );
+        // One past the inline limit the string is on the heap: still compared by its bytes.
+        let mut long = Bytes::from_slice(&[5u8; 30]);
+        long.push(5);
+        assert_eq!(long, Bytes::from_slice(&[5u8; 31]));
+        assert_ne!(long, Bytes::from_slice(&[5u8; 30]));
+    }
+
     /// Every length from 0 to 40 against a copy and against a copy with each single byte
     /// changed: the head and tail loads must together cover every byte.
     #[test]
