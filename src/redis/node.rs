@@ -243,8 +243,12 @@ impl RedisNode {
     /// compares the two strings as `Bytes` do.
     #[inline(always)]
     fn lookup_index_bytes(&mut self, key: &Bytes, now_ms: i64) -> Option<usize> {
-        let i = self.keyspace.index_of_bytes(key)?;
-        self.live_at(i, now_ms)
+        let (i, entry) = self.keyspace.find_bytes(key)?;
+        if entry.is_expired(now_ms) && !self.repl.applying_master_stream {
+            self.expire_found(i);
+            return None;
+        }
+        Some(i)
     }
 
     /// The rest of a lookup that found the key at `i`: `Some(i)` unless it is expired.
@@ -1366,10 +1370,16 @@ impl RedisNode {
         by: Option<ProcId>,
     ) -> Reply {
         let key = &keys[0];
-        let Some(i) = self.lookup_index_bytes(key, now) else {
+        // `lookup_index_bytes`, keeping the entry it found for the comparison (read again
+        // by position, it was checked against the length a second time).
+        let Some((i, entry)) = self.keyspace.find_bytes(key) else {
             return Reply::Int(0);
         };
-        match &self.keyspace.at(i).value {
+        if entry.is_expired(now) && !self.repl.applying_master_stream {
+            self.expire_found(i);
+            return Reply::Int(0);
+        }
+        match &entry.value {
             Value::Str(v) if *v == args[0] => {}
             Value::Str(_) => return Reply::Int(0),
             _ => return suffixed(WRONGTYPE, &hex(sha)),
