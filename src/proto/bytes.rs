@@ -17,6 +17,8 @@ const INLINE: usize = 30;
 enum Repr {
     /// The bytes are `buf[..len]`. A clone copies the fixed-size buffer: no length-dependent
     /// `memcpy` call and no spill check, which is what the hot path does with tokens.
+    // Invariant: `buf[len..]` is all zero (made zero, and no edit shortens a string), so two
+    // inline strings are equal exactly when their lengths and whole buffers are.
     Inline {
         len: u8,
         buf: [u8; INLINE],
@@ -182,9 +184,14 @@ pub fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl PartialEq for Bytes {
+    /// Two inline strings compare as fixed-size representations (see `Repr::Inline`'s
+    /// invariant): a few vector loads, without the length's case split of `bytes_eq`.
     #[inline(always)]
     fn eq(&self, other: &Bytes) -> bool {
-        bytes_eq(self, other)
+        match (&self.0, &other.0) {
+            (Repr::Inline { len: a, buf: x }, Repr::Inline { len: b, buf: y }) => a == b && x == y,
+            _ => bytes_eq(self, other),
+        }
     }
 }
 
@@ -360,6 +367,40 @@ mod tests {
         v.extend_from_slice(b"xyz");
         assert_eq!(&b[..], &v[..]);
         assert!(Bytes::from("a") < Bytes::from("ab"));
+    }
+
+    /// Two inline strings compare by their whole buffers (`Repr::Inline`'s invariant): every
+    /// edit keeps the buffer zero past the length, so a string made by edits equals the same
+    /// bytes made at once, and differs from any other.
+    #[test]
+    fn an_edited_inline_string_equals_the_same_bytes_made_at_once() {
+        let mut b = Bytes::new();
+        for i in 0..30u8 {
+            b.push(b'a' + i % 26);
+            assert_eq!(b, Bytes::from_slice(&b[..]), "pushed to {}", i + 1);
+            assert_ne!(b, Bytes::from_slice(&b[..b.len() - 1]));
+        }
+        let mut t = Bytes::from("c3-99");
+        t.increment_decimal(3);
+        assert_eq!(t, Bytes::from("c3-100"));
+        let mut u = Bytes::from("ab");
+        u.insert(1, b'x');
+        assert_eq!(u, Bytes::from("axb"));
+        u.set(0, b'z');
+        assert_eq!(u, Bytes::from("zxb"));
+        u.extend_from_slice(b"yy");
+        assert_eq!(u, Bytes::from("zxbyy"));
+        assert_ne!(u, Bytes::from("zxby"));
+        assert_ne!(
+            Bytes::new(),
+            Bytes::from_slice(&[0]),
+            "a zero byte is not padding"
+        );
+        // One past the inline limit the string is on the heap: still compared by its bytes.
+        let mut long = Bytes::from_slice(&[5u8; 30]);
+        long.push(5);
+        assert_eq!(long, Bytes::from_slice(&[5u8; 31]));
+        assert_ne!(long, Bytes::from_slice(&[5u8; 30]));
     }
 
     /// Every length from 0 to 40 against a copy and against a copy with each single byte

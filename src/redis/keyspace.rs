@@ -149,6 +149,21 @@ impl Keyspace {
             _ => self.map.get_index_of(&KeyRef(key)),
         }
     }
+    /// `index_of` for a key held as `Bytes`, with its entry: the one-key case compares as
+    /// `Bytes` do (two inline strings as fixed-size representations), and the entry comes
+    /// from the same read (looked up again by position, it was checked against the length
+    /// a second time).
+    #[inline(always)]
+    pub fn find_bytes(&self, key: &Bytes) -> Option<(usize, &Entry)> {
+        match self.map.len() {
+            0 => None,
+            1 => {
+                let (only, e) = self.map.first().expect("one entry");
+                (only == key).then_some((0, e))
+            }
+            _ => self.map.get_full(&KeyRef(key)).map(|(i, _, e)| (i, e)),
+        }
+    }
     pub fn at(&self, i: usize) -> &Entry {
         &self.map[i]
     }

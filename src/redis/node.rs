@@ -138,6 +138,11 @@ pub struct RedisNode {
     pub(crate) pending: Vec<Observation>,
     /// Channel and pattern subscriptions (lost on a crash).
     pub(crate) pubsub: PubSub,
+    /// Since the cron last took this flag, a command propagated an effect or ran a Lua
+    /// script, or the process handled a message other than a lock command on its fast path
+    /// (see `on_message`): what the cron plans from (a deadline, the dbs, the replicas) may
+    /// have moved.
+    pub(crate) wrote: bool,
 }
 
 /// Who runs a command: a client over the network, or the corpus runner.
@@ -173,6 +178,7 @@ impl RedisNode {
             waiters: Vec::new(),
             pending: Vec::new(),
             pubsub: PubSub::default(),
+            wrote: false,
             config,
         }
     }
@@ -230,6 +236,24 @@ impl RedisNode {
     #[inline(always)]
     fn lookup_index(&mut self, key: &[u8], now_ms: i64) -> Option<usize> {
         let i = self.keyspace.index_of(key)?;
+        self.live_at(i, now_ms)
+    }
+
+    /// `lookup_index` of a key held as `Bytes` (the lock commands' own): the one-key case
+    /// compares the two strings as `Bytes` do.
+    #[inline(always)]
+    fn lookup_index_bytes(&mut self, key: &Bytes, now_ms: i64) -> Option<usize> {
+        let (i, entry) = self.keyspace.find_bytes(key)?;
+        if entry.is_expired(now_ms) && !self.repl.applying_master_stream {
+            self.expire_found(i);
+            return None;
+        }
+        Some(i)
+    }
+
+    /// The rest of a lookup that found the key at `i`: `Some(i)` unless it is expired.
+    #[inline(always)]
+    fn live_at(&mut self, i: usize, now_ms: i64) -> Option<usize> {
         // The entry is read whatever the flag says: the caller reads it at `i` next, and
         // with this read dominating it, that one needs no bounds check of its own.
         let expired = self.keyspace.at(i).is_expired(now_ms);
@@ -358,35 +382,85 @@ impl RedisNode {
     /// A command of a connection outside MULTI, in the db already switched to.
     #[inline]
     pub(crate) fn execute_plain(&mut self, now_ms: i64, cmd: &Command, caller: Caller) -> Reply {
-        if cmd.is_write() {
-            if self.is_replica() {
-                return Reply::err(READONLY);
-            }
-            if !self.enough_good_replicas() {
-                return Reply::err(NOREPLICAS);
-            }
-        }
         // The lock commands go straight to their implementation (`exec`'s arms for them,
         // without the call through its whole match: ~50 instructions a command).
-        let reply = match cmd {
-            Command::Set {
-                key,
-                value,
-                cond,
-                get,
-                expiry,
-            } => self.set(now_ms, key, value, *cond, *get, *expiry, caller.proc),
-            Command::Eval {
-                script,
-                keys,
-                args,
-                read_only,
-            } => self.eval(now_ms, script, keys, args, *read_only, caller.proc),
-            _ => self.exec(now_ms, cmd, caller, None),
+        match cmd {
+            Command::Set { .. } => self.execute_set(now_ms, cmd, caller.proc),
+            Command::Eval { .. } => self.execute_eval(now_ms, cmd, caller.proc),
+            _ => {
+                if cmd.is_write() {
+                    if self.is_replica() {
+                        return Reply::err(READONLY);
+                    }
+                    if !self.enough_good_replicas() {
+                        return Reply::err(NOREPLICAS);
+                    }
+                }
+                let reply = self.exec(now_ms, cmd, caller, None);
+                self.flush_effects(caller.proc, false);
+                reply
+            }
+        }
+    }
+
+    /// `handle` of a SET (`cmd`) from a client on a connection without state, and the
+    /// reply sent: the process calls it directly. The reply is made where the message
+    /// takes it, in this frame (returned, it was copied on the way).
+    #[inline(never)]
+    pub(crate) fn answer_set(&mut self, cx: &mut Cx<'_>, from: ProcId, id: u64, cmd: &Command) {
+        self.repl.mono_ns = cx.mono_ns;
+        let reply = self.execute_set(cx.wall_ms, cmd, Some(from));
+        cx.send(from, Msg::Reply { id, reply });
+    }
+
+    /// `answer_set` of an EVAL.
+    #[inline(never)]
+    pub(crate) fn answer_eval(&mut self, cx: &mut Cx<'_>, from: ProcId, id: u64, cmd: &Command) {
+        self.repl.mono_ns = cx.mono_ns;
+        let reply = self.execute_eval(cx.wall_ms, cmd, Some(from));
+        cx.send(from, Msg::Reply { id, reply });
+    }
+
+    /// `execute_plain` of a SET (`cmd`).
+    #[inline(always)]
+    pub(crate) fn execute_set(&mut self, now_ms: i64, cmd: &Command, by: Option<ProcId>) -> Reply {
+        let Command::Set {
+            key,
+            value,
+            cond,
+            get,
+            expiry,
+        } = cmd
+        else {
+            unreachable!("execute_set of another command");
         };
+        if self.is_replica() {
+            return Reply::err(READONLY);
+        }
+        if !self.enough_good_replicas() {
+            return Reply::err(NOREPLICAS);
+        }
+        let reply = self.set(now_ms, key, value, *cond, *get, *expiry, by);
+        self.flush_effects(by, false);
+        reply
+    }
+
+    /// `execute_plain` of an EVAL (`cmd`), as `execute_set` is of a SET. EVAL is not a
+    /// write for processCommand's refusals (a script's own writes are checked when made).
+    #[inline(always)]
+    pub(crate) fn execute_eval(&mut self, now_ms: i64, cmd: &Command, by: Option<ProcId>) -> Reply {
+        let Command::Eval {
+            script,
+            keys,
+            args,
+            read_only,
+        } = cmd
+        else {
+            unreachable!("execute_eval of another command");
+        };
+        let reply = self.eval(now_ms, script, keys, args, *read_only, by);
         // A script's effects are one unit (MULTI/EXEC around more than one).
-        let unit = matches!(cmd, Command::Eval { .. });
-        self.flush_effects(caller.proc, unit);
+        self.flush_effects(by, true);
         reply
     }
 
@@ -716,11 +790,10 @@ impl RedisNode {
     ) -> Reply {
         // Order of checks as in Redis 7.0 setGenericCommand: expire value, GET's type check,
         // then NX/XX.
-        let expire_at = match absolute_expiry(expiry, now, "set") {
-            Ok(t) => t,
-            Err(e) => return e,
+        let Some(expire_at) = absolute_expiry(expiry, now) else {
+            return invalid_expire_time("set");
         };
-        let slot = self.lookup_index(key, now);
+        let slot = self.lookup_index_bytes(key, now);
         // The refused NX without GET (most of a contended lock's SETs) answers here, in the
         // caller's frame: nil whatever the key holds, as `set_at` would (GET's type check
         // is not asked for), without the frame the write path needs.
@@ -820,7 +893,13 @@ impl RedisNode {
             get: false,
             expiry,
         });
-        if get { old_reply } else { Reply::Ok }
+        if get {
+            old_reply
+        } else {
+            // Nil when GET is not asked for: let go without the call into the drop glue.
+            old_reply.release();
+            Reply::Ok
+        }
     }
 
     /// The fields of the hash at `key` (lazy expiry applied): `Ok(None)` when there is no
@@ -1014,9 +1093,9 @@ impl RedisNode {
                 let Some(n) = parse_i64_strict(raw) else {
                     return Reply::err(ERR_NOT_INTEGER);
                 };
-                match absolute_expiry(Some(unit.with(n)), now, "getex") {
-                    Ok(t) => t,
-                    Err(e) => return e,
+                match absolute_expiry(Some(unit.with(n)), now) {
+                    Some(t) => t,
+                    None => return invalid_expire_time("getex"),
                 }
             }
             _ => None,
@@ -1146,6 +1225,9 @@ impl RedisNode {
         Reply::Int(next)
     }
 
+    // Inline in `execute_eval`: one frame for an unlock, not two (its eight arguments
+    // marshalled on the stack, its six saved registers).
+    #[inline(always)]
     fn eval(
         &mut self,
         now: i64,
@@ -1173,8 +1255,7 @@ impl RedisNode {
                 }
                 ScriptRef::Sha(_) => {}
             }
-            let sha = *sha;
-            return self.run_native(now, n, &sha, keys, args, read_only, by);
+            return self.run_native(now, n, sha, keys, args, read_only, by);
         }
         self.eval_lua(now, script, keys, args, read_only, by)
     }
@@ -1190,6 +1271,9 @@ impl RedisNode {
         read_only: bool,
         by: Option<ProcId>,
     ) -> Reply {
+        // A script can change what the cron plans from without an effect (a SELECT makes
+        // the other dbs): counted as a write for that.
+        self.wrote = true;
         let (sha, source) = match script {
             ScriptRef::Source(s) => (s.sha, s.source.clone()),
             ScriptRef::Sha(None) => return Reply::err(NOSCRIPT),
@@ -1274,6 +1358,7 @@ impl RedisNode {
 
     /// The lock scripts as native Rust, with Redis's exact replies and errors.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn run_native(
         &mut self,
         now: i64,
@@ -1285,10 +1370,16 @@ impl RedisNode {
         by: Option<ProcId>,
     ) -> Reply {
         let key = &keys[0];
-        let Some(i) = self.lookup_index(key, now) else {
+        // `lookup_index_bytes`, keeping the entry it found for the comparison (read again
+        // by position, it was checked against the length a second time).
+        let Some((i, entry)) = self.keyspace.find_bytes(key) else {
             return Reply::Int(0);
         };
-        match &self.keyspace.at(i).value {
+        if entry.is_expired(now) && !self.repl.applying_master_stream {
+            self.expire_found(i);
+            return Reply::Int(0);
+        }
+        match &entry.value {
             Value::Str(v) if *v == args[0] => {}
             Value::Str(_) => return Reply::Int(0),
             _ => return suffixed(WRONGTYPE, &hex(sha)),
@@ -1568,27 +1659,35 @@ impl RedisNode {
 
 /// An expiry option as an absolute deadline on the node's clock, with Redis 7.0's checks
 /// (`getExpireMillisecondsOrReply`): a non-positive amount, seconds that overflow in ms, or a
-/// relative deadline that overflows give `ERR invalid expire time in '<cmd>' command`.
+/// relative deadline that overflows are invalid (`None`; the caller answers
+/// `invalid_expire_time`). The error is made out of line: made here, its command name was
+/// set up on every SET before the option was even looked at.
 #[inline(always)]
-fn absolute_expiry(expiry: Option<SetExpiry>, now: i64, cmd: &str) -> Result<Option<i64>, Reply> {
-    let invalid = || Reply::Error(format!("ERR invalid expire time in '{cmd}' command"));
-    Ok(match expiry {
+fn absolute_expiry(expiry: Option<SetExpiry>, now: i64) -> Option<Option<i64>> {
+    Some(match expiry {
         None | Some(SetExpiry::KeepTtl) => None,
         Some(SetExpiry::Ex(v) | SetExpiry::ExAt(v)) if v <= 0 || v > i64::MAX / 1000 => {
-            return Err(invalid());
+            return None;
         }
-        Some(SetExpiry::Px(v) | SetExpiry::PxAt(v)) if v <= 0 => return Err(invalid()),
+        Some(SetExpiry::Px(v) | SetExpiry::PxAt(v)) if v <= 0 => return None,
         Some(SetExpiry::Ex(v)) => match (v * 1000).checked_add(now) {
             Some(t) if t > 0 => Some(t),
-            _ => return Err(invalid()),
+            _ => return None,
         },
         Some(SetExpiry::Px(v)) => match v.checked_add(now) {
             Some(t) if t > 0 => Some(t),
-            _ => return Err(invalid()),
+            _ => return None,
         },
         Some(SetExpiry::ExAt(v)) => Some(v * 1000),
         Some(SetExpiry::PxAt(v)) => Some(v),
     })
+}
+
+/// `ERR invalid expire time in '<cmd>' command`.
+#[cold]
+#[inline(never)]
+fn invalid_expire_time(cmd: &str) -> Reply {
+    Reply::Error(format!("ERR invalid expire time in '{cmd}' command"))
 }
 
 fn sub_kind(pattern: bool) -> SubKind {
@@ -1664,13 +1763,27 @@ impl RedisProcess {
         self.flush_produced(cx);
     }
 
+    /// A request other than a lock command on a connection without state: `handle`.
+    #[inline(never)]
+    fn other_request(&mut self, cx: &mut Cx<'_>, from: ProcId, id: u64, cmd: &Command) {
+        if let Some(reply) = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, cmd) {
+            cx.send(from, Msg::Reply { id, reply });
+        }
+    }
+
     #[inline(never)]
     fn flush_produced(&mut self, cx: &mut Cx<'_>) {
-        for (to, m) in self.node.drain_outbox() {
-            cx.send(to, m);
+        // Each drain is made only when there is something in it: the drain's own set-up
+        // and drop cost ~35 instructions, and most writes produce observations only.
+        if !self.node.repl.outbox.is_empty() {
+            for (to, m) in self.node.drain_outbox() {
+                cx.send(to, m);
+            }
         }
-        for o in self.node.drain_observations() {
-            cx.observe(o);
+        if !self.node.pending.is_empty() {
+            for o in self.node.drain_observations() {
+                cx.observe(o);
+            }
         }
     }
 }
@@ -1689,9 +1802,21 @@ impl Process for RedisProcess {
             // The command is read where the loop put it: moving it into a binding copies
             // its 96 bytes to this frame, and again to hand it to the drop glue.
             Msg::Request { id, ref cmd } => {
-                let reply = self.node.handle(cx.wall_ms, cx.mono_ns, from, id, cmd);
-                if let Some(reply) = reply {
-                    cx.send(from, Msg::Reply { id, reply });
+                // `handle`'s path for the lock commands on a connection without state, with
+                // the reply made where the message takes it (through `handle`'s `Option` it
+                // was copied twice more) and each command's own frame called directly.
+                let node = &mut self.node;
+                match cmd {
+                    Command::Set { .. } if node.conns.is_empty() => {
+                        node.answer_set(cx, from, id, cmd);
+                    }
+                    Command::Eval { .. } if node.conns.is_empty() => {
+                        node.answer_eval(cx, from, id, cmd);
+                    }
+                    _ => {
+                        self.node.wrote = true;
+                        self.other_request(cx, from, id, cmd);
+                    }
                 }
                 // A SET's two strings are dropped inline (a tag test each); the generic
                 // drop glue of `Command` saves and restores six registers around that.
@@ -1702,11 +1827,14 @@ impl Process for RedisProcess {
                 {
                     drop(key);
                     drop(value);
-                } else {
-                    drop(msg);
                 }
+                // Any other command is dropped where it lies, at the end of the call:
+                // moving it to hand it to the drop glue copied its 96 bytes.
             }
-            Msg::Repl(m) => self.node.on_repl(cx.wall_ms, cx.mono_ns, from, m),
+            Msg::Repl(m) => {
+                self.node.wrote = true;
+                self.node.on_repl(cx.wall_ms, cx.mono_ns, from, m);
+            }
             _ => {}
         }
         self.flush(cx);

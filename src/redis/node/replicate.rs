@@ -57,11 +57,15 @@ impl RedisNode {
     pub(crate) fn flush_effects(&mut self, client: Option<ProcId>, wrap: bool) {
         // A master with no replica, no connection and no AOF `always` has nothing to do
         // after a write: decided here, without the call.
-        if std::mem::take(&mut self.repl.dirty)
-            && (!self.repl.pending.is_empty()
-                || self.config.persistence == Persistence::Aof(Fsync::Always))
-        {
-            self.flush_dirty(client, wrap);
+        // Tested before it is cleared: most commands write nothing, and leave it unstored.
+        if self.repl.dirty {
+            self.repl.dirty = false;
+            self.wrote = true;
+            if !self.repl.pending.is_empty()
+                || self.config.persistence == Persistence::Aof(Fsync::Always)
+            {
+                self.flush_dirty(client, wrap);
+            }
         }
     }
 
