@@ -959,15 +959,7 @@ impl Engine {
         let slot = &self.slots[p.index()];
         let true_ns = slot.clock.true_ns_for_local(self.now, after_ns);
         let incarnation = slot.incarnation;
-        // Written straight into its slab slot, like a message: built elsewhere and passed
-        // on, the event would be copied whole (its size is a message's) twice.
-        let idx = self.free_slot();
-        self.events[idx as usize] = Some(Event::Timer {
-            proc: p,
-            incarnation,
-            tag,
-        });
-        self.enqueue(self.now.plus_ns(true_ns), idx, self.now);
+        self.push_timer(self.now.plus_ns(true_ns), p, incarnation, tag);
     }
 
     /// Arms a timer of `p` at true time `at` (a process that computed where its own chain of
@@ -975,10 +967,17 @@ impl Engine {
     fn set_timer_at(&mut self, p: ProcId, at: SimTime, tag: u64) {
         assert!(at >= self.now, "a timer armed in the past");
         let incarnation = self.slots[p.index()].incarnation;
-        // Written in place, as in `set_timer`.
+        self.push_timer(at, p, incarnation, tag);
+    }
+
+    /// Queues a timer, written straight into its slab slot, like a message: built elsewhere
+    /// and passed on (`push`), the event would be copied whole (its size is a message's)
+    /// twice.
+    #[inline(always)]
+    fn push_timer(&mut self, at: SimTime, proc: ProcId, incarnation: u32, tag: u64) {
         let idx = self.free_slot();
         self.events[idx as usize] = Some(Event::Timer {
-            proc: p,
+            proc,
             incarnation,
             tag,
         });
