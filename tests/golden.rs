@@ -163,8 +163,11 @@ fn record(name: &str, args: &[&str], code: i32, bytes: &[u8]) -> String {
     s
 }
 
+/// Each output of a model: its exit code and its (masked) standard output.
+type Outputs = Vec<(i32, Vec<u8>)>;
+
 /// The golden text of one model and its outputs (kept to explain a mismatch).
-fn golden_of(model: &str) -> (String, Vec<(i32, Vec<u8>)>) {
+fn golden_of(model: &str) -> (String, Outputs) {
     let mut text = format!("# golden outputs of models/{model}.ron (tests/golden.rs)\n");
     let mut outputs = Vec::new();
     for (name, args) in OUTPUTS {
@@ -238,7 +241,7 @@ fn every_catalogue_output_is_byte_identical_to_its_golden_record() {
     assert!(models.len() >= 50, "the catalogue is in models/");
     // Two workers: the machine CI runs on has two cores, and the runs are independent.
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<(String, String, Vec<(i32, Vec<u8>)>)> = std::thread::scope(|s| {
+    let results: Vec<(String, String, Outputs)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
