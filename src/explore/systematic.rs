@@ -20,6 +20,7 @@ use std::fmt::Write as _;
 use crate::check::{Property, Violation};
 use crate::explore::minimize::{fault_ron, fault_spec, scripted_text};
 use crate::rng::Seed;
+use crate::scenario::clients::AlgorithmSpec;
 use crate::scenario::model::{ClientFactory, ClientKind, FaultSpec, HostSpec, crash_host_up};
 use crate::scenario::{ProcKind, Scenario};
 use crate::sim::decision::{Decision, DecisionKind};
@@ -47,6 +48,10 @@ pub struct ExploreConfig {
     pub prefix_sharing: bool,
     /// Keep the model's own scripted faults as part of the world explored.
     pub keep_scripted: bool,
+    /// A schedule of one fault opens a server's fault (a node's crash, clock step, pause)
+    /// before each of the server's events too, not only at the decision points. A client's
+    /// faults always go before each of its events.
+    pub every_offset: bool,
 }
 
 impl Default for ExploreConfig {
@@ -57,6 +62,7 @@ impl Default for ExploreConfig {
             budget_runs: DEFAULT_BUDGET_RUNS,
             prefix_sharing: true,
             keep_scripted: false,
+            every_offset: false,
         }
     }
 }
@@ -98,6 +104,19 @@ pub struct Found {
     pub replay_confirms: bool,
 }
 
+/// The placements of one fault family at the one-fault level.
+#[derive(Clone, Debug, Default)]
+pub struct Coverage {
+    /// Offsets before an event of its target where the family was placed.
+    pub at_events: u64,
+    /// Decision points where it was placed.
+    pub at_decisions: u64,
+    /// Schedules of one fault of this family (offsets × magnitudes).
+    pub placements: u64,
+    /// The magnitudes placed (durations, downtimes, clock deltas), by size, with their text.
+    pub magnitudes: std::collections::BTreeSet<(i64, String)>,
+}
+
 /// What an exploration did and found.
 #[derive(Clone, Debug, Default)]
 pub struct ExploreReport {
@@ -122,6 +141,14 @@ pub struct ExploreReport {
     pub horizon_ns: u64,
     /// Fault kinds the model declares that no menu item places.
     pub not_placed: Vec<&'static str>,
+    /// Points before an event of a process where the one-fault level placed a fault (every
+    /// offset at which a fault of that process first acts).
+    pub event_points: u64,
+    /// Whether servers' faults were placed at every event too (`ExploreConfig::every_offset`).
+    pub every_offset: bool,
+    /// What the one-fault level placed, by (fault kind, target): the exact extent of a
+    /// "no violation with 1 fault".
+    pub coverage: BTreeMap<(String, String), Coverage>,
     pub prefix_sharing: bool,
     /// Wall time, filled in by the caller (the library reads no host clock).
     pub wall_s: f64,
@@ -152,12 +179,15 @@ struct Ctx {
     ttl_ns: BTreeMap<ProcId, u64>,
     redlock: Vec<ProcId>,
     clients: Vec<ProcId>,
-    /// Redis nodes and the consensus service: what a client's partition cuts it from.
-    servers: Vec<ProcId>,
     /// Replicas of each master.
     replicas: BTreeMap<ProcId, Vec<ProcId>>,
     /// With sentinels: how long a crashed master stays down so that they promote a replica.
     failover_down_ns: Option<u64>,
+    /// How long a schedule runs on after its last fault has ended (`settle_ns`).
+    settle_ns: u64,
+    /// Place the servers' faults before each of their events too, not only at the decision
+    /// points (`ExploreConfig::every_offset`).
+    every_offset: bool,
     allowed: Allowed,
 }
 
@@ -165,25 +195,54 @@ struct Ctx {
 type CrashHow = (bool, bool);
 
 /// The faults the model itself declares (scripted, random, swarm, triggers), by kind and
-/// target, with the magnitudes it allows: the menu offers only these, so that a model that
-/// holds against its own faults is not "broken" by faults it never claimed to survive.
-/// Ranges are (min, max); a scripted fault's is its one value.
+/// target, with the magnitudes it allows: the menu offers only these, of the shapes declared,
+/// so that a model that holds against its own faults is not "broken" by faults it never
+/// claimed to survive. Ranges are (min, max); a scripted fault's is its one value.
 #[derive(Debug, Default)]
 struct Allowed {
     pause_ns: BTreeMap<ProcId, (u64, u64)>,
     /// (keep_data, host_up) -> downtime range; `None` for a crash never restarted.
     crash: BTreeMap<ProcId, BTreeMap<CrashHow, Option<(u64, u64)>>>,
     step_ms: BTreeMap<ProcId, (i64, i64)>,
-    /// Cuts of a client from the lock servers (partition, isolation).
-    cut_ns: BTreeMap<ProcId, (u64, u64)>,
-    /// Kinds declared that no menu item places (drift, latency, loss, delayed replies, cuts
-    /// between servers): named in the report.
+    /// Cuts as declared: an isolation of one process, or a partition with its own sides,
+    /// with the range of its duration (`None`: never healed).
+    cuts: Vec<(FaultKind, Option<(u64, u64)>)>,
+    /// A cut declared only together with a crash of its node (`crash_after_grant`'s
+    /// `isolate_from`): placed with that crash, never alone.
+    crash_cuts: BTreeMap<ProcId, FaultKind>,
+    /// Kinds declared that no menu item places (drift, latency, loss, delayed replies):
+    /// named in the report.
     not_placed: std::collections::BTreeSet<&'static str>,
 }
 
 fn widen<T: Copy + Ord>(m: &mut BTreeMap<ProcId, (T, T)>, p: ProcId, r: (T, T)) {
     let e = m.entry(p).or_insert(r);
     *e = (e.0.min(r.0), e.1.max(r.1));
+}
+
+/// Whether a cut of this shape blocks the directed link `from` → `to`.
+fn cut_blocks(kind: &FaultKind, from: ProcId, to: ProcId) -> bool {
+    match kind {
+        FaultKind::Isolate(p) => *p == from || *p == to,
+        FaultKind::Partition {
+            from: a,
+            to: b,
+            both_ways,
+        } => {
+            (a.contains(&from) && b.contains(&to))
+                || (*both_ways && b.contains(&from) && a.contains(&to))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a cut of this shape touches process `p` at all.
+fn cut_touches(kind: &FaultKind, p: ProcId) -> bool {
+    match kind {
+        FaultKind::Isolate(x) => *x == p,
+        FaultKind::Partition { from, to, .. } => from.contains(&p) || to.contains(&p),
+        _ => false,
+    }
 }
 
 impl Allowed {
@@ -207,7 +266,6 @@ impl Allowed {
                 Target::Master(_) => all(ProcKind::Redis),
             }
         };
-        let is_client = |p: &ProcId| kind_of(p.index()) == ProcKind::Client;
         // The crash as the model's entry means it: data kept or not, the host up (a refused
         // connection) or down (silence), with the loader's defaults.
         let how = |keep: Option<bool>, host: Option<HostSpec>| {
@@ -220,14 +278,18 @@ impl Allowed {
                 (x, y) => x.or(y),
             };
         };
-        let cut = |a: &mut Allowed, from: &[ProcId], to: &[ProcId], r: (u64, u64)| {
-            let clients: Vec<ProcId> = from.iter().chain(to).copied().filter(is_client).collect();
-            if clients.is_empty() {
-                a.not_placed.insert("cuts between servers");
+        let cut = |a: &mut Allowed, kind: FaultKind, r: Option<(u64, u64)>| match a
+            .cuts
+            .iter_mut()
+            .find(|(k, _)| *k == kind)
+        {
+            Some((_, e)) => {
+                *e = match (*e, r) {
+                    (Some(x), Some(y)) => Some((x.0.min(y.0), x.1.max(y.1))),
+                    _ => None,
+                }
             }
-            for c in clients {
-                widen(&mut a.cut_ns, c, r);
-            }
+            None => a.cuts.push((kind, r)),
         };
         for f in &sc.model.faults {
             match f {
@@ -264,14 +326,23 @@ impl Allowed {
                     duration,
                     ..
                 } => {
-                    let d = duration.map_or(u64::MAX / 4, |d| d.0);
-                    cut(&mut a, &target(t), &[], (d, d));
+                    for p in target(t) {
+                        cut(&mut a, FaultKind::Isolate(p), duration.map(|d| (d.0, d.0)));
+                    }
                 }
                 FaultSpec::Partition {
-                    from, to, duration, ..
+                    from,
+                    to,
+                    duration,
+                    one_way,
+                    ..
                 } => {
-                    let d = duration.map_or(u64::MAX / 4, |d| d.0);
-                    cut(&mut a, &ids(from), &ids(to), (d, d));
+                    let kind = FaultKind::Partition {
+                        from: ids(from),
+                        to: ids(to),
+                        both_ways: !one_way,
+                    };
+                    cut(&mut a, kind, duration.map(|d| (d.0, d.0)));
                 }
                 FaultSpec::Drift { .. } => {
                     a.not_placed.insert("drift");
@@ -314,15 +385,14 @@ impl Allowed {
                         widen(&mut a.step_ms, p, (delta.min.ms(), delta.max.ms()));
                     }
                 }
+                // A random partition isolates each of its targets (`scenario` lowers it so).
                 R::Partition {
                     targets, duration, ..
                 } => {
-                    cut(
-                        &mut a,
-                        &ids(targets),
-                        &[],
-                        (duration.min.ns(), duration.max.ns()),
-                    );
+                    for p in ids(targets) {
+                        let r = (duration.min.ns(), duration.max.ns());
+                        cut(&mut a, FaultKind::Isolate(p), Some(r));
+                    }
                 }
                 R::Drift { .. } => {
                     a.not_placed.insert("drift");
@@ -350,15 +420,14 @@ impl Allowed {
                         widen(&mut a.pause_ns, p, (duration.min.ns(), duration.max.ns()));
                     }
                 }
+                // The trigger isolates the client that acquired (`sim::adversary`).
                 T::PartitionAfterAcquire {
                     targets, duration, ..
                 } => {
-                    cut(
-                        &mut a,
-                        &ids(targets),
-                        &[],
-                        (duration.min.ns(), duration.max.ns()),
-                    );
+                    for p in ids(targets) {
+                        let r = (duration.min.ns(), duration.max.ns());
+                        cut(&mut a, FaultKind::Isolate(p), Some(r));
+                    }
                 }
                 T::ClockStepAfterGrant { targets, delta, .. } => {
                     for p in ids(targets) {
@@ -367,12 +436,25 @@ impl Allowed {
                 }
                 T::CrashAfterGrant {
                     targets,
+                    isolate_from,
                     restart_after,
                     keep_data,
                     host,
                     ..
                 } => {
                     for p in ids(targets) {
+                        // The trigger cuts the node from `isolate_from` as it crashes it (the
+                        // stream in flight is lost): a second fault, declared with the first.
+                        if !isolate_from.is_empty() {
+                            a.crash_cuts.insert(
+                                p,
+                                FaultKind::Partition {
+                                    from: vec![p],
+                                    to: ids(isolate_from),
+                                    both_ways: false,
+                                },
+                            );
+                        }
                         crash(
                             &mut a,
                             p,
@@ -402,11 +484,43 @@ fn fit<T: Copy + Ord>(want: &[T], range: (T, T)) -> Vec<T> {
     out
 }
 
+/// How long one request of a client of this algorithm may wait for its reply and its
+/// retry: the request timeout (the loader's default of one second where none is given) and
+/// the longest retry delay.
+fn request_wait_ns(spec: &AlgorithmSpec) -> u64 {
+    let retrying = |r: &crate::scenario::clients::Retrying| {
+        r.request_timeout.map_or(NS_PER_S, |d| d.ns()) + r.retry.max.ns()
+    };
+    match spec {
+        AlgorithmSpec::Single { retrying: r, .. }
+        | AlgorithmSpec::Watchdog { retrying: r, .. }
+        | AlgorithmSpec::Redisson { retrying: r, .. }
+        | AlgorithmSpec::Consensus { retrying: r, .. } => retrying(r),
+        AlgorithmSpec::RedisPy {
+            request_timeout, ..
+        } => request_timeout.map_or(NS_PER_S, |d| d.ns()),
+        AlgorithmSpec::Redlock { redlock, .. } => {
+            let r = &**redlock;
+            r.per_node_timeout.map_or(NS_PER_S, |d| d.0)
+                + r.retry_delay.map_or(0, |d| d.0)
+                + r.retry_jitter.map_or(0, |d| d.0)
+        }
+    }
+}
+
+/// A menu item: what it is called, and its faults (a crash with the declared cut of its
+/// replication stream is two).
+type Item = (String, Vec<Fault>);
+
 impl Ctx {
     fn new(sc: &Scenario) -> Ctx {
         let mut ttl_ns = BTreeMap::new();
         let mut redlock = Vec::new();
+        let mut client_wait_ns = 0u64;
         for g in sc.model.clients.iter() {
+            // How long a client may be busy after a fault: its hold, its request timeout
+            // (or the one-second default), its retry delay.
+            client_wait_ns = client_wait_ns.max(g.hold.max.ns() + request_wait_ns(&g.spec));
             for m in g.members() {
                 let id = sc.proc_id(&m.0);
                 ttl_ns.insert(id, g.ttl.ns());
@@ -421,8 +535,6 @@ impl Ctx {
                 .map(|i| ProcId(i as u32))
                 .collect()
         };
-        let mut servers = of(ProcKind::Redis);
-        servers.extend(of(ProcKind::Consensus));
         let mut replicas: BTreeMap<ProcId, Vec<ProcId>> = BTreeMap::new();
         for n in sc.model.nodes.iter() {
             if let Some(m) = &n.replica_of {
@@ -437,19 +549,32 @@ impl Ctx {
             .sentinels
             .as_ref()
             .map(|s| s.down_after.map_or(30 * NS_PER_S, |d| d.ns()) + 5 * NS_PER_S);
+        let max_ttl = ttl_ns.values().copied().max().unwrap_or(NS_PER_S);
+        // Every key, lease and belief set before the last fault ended runs out within two
+        // TTLs of it; a client busy with a hold or a request when it ended is done within its
+        // wait; a second more for the replies and the cron.
+        let settle_ns = 2 * max_ttl + client_wait_ns + NS_PER_S;
         Ctx {
             ttl_ns,
             redlock,
             clients: of(ProcKind::Client),
-            servers,
             replicas,
             failover_down_ns,
+            settle_ns,
+            every_offset: false,
             allowed: Allowed::of(sc),
         }
     }
 
     fn max_ttl_ns(&self) -> u64 {
         self.ttl_ns.values().copied().max().unwrap_or(NS_PER_S)
+    }
+
+    fn ttl_of(&self, p: ProcId) -> u64 {
+        self.ttl_ns
+            .get(&p)
+            .copied()
+            .unwrap_or_else(|| self.max_ttl_ns())
     }
 
     /// The point a decision is, if `explore` places faults there.
@@ -471,6 +596,7 @@ impl Ctx {
             DecisionKind::BeforeResourceWrite => {
                 ("before-resource-write", SimTime(d.at.0.saturating_sub(1)))
             }
+            DecisionKind::Arrival => ("before-event", SimTime(d.at.0.saturating_sub(1))),
         };
         // A fault before time 1 cannot be placed before its event.
         (open_at.0 >= 1).then(|| Point {
@@ -480,53 +606,74 @@ impl Ctx {
         })
     }
 
-    /// Faults of node `n` right after it served client `c` (the granted point, or the
-    /// client's acquired point: after its WAIT or fencing INCR too).
-    fn node_items(&self, n: ProcId, c: ProcId, at: SimTime) -> Vec<(String, Vec<Fault>)> {
-        let a = &self.allowed;
-        let ms = fmt_duration_ns;
-        let mut items = Vec::new();
-        let ttl = self.ttl_ns.get(&c).copied().unwrap_or(NS_PER_S);
-        if let Some(&range) = a.step_ms.get(&n) {
-            let t = (ttl / NS_PER_MS) as i64;
-            for delta_ms in fit(&[t, -t], range) {
-                items.push((
+    fn pause_items(&self, p: ProcId, at: SimTime, left_ns: Option<u64>) -> Vec<Item> {
+        let Some(&range) = self.allowed.pause_ns.get(&p) else {
+            return Vec::new();
+        };
+        let ttl = self.ttl_of(p);
+        // Just past what is left of its lock (its belief if it has one, else the TTL), and
+        // 2 x TTL.
+        let left = left_ns.unwrap_or(ttl).max(1);
+        fit(&[left + NS_PER_MS, 2 * ttl], range)
+            .into_iter()
+            .map(|dur| {
+                (
+                    format!("pause {}", fmt_duration_ns(dur)),
+                    vec![Fault::new(at, Some(dur), FaultKind::Pause(p))],
+                )
+            })
+            .collect()
+    }
+
+    fn step_items(&self, p: ProcId, at: SimTime, ttl: u64) -> Vec<Item> {
+        let Some(&range) = self.allowed.step_ms.get(&p) else {
+            return Vec::new();
+        };
+        let t = (ttl / NS_PER_MS) as i64;
+        fit(&[t, -t], range)
+            .into_iter()
+            .map(|delta_ms| {
+                (
                     format!("wall-clock step {delta_ms:+}ms"),
                     vec![Fault::new(
                         at,
                         None,
-                        FaultKind::ClockStep { proc: n, delta_ms },
+                        FaultKind::ClockStep { proc: p, delta_ms },
                     )],
-                ));
+                )
+            })
+            .collect()
+    }
+
+    /// Crashes of `p` as the model declares them (data kept or not, host up or down), with
+    /// downtimes `want_ns` brought into the declared range; `with_cut`: each together with a
+    /// declared cut of `p`'s replication stream (two faults), instead of alone.
+    fn crash_items(&self, p: ProcId, at: SimTime, want_ns: &[u64], with_cut: bool) -> Vec<Item> {
+        let mut items = Vec::new();
+        let repl_cut = if with_cut {
+            match self.repl_cut(p) {
+                Some(c) => Some(c),
+                None => return items,
             }
-        }
-        let replicas = self.replicas.get(&n);
-        for (&(keep_data, host_up), &down) in a.crash.get(&n).into_iter().flatten() {
-            let mut want = vec![NS_PER_MS, ttl];
-            want.extend(self.failover_down_ns);
+        } else {
+            None
+        };
+        for (&(keep_data, host_up), &down) in self.allowed.crash.get(&p).into_iter().flatten() {
             let downs: Vec<Option<u64>> = match down {
-                Some(range) => fit(&want, range).into_iter().map(Some).collect(),
+                Some(range) => fit(want_ns, range).into_iter().map(Some).collect(),
                 None => vec![None],
             };
             for down in downs {
                 let mut fs = Vec::new();
-                // Cut from its replicas first, so the write in flight is lost with it.
-                if let Some(r) = replicas {
-                    fs.push(Fault::new(
-                        at,
-                        down,
-                        FaultKind::Partition {
-                            from: vec![n],
-                            to: r.clone(),
-                            both_ways: false,
-                        },
-                    ));
+                // The cut first, so that the write in flight is lost with the node.
+                if let Some(kind) = &repl_cut {
+                    fs.push(Fault::new(at, down, kind.clone()));
                 }
                 fs.push(Fault::new(
                     at,
                     down,
                     FaultKind::Crash {
-                        proc: n,
+                        proc: p,
                         keep_data,
                         host_up,
                     },
@@ -537,10 +684,10 @@ impl Ctx {
                         if keep_data { "data kept" } else { "empty" },
                         down.map_or("never restarted".to_string(), |d| format!(
                             "restarted after {}",
-                            ms(d)
+                            fmt_duration_ns(d)
                         )),
-                        if replicas.is_some() {
-                            ", replication cut"
+                        if repl_cut.is_some() {
+                            ", replication cut (as declared)"
                         } else {
                             ""
                         }
@@ -552,136 +699,138 @@ impl Ctx {
         items
     }
 
-    /// The fault menu at a point (docs/explore.md, "The fault menu"): the canonical
-    /// faults, of the kinds and on the processes the model declares, their magnitudes
-    /// brought into the model's ranges.
-    fn menu(&self, p: &Point) -> Vec<(String, Vec<Fault>)> {
+    /// A declared cut that severs master `m` from one of its replicas, if the model has one:
+    /// the one declared with its crash, else a cut declared on its own.
+    fn repl_cut(&self, m: ProcId) -> Option<FaultKind> {
+        let replicas = self.replicas.get(&m)?;
+        if let Some(k) = self.allowed.crash_cuts.get(&m) {
+            return Some(k.clone());
+        }
+        self.allowed
+            .cuts
+            .iter()
+            .find(|(k, _)| replicas.iter().any(|&r| cut_blocks(k, m, r)))
+            .map(|(k, _)| k.clone())
+    }
+
+    /// The declared cuts that `pick` selects, for durations `want_ns` in their ranges.
+    fn cut_items(
+        &self,
+        at: SimTime,
+        want_ns: &[u64],
+        names: &[String],
+        pick: impl Fn(&FaultKind) -> bool,
+    ) -> Vec<Item> {
+        let mut items = Vec::new();
+        for (kind, range) in &self.allowed.cuts {
+            if !pick(kind) {
+                continue;
+            }
+            let durs: Vec<Option<u64>> = match range {
+                Some(r) => fit(want_ns, *r).into_iter().map(Some).collect(),
+                None => vec![None],
+            };
+            for dur in durs {
+                let f = Fault::new(at, dur, kind.clone());
+                let text = f.describe(&|p: ProcId| names[p.index()].clone());
+                items.push((text, vec![f]));
+            }
+        }
+        items
+    }
+
+    /// Faults of node `n` right after it served client `c` (the granted point, or the
+    /// client's acquired point: after its WAIT or fencing INCR too).
+    fn node_items(&self, n: ProcId, c: ProcId, at: SimTime, names: &[String]) -> Vec<Item> {
+        let ttl = self.ttl_of(c);
+        let mut items = self.step_items(n, at, ttl);
+        let mut want = vec![NS_PER_MS, ttl];
+        want.extend(self.failover_down_ns);
+        items.extend(self.crash_items(n, at, &want, false));
+        if self.replicas.contains_key(&n) {
+            items.extend(self.crash_items(n, at, &want, true));
+        }
+        // A cut between the client and the node, or of the node from its replicas.
+        let replicas = self.replicas.get(&n).cloned().unwrap_or_default();
+        items.extend(self.cut_items(at, &[ttl], names, |k| {
+            cut_blocks(k, n, c)
+                || cut_blocks(k, c, n)
+                || replicas.iter().any(|&r| cut_blocks(k, n, r))
+        }));
+        items
+    }
+
+    /// The fault menu at a point (docs/explore.md, "The fault menu"): the canonical faults,
+    /// of the kinds, shapes and targets the model declares, their magnitudes brought into the
+    /// model's ranges. `left_ns`: what the process at the point believes is left of its lock.
+    fn menu(&self, p: &Point, left_ns: Option<u64>, names: &[String]) -> Vec<Item> {
         let at = p.open_at;
         let d = &p.decision;
-        let a = &self.allowed;
         let mut items = Vec::new();
-        let ms = fmt_duration_ns;
         match d.kind {
+            // Before any event of a client: each fault of that client, and each cut of a
+            // client that would drop this delivery (also when it arrives at a server). The
+            // servers' own faults go at the decision points, unless every offset is asked for
+            // (`ExploreConfig::every_offset`).
+            DecisionKind::Arrival => {
+                let q = d.proc;
+                let client = self.clients.contains(&q);
+                let ttl = self.ttl_of(q);
+                if client || self.every_offset {
+                    items.extend(self.pause_items(q, at, left_ns));
+                    let mut want = vec![NS_PER_MS, ttl];
+                    want.extend(self.failover_down_ns);
+                    items.extend(self.crash_items(q, at, &want, false));
+                    items.extend(self.step_items(q, at, ttl));
+                }
+                if let Some(from) = d.peer {
+                    let of_client = |k: &FaultKind| {
+                        self.every_offset || self.clients.iter().any(|&c| cut_touches(k, c))
+                    };
+                    items.extend(self.cut_items(at, &[ttl], names, |k| {
+                        cut_blocks(k, from, q) && of_client(k)
+                    }));
+                }
+            }
             DecisionKind::Acquired
             | DecisionKind::BeforeDel
             | DecisionKind::BeforeResourceWrite => {
                 let c = d.proc;
-                let ttl = self.ttl_ns.get(&c).copied().unwrap_or(NS_PER_S);
-                if let Some(&range) = a.pause_ns.get(&c) {
-                    // Just past what is left of its lock: its belief if it has one, else the
-                    // TTL; and 2 x TTL.
-                    let left = d
-                        .believed_until
-                        .map_or(ttl, |u| u.0.saturating_sub(d.at.0))
-                        .max(1);
-                    for dur in fit(&[left + NS_PER_MS, 2 * ttl], range) {
-                        items.push((
-                            format!("pause {}", ms(dur)),
-                            vec![Fault::new(at, Some(dur), FaultKind::Pause(c))],
-                        ));
-                    }
-                }
+                let ttl = self.ttl_of(c);
+                let left = d
+                    .believed_until
+                    .map(|u| u.0.saturating_sub(d.at.0))
+                    .or(left_ns);
+                items.extend(self.pause_items(c, at, left));
                 if d.kind == DecisionKind::Acquired {
                     if let Some(n) = d.peer {
-                        items.extend(self.node_items(n, c, at));
+                        items.extend(self.node_items(n, c, at, names));
                     }
                     // A client that dies holding its lock (restarted as the model says).
-                    for (&(keep_data, host_up), &down) in a.crash.get(&c).into_iter().flatten() {
-                        let downs: Vec<Option<u64>> = match down {
-                            Some(range) => fit(&[NS_PER_MS, ttl], range)
-                                .into_iter()
-                                .map(Some)
-                                .collect(),
-                            None => vec![None],
-                        };
-                        for down in downs {
-                            items.push((
-                                format!(
-                                    "crash, {}",
-                                    down.map_or("never restarted".to_string(), |d| format!(
-                                        "restarted after {}",
-                                        ms(d)
-                                    ))
-                                ),
-                                vec![Fault::new(
-                                    at,
-                                    down,
-                                    FaultKind::Crash {
-                                        proc: c,
-                                        keep_data,
-                                        host_up,
-                                    },
-                                )],
-                            ));
-                        }
-                    }
-                    if let Some(&range) = a.step_ms.get(&c) {
-                        let t = (ttl / NS_PER_MS) as i64;
-                        for delta_ms in fit(&[t, -t], range) {
-                            items.push((
-                                format!("wall-clock step {delta_ms:+}ms"),
-                                vec![Fault::new(
-                                    at,
-                                    None,
-                                    FaultKind::ClockStep { proc: c, delta_ms },
-                                )],
-                            ));
-                        }
-                    }
-                    if let Some(&range) = a.cut_ns.get(&c) {
-                        for dur in fit(&[ttl], range) {
-                            items.push((
-                                format!("partition from the lock servers for {}", ms(dur)),
-                                vec![Fault::new(
-                                    at,
-                                    Some(dur),
-                                    FaultKind::Partition {
-                                        from: vec![c],
-                                        to: self.servers.clone(),
-                                        both_ways: true,
-                                    },
-                                )],
-                            ));
-                        }
-                    }
+                    items.extend(self.crash_items(c, at, &[NS_PER_MS, ttl], false));
+                    items.extend(self.step_items(c, at, ttl));
+                    items.extend(self.cut_items(at, &[ttl], names, |k| cut_touches(k, c)));
                 }
             }
             DecisionKind::Granted => {
                 let n = d.proc;
                 let c = d.peer.expect("a grant has a writer");
-                let ttl = self.ttl_ns.get(&c).copied().unwrap_or(NS_PER_S);
-                items.extend(self.node_items(n, c, at));
-                if let Some(&range) = a.cut_ns.get(&c) {
-                    for dur in fit(&[ttl], range) {
-                        items.push((
-                            format!("partition the client from this node for {}", ms(dur)),
-                            vec![Fault::new(
-                                at,
-                                Some(dur),
-                                FaultKind::Partition {
-                                    from: vec![c],
-                                    to: vec![n],
-                                    both_ways: true,
-                                },
-                            )],
-                        ));
-                    }
-                }
+                items.extend(self.node_items(n, c, at, names));
             }
         }
         items
     }
 }
 
-/// How long a schedule runs after its last fault opens: long enough for the longest fault
-/// of a menu (2 x TTL, or a failover's downtime) to end and every key, lease and belief set
-/// before it to run out (another TTL), with a TTL and a second to spare; and past the
-/// liveness bound, so that a lock left unobtainable is seen.
+/// How long a schedule runs on after its last fault has ended (closed, or opened if it
+/// never closes): the settle time (2 x TTL, plus the longest client hold and request
+/// timeout, plus 1 s), and past the liveness bound, so that a lock left unobtainable is
+/// seen. `explore` runs each schedule to the last end plus this, capped at the model's
+/// duration.
 pub fn horizon_ns(sc: &Scenario) -> u64 {
     let ctx = Ctx::new(sc);
-    let ttl = ctx.max_ttl_ns();
-    let longest_fault = (2 * ttl).max(ctx.failover_down_ns.unwrap_or(0));
-    (longest_fault + 2 * ttl + NS_PER_S).max(sc.liveness_bound_ns.saturating_add(ttl))
+    ctx.settle_ns
+        .max(sc.liveness_bound_ns.saturating_add(ctx.max_ttl_ns()))
 }
 
 struct Search<'a> {
@@ -733,30 +882,69 @@ impl Search<'_> {
         matches!(w.run_until(until), Some(e) if e.is_inconclusive())
     }
 
-    /// The points of `w`'s run after `after`, up to `until` (`w` is a probe, consumed).
-    fn points(&self, mut w: World, after: Option<SimTime>, until: SimTime) -> Vec<Point> {
+    /// The points of `w`'s run after `after`, up to `until`, each with its menu (`w` is a
+    /// probe, consumed). `arrivals`: also the points before every event of a process (the
+    /// offsets of a schedule's only fault).
+    fn points(
+        &self,
+        mut w: World,
+        after: Option<SimTime>,
+        until: SimTime,
+        arrivals: bool,
+    ) -> Vec<(Point, Vec<Item>)> {
         Self::run_to(&mut w, until);
-        let mut ps: Vec<Point> = with_granters(w.take_decisions())
-            .iter()
-            .filter_map(|d| self.ctx.point(d))
-            .filter(|p| after.is_none_or(|a| p.open_at > a) && p.open_at <= until)
+        // What each client believes is left of its lock at a point: from its last
+        // acquisition's believed end, while that is ahead.
+        let mut belief: BTreeMap<ProcId, SimTime> = BTreeMap::new();
+        let mut ps = Vec::new();
+        for d in with_granters(w.take_decisions()) {
+            if d.kind == DecisionKind::Acquired
+                && let Some(u) = d.believed_until
+            {
+                belief.insert(d.proc, u);
+            }
+            if d.kind == DecisionKind::Arrival && !arrivals {
+                continue;
+            }
+            let Some(p) = self.ctx.point(&d) else {
+                continue;
+            };
+            if after.is_some_and(|a| p.open_at <= a) || p.open_at > until {
+                continue;
+            }
+            let left = belief
+                .get(&d.proc)
+                .filter(|u| **u > p.open_at)
+                .map(|u| u.0 - p.open_at.0);
+            let menu = self.ctx.menu(&p, left, &self.names);
             // A point where the model declares no fault is no place to put one.
-            .filter(|p| !self.ctx.menu(p).is_empty())
-            .collect();
-        ps.sort_by_key(|p| p.open_at);
+            if !menu.is_empty() {
+                ps.push((p, menu));
+            }
+        }
+        ps.sort_by_key(|(p, _)| p.open_at);
         ps
     }
 
-    fn end_of(&self, last_open: Option<SimTime>) -> SimTime {
+    /// Where a schedule with `placed` stops: the horizon after its last fault ended (or
+    /// opened, for one that never ends), at most the model's duration.
+    fn end_of(&self, placed: &[Placed]) -> SimTime {
         let max = self.sc.limits.max_time;
-        match last_open {
+        let last = placed
+            .iter()
+            .flat_map(|p| &p.faults)
+            .map(|f| f.end().unwrap_or(f.at))
+            .max();
+        match last {
             None => max,
             Some(t) => t.plus_ns(self.horizon_ns).min(max),
         }
     }
 
-    /// Level `level` below `node` (a world with `placed` scheduled, at or before the last
-    /// one's opening).
+    /// The schedules of exactly `level` faults below `node` (a world with `placed`
+    /// scheduled, at or before the last one's opening). A schedule's faults are counted one
+    /// by one: a menu item of two (a crash with the declared cut of its replication) takes
+    /// two of them.
     fn walk(
         &mut self,
         node: World,
@@ -764,8 +952,9 @@ impl Search<'_> {
         last_open: Option<SimTime>,
         level: usize,
     ) -> Result<(), Stop> {
-        let until = self.end_of(last_open);
-        if placed.len() == level {
+        let until = self.end_of(placed);
+        let used: usize = placed.iter().map(|p| p.faults.len()).sum();
+        if used == level {
             self.spend()?;
             let mut w = node;
             if Self::run_to(&mut w, until) {
@@ -780,16 +969,30 @@ impl Search<'_> {
         }
         self.spend()?;
         let probe = node.clone();
-        let points = self.points(probe, last_open, until);
+        // A schedule's only fault goes before every event of its target (every offset at
+        // which it first acts); a schedule of several, at the decision points.
+        let single = level == 1;
+        // The horizon of the deepest schedule below: what the probe must see points up to.
+        let probe_until = match last_open {
+            None => self.sc.limits.max_time,
+            Some(_) => until,
+        };
+        let points = self.points(probe, last_open, probe_until, single);
+        if single && placed.is_empty() {
+            self.note_coverage(&points);
+        }
         let mut cursor = node;
-        for p in points {
+        for (p, menu) in points {
             let stop_at = SimTime(p.open_at.0 - 1);
             if cursor.now() < stop_at && cursor.run_until(stop_at).is_some() {
                 break;
             }
             // What the cursor logged is for its probe, already taken: do not copy it on.
             cursor.take_decisions();
-            for (item, faults) in self.ctx.menu(&p) {
+            for (item, faults) in menu {
+                if used + faults.len() > level {
+                    continue;
+                }
                 placed.push(Placed {
                     point: p.label,
                     point_at: p.decision.at,
@@ -804,7 +1007,7 @@ impl Search<'_> {
                     self.fresh(placed)
                 };
                 w.run_until(p.open_at);
-                let depth = placed.len();
+                let depth = used + placed.last().map_or(0, |p| p.faults.len());
                 // Liveness looks back (how long the lock has been wanted and free), which the
                 // fingerprint leaves out: models checking it are not deduplicated.
                 let fingerprint = if self.dedup { w.fingerprint() } else { None };
@@ -832,6 +1035,74 @@ impl Search<'_> {
             }
         }
         Ok(())
+    }
+
+    /// What the one-fault level places, by fault kind and target: how many offsets, which
+    /// magnitudes (the report's exact statement of what "no violation" covered).
+    fn note_coverage(&mut self, points: &[(Point, Vec<Item>)]) {
+        for (p, menu) in points {
+            if p.decision.kind == DecisionKind::Arrival {
+                self.report.event_points += 1;
+            }
+            let mut families = std::collections::BTreeSet::new();
+            for (_, faults) in menu {
+                let Some(f) = faults.last() else { continue };
+                let name = |q: ProcId| self.names[q.index()].clone();
+                let (kind, target, magnitude) = coverage_key(f, &name, faults.len());
+                let c = self
+                    .report
+                    .coverage
+                    .entry((kind.clone(), target.clone()))
+                    .or_default();
+                c.placements += 1;
+                c.magnitudes.insert(magnitude);
+                if families.insert((kind, target)) {
+                    if p.decision.kind == DecisionKind::Arrival {
+                        c.at_events += 1;
+                    } else {
+                        c.at_decisions += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A fault's family in the coverage table (kind, target) and its magnitude's text.
+fn coverage_key(
+    f: &Fault,
+    name: &dyn Fn(ProcId) -> String,
+    n: usize,
+) -> (String, String, (i64, String)) {
+    let window = || match f.duration_ns {
+        Some(d) => (d as i64, fmt_duration_ns(d)),
+        None => (i64::MAX, "never ends".to_string()),
+    };
+    match &f.kind {
+        FaultKind::Pause(p) => ("pause".into(), name(*p), window()),
+        FaultKind::Crash {
+            proc,
+            keep_data,
+            host_up,
+        } => (
+            format!(
+                "crash ({}, host {}{})",
+                if *keep_data { "data kept" } else { "empty" },
+                if *host_up { "up" } else { "down" },
+                if n > 1 { ", replication cut" } else { "" }
+            ),
+            name(*proc),
+            window(),
+        ),
+        FaultKind::ClockStep { proc, delta_ms } => (
+            "wall-clock step".into(),
+            name(*proc),
+            (*delta_ms, format!("{delta_ms:+}ms")),
+        ),
+        other => {
+            let described = Fault::new(SimTime::ZERO, None, other.clone()).describe(name);
+            ("cut".into(), described, window())
+        }
     }
 }
 
@@ -886,7 +1157,8 @@ pub fn explore_with(
     let base_sc = base_scenario(sc, cfg.keep_scripted)?;
     let (mut base, _) = base_sc.build_with(cfg.seed, TraceMode::Off, custom);
     base.log_decisions();
-    let ctx = Ctx::new(sc);
+    let mut ctx = Ctx::new(sc);
+    ctx.every_offset = cfg.every_offset;
     let mut search = Search {
         sc,
         dedup: !sc.properties.contains(&Property::Liveness),
@@ -901,6 +1173,7 @@ pub fn explore_with(
             seed: cfg.seed,
             faults: cfg.faults,
             prefix_sharing: cfg.prefix_sharing,
+            every_offset: cfg.every_offset,
             ..ExploreReport::default()
         },
         names: base.names(),
@@ -911,9 +1184,9 @@ pub fn explore_with(
         search.cfg.prefix_sharing = false;
         search.report.prefix_sharing = false;
     }
-    let all = search.points(base.clone(), None, sc.limits.max_time);
+    let all = search.points(base.clone(), None, sc.limits.max_time, false);
     search.report.points = all.len();
-    for p in &all {
+    for (p, _) in &all {
         *search.report.points_by_kind.entry(p.label).or_default() += 1;
     }
     let mut outcome = None;
@@ -983,6 +1256,21 @@ fn found(
     })
 }
 
+/// The magnitudes one fault family was placed with, as a phrase ("durations 1s, 2s").
+fn magnitudes_text(c: &Coverage) -> String {
+    const SHOWN: usize = 6;
+    let all: Vec<&str> = c.magnitudes.iter().map(|(_, s)| s.as_str()).collect();
+    if all.len() <= SHOWN {
+        return format!("magnitudes {}", all.join(", "));
+    }
+    format!(
+        "{} magnitudes from {} to {}",
+        all.len(),
+        all[0],
+        all[all.len() - 1]
+    )
+}
+
 /// The report as text; `saved` is where the scripted model was written, if it was.
 /// `program` begins the printed replay command (the CLI passes the program as invoked, so
 /// the line runs as pasted).
@@ -1018,9 +1306,36 @@ pub fn report_text(r: &ExploreReport, saved: Option<&str>, program: &str) -> Str
             r.not_placed.join(", ")
         );
     }
+    if r.faults >= 1 {
+        let _ = writeln!(
+            t,
+            "offsets: a schedule of one fault opens it just before each event of its target ({} such points: every offset at which it first acts) and at the decision points, for {}; a schedule of {} opens every fault at a decision point",
+            r.event_points,
+            if r.every_offset {
+                "the faults of every process"
+            } else {
+                "a client's faults and cuts (a server's own faults at the decision points only; --every-offset places them at every event too)"
+            },
+            match r.faults {
+                1 => "more faults".to_string(),
+                2 => "2 faults".to_string(),
+                k => format!("2 to {k} faults"),
+            }
+        );
+        for ((kind, target), c) in &r.coverage {
+            let _ = writeln!(
+                t,
+                "  one fault: {kind} {target}: before {} of its events and at {} decision points, {} ({} schedules)",
+                c.at_events,
+                c.at_decisions,
+                magnitudes_text(c),
+                c.placements
+            );
+        }
+    }
     let _ = writeln!(
         t,
-        "schedules run: {} ({} runs in all, {} skipped as explored states), distinct states: {}, horizon {} after the last fault",
+        "schedules run: {} ({} runs in all, {} skipped as explored states), distinct states: {}, horizon: each schedule runs to {} after its last fault ends (2 x TTL + the longest hold and request wait + 1s, or the liveness bound + TTL), at most the model's duration",
         r.schedules,
         r.runs,
         r.duplicates,
@@ -1093,8 +1408,8 @@ pub fn report_text(r: &ExploreReport, saved: Option<&str>, program: &str) -> Str
         None => {
             let _ = writeln!(
                 t,
-                "no violation with ≤ {} faults at {} points",
-                r.faults, r.points
+                "no violation with ≤ {} faults at {} points (one fault: at {} event offsets and the decision points, of the magnitudes listed; more: at the decision points)",
+                r.faults, r.points, r.event_points
             );
             if r.inconclusive_runs > 0 {
                 let _ = writeln!(
@@ -1142,6 +1457,13 @@ pub fn report_json(r: &ExploreReport) -> serde_json::Value {
         "budget_hit": r.budget_hit,
         "inconclusive_runs": r.inconclusive_runs,
         "horizon_ns": r.horizon_ns,
+        "event_points": r.event_points,
+        "every_offset": r.every_offset,
+        "coverage": r.coverage.iter().map(|((kind, target), c)| serde_json::json!({
+            "kind": kind, "target": target, "placements": c.placements,
+            "at_events": c.at_events, "at_decision_points": c.at_decisions,
+            "magnitudes": c.magnitudes.iter().map(|(_, s)| s.clone()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
         "not_placed": r.not_placed,
         "prefix_sharing": r.prefix_sharing,
         "wall_s": r.wall_s,
@@ -1189,12 +1511,17 @@ pub fn pct(sc: &Scenario, seed: u64, depth: usize, runs: u64) -> Result<PctRepor
     let (mut base, _) = base_sc.build(seed, TraceMode::Off);
     base.log_decisions();
     base.run();
+    let names = base.names();
+    // PCT draws among the protocol's decision points (not every event: its bound is over
+    // the points of the base run).
     let points: Vec<Point> = with_granters(base.take_decisions())
         .iter()
+        .filter(|d| d.kind != DecisionKind::Arrival)
         .filter_map(|d| ctx.point(d))
-        .filter(|p| !ctx.menu(p).is_empty())
+        .filter(|p| !ctx.menu(p, None, &names).is_empty())
         .collect();
-    let menus: Vec<Vec<(String, Vec<Fault>)>> = points.iter().map(|p| ctx.menu(p)).collect();
+    let menus: Vec<Vec<(String, Vec<Fault>)>> =
+        points.iter().map(|p| ctx.menu(p, None, &names)).collect();
     let max_menu = menus.iter().map(Vec::len).max().unwrap_or(0);
     let n = points.len();
     let p = if n >= depth && max_menu > 0 {

@@ -19,6 +19,12 @@ pub enum DecisionKind {
     BeforeDel,
     /// `proc` (a client) is about to send a write to the resource `peer`.
     BeforeResourceWrite,
+    /// An event reached `proc`: a delivery from `peer`, or (no peer) a timer or its start.
+    /// A fault of `proc` that opens anywhere after its previous event and before this one
+    /// meets its future at this event first — for a pause, the run depends on the pause's
+    /// start only through which event it parks first — so one fault opened just before each
+    /// event covers every start of that fault (docs/explore.md, "Offsets").
+    Arrival,
 }
 
 impl DecisionKind {
@@ -27,7 +33,7 @@ impl DecisionKind {
     pub fn is_before_send(self) -> bool {
         matches!(
             self,
-            DecisionKind::BeforeDel | DecisionKind::BeforeResourceWrite
+            DecisionKind::BeforeDel | DecisionKind::BeforeResourceWrite | DecisionKind::Arrival
         )
     }
 }

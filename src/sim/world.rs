@@ -543,6 +543,9 @@ impl World {
         debug_assert!(at >= self.engine.now, "time went back");
         self.engine.now = at;
         self.engine.events_handled += 1;
+        if self.engine.decisions.is_some() {
+            self.engine.log_arrival(idx);
+        }
         self.handle(idx);
         if std::mem::take(&mut self.engine.top_spent) {
             self.engine.queue.pop();
@@ -812,6 +815,19 @@ impl World {
 }
 
 impl Engine {
+    /// Logs the event in slot `idx` as an arrival at its process (`explore`'s offsets), before
+    /// it is handled: a delivery (whether it will be dropped, parked or handled), a timer or a
+    /// start. Fault events reach no process.
+    #[cold]
+    fn log_arrival(&mut self, idx: u32) {
+        let (proc, peer) = match self.events[idx as usize] {
+            Some(Event::Deliver { from, to, .. }) => (to, Some(from)),
+            Some(Event::Timer { proc, .. } | Event::Start { proc, .. }) => (proc, None),
+            Some(Event::Fault { .. }) | None => return,
+        };
+        self.decision(DecisionKind::Arrival, proc, peer);
+    }
+
     fn decision(&mut self, kind: DecisionKind, proc: ProcId, peer: Option<ProcId>) {
         let at = self.now;
         if let Some(log) = &mut self.decisions {

@@ -31,6 +31,11 @@ pub struct Args {
     /// Keep the model's own scripted faults in the world explored.
     #[arg(long)]
     keep_scripted: bool,
+    /// A one-fault schedule opens a server's own fault (a node's crash, clock step or pause)
+    /// before each of the server's events too, not only at the decision points; a client's
+    /// faults and cuts always go before each of its events.
+    #[arg(long)]
+    every_offset: bool,
     /// PCT-style random mode: d faults at uniformly drawn decision points per run (1..=4).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=sys::MAX_FAULTS as u64))]
     depth: Option<u64>,
@@ -61,6 +66,7 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
         budget_runs: a.budget,
         prefix_sharing: !a.no_prefix_sharing,
         keep_scripted: a.keep_scripted,
+        every_offset: a.every_offset,
     };
     if let Some(d) = a.depth {
         // The runs 99 % confidence needs, unless told otherwise (bounded all the same).
