@@ -1017,7 +1017,18 @@ impl RedlockClient {
                     self.conclude_fanout(cx);
                     return;
                 }
-                let Some(i) = self.pending_node(&f, from, id) else {
+                // `id` 0: the node was killed with its host up and the kernel reset the
+                // connection, failing whatever was in flight on it — that node's request.
+                let node = if id == 0 {
+                    self.config
+                        .nodes
+                        .iter()
+                        .position(|&n| n == from)
+                        .filter(|&i| matches!(self.votes.get(i), Some(Vote::Pending { .. })))
+                } else {
+                    self.pending_node(&f, from, id)
+                };
+                let Some(i) = node else {
                     return;
                 };
                 let answer = match f.kind {
@@ -2213,6 +2224,32 @@ mod tests {
             out.extend(h.reply(r, reply));
         }
         assert!(acquired_validity(&out).is_some());
+    }
+
+    /// A node killed with its host up resets its connections (`Refused { id: 0 }`): the
+    /// request in flight to that node fails at once, as a refusal of it would; a node that
+    /// already answered keeps its vote.
+    #[test]
+    fn a_connection_reset_by_a_killed_node_fails_that_nodes_pending_request_only() {
+        let mut h = Harness::new(config(preset("redis-docs")));
+        let reqs = requests(&h.start());
+        h.advance(MS);
+        h.reply(&reqs[0], Reply::Ok);
+        let reset = |h: &mut Harness, from: ProcId| {
+            h.run(|c, cx| c.on_message(cx, from, Msg::Refused { id: 0 }))
+        };
+        reset(&mut h, reqs[0].to);
+        reset(&mut h, reqs[1].to);
+        reset(&mut h, reqs[1].to);
+        assert_eq!(
+            h.client.tally,
+            Tally {
+                pending: 3,
+                yes: 1,
+                no: 0,
+                failed: 1
+            }
+        );
     }
 
     /// The tally kept beside the votes counts them as a recount does, whatever the answers:

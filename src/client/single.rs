@@ -546,6 +546,21 @@ impl LockClient {
         }
     }
 
+    /// Whether the request in flight (`pending_id`) went to `self.redis`.
+    fn awaits_redis(&self) -> bool {
+        self.pending_id != 0
+            && matches!(
+                self.phase,
+                Phase::Acquiring
+                    | Phase::AwaitingReplicas
+                    | Phase::Abandoning
+                    | Phase::Fencing
+                    | Phase::ReleaseGet
+                    | Phase::Releasing
+                    | Phase::LoadingScript
+            )
+    }
+
     /// redis-py with `thread_local=False`: the group's one token slot.
     /// Whether this client shares its token slot with other members of its group (redis-py
     /// with `thread_local: false`).
@@ -893,7 +908,7 @@ impl LockClient {
 
     /// Every message but the awaited reply (`on_message`'s own case).
     #[inline(never)]
-    fn on_other_message(&mut self, cx: &mut Cx<'_>, msg: Msg) {
+    fn on_other_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
         match msg {
             Msg::Reply { id, reply } if matches!(self.refresh, RefreshState::Script(r) | RefreshState::Loading(r) if r == id) =>
             {
@@ -925,7 +940,14 @@ impl LockClient {
             // A crashed node's host refused the connection: redis-py raises ConnectionError
             // at once, and the client does what it does when the request times out — only
             // now, not `request_timeout` later.
-            Msg::Refused { id } if id == self.pending_id => {
+            Msg::Refused { id } if id != 0 && id == self.pending_id => {
+                self.clear_timeout();
+                self.request_failed(cx);
+            }
+            // The node was killed with its host up while our request was in flight or parked
+            // there (a blocked WAIT): the kernel reset the connection, and the read fails at
+            // once (redis-py: ConnectionError) instead of at `request_timeout`.
+            Msg::Refused { id: 0 } if from == self.redis && self.awaits_redis() => {
                 self.clear_timeout();
                 self.request_failed(cx);
             }
@@ -1051,13 +1073,13 @@ impl Process for LockClient {
         self.start_attempt(cx);
     }
 
-    fn on_message(&mut self, cx: &mut Cx<'_>, _from: ProcId, msg: Msg) {
+    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
         // The awaited reply, nearly every message a client gets, is told apart here and
         // handled out of line, away from the frame the other messages need (~7
         // instructions a reply on W1).
         match msg {
             Msg::Reply { id, reply } if id == self.pending_id => self.on_awaited_reply(cx, reply),
-            msg => self.on_other_message(cx, msg),
+            msg => self.on_other_message(cx, from, msg),
         }
     }
 
