@@ -1252,7 +1252,7 @@ fn unpack_value(lua: &Lua, data: &[u8], pos: &mut usize, base: usize) -> UnpackR
             0x90..=0x9f | 0xdc | 0xdd | 0x80..=0x8f | 0xde | 0xdf => {
                 let array = matches!(c, 0x90..=0x9f | 0xdc | 0xdd);
                 let len = match c {
-                    0x90..=0x9f | 0x80..=0x8f => usize::from(c & 0x0f),
+                    0x80..=0x9f => usize::from(c & 0x0f),
                     0xdc | 0xde => be(take(data, pos, 2)?) as usize,
                     _ => be(take(data, pos, 4)?) as usize,
                 };
