@@ -130,3 +130,102 @@ fn sentinels_see_a_killed_master_down_after_from_their_next_tick_and_a_silent_on
         "a silent master's SDOWN spreads over a second"
     );
 }
+
+/// Clients of one node, their first requests parked at it (SIGSTOPped from 1 s), the node
+/// killed at 2 s and back at 3 s. `client` is the group's algorithm and its options.
+fn parked(client: &str, host: &str) -> String {
+    format!(
+        r#"(
+    description: "requests parked at a stopped node when it is killed",
+    duration: "12s",
+    nodes: [(name: "redis")],
+    clients: [(name: "c", count: 2, {client}, start: "1500ms",
+        ttl: "5s", hold: "10ms", think: "50ms", request_timeout: "5s")],
+    faults: [
+        pause(target: "redis", at: "1s", duration: "9s"),
+        crash(target: "redis", at: "2s", restart_after: "1s"{host}),
+    ],
+    check: ["mutual_exclusion"],
+)"#
+    )
+}
+
+fn first_grant(text: &str, seed: u64) -> u64 {
+    let sc = scenario::load_str("refusal", "refusal.ron", text).unwrap_or_else(|e| panic!("{e}"));
+    let (_, w) = run_world(&sc, seed, TraceMode::Off);
+    w.history
+        .records
+        .iter()
+        .find(|r| matches!(r.obs, Observation::Acquired { .. }))
+        .map(|r| r.at.0)
+        .expect("a grant")
+}
+
+/// A process killed with its host up has its kernel reset its connections (RST), so a
+/// request already sent and awaiting its reply — here parked at a stopped node — fails at
+/// once, and the client is granted the lock soon after the restart at 3 s. A power loss
+/// (`host: down`) sends nothing: the request waits out its 5 s timeout (granted at ~6.5 s).
+/// Before issue 25 the killed node's in-flight requests waited their timeout too.
+#[test]
+fn a_request_in_flight_when_its_node_is_killed_is_reset_at_once_but_waits_its_timeout_on_a_power_loss()
+ {
+    // redis-py backs off between its retries of a refused command (exponential, to 1 s).
+    for (client, within) in [
+        (
+            r#"algorithm: "set-px-cad", node: "redis", retry: "10ms""#,
+            50 * MS,
+        ),
+        (
+            r#"algorithm: "watchdog", node: "redis", retry: "10ms""#,
+            50 * MS,
+        ),
+        (
+            r#"algorithm: "redis-py", node: "redis", redis_py: (timeout: ttl)"#,
+            2 * S,
+        ),
+    ] {
+        for seed in 0..5 {
+            let up = first_grant(&parked(client, ""), seed);
+            assert!(
+                (3 * S..3 * S + within).contains(&up),
+                "{client}, seed {seed}: host up, granted at {up}"
+            );
+            let down = first_grant(&parked(client, ", host: down"), seed);
+            assert!(
+                down > 6 * S,
+                "{client}, seed {seed}: host down, granted at {down}"
+            );
+        }
+    }
+}
+
+/// The consensus service is a server like a Redis node: killed with its host up, it refuses
+/// its clients' requests at once; powered off, they wait out their timeouts.
+#[test]
+fn a_killed_consensus_service_refuses_its_clients_at_once_and_a_powered_off_one_stays_silent() {
+    let zk = |host: &str| {
+        format!(
+            r#"(
+    description: "consensus service killed at 1 s, back at 4 s",
+    duration: "20s",
+    consensus: (name: "zk"),
+    clients: [(name: "c", count: 2, algorithm: "consensus",
+        ttl: "10s", hold: "10ms", think: "50ms", retry: "10ms", request_timeout: "2s")],
+    faults: [crash(target: "zk", at: "1s", restart_after: "3s"{host})],
+    check: ["mutual_exclusion"],
+)"#
+        )
+    };
+    for seed in 0..5 {
+        let up = first_grant_after_restart(&zk(""), seed);
+        assert!(
+            up <= 4 * S + 50 * MS,
+            "seed {seed}: host up, granted at {up}"
+        );
+        let down = first_grant_after_restart(&zk(", host: down"), seed);
+        assert!(
+            down > 4 * S + 500 * MS,
+            "seed {seed}: host down, granted at {down}"
+        );
+    }
+}

@@ -435,3 +435,70 @@ fn a_hash_removed_by_its_last_hdel_is_recorded_under_its_holders_field() {
         "{removed:?}"
     );
 }
+
+/// Redis 7.0.15 counts a replica for WAIT and for min-replicas-to-write only once it is
+/// online (replication.c:3444-3457 `replicationCountAcksByOffset` and :3381-3398
+/// `refreshGoodSlavesCount` skip `replstate != SLAVE_STATE_ONLINE`): after its first full
+/// sync, which the master learns from the replica's first ack (:1203-1204, :2240-2241).
+#[test]
+fn a_replica_still_in_its_first_full_sync_is_counted_by_neither_wait_nor_min_replicas() {
+    let mut m = RedisNode::new(RedisConfig {
+        min_replicas_to_write: 1,
+        ..node("m", Persistence::None).config.clone()
+    });
+    let mut r = node("r", Persistence::None);
+    let wait0 = Command::Wait {
+        replicas: 0,
+        timeout_ms: 0,
+    };
+    // r asks for its sync; m attaches it and sends the payload, which is still on its way.
+    let reply = r.handle(
+        T0,
+        0,
+        CLIENT,
+        1,
+        &Command::ReplicaOf(Some((Bytes::from("m"), Bytes::from("6379")))),
+    );
+    assert_eq!(reply, Some(Reply::Ok));
+    for (to, msg) in r.drain_outbox().collect::<Vec<_>>() {
+        if let (M, Msg::Repl(x)) = (to, msg) {
+            m.on_repl(T0, 0, R, x);
+        }
+    }
+    let payload: Vec<_> = m.drain_outbox().collect();
+    assert!(
+        matches!(&payload[..], [(R, Msg::Repl(ReplMsg::FullSync { .. }))]),
+        "{payload:?}"
+    );
+    // `WAIT 0 0` answers the replicas that acked the client's offset (0: it never wrote):
+    // none is online yet. A write needs one good replica: refused.
+    assert_eq!(m.handle(T0, 0, CLIENT, 2, &wait0), Some(Reply::Int(0)));
+    assert_eq!(
+        m.handle(T0, 0, CLIENT, 3, &set_nx_px("a", 10_000)),
+        Some(Reply::err("NOREPLICAS Not enough good replicas to write."))
+    );
+    // The payload lands, r acks, and from then on it counts for both.
+    for (_, msg) in payload {
+        if let Msg::Repl(x) = msg {
+            r.on_repl(T0 + 10, 0, M, x);
+        }
+    }
+    pump(&mut m, &mut r, T0 + 10);
+    assert_eq!(m.handle(T0 + 10, 0, CLIENT, 4, &wait0), Some(Reply::Int(1)));
+    assert_eq!(
+        m.handle(T0 + 10, 0, CLIENT, 5, &set_nx_px("a", 10_000)),
+        Some(Reply::Ok)
+    );
+}
+
+/// The model of tests/models/wait-replica-still-syncing.ron: a WAIT issued while the only
+/// replica has not had its full sync times out with 0, so the writer never holds a lock the
+/// promoted replica lacks (before issue 25 it did, on every seed of 0..1000).
+#[test]
+fn a_wait_issued_while_the_replica_is_still_syncing_counts_no_replica_and_the_lock_survives_failover()
+ {
+    distlock_sim::testing::assert_model_holds(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/models/wait-replica-still-syncing.ron"
+    ));
+}

@@ -845,9 +845,27 @@ impl Process for ConsensusClient {
         self.connect(cx);
     }
 
-    fn on_message(&mut self, cx: &mut Cx<'_>, _from: ProcId, msg: Msg) {
+    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
         match msg {
             Msg::Consensus(m) => self.on_service_msg(cx, m),
+            // The service was killed with its host up: its kernel refused our request (`id`),
+            // or reset the connection a request of ours was in flight on (`id` 0). The same
+            // failure as a timeout, learnt at once (a ZooKeeper client's ConnectionLoss).
+            Msg::Refused { id }
+                if from == self.config.service
+                    && self.pending_id != 0
+                    && (id == self.pending_id || id == 0)
+                    && matches!(
+                        self.phase,
+                        ClientPhase::Connecting
+                            | ClientPhase::Creating
+                            | ClientPhase::Watching
+                            | ClientPhase::Releasing
+                    ) =>
+            {
+                self.clear_pending();
+                self.start_over(cx, "connection refused", false);
+            }
             Msg::ResourceAck { id, version, .. } if id != 0 && id == self.pending_id => {
                 self.clear_pending();
                 if self.phase == ClientPhase::Section {

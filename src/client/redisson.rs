@@ -26,6 +26,10 @@
 //!   `timeout` 3 s (BaseConfig.java:58), `retryAttempts` and the delay between (3.43.0
 //!   BaseConfig.java:62, 64: 3 and 1,500 ms; from 3.48.0 4 and EqualJitterDelay(1 s, 2 s),
 //!   3.52.0 BaseConfig.java:63, 68, e1154e3ec). A renewal answered 0 cancels renewal.
+//!   A send refused by a killed node (`Msg::Refused`) fails at once and is resent that
+//!   delay after it started, every call alike (the lock and unlock scripts' `noRetry` only
+//!   stops a resend after a response timeout); the last refused send fails the call
+//!   (RedisExecutor.java, `on_refused`).
 //!   The version switch: up to 3.43 a renewal that failed (an exception) removes the entry,
 //!   so renewal stops for good (RedissonBaseLock.java:137-146, redisson#775); from 3.44.0
 //!   (597d604a3, #6303; CHANGELOG "lock watchdog doesn't renew RLock if an exception has been
@@ -64,6 +68,10 @@ pub const UNLOCK_SRC: &str = "local val = redis.call('get', KEYS[3]); if val ~= 
 pub const RENEW_SRC_3_43: &str = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;";
 /// 3.44.0 LockTask.java:70-83 (the batch renewal, one key here).
 pub const RENEW_SRC_3_44: &str = "local result = {} for i = 1, #KEYS, 1 do if (redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1) then redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); else table.insert(result, 0); end; end; return result;";
+
+/// Set in the generation of a main-resend timer (a `Timer::Background` beside the
+/// renewal's, whose generations never reach it).
+const MAIN_RESEND_BIT: u64 = 1 << 62;
 
 /// The Redisson release whose behaviour is copied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,6 +240,8 @@ enum CallKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum CallError {
     Timeout,
+    /// Every send was refused (the node was killed on a host that stayed up).
+    Refused,
     NoSyncedSlaves,
     Reply(String),
 }
@@ -245,6 +255,8 @@ struct Call {
     wait_id: u64,
     eval_reply: Option<Reply>,
     deadline_mono_ns: u64,
+    /// When this send was made: a refused send is made again `retryInterval` after it.
+    sent_mono_ns: u64,
     /// Sends so far (1 + resends).
     sends: u32,
     /// The caller stopped waiting for it (interrupted): its outcome has no caller.
@@ -286,6 +298,11 @@ pub struct RedissonClient {
     resource_id: u64,
     resource_deadline_mono_ns: Option<u64>,
     renew_call: Option<Call>,
+    /// A lock or unlock whose send was refused, to be sent again when the timer of
+    /// generation `main_resend_gen` fires: its kind, sends so far, and whether abandoned.
+    main_resend: Option<(CallKind, u32, bool)>,
+    // Invariant: a main-resend timer of another generation is stale.
+    main_resend_gen: u64,
     renewal: Renewal,
     /// Sends made of the renewal being resent.
     renew_sends: u32,
@@ -338,6 +355,8 @@ impl RedissonClient {
             resource_id: 0,
             resource_deadline_mono_ns: None,
             renew_call: None,
+            main_resend: None,
+            main_resend_gen: 0,
             renewal: Renewal::Off,
             renew_sends: 0,
             renew_gen: 0,
@@ -386,7 +405,9 @@ impl RedissonClient {
         Bytes::from(v.to_string().as_str())
     }
 
-    fn command_of(&mut self, kind: CallKind) -> Command {
+    /// The command of `kind`; `first`: a first send (a resend repeats the same command, so an
+    /// unlock keeps its latch key).
+    fn command_of(&mut self, kind: CallKind, first: bool) -> Command {
         let key = self.config.key.clone();
         match kind {
             CallKind::Lock if self.config.fenced => {
@@ -413,7 +434,9 @@ impl RedissonClient {
                 vec![Self::n(self.lease_ms()), self.lock_name.clone()],
             ),
             CallKind::Unlock => {
-                self.unlock_requests += 1;
+                if first {
+                    self.unlock_requests += 1;
+                }
                 let latch = self.unlock_latch();
                 // (timeout + retryInterval) * retryAttempts (RedissonBaseLock.java:348).
                 let t = self.config.version.retry_delay(0).max / NS_PER_MS;
@@ -453,7 +476,7 @@ impl RedissonClient {
 
     /// Sends (or resends) a call: the EVAL, and the WAIT with replicas.
     fn send_call(&mut self, cx: &mut Cx<'_>, kind: CallKind, sends: u32) -> Call {
-        let cmd = self.command_of(kind);
+        let cmd = self.command_of(kind, sends == 1);
         let eval_id = self.fresh_id();
         cx.send(self.config.redis, Msg::Request { id: eval_id, cmd });
         let wait_id = if self.config.sync_replicas > 0 {
@@ -474,6 +497,7 @@ impl RedissonClient {
             wait_id,
             eval_reply: None,
             deadline_mono_ns: cx.mono_ns + self.config.timeout_ns,
+            sent_mono_ns: cx.mono_ns,
             sends,
             abandoned: false,
         }
@@ -731,6 +755,50 @@ impl RedissonClient {
         }
     }
 
+    /// A send of a call was refused: the node was killed on a host that stayed up.
+    ///
+    /// Redisson's RedisExecutor (3.43.0; 3.44.0 the same, 3.52.0 with its retry delay drawn
+    /// per attempt at :174) fails such an attempt at once — the write to the closed channel
+    /// or the new connection fails (`checkWriteFuture` :366-382, the connection future
+    /// :184-188) — and, `retryAttempts` not used up, does not resend then (`tryComplete`
+    /// :398-412 resends at once only with `retryInterval` 0). The retry timer armed when the
+    /// attempt started (`scheduleRetryTimeout`, :170, :269-353) sends it again
+    /// `retryInterval` after that start; at the last attempt the failure completes the
+    /// command (:399-400). The response timeout (:414-476) is never reached: it is armed
+    /// only once the write succeeded (:384). `noRetry` (the lock and unlock scripts) stops
+    /// only that response-timeout resend (`isResendAllowed` :478-482), not the retry
+    /// timer, so every call is resent here. With the defaults a renewal whose node stays
+    /// down fails 3 × 1.5 s = 4.5 s after its first send, not after 4 × (3 s + 1.5 s).
+    fn on_refused(&mut self, cx: &mut Cx<'_>, renew: bool, id: u64) {
+        let slot = if renew {
+            &mut self.renew_call
+        } else {
+            &mut self.main
+        };
+        let Some(call) = slot.take_if(|c| id == c.eval_id || id == c.wait_id) else {
+            return;
+        };
+        if call.sends > self.config.version.retry_attempts() {
+            if renew {
+                self.renewal = Renewal::InFlight;
+            }
+            return self.complete(cx, call, Err(CallError::Refused));
+        }
+        let r = self.config.version.retry_delay(call.sends - 1);
+        let d = cx.rng.range_inclusive(r.min, r.max);
+        let after = (call.sent_mono_ns + d).saturating_sub(cx.mono_ns);
+        if renew {
+            self.renewal = Renewal::Resending;
+            self.renew_gen += 1;
+            self.renew_sends = call.sends;
+            Timer::Background(self.renew_gen).set(cx, after);
+        } else {
+            self.main_resend = Some((call.kind, call.sends, call.abandoned));
+            self.main_resend_gen += 1;
+            Timer::Background(MAIN_RESEND_BIT | self.main_resend_gen).set(cx, after);
+        }
+    }
+
     fn on_timeout_timer(&mut self, cx: &mut Cx<'_>) {
         let now = cx.mono_ns;
         let main_expired = self
@@ -849,6 +917,22 @@ impl Process for RedissonClient {
                     }
                 }
             }
+            Msg::Refused { id } if id != 0 => {
+                let of = |c: &Option<Call>| {
+                    c.as_ref()
+                        .is_some_and(|c| id == c.eval_id || id == c.wait_id)
+                };
+                if of(&self.renew_call) {
+                    self.on_refused(cx, true, id);
+                } else if of(&self.main) {
+                    self.on_refused(cx, false, id);
+                }
+            }
+            // `Refused { id: 0 }`, the kernel's reset of the connections of a process killed
+            // with its host up, is not acted on: Redisson's CommandsQueue.channelInactive
+            // (3.43.0 :50-66) fails only the commands not yet written, and a command already
+            // written waits for its response timeout (or for the reconnect's
+            // RedisReconnectedException, ConnectionWatchdog :186-205, once the node is back).
             Msg::ResourceAck { id, version, .. } if id != 0 && id == self.resource_id => {
                 self.resource_id = 0;
                 self.resource_deadline_mono_ns = None;
@@ -893,6 +977,12 @@ impl Process for RedissonClient {
                     self.on_timeout_timer(cx);
                 }
             }
+            Timer::Background(g) if g == MAIN_RESEND_BIT | self.main_resend_gen => {
+                if let Some((kind, sends, abandoned)) = self.main_resend.take() {
+                    let call = self.send_call(cx, kind, sends + 1);
+                    self.main = Some(Call { abandoned, ..call });
+                }
+            }
             Timer::Background(g) if g == self.renew_gen => match self.renewal {
                 Renewal::Scheduled => {
                     self.renewal = Renewal::InFlight;
@@ -921,6 +1011,9 @@ impl Process for RedissonClient {
                     if let Some(c) = self.main.as_mut() {
                         c.abandoned = true;
                     }
+                    if let Some((_, _, abandoned)) = self.main_resend.as_mut() {
+                        *abandoned = true;
+                    }
                     self.unsubscribe(cx);
                     cx.observe(Observation::GaveUp {
                         lock: self.config.lock,
@@ -943,6 +1036,8 @@ impl Process for RedissonClient {
         self.subscribe_id = 0;
         self.permit = false;
         self.main = None;
+        self.main_resend = None;
+        self.main_resend_gen += 1;
         self.resource_id = 0;
         self.resource_deadline_mono_ns = None;
         self.cancel_renewal();
@@ -979,6 +1074,10 @@ mod tests {
 
     /// Redis, the resource and two Redisson clients on 1 ms links; A starts first.
     fn world(a: RedissonConfig, b: RedissonConfig, run_s: u64) -> World {
+        world_with(a, b, run_s, RedisConfig::default())
+    }
+
+    fn world_with(a: RedissonConfig, b: RedissonConfig, run_s: u64, redis: RedisConfig) -> World {
         let clock = || NodeClock::new(1_700_000_000_000, 0, 0);
         let spec = |name: &str, actor: Actor, start_at: SimTime| ProcSpec {
             name: name.into(),
@@ -989,7 +1088,7 @@ mod tests {
         let procs = vec![
             spec(
                 "redis",
-                Actor::Redis(Box::new(RedisProcess::new(RedisConfig::default()))),
+                Actor::Redis(Box::new(RedisProcess::new(redis))),
                 SimTime::ZERO,
             ),
             spec(
@@ -1157,6 +1256,39 @@ mod tests {
             RedissonVersion::V3_52.retry_delay(3),
             NsRange::new(1_000 * NS_PER_MS, 2_000 * NS_PER_MS)
         );
+    }
+
+    #[test]
+    fn a_refused_renewal_is_retried_after_retry_interval_not_after_the_response_timeout() {
+        // Redis is killed (host up) from 9.9 s to 26.9 s and keeps its data. A's renewals are
+        // refused at once: sent at ~10, 11.5, 13 and 14.5 s (retryInterval from each send's
+        // start), failed at ~14.5 s; 3.44.0 renews again 10 s later: refused at ~24.5 and 26
+        // s, extended by the send at ~27.5 s. Waiting out the 3 s timeout instead, the
+        // renewal would have failed at ~26.5 s and the key expired at 30 s.
+        use crate::redis::node::{Fsync, Persistence};
+        let mut w = world_with(
+            config("a", 40, RedissonVersion::V3_44),
+            config("b", 1, RedissonVersion::V3_44),
+            45,
+            RedisConfig {
+                persistence: Persistence::Aof(Fsync::Always),
+                ..RedisConfig::default()
+            },
+        );
+        w.schedule(Fault::new(
+            SimTime(9_900 * NS_PER_MS),
+            Some(17 * NS_PER_S),
+            FaultKind::Crash {
+                proc: REDIS,
+                keep_data: true,
+                host_up: true,
+            },
+        ));
+        w.run();
+        let ext = at_of(&w, A, |o| matches!(o, Observation::Extended { .. }));
+        let first = ext.first().expect("renewed after the kill").as_ns() / NS_PER_MS;
+        assert!((27_500..27_600).contains(&first), "renewed at {first} ms");
+        assert_eq!(expired(&w), 0);
     }
 
     #[test]

@@ -52,6 +52,14 @@ pub enum ElapsedClock {
     Wall,
 }
 
+/// redsync v4.17.0's `touchWithSetNXScript` (scripts.go:16-24, SHA1
+/// b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79, pinned in its scripts_test.go), the exact text
+/// it sends: one atomic script per node, so a node answers the extend and repairs a missing
+/// key in the same call. Under `WithFailFast` the caller stops waiting once a quorum has
+/// answered (mutex.go:304-314), but every node's goroutine has already sent its EVAL
+/// (mutex.go:276-283), so the late nodes are repaired all the same.
+pub const TOUCH_WITH_SET_NX_SRC: &str = "\n\tif redis.call(\"GET\", KEYS[1]) == ARGV[1] then\n\t\treturn redis.call(\"PEXPIRE\", KEYS[1], ARGV[2])\n\telseif redis.call(\"SET\", KEYS[1], ARGV[1], \"PX\", ARGV[2], \"NX\") then\n\t\treturn 1\n\telse\n\t\treturn 0\n\tend\n";
+
 /// How a holder extends its lock on every node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExtendMode {
@@ -60,8 +68,9 @@ pub enum ExtendMode {
     /// `SET key token PX ttl` (no NX): resurrects an expired key and overwrites a key
     /// another client took meanwhile.
     ReSet,
-    /// The script, then `SET key token NX PX ttl` on the nodes where it found no key of ours
-    /// (redsync's `WithSetNXOnExtend`): resurrects an expired key.
+    /// redsync's `WithSetNXOnExtend`: one script that extends the key where it holds our
+    /// token and `SET NX PX`es it where it is missing (`TOUCH_WITH_SET_NX_SRC`): resurrects
+    /// an expired key.
     SetIfMissing,
 }
 
@@ -304,8 +313,8 @@ impl RedlockOptions {
             // success iff `n >= quorum && now.Before(until)` (:116); `Until()` returns that
             // `until` (:50-52), and ExtendContext recomputes it (:158-173). Options:
             // `WithFailFast` is `fail_fast` (mutex.go:304-314); `WithSetNXOnExtend` is extend
-            // mode `set_if_missing` (redsync.go:93-101, touchWithSetNXScript; one atomic
-            // script there, two steps here). Extend has no deadline of its own
+            // mode `set_if_missing` (redsync.go:93-101, scripts.go:16-24 touchWithSetNXScript,
+            // sent as it is: `TOUCH_WITH_SET_NX_SRC`). Extend has no deadline of its own
             // (`Extend()` passes `context.Background()`, :153-155); the model's fan-outs all
             // have `per_node_timeout`. The delay is drawn in [50, 250] ms (Go's is [50, 250)).
             "redsync" => RedlockOptions {
@@ -434,8 +443,7 @@ enum FanOutKind {
 #[derive(Clone, Copy, Debug)]
 struct FanOut {
     kind: FanOutKind,
-    /// The request id of node 0's request; node `i`'s is `first_id + i` (a second step's
-    /// comes later).
+    /// The request id of node 0's request; node `i`'s is `first_id + i`.
     first_id: u64,
     /// Both clocks at the start; `options.clock` says which one `elapsed` is measured on.
     start_mono_ns: u64,
@@ -447,11 +455,9 @@ struct FanOut {
 /// One node's answer in the current fan-out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Vote {
-    /// Request `id` in flight; `second_step`: SetIfMissing's `SET NX` after the script
-    /// found no key of ours.
+    /// Request `id` in flight.
     Pending {
         id: u64,
-        second_step: bool,
     },
     For,
     /// The node answered no (the key is someone else's: redsync's "taken").
@@ -560,6 +566,10 @@ impl RedlockClient {
         }
         let n = config.nodes.len();
         let script_keys = Arc::new([config.key.clone()]);
+        let extend_script = Script::new(match config.options.extend {
+            Some((_, ExtendMode::SetIfMissing)) => TOUCH_WITH_SET_NX_SRC.as_bytes(),
+            _ => EXTEND_SRC.as_bytes(),
+        });
         let section = Section::new(
             config.lock,
             config.resource,
@@ -586,7 +596,7 @@ impl RedlockClient {
             resource_wait: None,
             timeout_due_mono_ns: None,
             unlock: Script::new(UNLOCK_SRC.as_bytes()),
-            extend_script: Script::new(EXTEND_SRC.as_bytes()),
+            extend_script,
             script_keys,
             unlock_args: Arc::new([Bytes::new()]),
             round_start: (0, 0),
@@ -747,10 +757,7 @@ impl RedlockClient {
                 },
             );
             if votes {
-                self.push_vote(Vote::Pending {
-                    id,
-                    second_step: false,
-                });
+                self.push_vote(Vote::Pending { id });
             }
         }
     }
@@ -811,10 +818,7 @@ impl RedlockClient {
                             },
                         );
                     }
-                    self.push_vote(Vote::Pending {
-                        id,
-                        second_step: false,
-                    });
+                    self.push_vote(Vote::Pending { id });
                 }
             }
             None if kind == FanOutKind::Release => self.send_unlock_to_every_node(cx, true),
@@ -849,10 +853,7 @@ impl RedlockClient {
             let id = self.new_id();
             cx.send(self.config.nodes[i], Msg::Request { id, cmd });
             if votes {
-                self.push_vote(Vote::Pending {
-                    id,
-                    second_step: false,
-                });
+                self.push_vote(Vote::Pending { id });
             }
         }
     }
@@ -899,10 +900,7 @@ impl RedlockClient {
     }
 
     /// The node of fan-out `f` whose request `id` is still pending, if `from` is that node.
-    /// Request `first_id + i` went to node `i`, so that is the one place to look; only an
-    /// extend's second step (SetIfMissing's `SET NX`) has an id out of that order, and
-    /// there the votes are searched. Ids are unique, so at most one vote matches: the same
-    /// answer as a search of every vote, without one for each stale reply.
+    /// Request `first_id + i` went to node `i`, so that is the one place to look.
     #[inline]
     fn pending_node(&self, f: &FanOut, from: ProcId, id: u64) -> Option<usize> {
         let matches = |i: usize| {
@@ -910,40 +908,30 @@ impl RedlockClient {
                 && matches!(self.votes.get(i), Some(Vote::Pending { id: p, .. }) if *p == id)
         };
         let i = id.wrapping_sub(f.first_id);
-        if i < self.votes.len() as u64 && matches(i as usize) {
-            return Some(i as usize);
-        }
-        if f.kind != FanOutKind::Extend {
-            return None;
-        }
-        (0..self.votes.len()).find(|&i| matches(i))
+        (i < self.votes.len() as u64 && matches(i as usize)).then_some(i as usize)
     }
 
     /// Handles node `i`'s reply to request `id` of fan-out `f` (the current one); returns
     /// whether the fan-out is decided now (the caller concludes it, by a jump).
     #[inline(always)]
-    fn on_node_reply(&mut self, cx: &mut Cx<'_>, f: &FanOut, i: usize, reply: &Reply) -> bool {
-        let Vote::Pending { second_step, .. } = self.votes[i] else {
+    fn on_node_reply(&mut self, f: &FanOut, i: usize, reply: &Reply) -> bool {
+        let Vote::Pending { .. } = self.votes[i] else {
             return false;
         };
         let mode = self.config.options.extend.map(|(_, m)| m);
-        let answer = match (f.kind, mode, second_step) {
+        let answer = match (f.kind, mode) {
             (FanOutKind::Acquire, ..) if matches!(reply, Reply::Error(_)) => Vote::Failed,
             (FanOutKind::Acquire, ..) => vote(matches!(reply, Reply::Ok)),
             // The unlock is best effort: any answer ends the wait for that node.
             (FanOutKind::Release, ..) => Vote::For,
-            (FanOutKind::Extend, Some(ExtendMode::ReSet), _) => vote(matches!(reply, Reply::Ok)),
-            (FanOutKind::Extend, Some(ExtendMode::SetIfMissing), false)
-                if matches!(reply, Reply::Int(0)) =>
-            {
-                // No key of ours here (expired, restarted empty, or someone else's): set it
-                // if missing. This is what resurrects an expired lock (`redlock-extend-resurrects`).
-                self.set_if_missing(cx, i)
+            (FanOutKind::Extend, Some(ExtendMode::ReSet)) => vote(matches!(reply, Reply::Ok)),
+            // touchWithSetNXScript: 1 where it extended our key or set a missing one (what
+            // resurrects an expired lock, `redlock-extend-resurrects`), 0 where another
+            // client's token is there; redsync counts `status != 0` (mutex.go:262-266).
+            (FanOutKind::Extend, Some(ExtendMode::SetIfMissing)) => {
+                vote(matches!(reply, Reply::Int(n) if *n != 0))
             }
-            (FanOutKind::Extend, Some(ExtendMode::SetIfMissing), true) => {
-                vote(matches!(reply, Reply::Ok))
-            }
-            (FanOutKind::Extend, ..) => vote(matches!(reply, Reply::Int(1))),
+            (FanOutKind::Extend, _) => vote(matches!(reply, Reply::Int(1))),
         };
         self.set_vote(i, answer);
         if self.tally.pending == 0 {
@@ -954,20 +942,6 @@ impl RedlockClient {
             self.tally.yes >= q || self.tally.no >= q
         } else {
             false
-        }
-    }
-
-    /// SetIfMissing's second step on node `i`: `SET key token NX PX ttl`; its pending vote.
-    // Out of line: a message built on this frame would keep `on_fanout_reply` from reaching
-    // `conclude_fanout` by a jump.
-    #[inline(never)]
-    fn set_if_missing(&mut self, cx: &mut Cx<'_>, i: usize) -> Vote {
-        let id = self.new_id();
-        let cmd = self.set_command(true);
-        cx.send(self.config.nodes[i], Msg::Request { id, cmd });
-        Vote::Pending {
-            id,
-            second_step: true,
         }
     }
 
@@ -984,7 +958,7 @@ impl RedlockClient {
         let Some(i) = self.pending_node(&f, from, id) else {
             return;
         };
-        if self.on_node_reply(cx, &f, i, reply) {
+        if self.on_node_reply(&f, i, reply) {
             self.conclude_fanout(cx);
         }
     }
@@ -1043,7 +1017,18 @@ impl RedlockClient {
                     self.conclude_fanout(cx);
                     return;
                 }
-                let Some(i) = self.pending_node(&f, from, id) else {
+                // `id` 0: the node was killed with its host up and the kernel reset the
+                // connection, failing whatever was in flight on it — that node's request.
+                let node = if id == 0 {
+                    self.config
+                        .nodes
+                        .iter()
+                        .position(|&n| n == from)
+                        .filter(|&i| matches!(self.votes.get(i), Some(Vote::Pending { .. })))
+                } else {
+                    self.pending_node(&f, from, id)
+                };
+                let Some(i) = node else {
                     return;
                 };
                 let answer = match f.kind {
@@ -1424,6 +1409,7 @@ impl Process for RedlockClient {
 mod tests {
     use super::*;
     use crate::process::Output;
+    use crate::proto::command::{hex, sha1_of};
     use crate::rng::Seed;
 
     const ME: ProcId = ProcId(100);
@@ -1848,7 +1834,7 @@ mod tests {
     }
 
     #[test]
-    fn set_if_missing_extend_sets_nx_px_where_the_key_is_gone_and_counts_ok() {
+    fn set_if_missing_extend_is_redsyncs_one_script_on_every_node_and_counts_nonzero() {
         let mut h = Harness::new(config(RedlockOptions {
             extend: Some((3_000, ExtendMode::SetIfMissing)),
             ..preset("redis-docs")
@@ -1858,29 +1844,27 @@ mod tests {
         for r in &reqs {
             assert!(
                 matches!(&r.cmd, Command::Eval { script: ScriptRef::Source(s), args, .. }
-                if &s.source[..] == EXTEND_SRC.as_bytes() && &args[0][..] == b"c1-1"
-                    && &args[1][..] == b"10000")
+                if &s.source[..] == TOUCH_WITH_SET_NX_SRC.as_bytes() && &args[0][..] == b"c1-1"
+                    && &args[1][..] == b"10000"),
+                "{:?}",
+                r.cmd
             );
         }
-        h.advance(MS);
-        h.reply(&reqs[0], Reply::Int(1));
-        // Four nodes lost the key (expired, say): the client sets it again where missing.
-        let mut sets = Vec::new();
-        for r in &reqs[1..] {
-            sets.extend(requests(&h.reply(r, Reply::Int(0))));
-        }
-        assert_eq!(sets.len(), 4);
-        assert!(sets.iter().all(|r| is_set_nx_px(&r.cmd, b"c1-1")));
         assert_eq!(
-            sets.iter().map(|r| r.to).collect::<Vec<_>>(),
-            (2..=5).map(ProcId).collect::<Vec<_>>()
+            hex(&sha1_of(TOUCH_WITH_SET_NX_SRC.as_bytes())),
+            "b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79",
+            "redsync v4.17.0 scripts.go pins this SHA1"
         );
-        h.reply(&sets[0], Reply::Ok);
-        h.reply(&sets[1], Reply::Ok);
-        h.reply(&sets[2], Reply::Nil);
         h.advance(MS);
-        let out = h.reply(&sets[3], Reply::Nil);
-        // 1 script + 2 SETs = 3 of 5; elapsed 2 ms.
+        // 1: extended, or set where missing (the script does both in one call); 0: another
+        // client's key. Nothing more is sent: the repair happened inside the script.
+        for r in &reqs[..3] {
+            assert!(requests(&h.reply(r, Reply::Int(1))).is_empty());
+        }
+        h.advance(MS);
+        h.reply(&reqs[3], Reply::Int(0));
+        let out = h.reply(&reqs[4], Reply::Int(0));
+        // 3 of 5; elapsed 2 ms.
         assert_eq!(
             observations(&out),
             vec![Observation::Extended {
@@ -2242,8 +2226,34 @@ mod tests {
         assert!(acquired_validity(&out).is_some());
     }
 
+    /// A node killed with its host up resets its connections (`Refused { id: 0 }`): the
+    /// request in flight to that node fails at once, as a refusal of it would; a node that
+    /// already answered keeps its vote.
+    #[test]
+    fn a_connection_reset_by_a_killed_node_fails_that_nodes_pending_request_only() {
+        let mut h = Harness::new(config(preset("redis-docs")));
+        let reqs = requests(&h.start());
+        h.advance(MS);
+        h.reply(&reqs[0], Reply::Ok);
+        let reset = |h: &mut Harness, from: ProcId| {
+            h.run(|c, cx| c.on_message(cx, from, Msg::Refused { id: 0 }))
+        };
+        reset(&mut h, reqs[0].to);
+        reset(&mut h, reqs[1].to);
+        reset(&mut h, reqs[1].to);
+        assert_eq!(
+            h.client.tally,
+            Tally {
+                pending: 3,
+                yes: 1,
+                no: 0,
+                failed: 1
+            }
+        );
+    }
+
     /// The tally kept beside the votes counts them as a recount does, whatever the answers:
-    /// OK, nil, an error, a refused connection, a stale reply, an extend's second steps.
+    /// OK, nil, an error, a refused connection, a stale reply, an extend's answers.
     #[test]
     fn the_vote_tally_counts_the_votes_after_every_answer() {
         let check = |h: &Harness, when: &str| {
@@ -2280,7 +2290,7 @@ mod tests {
         // The deadline decides with one vote pending: failed, retried later.
         h.advance(100 * MS);
         check(&h, "deadline");
-        // A won attempt, then the extend with its second steps.
+        // A won attempt, then the extend.
         let mut h = Harness::new(config(RedlockOptions {
             extend: Some((3_000, ExtendMode::SetIfMissing)),
             ..preset("redis-docs")
@@ -2288,22 +2298,18 @@ mod tests {
         let reqs = acquire_then_extend(&mut h);
         check(&h, "extend sent");
         h.advance(MS);
-        h.reply(&reqs[0], Reply::Int(1));
-        let mut sets = Vec::new();
-        for r in &reqs[1..] {
-            sets.extend(requests(&h.reply(r, Reply::Int(0))));
-            check(&h, "second step sent");
-        }
-        assert_eq!(h.client.tally.pending, 4);
-        for (r, reply) in sets.iter().zip([Reply::Ok, Reply::Nil, Reply::Ok]) {
+        for (r, reply) in reqs
+            .iter()
+            .zip([Reply::Int(1), Reply::Int(0), Reply::Int(1)])
+        {
             h.reply(r, reply);
-            check(&h, "second step answered");
+            check(&h, "extend answered");
         }
         assert_eq!(
             h.client.tally,
             Tally {
-                pending: 1,
-                yes: 3,
+                pending: 2,
+                yes: 2,
                 no: 1,
                 failed: 0
             }

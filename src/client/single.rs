@@ -546,6 +546,21 @@ impl LockClient {
         }
     }
 
+    /// Whether the request in flight (`pending_id`) went to `self.redis`.
+    fn awaits_redis(&self) -> bool {
+        self.pending_id != 0
+            && matches!(
+                self.phase,
+                Phase::Acquiring
+                    | Phase::AwaitingReplicas
+                    | Phase::Abandoning
+                    | Phase::Fencing
+                    | Phase::ReleaseGet
+                    | Phase::Releasing
+                    | Phase::LoadingScript
+            )
+    }
+
     /// redis-py with `thread_local=False`: the group's one token slot.
     /// Whether this client shares its token slot with other members of its group (redis-py
     /// with `thread_local: false`).
@@ -728,6 +743,21 @@ impl LockClient {
                 Some(shared) => shared.take(),
                 None => Some(self.token.clone()),
             };
+            // `Released` names the token this thread believed it held (the checkers end its
+            // holding by it); with a shared Lock object the release may send another
+            // thread's, or nothing: the timeline says which.
+            if self.shares_token() && token.as_ref() != Some(&self.token) {
+                let own = String::from_utf8_lossy(&self.token).into_owned();
+                // redis-py lock.py:269-276: `release()` takes `self.local.token`, the slot.
+                let note = match &token {
+                    Some(t) => format!(
+                        "release() sends {}, the shared Lock's token, not its own {own}",
+                        String::from_utf8_lossy(t)
+                    ),
+                    None => format!("release() finds the shared Lock empty: sends nothing ({own})"),
+                };
+                cx.observe(Observation::Note(note));
+            }
             match token {
                 Some(t) => {
                     self.py_release_token = t.clone();
@@ -878,7 +908,7 @@ impl LockClient {
 
     /// Every message but the awaited reply (`on_message`'s own case).
     #[inline(never)]
-    fn on_other_message(&mut self, cx: &mut Cx<'_>, msg: Msg) {
+    fn on_other_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
         match msg {
             Msg::Reply { id, reply } if matches!(self.refresh, RefreshState::Script(r) | RefreshState::Loading(r) if r == id) =>
             {
@@ -910,7 +940,14 @@ impl LockClient {
             // A crashed node's host refused the connection: redis-py raises ConnectionError
             // at once, and the client does what it does when the request times out — only
             // now, not `request_timeout` later.
-            Msg::Refused { id } if id == self.pending_id => {
+            Msg::Refused { id } if id != 0 && id == self.pending_id => {
+                self.clear_timeout();
+                self.request_failed(cx);
+            }
+            // The node was killed with its host up while our request was in flight or parked
+            // there (a blocked WAIT): the kernel reset the connection, and the read fails at
+            // once (redis-py: ConnectionError) instead of at `request_timeout`.
+            Msg::Refused { id: 0 } if from == self.redis && self.awaits_redis() => {
                 self.clear_timeout();
                 self.request_failed(cx);
             }
@@ -1036,13 +1073,13 @@ impl Process for LockClient {
         self.start_attempt(cx);
     }
 
-    fn on_message(&mut self, cx: &mut Cx<'_>, _from: ProcId, msg: Msg) {
+    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
         // The awaited reply, nearly every message a client gets, is told apart here and
         // handled out of line, away from the frame the other messages need (~7
         // instructions a reply on W1).
         match msg {
             Msg::Reply { id, reply } if id == self.pending_id => self.on_awaited_reply(cx, reply),
-            msg => self.on_other_message(cx, msg),
+            msg => self.on_other_message(cx, from, msg),
         }
     }
 
@@ -1348,7 +1385,7 @@ mod redis_py_tests {
     }
 
     #[test]
-    fn threads_sharing_a_lock_object_release_with_the_token_another_thread_stored() {
+    fn threads_sharing_a_lock_object_release_with_the_token_another_thread_stored_and_say_so() {
         // redis-py#416; lock.py:119-130. t1 acquires, then t2 acquires (t1's key expired):
         // t1's release then carries t2's token.
         let shared = SharedToken::new();
@@ -1364,10 +1401,25 @@ mod redis_py_tests {
         let hold1 = step_timers(&t1.reply(id1, Reply::Ok))[0].1;
         let (id2, _) = sent(&t2.run(|c, cx| c.on_start(cx)))[0].clone();
         t2.reply(id2, Reply::Ok);
-        let (_, cmd) = sent(&t1.timer(hold1))[0].clone();
+        let out = t1.timer(hold1);
+        let (_, cmd) = sent(&out)[0].clone();
         assert!(
             matches!(&cmd, Command::Eval { args, .. } if &args[0][..] == b"t2-1"),
             "{cmd:?}"
+        );
+        // The timeline's `Released` names the token t1 believed it held (its holding ends);
+        // a note beside it names the one its release sends.
+        let obs: Vec<&Observation> = out
+            .iter()
+            .filter_map(|o| match o {
+                Output::Observe(o) => Some(o),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            matches!(obs[..], [Observation::Released { token, .. }, Observation::Note(n)]
+                if &token[..] == b"t1-1" && n.contains("sends t2-1") && n.contains("own t1-1")),
+            "{obs:?}"
         );
         // With thread-local tokens (the default) it carries its own.
         let mut h = H::new(config(with_timeout()));

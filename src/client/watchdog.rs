@@ -457,7 +457,7 @@ impl Process for WatchdogClient {
         self.start_attempt(cx);
     }
 
-    fn on_message(&mut self, cx: &mut Cx<'_>, _from: ProcId, msg: Msg) {
+    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
         match msg {
             Msg::Reply { id, reply } if id != 0 && id == self.renew_id => {
                 self.renew_id = 0;
@@ -488,6 +488,21 @@ impl Process for WatchdogClient {
                 self.pending_id = 0;
                 self.deadline_mono_ns = None;
                 self.request_timed_out(cx);
+            }
+            // The node was killed with its host up: the kernel reset the connection, and
+            // every request in flight on it fails at once, as a refusal does.
+            Msg::Refused { id: 0 } if from == self.config.redis => {
+                if self.renew_id != 0 && self.renewing {
+                    self.renew_id = 0;
+                    self.renew_deadline_mono_ns = None;
+                    self.renewal_failed(cx, false);
+                }
+                if self.pending_id != 0 && matches!(self.phase, Phase::Acquiring | Phase::Releasing)
+                {
+                    self.pending_id = 0;
+                    self.deadline_mono_ns = None;
+                    self.request_timed_out(cx);
+                }
             }
             Msg::ResourceAck { id, version, .. } if id != 0 && id == self.pending_id => {
                 self.pending_id = 0;

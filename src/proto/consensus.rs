@@ -17,6 +17,20 @@
 //! Any request naming a session the service does not know (expired, or never opened) is
 //! answered with `SessionExpired`; the service also sends it unprompted when it expires one.
 
+impl ConsensusMsg {
+    /// The id of a request the service answers (what a killed service's host refuses);
+    /// None for answers, heartbeats and notifications.
+    pub fn request_id(&self) -> Option<u64> {
+        match self {
+            ConsensusMsg::Connect { id, .. }
+            | ConsensusMsg::CreateLockNode { id, .. }
+            | ConsensusMsg::Watch { id, .. }
+            | ConsensusMsg::DeleteNode { id, .. } => Some(*id),
+            _ => None,
+        }
+    }
+}
+
 /// Traffic between consensus-lock clients and the lock service.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConsensusMsg {

@@ -44,17 +44,21 @@ pub enum Msg {
     /// reached a process that had crashed on a host that stayed up, whose kernel refused the
     /// connection (a TCP RST). It comes back from that process one link latency later — the
     /// "connection refused" a real client gets in well under a millisecond, instead of
-    /// silence until its timeout.
+    /// silence until its timeout. With `id` 0 it is the reset of every connection to a
+    /// server killed so, sent to its sentinels and clients at the kill: what they had in
+    /// flight on it has failed.
     Refused { id: u64 },
 }
 
 impl Msg {
     /// The id of a request a server answers over a connection (a Redis command, a question
-    /// to a sentinel): what a crashed process's host refuses. Replies, replication and the
-    /// other traffic are not requests a refusal could answer.
+    /// to a sentinel, a request to the consensus service): what a crashed process's host
+    /// refuses. Replies, replication, heartbeats and the other traffic are not requests a
+    /// refusal could answer.
     pub fn refusable_id(&self) -> Option<u64> {
         match self {
             Msg::Request { id, .. } | Msg::SentinelReq { id, .. } => Some(*id),
+            Msg::Consensus(c) => c.request_id(),
             _ => None,
         }
     }

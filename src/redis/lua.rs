@@ -232,7 +232,7 @@ fn raise_table(msg: impl Into<Vec<u8>>) -> mlua::Error {
     })
 }
 
-fn raise_msg(msg: impl Into<Vec<u8>>) -> mlua::Error {
+pub(crate) fn raise_msg(msg: impl Into<Vec<u8>>) -> mlua::Error {
     mlua::Error::external(Raise::Msg(msg.into()))
 }
 
@@ -578,12 +578,12 @@ impl LuaEngine {
         install_random(&lua, &math, &rng)?;
         globals.raw_set("math", freeze(lua.create_table()?, math)?)?;
 
-        install_raw_access(&lua, &globals, &frozen, raw_next)?;
+        install_raw_access(&lua, &globals, &frozen, raw_next.clone())?;
 
         let redis = lua.create_table()?;
         install_redis_lib(&lua, &redis)?;
         globals.raw_set("redis", freeze(lua.create_table()?, redis.clone())?)?;
-        libs::install(&lua, &globals, &freeze)?;
+        libs::install(&lua, &globals, &freeze, raw_next)?;
 
         let missing = lua.create_function(missing_global)?;
         let globals_mt = lua.create_table()?;

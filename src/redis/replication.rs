@@ -39,6 +39,16 @@ pub struct ReplicaLink {
     pub proc: ProcId,
     pub ack_offset: u64,
     pub last_ack_mono_ns: u64,
+    /// Redis's `SLAVE_STATE_ONLINE`: the first full sync is over. Until then the replica is
+    /// counted by nothing that counts replicas — WAIT (`replicationCountAcksByOffset`,
+    /// replication.c:3444-3457 in 7.0.15) and min-replicas-to-write's good replicas
+    /// (`refreshGoodSlavesCount`, :3381-3398) skip it. With Redis 7.0's default diskless
+    /// sync the master puts it online at the end of the transfer, which it finds out at the
+    /// latest from the replica's first `REPLCONF ACK` (:1203-1204, `checkChildrenDone` →
+    /// `updateSlavesWaitingBgsave` :1559, → `replicaPutOnline` :1613, :1269-1291); the
+    /// replica sends that ack as soon as it has loaded the payload (:2240-2241). Here the
+    /// transfer is one message, so that ack is when it goes online.
+    pub online: bool,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -254,6 +254,11 @@ pub struct Engine {
 enum ProcKind {
     Redis,
     Sentinel,
+    /// The consensus lock service: a server clients connect to, as to a Redis node.
+    ConsensusService,
+    /// A lock client (built in or a user's): it holds connections to servers.
+    Client,
+    /// The resource.
     Other,
 }
 
@@ -262,7 +267,14 @@ impl ProcKind {
         match actor {
             Actor::Redis(_) => ProcKind::Redis,
             Actor::Sentinel(_) => ProcKind::Sentinel,
-            _ => ProcKind::Other,
+            Actor::ConsensusService(_) => ProcKind::ConsensusService,
+            Actor::Client(_)
+            | Actor::Redlock(_)
+            | Actor::Watchdog(_)
+            | Actor::Redisson(_)
+            | Actor::ConsensusClient(_)
+            | Actor::Custom(_) => ProcKind::Client,
+            Actor::Resource(_) => ProcKind::Other,
         }
     }
 }
@@ -1189,7 +1201,11 @@ impl Engine {
                     slot.host_up = true;
                     self.history.push(now, *proc, Observation::Crashed);
                     self.holders.retain(|(q, _)| q != proc);
-                    reset = *host_up && self.kinds[proc.index()] == ProcKind::Redis;
+                    reset = *host_up
+                        && matches!(
+                            self.kinds[proc.index()],
+                            ProcKind::Redis | ProcKind::ConsensusService
+                        );
                 }
                 let slot = &mut self.slots[proc.index()];
                 slot.downs += 1;
@@ -1225,13 +1241,24 @@ impl Engine {
         self.applied_faults.push(f);
     }
 
-    /// A Redis process died on a host that stays up: its kernel closes its connections at
-    /// once. Of the processes holding one, only a sentinel acts on that before its next
-    /// request (it reconnects on its next tick); clients find out when they next send, by a
-    /// refusal. So the sentinels are told, one link latency later.
+    /// A server process (a Redis node, the consensus service) died on a host that stays up:
+    /// its kernel closes its connections at once, with a reset (RST) to each peer, one link
+    /// latency later (`Msg::Refused { id: 0 }`). A sentinel reconnects on its next tick; a
+    /// client with a request in flight on the connection — sent, or parked at the server
+    /// like a blocked WAIT — has it fail at once instead of at its timeout (Redisson is the
+    /// exception its source makes, `client::redisson`). Every sentinel and client is told,
+    /// as the engine does not track who holds a connection; a client with nothing in flight
+    /// to that process ignores it, and learns of the death on its next send, by a refusal.
+    /// A crash of the whole host (`host: down`) resets nothing: nobody is there to send one.
     fn reset_connections(&mut self, p: ProcId) {
+        let server = self.kinds[p.index()];
         for i in 0..self.kinds.len() {
-            if self.kinds[i] == ProcKind::Sentinel {
+            let told = match self.kinds[i] {
+                ProcKind::Sentinel => server == ProcKind::Redis,
+                ProcKind::Client => true,
+                ProcKind::Redis | ProcKind::ConsensusService | ProcKind::Other => false,
+            };
+            if told && i != p.index() {
                 self.send(p, ProcId(i as u32), Msg::Refused { id: 0 });
             }
         }

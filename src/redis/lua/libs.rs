@@ -3,13 +3,23 @@
 //! against the same Lua 5.1 state, with the replies and error texts Redis 7.0.15 gives
 //! (checked against a real server; tests/conformance/recorded/lua-libs.txt).
 //!
+//! Nesting is Redis's, and no Rust recursion follows it: cjson refuses past depth 1000 in
+//! both directions with lua-cjson's texts, cmsgpack unpacks until the 8,000 Lua stack slots
+//! of its C function run out (3,999 nested arrays unpack, 4,000 fail with "stack
+//! overflow (in function mp_decode_to_lua_array)") and packs tables deeper than 16 as nil.
+//! The encoder and both decoders keep their open tables in a heap stack, so what a debug
+//! build's or a sweep thread's stack holds decides nothing
+//! (tests/conformance/recorded/lua-nesting.txt, recorded from Redis 7.0.15).
+//!
 //! Left out: `cjson.encode_keep_buffer`, `cjson.encode_max_depth` and the other
 //! configuration functions, `cjson.new`, and msgpack's ext types (unpacked as a format
-//! error). Redis's `struct` library is not here either.
+//! error). Redis's `struct` library is not here either. A Rust function returns fewer values to
+//! Lua than a C one may (mlua keeps stack slots of its own): an `unpack` of more than about
+//! 7,900 top-level values, which Redis returns up to 7,999 of, fails here with a stack error.
 
-use mlua::{LightUserData, Lua, MultiValue, Table, Value};
+use mlua::{Function, LightUserData, Lua, MultiValue, Table, Value};
 
-use crate::redis::lua::{arg_error, lua_error, type_name};
+use crate::redis::lua::{arg_error, lua_error, raise_msg, type_name};
 
 /// lua-cjson's defaults as Redis builds it.
 const CJSON_MAX_DEPTH: usize = 1000;
@@ -18,9 +28,9 @@ const CJSON_SPARSE_SAFE: usize = 10;
 const CJSON_NUMBER_PRECISION: usize = 14;
 /// lua-cmsgpack encodes tables nested deeper than this as nil.
 const MSGPACK_MAX_NESTING: usize = 16;
-/// lua-cmsgpack decodes with C recursion bounded only by the C stack; the model stops at
-/// this depth with the "Bad data format" error rather than recurse without bound.
-const MSGPACK_DECODE_MAX_DEPTH: usize = 1000;
+/// The Lua stack slots a C function may use (Lua 5.1 luaconf.h): what bounds lua-cmsgpack's
+/// unpacking, which has no depth limit of its own.
+const LUAI_MAXCSTACK: usize = 8000;
 
 /// `cjson.null`: a light userdata holding NULL, as lua-cjson makes it.
 fn json_null() -> Value {
@@ -41,9 +51,12 @@ pub(crate) fn install(
     lua: &Lua,
     globals: &Table,
     freeze: &dyn Fn(Table, Table) -> mlua::Result<Table>,
+    raw_next: Function,
 ) -> mlua::Result<()> {
     let cjson = lua.create_table()?;
-    cjson.raw_set("encode", lua.create_function(cjson_encode)?)?;
+    // lua-cjson walks an object with lua_next: the stock `next`, whatever the script does.
+    let encode = move |lua: &Lua, args: MultiValue| cjson_encode(lua, &raw_next, args);
+    cjson.raw_set("encode", lua.create_function(encode)?)?;
     cjson.raw_set("decode", lua.create_function(cjson_decode)?)?;
     cjson.raw_set("null", json_null())?;
     cjson.raw_set("_NAME", "cjson")?;
@@ -175,12 +188,12 @@ fn install_bit(lua: &Lua, bit: &Table) -> mlua::Result<()> {
 // ---------------------------------------------------------------------------------------
 // cjson encode
 
-fn cjson_encode(lua: &Lua, args: MultiValue) -> mlua::Result<mlua::String> {
+fn cjson_encode(lua: &Lua, next: &Function, args: MultiValue) -> mlua::Result<mlua::String> {
     if args.len() != 1 {
         return Err(arg_error(lua, 1, "expected 1 argument"));
     }
     let mut out = Vec::new();
-    encode_value(lua, &args[0], 0, &mut out)?;
+    encode(lua, next, args[0].clone(), &mut out)?;
     lua.create_string(&out)
 }
 
@@ -191,7 +204,113 @@ fn encode_error(lua: &Lua, value: &Value, reason: &str) -> mlua::Error {
     )
 }
 
-fn encode_value(lua: &Lua, value: &Value, depth: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
+/// A table being written by `encode`.
+enum EncodeFrame {
+    /// `[` written; elements `1..=done` written of `len`.
+    Array {
+        table: Table,
+        len: usize,
+        done: usize,
+    },
+    /// `{` written; `last` is the key written last (`Nil` before the first), so the next
+    /// pair is `next(table, last)`, lua_next's walk.
+    Object { table: Table, last: Value },
+}
+
+/// `json_append_data` without recursion: the tables open around the value being written
+/// are a stack on the heap, so the depth is bounded by lua-cjson's `encode_max_depth`
+/// (1000, "Cannot serialise, excessive nesting (1001)") and by nothing the host's stack
+/// size decides (the recursive version overflowed a 2 MiB test thread at depth ~515 in a
+/// debug build). Each open table holds two Lua handles, at most 2,000 of mlua's ~8,000.
+fn encode(lua: &Lua, next: &Function, value: Value, out: &mut Vec<u8>) -> mlua::Result<()> {
+    let mut open: Vec<EncodeFrame> = Vec::new();
+    let mut pending = Some(value);
+    loop {
+        if let Some(value) = pending.take() {
+            match value {
+                Value::Table(t) => {
+                    // lua_cjson.c json_append_data: `current_depth++` then the check.
+                    let depth = open.len() + 1;
+                    if depth > CJSON_MAX_DEPTH {
+                        return Err(lua_error(
+                            lua,
+                            &format!("Cannot serialise, excessive nesting ({depth})"),
+                        ));
+                    }
+                    match array_length(lua, &Value::Table(t.clone()), &t)? {
+                        Some(len) if len > 0 => {
+                            out.push(b'[');
+                            open.push(EncodeFrame::Array {
+                                table: t,
+                                len,
+                                done: 0,
+                            });
+                        }
+                        _ => {
+                            out.push(b'{');
+                            open.push(EncodeFrame::Object {
+                                table: t,
+                                last: Value::Nil,
+                            });
+                        }
+                    }
+                }
+                other => encode_scalar(lua, &other, out)?,
+            }
+        }
+        // The innermost open table's next element, or its end.
+        let Some(frame) = open.last_mut() else {
+            return Ok(());
+        };
+        match frame {
+            EncodeFrame::Array { table, len, done } => {
+                if *done == *len {
+                    out.push(b']');
+                    open.pop();
+                    continue;
+                }
+                if *done > 0 {
+                    out.push(b',');
+                }
+                *done += 1;
+                pending = Some(table.raw_get(*done)?);
+            }
+            EncodeFrame::Object { table, last } => {
+                let first = matches!(last, Value::Nil);
+                let (k, v): (Value, Value) = next.call((table.clone(), last.clone()))?;
+                if matches!(k, Value::Nil) {
+                    out.push(b'}');
+                    open.pop();
+                    continue;
+                }
+                if !first {
+                    out.push(b',');
+                }
+                match &k {
+                    Value::String(s) => encode_string(&s.as_bytes(), out),
+                    Value::Integer(_) | Value::Number(_) => {
+                        out.push(b'"');
+                        encode_number(lua, &k, number_of(&k).unwrap_or(0.0), out)?;
+                        out.push(b'"');
+                    }
+                    other => {
+                        return Err(encode_error(
+                            lua,
+                            other,
+                            "table key must be a number or string",
+                        ));
+                    }
+                }
+                out.push(b':');
+                *last = k;
+                pending = Some(v);
+            }
+        }
+    }
+}
+
+/// Every value but a table.
+fn encode_scalar(lua: &Lua, value: &Value, out: &mut Vec<u8>) -> mlua::Result<()> {
     match value {
         Value::Nil => out.extend_from_slice(b"null"),
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
@@ -201,7 +320,6 @@ fn encode_value(lua: &Lua, value: &Value, depth: usize, out: &mut Vec<u8>) -> ml
             encode_number(lua, value, n, out)?;
         }
         Value::String(s) => encode_string(&s.as_bytes(), out),
-        Value::Table(t) => encode_table(lua, value, t, depth + 1, out)?,
         other => return Err(encode_error(lua, other, "type not supported")),
     }
     Ok(())
@@ -255,64 +373,6 @@ fn array_length(lua: &Lua, value: &Value, t: &Table) -> mlua::Result<Option<usiz
         return Err(encode_error(lua, value, "excessively sparse array"));
     }
     Ok(Some(max))
-}
-
-fn encode_table(
-    lua: &Lua,
-    value: &Value,
-    t: &Table,
-    depth: usize,
-    out: &mut Vec<u8>,
-) -> mlua::Result<()> {
-    if depth > CJSON_MAX_DEPTH {
-        return Err(lua_error(
-            lua,
-            &format!("Cannot serialise, excessive nesting ({depth})"),
-        ));
-    }
-    match array_length(lua, value, t)? {
-        Some(len) if len > 0 => {
-            out.push(b'[');
-            for i in 1..=len {
-                if i > 1 {
-                    out.push(b',');
-                }
-                let v: Value = t.raw_get(i)?;
-                encode_value(lua, &v, depth, out)?;
-            }
-            out.push(b']');
-        }
-        _ => {
-            out.push(b'{');
-            let mut first = true;
-            for pair in t.clone().pairs::<Value, Value>() {
-                let (k, v) = pair?;
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                match &k {
-                    Value::String(s) => encode_string(&s.as_bytes(), out),
-                    Value::Integer(_) | Value::Number(_) => {
-                        out.push(b'"');
-                        encode_number(lua, &k, number_of(&k).unwrap_or(0.0), out)?;
-                        out.push(b'"');
-                    }
-                    other => {
-                        return Err(encode_error(
-                            lua,
-                            other,
-                            "table key must be a number or string",
-                        ));
-                    }
-                }
-                out.push(b':');
-                encode_value(lua, &v, depth, out)?;
-            }
-            out.push(b'}');
-        }
-    }
-    Ok(())
 }
 
 /// C's `printf("%.<prec>g", x)` as glibc prints it (finite `x`).
@@ -710,8 +770,7 @@ fn cjson_decode(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
         depth: 0,
         pending_utf8: Vec::new(),
     };
-    let (tok, at) = json.next();
-    let value = decode_value(lua, &mut json, tok, at)?;
+    let value = decode(lua, &mut json)?;
     let (tok, at) = json.next();
     if tok != Token::End {
         return Err(expected(lua, "the end", &tok, at));
@@ -745,64 +804,117 @@ fn descend(lua: &Lua, json: &mut Json<'_>, at: usize) -> mlua::Result<()> {
     Ok(())
 }
 
-fn decode_value(lua: &Lua, json: &mut Json<'_>, tok: Token, at: usize) -> mlua::Result<Value> {
-    Ok(match tok {
-        Token::Str(s) => Value::String(lua.create_string(&s)?),
-        Token::Number(n) => Value::Number(n),
-        Token::Boolean(b) => Value::Boolean(b),
-        Token::Null => json_null(),
-        Token::ObjBegin => {
-            descend(lua, json, at)?;
-            let t = lua.create_table()?;
-            let (mut tok, mut at) = json.next();
-            if tok != Token::ObjEnd {
-                loop {
-                    let Token::Str(key) = tok else {
-                        return Err(expected(lua, "object key string", &tok, at));
-                    };
-                    let (colon, cat) = json.next();
-                    if colon != Token::Colon {
-                        return Err(expected(lua, "colon", &colon, cat));
-                    }
-                    let (vt, vat) = json.next();
-                    let v = decode_value(lua, json, vt, vat)?;
-                    t.raw_set(lua.create_string(&key)?, v)?;
-                    let (sep, sat) = json.next();
-                    match sep {
-                        Token::ObjEnd => break,
-                        Token::Comma => {}
-                        other => return Err(expected(lua, "comma or object end", &other, sat)),
-                    }
+/// A table being read by `decode`.
+enum DecodeFrame {
+    /// After `{`: the table and the key whose value is being read.
+    Object { table: Table, key: mlua::String },
+    /// After `[`: the table and the index of the element being read.
+    Array { table: Table, index: usize },
+}
+
+/// lua-cjson's `json_process_value` and its two contexts without recursion: the tables
+/// open around the value being read are a stack on the heap, bounded by `decode_max_depth`
+/// (1000; "Found too many nested data structures (1001) at character N"), not by the host's
+/// stack. Each open table holds two Lua handles, at most 2,000 of mlua's ~8,000.
+fn decode(lua: &Lua, json: &mut Json<'_>) -> mlua::Result<Value> {
+    let mut open: Vec<DecodeFrame> = Vec::new();
+    let (mut tok, mut at) = json.next();
+    loop {
+        // A value starts at `tok`: a scalar, an empty table, or a table to descend into.
+        let mut value = match tok {
+            Token::Str(s) => Value::String(lua.create_string(&s)?),
+            Token::Number(n) => Value::Number(n),
+            Token::Boolean(b) => Value::Boolean(b),
+            Token::Null => json_null(),
+            Token::ObjBegin => {
+                descend(lua, json, at)?;
+                let table = lua.create_table()?;
+                let (first, fat) = json.next();
+                if first == Token::ObjEnd {
+                    json.depth -= 1;
+                    Value::Table(table)
+                } else {
+                    let key = object_key(lua, json, first, fat)?;
+                    open.push(DecodeFrame::Object { table, key });
                     (tok, at) = json.next();
+                    continue;
                 }
             }
-            json.depth -= 1;
-            Value::Table(t)
-        }
-        Token::ArrBegin => {
-            descend(lua, json, at)?;
-            let t = lua.create_table()?;
-            let (mut tok, mut at) = json.next();
-            if tok != Token::ArrEnd {
-                let mut i = 1;
-                loop {
-                    let v = decode_value(lua, json, tok, at)?;
-                    t.raw_set(i, v)?;
-                    i += 1;
-                    let (sep, sat) = json.next();
-                    match sep {
-                        Token::ArrEnd => break,
-                        Token::Comma => {}
-                        other => return Err(expected(lua, "comma or array end", &other, sat)),
-                    }
-                    (tok, at) = json.next();
+            Token::ArrBegin => {
+                descend(lua, json, at)?;
+                let table = lua.create_table()?;
+                let (first, fat) = json.next();
+                if first == Token::ArrEnd {
+                    json.depth -= 1;
+                    Value::Table(table)
+                } else {
+                    open.push(DecodeFrame::Array { table, index: 1 });
+                    (tok, at) = (first, fat);
+                    continue;
                 }
             }
-            json.depth -= 1;
-            Value::Table(t)
+            other => return Err(expected(lua, "value", &other, at)),
+        };
+        // Store the value in the innermost open table; a table that ends is itself the
+        // value of the one around it.
+        loop {
+            let Some(frame) = open.last_mut() else {
+                return Ok(value);
+            };
+            let (sep, sat) = match frame {
+                DecodeFrame::Object { table, key } => {
+                    table.raw_set(key.clone(), value)?;
+                    json.next()
+                }
+                DecodeFrame::Array { table, index } => {
+                    table.raw_set(*index, value)?;
+                    *index += 1;
+                    json.next()
+                }
+            };
+            let is_object = matches!(frame, DecodeFrame::Object { .. });
+            let end = if is_object {
+                Token::ObjEnd
+            } else {
+                Token::ArrEnd
+            };
+            if sep == end {
+                json.depth -= 1;
+                let (DecodeFrame::Object { table, .. } | DecodeFrame::Array { table, .. }) =
+                    open.pop().expect("a frame is open");
+                value = Value::Table(table);
+                continue;
+            }
+            if sep != Token::Comma {
+                let what = if is_object {
+                    "comma or object end"
+                } else {
+                    "comma or array end"
+                };
+                return Err(expected(lua, what, &sep, sat));
+            }
+            if let Some(DecodeFrame::Object { key, .. }) = open.last_mut() {
+                let (ktok, kat) = json.next();
+                *key = object_key(lua, json, ktok, kat)?;
+            }
+            (tok, at) = json.next();
+            break;
         }
-        other => return Err(expected(lua, "value", &other, at)),
-    })
+    }
+}
+
+/// An object's key and the colon after it (json_parse_object_context's order of checks);
+/// the key is pushed before its value is read, as lua_pushlstring does there.
+fn object_key(lua: &Lua, json: &mut Json<'_>, tok: Token, at: usize) -> mlua::Result<mlua::String> {
+    let Token::Str(key) = tok else {
+        return Err(expected(lua, "object key string", &tok, at));
+    };
+    let key = lua.create_string(&key)?;
+    let (colon, cat) = json.next();
+    if colon != Token::Colon {
+        return Err(expected(lua, "colon", &colon, cat));
+    }
+    Ok(key)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1021,10 +1133,14 @@ fn unpack_full(lua: &Lua, args: &MultiValue, limit: i64, offset: i64) -> mlua::R
         ));
     }
     let limit = if decode_all { i64::MAX } else { limit };
+    // The Lua stack of the C function: its arguments (`unpack_one` and `unpack_limit` pop
+    // all but the string first, lua_cmsgpack.c mp_unpack_one / mp_unpack_limit), then each
+    // value returned, which stays there.
+    let args = if decode_all { args.len() } else { 1 };
     let mut pos = offset as usize;
     let mut values = Vec::new();
     while pos < data.len() && (values.len() as i64) < limit {
-        match unpack_value(lua, &data, &mut pos, 0) {
+        match unpack_value(lua, &data, &mut pos, args + values.len()) {
             Ok(v) => values.push(v),
             Err(Ok(Unpack::Missing)) => return Err(lua_error(lua, "Missing bytes in input.")),
             Err(Ok(Unpack::Bad)) => return Err(lua_error(lua, "Bad data format in input.")),
@@ -1032,6 +1148,9 @@ fn unpack_full(lua: &Lua, args: &MultiValue, limit: i64, offset: i64) -> mlua::R
         }
     }
     if !decode_all {
+        if let Err(Err(e)) = check_stack(lua, args + values.len(), "in function mp_unpack_full") {
+            return Err(e);
+        }
         let next = if pos == data.len() { -1.0 } else { pos as f64 };
         values.insert(0, Value::Number(next));
     }
@@ -1057,76 +1176,167 @@ fn be(b: &[u8]) -> u64 {
     b.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x))
 }
 
-fn unpack_value(lua: &Lua, data: &[u8], pos: &mut usize, depth: usize) -> UnpackResult {
-    if depth > MSGPACK_DECODE_MAX_DEPTH {
-        return Err(Ok(Unpack::Bad));
+/// `luaL_checkstack(L, 1, what)` of a C function whose stack holds `height` slots: Lua 5.1
+/// refuses past LUAI_MAXCSTACK (lapi.c lua_checkstack) and luaL_checkstack raises
+/// "stack overflow (what)" (lauxlib.c), with the script's position (luaL_error's level 1).
+fn check_stack(lua: &Lua, height: usize, what: &str) -> Result<(), Result<Unpack, mlua::Error>> {
+    if height + 1 > LUAI_MAXCSTACK {
+        return Err(Err(lua_error(lua, &format!("stack overflow ({what})"))));
     }
-    let c = take(data, pos, 1)?[0];
-    let num = |n: f64| Ok(Value::Number(n));
-    match c {
-        0x00..=0x7f => num(f64::from(c)),
-        0xe0..=0xff => num(f64::from(c as i8)),
-        0xcc => num(be(take(data, pos, 1)?) as f64),
-        0xcd => num(be(take(data, pos, 2)?) as f64),
-        0xce => num(be(take(data, pos, 4)?) as f64),
-        0xcf => num(be(take(data, pos, 8)?) as f64),
-        0xd0 => num(f64::from(take(data, pos, 1)?[0] as i8)),
-        0xd1 => num(f64::from(be(take(data, pos, 2)?) as u16 as i16)),
-        0xd2 => num(f64::from(be(take(data, pos, 4)?) as u32 as i32)),
-        0xd3 => num(be(take(data, pos, 8)?) as i64 as f64),
-        0xc0 => Ok(Value::Nil),
-        0xc2 => Ok(Value::Boolean(false)),
-        0xc3 => Ok(Value::Boolean(true)),
-        0xca => num(f64::from(f32::from_bits(be(take(data, pos, 4)?) as u32))),
-        0xcb => num(f64::from_bits(be(take(data, pos, 8)?))),
-        0xa0..=0xbf | 0xd9 | 0xda | 0xdb | 0xc4 | 0xc5 | 0xc6 => {
-            let len = match c {
-                0xa0..=0xbf => usize::from(c & 0x1f),
-                0xd9 | 0xc4 => be(take(data, pos, 1)?) as usize,
-                0xda | 0xc5 => be(take(data, pos, 2)?) as usize,
-                _ => be(take(data, pos, 4)?) as usize,
-            };
-            let s = take(data, pos, len)?;
-            lua.create_string(s).map(Value::String).map_err(Err)
-        }
-        0x90..=0x9f | 0xdc | 0xdd => {
-            let len = match c {
-                0x90..=0x9f => usize::from(c & 0x0f),
-                0xdc => be(take(data, pos, 2)?) as usize,
-                _ => be(take(data, pos, 4)?) as usize,
-            };
-            // Every element takes at least one byte: a length past the input is missing
-            // bytes, found before allocating for it.
-            if len > data.len() - *pos {
-                return Err(Ok(Unpack::Missing));
+    Ok(())
+}
+
+/// A table being filled by `unpack_value`; the table itself (and a map's key while its value
+/// is read) waits in the Lua table `held`, so that Rust holds two Lua handles however deep
+/// the input nests (mlua keeps each live handle in a stack of ~8,000 slots).
+enum UnpackFrame {
+    /// `left` elements to read; the next one is at index `next`.
+    Array { left: usize, next: usize },
+    /// `left` pairs to read; `key`: the key of the pair being read has been read.
+    Map { left: usize, key: bool },
+}
+
+/// lua-cmsgpack's `mp_decode_to_lua_type` without recursion. Redis runs the C version with
+/// no depth limit of its own: what stops it is the Lua stack of the C function, 8,000 slots
+/// (LUAI_MAXCSTACK), `height` of them in use when this value starts (the arguments and the
+/// values returned so far). An open array holds two (the table and the index being
+/// filled), an open map one and its key one more, and every value starts with
+/// `luaL_checkstack(L, 1, "too many return values at once; ...")` and every array with
+/// `luaL_checkstack(L, 1, "in function mp_decode_to_lua_array")` after its table
+/// (lua_cmsgpack.c:552-590 in Redis 7.0.15). So 3,999 nested arrays unpack and 4,000 fail,
+/// as a real Redis 7.0.15 does (tests/conformance/recorded/lua-nesting.txt).
+fn unpack_value(lua: &Lua, data: &[u8], pos: &mut usize, base: usize) -> UnpackResult {
+    let held = lua.create_table().map_err(Err)?;
+    // Invariant: `held[1..=top]` are the open tables, each followed by its key while a map's
+    // value is read (a nil key is held as a hole, hence the count kept here).
+    let mut top = 0usize;
+    let mut open: Vec<UnpackFrame> = Vec::new();
+    let mut height = base;
+    loop {
+        // One value starts here.
+        take(data, pos, 1)?;
+        *pos -= 1;
+        check_stack(
+            lua,
+            height,
+            "too many return values at once; use unpack_one or unpack_limit instead.",
+        )?;
+        let c = take(data, pos, 1)?[0];
+        let num = |n: f64| Value::Number(n);
+        let mut value = match c {
+            0x00..=0x7f => num(f64::from(c)),
+            0xe0..=0xff => num(f64::from(c as i8)),
+            0xcc => num(be(take(data, pos, 1)?) as f64),
+            0xcd => num(be(take(data, pos, 2)?) as f64),
+            0xce => num(be(take(data, pos, 4)?) as f64),
+            0xcf => num(be(take(data, pos, 8)?) as f64),
+            0xd0 => num(f64::from(take(data, pos, 1)?[0] as i8)),
+            0xd1 => num(f64::from(be(take(data, pos, 2)?) as u16 as i16)),
+            0xd2 => num(f64::from(be(take(data, pos, 4)?) as u32 as i32)),
+            0xd3 => num(be(take(data, pos, 8)?) as i64 as f64),
+            0xc0 => Value::Nil,
+            0xc2 => Value::Boolean(false),
+            0xc3 => Value::Boolean(true),
+            0xca => num(f64::from(f32::from_bits(be(take(data, pos, 4)?) as u32))),
+            0xcb => num(f64::from_bits(be(take(data, pos, 8)?))),
+            0xa0..=0xbf | 0xd9 | 0xda | 0xdb | 0xc4 | 0xc5 | 0xc6 => {
+                let len = match c {
+                    0xa0..=0xbf => usize::from(c & 0x1f),
+                    0xd9 | 0xc4 => be(take(data, pos, 1)?) as usize,
+                    0xda | 0xc5 => be(take(data, pos, 2)?) as usize,
+                    _ => be(take(data, pos, 4)?) as usize,
+                };
+                let s = take(data, pos, len)?;
+                Value::String(lua.create_string(s).map_err(Err)?)
             }
-            let t = lua.create_table().map_err(Err)?;
-            for i in 1..=len {
-                let v = unpack_value(lua, data, pos, depth + 1)?;
-                t.raw_set(i, v).map_err(Err)?;
-            }
-            Ok(Value::Table(t))
-        }
-        0x80..=0x8f | 0xde | 0xdf => {
-            let len = match c {
-                0x80..=0x8f => usize::from(c & 0x0f),
-                0xde => be(take(data, pos, 2)?) as usize,
-                _ => be(take(data, pos, 4)?) as usize,
-            };
-            if len > (data.len() - *pos) / 2 {
-                return Err(Ok(Unpack::Missing));
-            }
-            let t = lua.create_table().map_err(Err)?;
-            for _ in 0..len {
-                let k = unpack_value(lua, data, pos, depth + 1)?;
-                let v = unpack_value(lua, data, pos, depth + 1)?;
-                // A nil key cannot be stored (lua_settable would raise): skipped.
-                if !matches!(k, Value::Nil) {
-                    t.raw_set(k, v).map_err(Err)?;
+            0x90..=0x9f | 0xdc | 0xdd | 0x80..=0x8f | 0xde | 0xdf => {
+                let array = matches!(c, 0x90..=0x9f | 0xdc | 0xdd);
+                let len = match c {
+                    0x80..=0x9f => usize::from(c & 0x0f),
+                    0xdc | 0xde => be(take(data, pos, 2)?) as usize,
+                    _ => be(take(data, pos, 4)?) as usize,
+                };
+                // lua_newtable, and for an array its check.
+                height += 1;
+                if array {
+                    check_stack(lua, height, "in function mp_decode_to_lua_array")?;
+                }
+                let table = lua.create_table().map_err(Err)?;
+                if len == 0 {
+                    height -= 1;
+                    Value::Table(table)
+                } else {
+                    top += 1;
+                    held.raw_set(top, table).map_err(Err)?;
+                    if array {
+                        // lua_pushnumber(L, index): the element goes above it.
+                        height += 1;
+                        open.push(UnpackFrame::Array { left: len, next: 1 });
+                    } else {
+                        open.push(UnpackFrame::Map {
+                            left: len,
+                            key: false,
+                        });
+                    }
+                    continue;
                 }
             }
-            Ok(Value::Table(t))
+            _ => return Err(Ok(Unpack::Bad)),
+        };
+        // Store the value in the innermost open table (lua_settable); a table that is full
+        // is itself the value of the one around it.
+        loop {
+            let Some(frame) = open.last_mut() else {
+                return Ok(value);
+            };
+            match frame {
+                UnpackFrame::Array { left, next } => {
+                    let table: Table = held.raw_get(top).map_err(Err)?;
+                    table.raw_set(*next, value).map_err(Err)?;
+                    *next += 1;
+                    *left -= 1;
+                    if *left > 0 {
+                        break;
+                    }
+                    // The table, and the index slot above it.
+                    height -= 2;
+                }
+                UnpackFrame::Map { left, key } => {
+                    if !*key {
+                        // The key waits (one slot) while its value is read.
+                        top += 1;
+                        held.raw_set(top, value).map_err(Err)?;
+                        *key = true;
+                        height += 1;
+                        break;
+                    }
+                    let k: Value = held.raw_get(top).map_err(Err)?;
+                    held.raw_set(top, Value::Nil).map_err(Err)?;
+                    top -= 1;
+                    // lua_settable raises from inside the C function: no script position.
+                    match &k {
+                        Value::Nil => return Err(Err(raise_msg("table index is nil"))),
+                        Value::Number(n) if n.is_nan() => {
+                            return Err(Err(raise_msg("table index is NaN")));
+                        }
+                        _ => {}
+                    }
+                    let table: Table = held.raw_get(top).map_err(Err)?;
+                    table.raw_set(k, value).map_err(Err)?;
+                    *key = false;
+                    height -= 1;
+                    *left -= 1;
+                    if *left > 0 {
+                        break;
+                    }
+                    height -= 1;
+                }
+            }
+            let table: Table = held.raw_get(top).map_err(Err)?;
+            held.raw_set(top, Value::Nil).map_err(Err)?;
+            top -= 1;
+            open.pop();
+            value = Value::Table(table);
         }
-        _ => Err(Ok(Unpack::Bad)),
     }
 }

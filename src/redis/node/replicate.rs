@@ -119,19 +119,23 @@ impl RedisNode {
         }
         let max_lag = self.config.min_replicas_max_lag_s * NS_PER_S;
         let now = self.repl.mono_ns;
+        // refreshGoodSlavesCount (replication.c:3381-3398): online, and lag <= max lag.
         self.repl
             .replicas
             .iter()
-            .filter(|r| now.saturating_sub(r.last_ack_mono_ns) <= max_lag)
+            .filter(|r| r.online && now.saturating_sub(r.last_ack_mono_ns) <= max_lag)
             .count()
             >= need
     }
 
+    /// replicationCountAcksByOffset (replication.c:3444-3457): online replicas whose ack
+    /// reached `woff`. A replica still in its first full sync has acked 0, which a client
+    /// that wrote before any replica attached (offset 0) would otherwise count as synced.
     pub(crate) fn acked_at(&self, woff: u64) -> usize {
         self.repl
             .replicas
             .iter()
-            .filter(|r| r.ack_offset >= woff)
+            .filter(|r| r.online && r.ack_offset >= woff)
             .count()
     }
 
@@ -338,6 +342,9 @@ impl RedisNode {
                     Some(r) => {
                         r.ack_offset = r.ack_offset.max(offset);
                         r.last_ack_mono_ns = now_mono_ns;
+                        // The first ack after the full sync: the replica is online
+                        // (`replicaPutOnline` also sets `repl_ack_time`, as here).
+                        r.online = true;
                         self.wake_waiters();
                     }
                     None => self.full_sync_to(from),
@@ -414,6 +421,7 @@ impl RedisNode {
             proc: replica,
             ack_offset: 0,
             last_ack_mono_ns: now,
+            online: false,
         });
         let name = String::from_utf8_lossy(&self.peer_name(replica)).into_owned();
         self.note(format!(
