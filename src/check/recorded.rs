@@ -636,8 +636,6 @@ struct ClientState {
     lock_calls: bool,
     last_lock: Option<u32>,
     ended: Option<(usize, Ending, u32)>,
-    /// The version of each resource it last read or wrote (the base of its next write).
-    known: Vec<(u32, u64)>,
 }
 
 /// A property's witness while reading: the worst verdict, then the earliest line.
@@ -698,6 +696,9 @@ struct Judge {
     origin_us: Option<i64>,
     log_end_us: Option<i64>,
     clients: BTreeMap<u32, ClientState>,
+    /// (client, resource) -> the version the client last read or wrote there: the base of
+    /// its next write.
+    known: BTreeMap<(u32, u32), u64>,
     open: BTreeMap<HoldingKey, Open>,
     /// The same open holdings by (client, acquire line): a client's newest is the last.
     open_by_client: BTreeMap<(u32, usize), (u32, TokenKey)>,
@@ -1286,19 +1287,14 @@ impl Judge {
         }
         // Versions: the base is what the write says it read, or what its client last read
         // or wrote; it makes one above its base unless it says what it made.
-        let st = self.clients.entry(client).or_default();
-        let known = st
-            .known
-            .iter()
-            .find(|(r, _)| *r == resource)
-            .map(|&(_, v)| v);
+        let known = self.known.remove(&(client, resource));
         let base = e.read_version.or(known);
         let wrote = e.wrote_version.or(base.and_then(|b| b.checked_add(1)));
-        st.known.retain(|(r, _)| *r != resource);
+        // After an unknown outcome the client no longer knows the version.
         if e.result == Outcome::Ok
             && let Some(w) = wrote
         {
-            st.known.push((resource, w));
+            self.known.insert((client, resource), w);
         }
         if let (Some(b), Some(w)) = (base, wrote)
             && Some(w) != b.checked_add(1)
@@ -1353,9 +1349,7 @@ impl Judge {
         let Some(v) = e.read_version else {
             return;
         };
-        let st = self.clients.entry(client).or_default();
-        st.known.retain(|(r, _)| *r != resource);
-        st.known.push((resource, v));
+        self.known.insert((client, resource), v);
         self.reads.push(ReadRec {
             resource,
             client,
