@@ -900,7 +900,7 @@ fn check_log_gives_a_report_or_a_located_error_on_mutated_logs() {
         &mut c,
         &mut rng,
         seeds,
-        iterations(10_000),
+        iterations(5_000),
         Style::Any,
         256 << 10,
         |t, _| judge_log(t),
