@@ -124,3 +124,131 @@ fn a_log_with_a_line_longer_than_the_cap_is_refused_not_read_whole() {
         "{err}"
     );
 }
+
+// ---- Issue 25.7: a real lost update (tests/check-log/redlock-lost-update.py recorded
+// these: pottery 3.0.1 and redlock-py 1.0.8, three redis-server 7.0.15 masters) ----
+
+#[test]
+fn a_real_redlock_run_that_lost_an_update_is_violated_for_certain() {
+    let (code, out, err) = check_log(&["tests/check-log/redlock-lost-update.jsonl"]);
+    assert_eq!(code, 1, "{out}{err}");
+    // With honest validities the holdings never overlap: what breaks is the write.
+    assert!(out.contains("mutual_exclusion  held"), "{out}");
+    assert!(
+        out.contains(r#"stale_write       VIOLATED   A-pottery's write to "counter" (line 13) began 746.1ms after its holding of "redlock:counter-lock" (line 2) ran out by its own clock"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            r#"and it landed inside B-redlock-py's holding of "redlock:counter-lock" (line 11)"#
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"lost_update       VIOLATED   A-pottery (line 13, ok) and B-redlock-py (line 15, ok) both made v1 of "counter""#),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_same_run_logged_with_the_old_fields_only_is_violated_by_its_stale_write() {
+    let (code, out, err) = check_log(&["tests/check-log/redlock-lost-update-v1-fields.jsonl"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("stale_write       VIOLATED"), "{out}");
+    assert!(out.contains("lost_update       unobserved"), "{out}");
+}
+
+#[test]
+fn a_real_redlock_run_without_the_pause_holds() {
+    let (code, out, err) = check_log(&["tests/check-log/redlock-no-pause.jsonl"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("stale_write       held"), "{out}");
+    assert!(out.contains("lost_update       held"), "{out}");
+}
+
+// ---- Issue 26.6: hostile logs ----
+
+#[test]
+fn times_at_the_accepted_limit_are_judged_not_wrapped() {
+    let head = r#"{"schema": "distlock-log/1", "hosts": {"a": {"clock_uncertainty_ms": 1}}}"#;
+    let acq = |c: &str, t: f64, tok: &str| {
+        format!(
+            r#"{{"op":"acquire","host":"a","client":"{c}","invoke_ms":{t},"complete_ms":{},"result":"ok","token":"{tok}","validity_ms":1e15}}"#,
+            t + 1.0
+        )
+    };
+    let p = scratch(
+        "far.jsonl",
+        &format!(
+            "{head}\n{}\n{}\n",
+            acq("c1", 8.9e15, "x"),
+            acq("c2", 8.9e15 + 10.0, "y")
+        ),
+    );
+    let (code, out, err) = check_log(&[p.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("for 999999999999.988s"), "{out}");
+}
+
+#[test]
+fn a_host_declared_twice_is_refused_with_exit_2() {
+    let p = scratch(
+        "twice.jsonl",
+        "{\"schema\": \"distlock-log/1\", \"hosts\": {\"a\": {\"clock_uncertainty_ms\": 50}, \"a\": {\"clock_uncertainty_ms\": 0}}}\n",
+    );
+    let (code, _, err) = check_log(&[p.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(r#"twice.jsonl:1:1: field `hosts`: host "a" declared twice"#),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unmatched_release_is_a_located_warning_and_disorder_is_an_error() {
+    let head = r#"{"schema": "distlock-log/1", "hosts": {"a": {"clock_uncertainty_ms": 1}}}"#;
+    let rel = r#"{"op":"release","host":"a","client":"c1","invoke_ms":100,"complete_ms":101,"result":"ok","token":"x"}"#;
+    let acq = |t: u32| {
+        format!(
+            r#"{{"op":"acquire","host":"a","client":"c1","invoke_ms":{t},"complete_ms":{},"result":"ok","token":"x"}}"#,
+            t + 1
+        )
+    };
+    let p = scratch("unmatched.jsonl", &format!("{head}\n{rel}\n{}\n", acq(200)));
+    let (code, out, err) = check_log(&[p.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("warning: ") && err.contains("unmatched.jsonl:2:1: c1's release"),
+        "{err}"
+    );
+    let (_, json, _) = check_log(&[p.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["warnings_total"], 1);
+    assert_eq!(v["warnings"][0]["line"], 2);
+    let p = scratch("disorder.jsonl", &format!("{head}\n{rel}\n{}\n", acq(0)));
+    let (code, _, err) = check_log(&[p.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("disorder.jsonl:3:1: field `invoke_ms`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unknown_field_is_named_without_serdes_position_suffix() {
+    let good = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check-log/two-hosts-held.jsonl"),
+    )
+    .unwrap();
+    let p = scratch(
+        "misspelt.jsonl",
+        &good.replacen("\"validity_ms\"", "\"valdity_ms\"", 1),
+    );
+    let (code, _, err) = check_log(&[p.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("misspelt.jsonl:2:1: field `valdity_ms`: unknown in an event"),
+        "{err}"
+    );
+    assert!(!err.contains("column"), "{err}");
+}

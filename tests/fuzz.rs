@@ -1,8 +1,9 @@
-//! In-process, deterministic fuzzing of the three entry points that take untrusted text:
+//! In-process, deterministic fuzzing of the entry points that take untrusted text:
 //! the model loader (`scenario::load_str`), the conformance corpus parser
-//! (`conformance::corpus::parse`), and load-then-run (what loads runs one seed, clamped to
-//! a short run by tests/fuzz/bounds.rs). Seeds: every models/*.ron, every
-//! tests/conformance/redis7/*.txt and hand-made nasty inputs; a structure-aware mutator
+//! (`conformance::corpus::parse`), load-then-run (what loads runs one seed, clamped to
+//! a short run by tests/fuzz/bounds.rs), and check-log's reader (`check::recorded::judge`).
+//! Seeds: every models/*.ron, every tests/conformance/redis7/*.txt, every
+//! tests/check-log/*.jsonl and hand-made nasty inputs; a structure-aware mutator
 //! (tests/fuzz/mutate.rs) driven by ChaCha, so a run is the same on every machine.
 //!
 //! Each input must give `Ok` or `Err` (a panic fails the test), within 10 s (1 s is reported
@@ -28,6 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
+use distlock_sim::check::recorded;
 use distlock_sim::conformance::corpus::{self, StepKind};
 use distlock_sim::scenario;
 use distlock_sim::sim::RunEnd;
@@ -332,6 +334,72 @@ fn nasty_corpora() -> Vec<String> {
         ),
     ];
     v.extend((0..case.len()).map(|k| case[..k].to_string()));
+    v
+}
+
+/// Hand-made recorded logs for check-log: the reproducers of issue 26.6 (times at the limit,
+/// a host declared twice, a release before its acquire, a misspelt field), nesting, numbers
+/// past every range, duplicates, and truncations of a good log.
+fn nasty_logs() -> Vec<String> {
+    let head = r#"{"schema":"distlock-log/1","hosts":{"a":{"clock_uncertainty_ms":1},"b":{"clock_uncertainty_ms":20}}}"#;
+    let acq = |c: &str, t: &str, v: &str| {
+        format!(
+            r#"{{"op":"acquire","host":"a","client":"{c}","invoke_ms":{t},"complete_ms":{t},"result":"ok","token":"{c}","validity_ms":{v}}}"#
+        )
+    };
+    let g = format!(
+        "{head}\n{}\n{}\n{}\n{}\n",
+        acq("c1", "1000", "500"),
+        r#"{"op":"write","host":"a","client":"c1","resource":"db","invoke_ms":1100,"complete_ms":1101,"result":"ok","token":7,"read_version":0,"wrote_version":1}"#,
+        r#"{"op":"release","host":"a","client":"c1","invoke_ms":1200,"complete_ms":1201,"result":"ok","token":"c1","removed_token":"c1"}"#,
+        r#"{"op":"read","host":"b","client":"c2","resource":"db","invoke_ms":1300,"complete_ms":1301,"result":"ok","token":null,"read_version":1}"#,
+    );
+    let mut v = vec![
+        String::new(),
+        "\n\n".into(),
+        head.to_string(),
+        format!("{head}\n{}", "[".repeat(100_000)),
+        format!("{head}\n{}", "{\"op\":".repeat(10_000)),
+        format!(
+            "{head}\n{}\n{}",
+            acq("c1", "8.9e15", "1e15"),
+            acq("c2", "8.9e15", "1e15")
+        ),
+        format!(
+            "{head}\n{}\n{}",
+            acq("c1", "-9e15", "9e15"),
+            acq("c2", "9e15", "9e15")
+        ),
+        format!("{head}\n{}", acq("c1", "1e400", "1")),
+        format!("{head}\n{}", acq("c1", "18446744073709551616", "-0.0")),
+        g.replace(
+            r#""a":{"clock_uncertainty_ms":1}"#,
+            r#""a":{"clock_uncertainty_ms":9e15}"#,
+        ),
+        g.replace(r#","b":{"#, r#","a":{"#),
+        g.replace(r#""invoke_ms":1100"#, r#""invoke_ms":1100,"invoke_ms":1"#),
+        g.replace(r#""validity_ms":500"#, r#""valdity_ms":500"#),
+        g.replace(r#""validity_ms":500"#, r#""validity_left_ms":500"#),
+        g.replace(
+            r#""wrote_version":1"#,
+            r#""wrote_version":18446744073709551615"#,
+        ),
+        g.replace(
+            r#""read_version":0"#,
+            r#""read_version":18446744073709551615"#,
+        ),
+        g.replace("1200", "900"),
+        g.replace('\n', "\r\n"),
+        g.replace("c1", "名前🦀\u{202e}"),
+        g.replace("\"c1\"", &format!("\"{}\"", "t".repeat(60_000))),
+        format!("{head}\n{}", "\n".repeat(100_000)),
+        format!("{head}\n{}", " ".repeat(70_000)),
+    ];
+    v.extend(
+        (0..g.len())
+            .filter(|&k| g.is_char_boundary(k))
+            .map(|k| g[..k].to_string()),
+    );
     v
 }
 
@@ -653,6 +721,58 @@ fn parse_corpus(text: &str) -> Outcome {
     }
 }
 
+/// check-log's answer to a log: a located error without serde's position suffix, or a
+/// report with one finding per property whose witness lines are lines of the log, an exit
+/// code of 0, 1 or 3 that is the worst verdict's, and the same answer a second time.
+fn judge_log(text: &str) -> Outcome {
+    match recorded::judge(text.as_bytes()) {
+        Ok(r) => {
+            let lines = text.split('\n').count();
+            assert_eq!(r.findings.len(), 5, "one finding per property");
+            for f in &r.findings {
+                assert!(
+                    f.lines.iter().all(|&l| l >= 1 && l <= lines),
+                    "{}: witness lines {:?} outside the log's {lines}",
+                    f.property,
+                    f.lines
+                );
+            }
+            assert!(matches!(r.exit_code(), 0 | 1 | 3));
+            assert!(r.warnings.len() <= r.warnings_total);
+            let shown = r.timeline();
+            let again = recorded::judge(text.as_bytes()).expect("accepted once, accepted twice");
+            assert_eq!(shown, again.timeline(), "the same log judged twice differs");
+            Outcome::Accepted
+        }
+        Err(e) => {
+            assert!(e.line >= 1 && e.column >= 1, "error at 0: {e:?}");
+            assert!(
+                !serde_suffix(&e.message),
+                "serde's position in an error: {e:?}"
+            );
+            Outcome::Rejected
+        }
+    }
+}
+
+/// Whether `m` ends as serde_json's errors do, "... at line N column M" (the log's own text
+/// quoted in a message may say "at line" anywhere).
+fn serde_suffix(m: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    m.rfind(" at line ").is_some_and(|i| {
+        m[i + " at line ".len()..]
+            .split_once(" column ")
+            .is_some_and(|(l, c)| digits(l) && digits(c))
+    })
+}
+
+fn logs() -> Vec<String> {
+    files(&root().join("tests/check-log"), "jsonl")
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect()
+}
+
 /// The inputs an accepted mutant joins (so mutations compound), at most this many.
 const POOL_MAX: usize = 512;
 
@@ -770,8 +890,86 @@ fn a_mutated_model_that_loads_runs_one_seed_within_bounds() {
     c.finish();
 }
 
+#[test]
+fn check_log_gives_a_report_or_a_located_error_on_mutated_logs() {
+    let mut c = Campaign::new("check_log", "jsonl");
+    let mut rng = campaign_rng(4);
+    let mut seeds = logs();
+    seeds.extend(nasty_logs());
+    fuzz(
+        &mut c,
+        &mut rng,
+        seeds,
+        iterations(5_000),
+        Style::Any,
+        256 << 10,
+        |t, _| judge_log(t),
+    );
+    c.finish();
+}
+
+/// Issue 26.6: check-log's memory grew with the bytes of the log (every token kept). A log
+/// of 2,000 holdings under unique 60 KB tokens (120 MB, made as it is read) must be judged
+/// allocating a few MiB: tokens are digested and dropped when their holding closes.
+#[test]
+fn a_log_of_unique_60_kb_tokens_is_judged_in_memory_that_does_not_grow_with_it() {
+    struct Tokens {
+        i: u32,
+        pending: Vec<u8>,
+        at: usize,
+    }
+    impl std::io::Read for Tokens {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.at == self.pending.len() {
+                self.pending.clear();
+                self.at = 0;
+                if self.i == 0 {
+                    self.pending.extend_from_slice(
+                        br#"{"schema":"distlock-log/1","hosts":{"a":{"clock_uncertainty_ms":1}}}"#,
+                    );
+                    self.pending.push(b'\n');
+                } else if self.i <= 2000 {
+                    let t = u64::from(self.i) * 10;
+                    let tok = format!("{:08}{}", self.i, "x".repeat(60_000));
+                    for (op, at) in [("acquire", t), ("release", t + 5)] {
+                        self.pending.extend_from_slice(format!(
+                            r#"{{"op":"{op}","host":"a","client":"c","invoke_ms":{at},"complete_ms":{},"result":"ok","token":"{tok}"}}"#,
+                            at + 1
+                        ).as_bytes());
+                        self.pending.push(b'\n');
+                    }
+                } else {
+                    return Ok(0);
+                }
+                self.i += 1;
+            }
+            let n = buf.len().min(self.pending.len() - self.at);
+            buf[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+    let base = LIVE.with(Cell::get);
+    PEAK.with(|p| p.set(base));
+    let input = std::io::BufReader::new(Tokens {
+        i: 0,
+        pending: Vec::new(),
+        at: 0,
+    });
+    let r = recorded::judge(input).expect("a well-formed log");
+    let peak = PEAK.with(Cell::get) - base;
+    assert_eq!((r.events, r.holdings), (4000, 2000));
+    // The line buffer (64 KiB), the parsed line, 2,000 fixed-size holdings, 200 cut ones.
+    assert!(
+        peak < 4 << 20,
+        "judging 120 MB of tokens allocated {} KiB at its peak",
+        peak >> 10
+    );
+}
+
 /// Every input that once failed (tests/fuzz-corpus/): a model loads or is refused, and what
-/// loads runs a clamped seed; a corpus file parses or is refused; none panics.
+/// loads runs a clamped seed; a corpus file parses or is refused; a recorded log is judged
+/// or refused; none panics.
 #[test]
 fn every_saved_fuzz_finding_is_refused_or_runs_without_a_panic() {
     let dir = root().join("tests/fuzz-corpus");
@@ -787,6 +985,13 @@ fn every_saved_fuzz_finding_is_refused_or_runs_without_a_panic() {
     for (p, text) in files(&dir, "txt") {
         n += 1;
         if c.try_input(&text, parse_corpus).is_none() {
+            c.findings
+                .push(format!("regression {} panics again", p.display()));
+        }
+    }
+    for (p, text) in files(&dir, "jsonl") {
+        n += 1;
+        if c.try_input(&text, judge_log).is_none() {
             c.findings
                 .push(format!("regression {} panics again", p.display()));
         }

@@ -8,44 +8,50 @@
 //! **held** when none do. The simulator's checkers (`check::mutual_exclusion`, ...) judge
 //! exact true instants, so they cannot be reused as they are; these follow the same ideas.
 //!
-//! Memory is bounded: lines are read one at a time (at most `MAX_LINE_BYTES` each), and a
-//! log with more than `MAX_EVENTS` events is refused with an error rather than grown into.
+//! Memory is bounded whatever the log's size (docs/check-log.md, "Limits"): lines are read
+//! one at a time (at most `MAX_LINE_BYTES` each) and judged as they come. What is kept is
+//! what a verdict needs: a fixed-size record per holding and per applied write or versioned
+//! read (at most `MAX_EVENTS` of them), the open holdings (at most `MAX_OPEN_HOLDINGS`,
+//! each keyed by a 20-byte digest of its token, never by the token's text), the distinct
+//! names (at most `MAX_NAME_BYTES`), and the first `TIMELINE_LINES` events and holdings for
+//! the timeline, their long texts cut at `SHOWN_BYTES`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::fmt;
 use std::io::BufRead;
 use std::rc::Rc;
 
-use serde::Deserialize;
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::time::fmt_duration_ns;
+use crate::proto::command::sha1_of;
 
 /// The one schema version this reader understands.
 pub const SCHEMA: &str = "distlock-log/1";
 /// Longest accepted line; a longer one is bad input, not an allocation.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
-/// Most events kept: a log at the cap peaks near 300 MB (docs/check-log.md, measured).
+/// Most events judged in one log (docs/check-log.md gives the measured peak at the cap).
 pub const MAX_EVENTS: usize = 1_000_000;
 /// Most holdings open at once (acquired, neither released nor expired yet).
 pub const MAX_OPEN_HOLDINGS: usize = 100_000;
+/// Bytes of distinct names (clients, locks, resources) kept, each name charged its length
+/// plus `NAME_OVERHEAD_BYTES` for its table entries.
+pub const MAX_NAME_BYTES: usize = 64 << 20;
+const NAME_OVERHEAD_BYTES: usize = 64;
+/// Largest time or duration accepted, in ms: 9e15 ms is 9e18 us, which fits an `i64`;
+/// every sum and difference of such values is computed in `Us` (i128), which cannot overflow.
+pub const MAX_TIME_MS: f64 = 9.0e15;
 /// Lines of timeline printed; the rest are counted.
 pub const TIMELINE_LINES: usize = 200;
+/// Warnings kept (and printed); the rest are counted.
+pub const MAX_WARNINGS: usize = 100;
+/// Longer tokens and names are shown cut to this many bytes, with their length.
+pub const SHOWN_BYTES: usize = 64;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Header {
-    schema: String,
-    hosts: BTreeMap<String, HostSpec>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HostSpec {
-    clock_uncertainty_ms: f64,
-}
+/// Microseconds, wide enough that no sum or difference of logged values overflows.
+pub type Us = i128;
 
 /// What a call returned, as its caller saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Outcome {
     Ok,
     Fail,
@@ -53,8 +59,7 @@ pub enum Outcome {
     Unknown,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Op {
     Acquire,
     Extend,
@@ -63,60 +68,12 @@ pub enum Op {
     Write,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEvent {
-    op: Op,
-    host: String,
-    client: String,
-    invoke_ms: f64,
-    complete_ms: f64,
-    result: Outcome,
-    #[serde(default)]
-    lock: Option<String>,
-    #[serde(default)]
-    resource: Option<String>,
-    /// Lock calls: the value stored in the key (string). Resource calls: the fencing token.
-    token: serde_json::Value,
-    #[serde(default)]
-    validity_ms: Option<f64>,
-    #[serde(default)]
-    removed_token: Option<String>,
-}
-
-/// One event, times in microseconds of its host's clock.
-/// Invariant: `invoke_us <= complete_us`; `host` indexes `Log::hosts`.
-#[derive(Clone, Debug)]
-pub struct Event {
-    pub line: usize,
-    pub op: Op,
-    pub host: usize,
-    // Shared: clients and objects are interned, tokens shared with their holdings, so a
-    // large log costs about 100 bytes an event.
-    pub client: Rc<str>,
-    pub invoke_us: i64,
-    pub complete_us: i64,
-    pub result: Outcome,
-    /// Lock name (lock calls) or resource name (reads and writes).
-    pub object: Rc<str>,
-    pub lock_token: Rc<str>,
-    pub fence: Option<u64>,
-    pub validity_us: Option<i64>,
-    pub removed_token: Option<Box<str>>,
-}
-
 /// A host and its clock bound.
 #[derive(Clone, Debug)]
 pub struct Host {
     pub name: String,
-    pub uncertainty_us: i64,
-}
-
-/// A parsed log.
-#[derive(Debug, Default)]
-pub struct Log {
-    pub hosts: Vec<Host>,
-    pub events: Vec<Event>,
+    /// Invariant: `0 <= uncertainty_us <= MAX_TIME_MS * 1000`.
+    pub uncertainty_us: Us,
 }
 
 /// A bad line: where and what.
@@ -127,190 +84,19 @@ pub struct LogError {
     pub message: String,
 }
 
+/// Something the log allows but that is probably not what its writer meant (a release that
+/// matches no acquire, ...): judged anyway, and said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogWarning {
+    pub line: usize,
+    pub message: String,
+}
+
 fn err(line: usize, column: usize, message: impl Into<String>) -> LogError {
     LogError {
         line,
         column,
         message: message.into(),
-    }
-}
-
-fn to_us(line: usize, field: &str, ms: f64) -> Result<i64, LogError> {
-    // 2^53 µs is ~285 years: any finite epoch-ms timestamp fits exactly enough.
-    if !ms.is_finite() || ms.abs() > 9.0e15 {
-        return Err(err(
-            line,
-            1,
-            format!("field `{field}`: {ms} is not a time in ms"),
-        ));
-    }
-    Ok((ms * 1000.0).round() as i64)
-}
-
-impl Log {
-    /// Reads a log line by line. Blank lines are skipped.
-    pub fn read(input: impl BufRead) -> Result<Log, LogError> {
-        let mut log = Log::default();
-        let mut host_index: BTreeMap<String, usize> = BTreeMap::new();
-        let mut names: BTreeMap<String, Rc<str>> = BTreeMap::new();
-        let mut header_seen = false;
-        let mut input = input;
-        let mut buf = Vec::new();
-        let mut line_no = 0;
-        loop {
-            buf.clear();
-            line_no += 1;
-            let n = std::io::Read::take(&mut input, MAX_LINE_BYTES as u64 + 1)
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| err(line_no, 1, format!("cannot read: {e}")))?;
-            if n == 0 {
-                break;
-            }
-            if buf.len() > MAX_LINE_BYTES {
-                return Err(err(
-                    line_no,
-                    MAX_LINE_BYTES,
-                    format!("line longer than {MAX_LINE_BYTES} bytes"),
-                ));
-            }
-            let text = std::str::from_utf8(&buf)
-                .map_err(|e| err(line_no, e.valid_up_to() + 1, "not UTF-8"))?;
-            if text.trim().is_empty() {
-                continue;
-            }
-            let located = |e: serde_json::Error| err(line_no, e.column().max(1), e.to_string());
-            if !header_seen {
-                let h: Header = serde_json::from_str(text).map_err(located)?;
-                if h.schema != SCHEMA {
-                    return Err(err(
-                        line_no,
-                        1,
-                        format!("field `schema`: {:?} is not {SCHEMA:?}", h.schema),
-                    ));
-                }
-                if h.hosts.is_empty() {
-                    return Err(err(line_no, 1, "field `hosts`: no host declared"));
-                }
-                for (name, spec) in h.hosts {
-                    let u = to_us(line_no, "clock_uncertainty_ms", spec.clock_uncertainty_ms)?;
-                    if u < 0 {
-                        return Err(err(line_no, 1, "field `clock_uncertainty_ms`: negative"));
-                    }
-                    host_index.insert(name.clone(), log.hosts.len());
-                    log.hosts.push(Host {
-                        name,
-                        uncertainty_us: u,
-                    });
-                }
-                header_seen = true;
-                continue;
-            }
-            let raw: RawEvent = serde_json::from_str(text).map_err(located)?;
-            let ev = Self::event(line_no, raw, &host_index, &mut names)?;
-            if log.events.len() == MAX_EVENTS {
-                return Err(err(
-                    line_no,
-                    1,
-                    format!(
-                        "more than {MAX_EVENTS} events: split the log by time and check each part"
-                    ),
-                ));
-            }
-            log.events.push(ev);
-        }
-        if !header_seen {
-            return Err(err(
-                1,
-                1,
-                format!("empty log: the first line must be the {SCHEMA} header"),
-            ));
-        }
-        Ok(log)
-    }
-
-    fn event(
-        line: usize,
-        raw: RawEvent,
-        hosts: &BTreeMap<String, usize>,
-        names: &mut BTreeMap<String, Rc<str>>,
-    ) -> Result<Event, LogError> {
-        let mut intern = |s: String| -> Rc<str> {
-            names
-                .entry(s)
-                .or_insert_with_key(|k| Rc::from(k.as_str()))
-                .clone()
-        };
-        let host = *hosts.get(&raw.host).ok_or_else(|| {
-            err(
-                line,
-                1,
-                format!("field `host`: {:?} is not declared in the header", raw.host),
-            )
-        })?;
-        let invoke_us = to_us(line, "invoke_ms", raw.invoke_ms)?;
-        let complete_us = to_us(line, "complete_ms", raw.complete_ms)?;
-        if complete_us < invoke_us {
-            return Err(err(line, 1, "field `complete_ms`: before `invoke_ms`"));
-        }
-        let is_lock = matches!(raw.op, Op::Acquire | Op::Extend | Op::Release);
-        let (lock_token, fence) = if is_lock {
-            match raw.token {
-                serde_json::Value::String(s) => (Rc::from(s), None),
-                _ => {
-                    return Err(err(
-                        line,
-                        1,
-                        "field `token`: a lock call's token is a string",
-                    ));
-                }
-            }
-        } else {
-            match raw.token.as_u64() {
-                Some(t) => (Rc::from(""), Some(t)),
-                None if raw.token.is_null() => (Rc::from(""), None),
-                None => {
-                    return Err(err(
-                        line,
-                        1,
-                        "field `token`: a resource call's token is a non-negative integer or null",
-                    ));
-                }
-            }
-        };
-        let validity_us = match raw.validity_ms {
-            Some(v) if v < 0.0 => return Err(err(line, 1, "field `validity_ms`: negative")),
-            Some(v) => Some(to_us(line, "validity_ms", v)?),
-            None => None,
-        };
-        let object = if is_lock {
-            if raw.resource.is_some() {
-                return Err(err(line, 1, "field `resource`: only on read and write"));
-            }
-            intern(raw.lock.unwrap_or_else(|| "lock".to_string()))
-        } else {
-            if raw.lock.is_some() {
-                return Err(err(
-                    line,
-                    1,
-                    "field `lock`: only on acquire, extend and release",
-                ));
-            }
-            intern(raw.resource.unwrap_or_else(|| "resource".to_string()))
-        };
-        Ok(Event {
-            line,
-            op: raw.op,
-            host,
-            client: intern(raw.client),
-            invoke_us,
-            complete_us,
-            result: raw.result,
-            object,
-            lock_token,
-            fence,
-            validity_us,
-            removed_token: raw.removed_token.map(String::into_boxed_str),
-        })
     }
 }
 
@@ -347,60 +133,959 @@ pub struct Finding {
     pub message: String,
 }
 
-/// The span a client believed it held a lock, in its host's clock.
-/// Invariant: `start_us <= end_us`.
-#[derive(Clone, Debug)]
-pub struct Holding {
-    pub lock: Rc<str>,
-    pub client: Rc<str>,
-    pub token: Rc<str>,
-    pub host: usize,
-    pub start_us: i64,
-    pub end_us: i64,
-    /// Lines of the acquire and of the event that ended the belief (if any).
-    pub lines: (usize, Option<usize>),
+/// A judged log.
+#[derive(Debug)]
+pub struct Report {
+    pub hosts: Vec<Host>,
+    pub events: usize,
+    /// Believed holdings (each `ok` acquire opens one).
+    pub holdings: usize,
+    /// One per property, in a fixed order: mutual_exclusion, resource_safety,
+    /// foreign_unlock, stale_write, lost_update.
+    pub findings: Vec<Finding>,
+    /// The first `MAX_WARNINGS` warnings, in file order.
+    pub warnings: Vec<LogWarning>,
+    pub warnings_total: usize,
+    origin_us: Us,
+    shown_events: Vec<ShownEvent>,
+    shown_holdings: Vec<ShownHolding>,
 }
 
-/// (lock, client, token): one client's holding of one lock under one token.
-type HoldingKey = (Rc<str>, Rc<str>, Rc<str>);
-
-/// Believed holdings: from an `ok` acquire's completion (when the client learns it holds)
-/// until the first of its release's invocation, a failed extend's completion, or the expiry
-/// it believed (`validity_ms` counted from the invoke of the last ok acquire/extend, as
-/// Redlock measures it); with no validity and no release, the log's end.
-pub fn holdings(log: &Log) -> Result<Vec<Holding>, LogError> {
-    struct Open {
-        start_us: i64,
-        believed_until_us: Option<i64>,
-        line: usize,
+impl Report {
+    /// The worst verdict (`Held` when every property held or was unobserved).
+    pub fn verdict(&self) -> Verdict {
+        self.findings
+            .iter()
+            .map(|f| f.verdict)
+            .max()
+            .unwrap_or(Verdict::Held)
+            .max(Verdict::Held)
     }
-    let log_end = log.events.iter().map(|e| e.complete_us).max().unwrap_or(0);
-    let mut open: BTreeMap<HoldingKey, (usize, Open)> = BTreeMap::new();
-    let mut out = Vec::new();
-    let close =
-        |out: &mut Vec<Holding>, key: HoldingKey, host, o: Open, end, line: Option<usize>| {
-            // At the log's end (no closing line) a belief with a validity still runs to it:
-            // the recording stopped, the client's belief did not.
-            let end = match (o.believed_until_us, line) {
-                (Some(b), None) => b,
-                (Some(b), Some(_)) => b.min(end),
-                (None, _) => end,
-            };
-            out.push(Holding {
-                lock: key.0,
-                client: key.1,
-                token: key.2,
-                host,
-                start_us: o.start_us,
-                end_us: end.max(o.start_us),
-                lines: (o.line, line),
-            });
+
+    /// 0 every property held, 1 one was violated for certain, 3 none certain but one possible.
+    pub fn exit_code(&self) -> u8 {
+        match self.verdict() {
+            Verdict::Unobserved | Verdict::Held => 0,
+            Verdict::Violated => 1,
+            Verdict::Possible => 3,
+        }
+    }
+}
+
+/// Reads and judges a log line by line. Blank lines are skipped.
+pub fn judge(input: impl BufRead) -> Result<Report, LogError> {
+    let mut j = Judge::default();
+    let mut input = input;
+    let mut buf = Vec::new();
+    let mut line_no = 0;
+    let mut header_seen = false;
+    loop {
+        buf.clear();
+        line_no += 1;
+        let n = std::io::Read::take(&mut input, MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| err(line_no, 1, format!("cannot read: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        if buf.len() > MAX_LINE_BYTES {
+            return Err(err(
+                line_no,
+                MAX_LINE_BYTES,
+                format!("line longer than {MAX_LINE_BYTES} bytes"),
+            ));
+        }
+        let text = std::str::from_utf8(&buf)
+            .map_err(|e| err(line_no, e.valid_up_to() + 1, "not UTF-8"))?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let node: Node = serde_json::from_str(text).map_err(|e| json_error(line_no, &e))?;
+        if !header_seen {
+            j.header(line_no, &node)?;
+            header_seen = true;
+            continue;
+        }
+        let ev = j.parse_event(line_no, &node)?;
+        if j.events == MAX_EVENTS {
+            return Err(err(
+                line_no,
+                1,
+                format!("more than {MAX_EVENTS} events: split the log by time and check each part"),
+            ));
+        }
+        j.event(ev)?;
+    }
+    if !header_seen {
+        return Err(err(
+            1,
+            1,
+            format!("empty log: the first line must be the {SCHEMA} header"),
+        ));
+    }
+    Ok(j.finish())
+}
+
+// ---------------------------------------------------------------------------------------
+// One JSON line, read without serde's typed derive: duplicate keys are kept (so they can be
+// refused), and every error names the log's own line and the field, not serde's position
+// in a one-line document.
+
+#[derive(Clone, Copy, Debug)]
+enum Num {
+    U(u64),
+    I(i64),
+    F(f64),
+}
+
+#[derive(Debug)]
+enum Node {
+    Null,
+    Bool,
+    Num(Num),
+    Str(String),
+    Arr,
+    /// Keys in the order given, duplicates kept.
+    Obj(Vec<(String, Node)>),
+}
+
+impl Node {
+    fn kind(&self) -> &'static str {
+        match self {
+            Node::Null => "null",
+            Node::Bool => "a boolean",
+            Node::Num(_) => "a number",
+            Node::Str(_) => "a string",
+            Node::Arr => "an array",
+            Node::Obj(_) => "an object",
+        }
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Node, E> {
+        Ok(Node::Bool)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
+        Ok(Node::Num(Num::U(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
+        Ok(Node::Num(Num::I(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
+        Ok(Node::Num(Num::F(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::Str(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
+        Ok(Node::Str(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+        Node::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        // No field is an array: its contents are read past, not kept.
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Node::Arr)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut pairs = Vec::new();
+        while let Some(k) = map.next_key::<String>()? {
+            pairs.push((k, map.next_value::<Node>()?));
+        }
+        Ok(Node::Obj(pairs))
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Node, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+}
+
+/// A JSON syntax error, at serde's column (the line is parsed alone, so its column is the
+/// log line's), with serde's "at line 1 column N" suffix dropped: the log line is ours.
+fn json_error(line: usize, e: &serde_json::Error) -> LogError {
+    let text = e.to_string();
+    let text = match text.rfind(" at line ") {
+        Some(i) if e.line() > 0 => &text[..i],
+        _ => &text,
+    };
+    err(line, e.column().max(1), format!("not JSON: {text}"))
+}
+
+/// One JSON object's fields, each named at most once and each one the schema knows.
+struct Fields<'a> {
+    line: usize,
+    pairs: &'a [(String, Node)],
+}
+
+impl<'a> Fields<'a> {
+    fn new(line: usize, node: &'a Node, what: &str, known: &[&str]) -> Result<Self, LogError> {
+        let Node::Obj(pairs) = node else {
+            return Err(err(
+                line,
+                1,
+                format!("{what} is a JSON object, not {}", node.kind()),
+            ));
         };
-    for e in &log.events {
-        let key = (e.object.clone(), e.client.clone(), e.lock_token.clone());
+        for (i, (k, _)) in pairs.iter().enumerate() {
+            if !known.contains(&k.as_str()) {
+                return Err(err(
+                    line,
+                    1,
+                    format!(
+                        "field `{}`: unknown in {what} (its fields are {})",
+                        shown_plain(k),
+                        known
+                            .iter()
+                            .map(|f| format!("`{f}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            if pairs[..i].iter().any(|(j, _)| j == k) {
+                return Err(err(line, 1, format!("field `{k}`: given twice")));
+            }
+        }
+        Ok(Fields { line, pairs })
+    }
+
+    /// The field's value; `None` when absent or `null` (every optional field allows both).
+    fn get(&self, key: &str) -> Option<&'a Node> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .filter(|v| !matches!(v, Node::Null))
+    }
+
+    fn missing(&self, key: &str) -> LogError {
+        err(self.line, 1, format!("missing field `{key}`"))
+    }
+
+    fn wrong(&self, key: &str, want: &str, got: &Node) -> LogError {
+        err(
+            self.line,
+            1,
+            format!("field `{key}`: expected {want}, not {}", got.kind()),
+        )
+    }
+
+    fn str(&self, key: &str) -> Result<Option<&'a str>, LogError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Node::Str(s)) => Ok(Some(s)),
+            Some(v) => Err(self.wrong(key, "a string", v)),
+        }
+    }
+
+    fn req_str(&self, key: &str) -> Result<&'a str, LogError> {
+        self.str(key)?.ok_or_else(|| self.missing(key))
+    }
+
+    fn num(&self, key: &str) -> Result<Option<f64>, LogError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Node::Num(Num::U(u))) => Ok(Some(*u as f64)),
+            Some(Node::Num(Num::I(i))) => Ok(Some(*i as f64)),
+            Some(Node::Num(Num::F(f))) => Ok(Some(*f)),
+            Some(v) => Err(self.wrong(key, "a number", v)),
+        }
+    }
+
+    fn req_num(&self, key: &str) -> Result<f64, LogError> {
+        self.num(key)?.ok_or_else(|| self.missing(key))
+    }
+
+    fn uint(&self, key: &str) -> Result<Option<u64>, LogError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Node::Num(Num::U(u))) => Ok(Some(*u)),
+            Some(Node::Num(Num::I(i))) if *i >= 0 => Ok(Some(*i as u64)),
+            Some(v) => Err(self.wrong(key, "a non-negative integer", v)),
+        }
+    }
+
+    fn choice<T: Copy>(&self, key: &str, options: &[(&str, T)]) -> Result<T, LogError> {
+        let s = self.req_str(key)?;
+        options
+            .iter()
+            .find(|(name, _)| *name == s)
+            .map(|&(_, v)| v)
+            .ok_or_else(|| {
+                err(
+                    self.line,
+                    1,
+                    format!(
+                        "field `{key}`: {} is not one of {}",
+                        shown_quoted(s),
+                        options
+                            .iter()
+                            .map(|(n, _)| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })
+    }
+}
+
+const HEADER_FIELDS: [&str; 2] = ["schema", "hosts"];
+const HOST_FIELDS: [&str; 1] = ["clock_uncertainty_ms"];
+const EVENT_FIELDS: [&str; 14] = [
+    "op",
+    "host",
+    "client",
+    "invoke_ms",
+    "complete_ms",
+    "result",
+    "lock",
+    "resource",
+    "token",
+    "validity_ms",
+    "validity_left_ms",
+    "removed_token",
+    "read_version",
+    "wrote_version",
+];
+
+/// A logged time or duration in microseconds. Invariant of the result: within
+/// `±MAX_TIME_MS * 1000`, so it fits an `i64` and any sum of a few fits a `Us` exactly.
+fn to_us(line: usize, field: &str, ms: f64) -> Result<i64, LogError> {
+    if !ms.is_finite() || ms.abs() > MAX_TIME_MS {
+        return Err(err(
+            line,
+            1,
+            format!("field `{field}`: {ms} is not a time in ms (finite, at most ±9e15)"),
+        ));
+    }
+    Ok((ms * 1000.0).round() as i64)
+}
+
+/// One event as parsed, borrowing its line's text.
+struct Ev<'a> {
+    line: usize,
+    op: Op,
+    host: usize,
+    client: &'a str,
+    invoke_us: i64,
+    complete_us: i64,
+    result: Outcome,
+    /// Lock name (lock calls) or resource name (reads and writes).
+    object: &'a str,
+    lock_token: &'a str,
+    fence: Option<u64>,
+    validity_us: Option<i64>,
+    validity_left_us: Option<i64>,
+    removed_token: Option<&'a str>,
+    read_version: Option<u64>,
+    wrote_version: Option<u64>,
+}
+
+impl Ev<'_> {
+    /// Until when an ok acquire or extend makes its client believe it holds: `validity_ms`
+    /// counts from the invoke (as Redlock measures it), `validity_left_ms` from the complete.
+    fn believed_until_us(&self) -> Option<Us> {
+        self.validity_us
+            .map(|v| Us::from(self.invoke_us) + Us::from(v))
+            .or(self
+                .validity_left_us
+                .map(|v| Us::from(self.complete_us) + Us::from(v)))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What is kept while reading.
+
+/// Distinct names, each kept once. Invariant: `bytes <= cap_bytes` (`MAX_NAME_BYTES` outside tests).
+struct Names {
+    // One allocation per name, shared by the index and the table.
+    ids: BTreeMap<Rc<str>, u32>,
+    text: Vec<Rc<str>>,
+    bytes: usize,
+    cap_bytes: usize,
+}
+
+impl Default for Names {
+    fn default() -> Names {
+        Names {
+            ids: BTreeMap::new(),
+            text: Vec::new(),
+            bytes: 0,
+            cap_bytes: MAX_NAME_BYTES,
+        }
+    }
+}
+
+impl Names {
+    fn id(&mut self, line: usize, field: &str, s: &str) -> Result<u32, LogError> {
+        if let Some(&id) = self.ids.get(s) {
+            return Ok(id);
+        }
+        let cost = s.len() + NAME_OVERHEAD_BYTES;
+        if self.bytes + cost > self.cap_bytes {
+            return Err(err(
+                line,
+                1,
+                format!(
+                    "field `{field}`: more than {} MiB of distinct names (clients, locks, \
+                     resources): split the log by time and check each part",
+                    self.cap_bytes >> 20
+                ),
+            ));
+        }
+        self.bytes += cost;
+        let id = self.text.len() as u32;
+        let name: Rc<str> = Rc::from(s);
+        self.text.push(name.clone());
+        self.ids.insert(name, id);
+        Ok(id)
+    }
+
+    fn get(&self, id: u32) -> &str {
+        &self.text[id as usize]
+    }
+}
+
+/// A token's identity: its SHA-1 (a log's tokens can be 64 KiB each; only equality is
+/// needed to match a release to its acquire, and the digest costs 20 bytes whatever the
+/// token's length).
+type TokenKey = [u8; 20];
+
+/// (lock, client, token): one client's holding of one lock under one token.
+type HoldingKey = (u32, u32, TokenKey);
+
+struct Open {
+    host: usize,
+    start_us: Us,
+    believed_until_us: Option<Us>,
+    line: usize,
+    /// The token as the timeline shows it (cut at `SHOWN_BYTES`).
+    token_shown: String,
+}
+
+/// A closed believed holding: the span a client believed it held a lock, in its host's clock.
+/// Invariant: `start_us <= end_us`.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    lock: u32,
+    client: u32,
+    host: usize,
+    start_us: Us,
+    end_us: Us,
+    /// Line of the acquire.
+    line: usize,
+}
+
+/// An applied (or possibly applied) write: `ok` or `unknown`, never `fail`.
+#[derive(Clone, Copy, Debug)]
+struct WriteRec {
+    resource: u32,
+    client: u32,
+    host: usize,
+    invoke_us: i64,
+    complete_us: i64,
+    result: Outcome,
+    fence: Option<u64>,
+    /// The version the write made (given, or one above the version it was based on).
+    wrote: Option<u64>,
+    line: usize,
+    /// The lock whose holding the writer was under (or had last been under).
+    lock: Option<u32>,
+}
+
+/// An `ok` read that says which version it returned.
+#[derive(Clone, Copy, Debug)]
+struct ReadRec {
+    resource: u32,
+    client: u32,
+    host: usize,
+    invoke_us: i64,
+    version: u64,
+    line: usize,
+}
+
+/// How a client's last holding (or attempt) ended, for a write made after it.
+#[derive(Clone, Copy, Debug)]
+enum Ending {
+    Released,
+    ExtendFailed,
+    NotAcquired,
+}
+
+#[derive(Default)]
+struct ClientState {
+    /// (line, complete, host) of its previous event: its events must come in program order.
+    last: Option<(usize, i64, usize)>,
+    /// It made a lock call before (so its writes can be judged against its holdings).
+    lock_calls: bool,
+    last_lock: Option<u32>,
+    ended: Option<(usize, Ending, u32)>,
+}
+
+/// A property's witness while reading: the worst verdict, then the earliest line.
+struct Candidate {
+    verdict: Verdict,
+    line: usize,
+    lines: Vec<usize>,
+    message: String,
+}
+
+fn offer(best: &mut Option<Candidate>, c: Candidate) {
+    let better = match best {
+        None => true,
+        Some(b) => c.verdict > b.verdict || (c.verdict == b.verdict && c.line < b.line),
+    };
+    if better {
+        *best = Some(c);
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct ShownEvent {
+    invoke_us: i64,
+    line: usize,
+    complete_us: i64,
+    host: usize,
+    client: String,
+    what: String,
+    result: Outcome,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct ShownHolding {
+    start_us: Us,
+    line: usize,
+    end_us: Us,
+    client: String,
+    lock: String,
+    token: String,
+}
+
+/// Keeps the `TIMELINE_LINES` smallest items pushed (a max-heap of them).
+fn keep_first<T: Ord>(heap: &mut BinaryHeap<T>, item: T) {
+    if heap.len() < TIMELINE_LINES {
+        heap.push(item);
+    } else if heap.peek().is_some_and(|top| item < *top) {
+        heap.pop();
+        heap.push(item);
+    }
+}
+
+#[derive(Default)]
+struct Judge {
+    hosts: Vec<Host>,
+    host_index: BTreeMap<String, usize>,
+    names: Names,
+    events: usize,
+    origin_us: Option<i64>,
+    log_end_us: Option<i64>,
+    clients: BTreeMap<u32, ClientState>,
+    /// (client, resource) -> the version the client last read or wrote there: the base of
+    /// its next write.
+    known: BTreeMap<(u32, u32), u64>,
+    open: BTreeMap<HoldingKey, Open>,
+    /// The same open holdings by (client, acquire line): a client's newest is the last.
+    open_by_client: BTreeMap<(u32, usize), (u32, TokenKey)>,
+    held: Vec<Held>,
+    writes: Vec<WriteRec>,
+    reads: Vec<ReadRec>,
+    /// stale_write, judged as each write comes: against its writer's own holding.
+    own: Option<Candidate>,
+    judged_writes: usize,
+    /// lost_update, judged as each write comes: a base that is not one below what it made.
+    lost_at_write: Option<Candidate>,
+    versioned_writes: usize,
+    foreign: Option<Candidate>,
+    removals_recorded: usize,
+    warnings: Vec<LogWarning>,
+    warnings_total: usize,
+    shown_events: BinaryHeap<ShownEvent>,
+    shown_holdings: BinaryHeap<ShownHolding>,
+}
+
+impl Judge {
+    fn u(&self, host: usize) -> Us {
+        self.hosts[host].uncertainty_us
+    }
+
+    fn warn(&mut self, line: usize, message: String) {
+        self.warnings_total += 1;
+        if self.warnings.len() < MAX_WARNINGS {
+            self.warnings.push(LogWarning { line, message });
+        }
+    }
+
+    fn header(&mut self, line: usize, node: &Node) -> Result<(), LogError> {
+        let f = Fields::new(line, node, "the header", &HEADER_FIELDS)?;
+        let schema = f.req_str("schema")?;
+        if schema != SCHEMA {
+            return Err(err(
+                line,
+                1,
+                format!("field `schema`: {} is not {SCHEMA:?}", shown_quoted(schema)),
+            ));
+        }
+        let hosts = match f.get("hosts") {
+            None => return Err(f.missing("hosts")),
+            Some(Node::Obj(pairs)) => pairs,
+            Some(v) => return Err(f.wrong("hosts", "an object of host names", v)),
+        };
+        if hosts.is_empty() {
+            return Err(err(line, 1, "field `hosts`: no host declared"));
+        }
+        for (name, spec) in hosts {
+            if self.host_index.contains_key(name) {
+                return Err(err(
+                    line,
+                    1,
+                    format!("field `hosts`: host {} declared twice", shown_quoted(name)),
+                ));
+            }
+            let spec = Fields::new(
+                line,
+                spec,
+                &format!("host {}", shown_quoted(name)),
+                &HOST_FIELDS,
+            )?;
+            let u = to_us(
+                line,
+                "clock_uncertainty_ms",
+                spec.req_num("clock_uncertainty_ms")?,
+            )?;
+            if u < 0 {
+                return Err(err(line, 1, "field `clock_uncertainty_ms`: negative"));
+            }
+            self.host_index.insert(name.clone(), self.hosts.len());
+            self.hosts.push(Host {
+                name: name.clone(),
+                uncertainty_us: Us::from(u),
+            });
+        }
+        Ok(())
+    }
+
+    fn parse_event<'a>(&self, line: usize, node: &'a Node) -> Result<Ev<'a>, LogError> {
+        let f = Fields::new(line, node, "an event", &EVENT_FIELDS)?;
+        let op = f.choice(
+            "op",
+            &[
+                ("acquire", Op::Acquire),
+                ("extend", Op::Extend),
+                ("release", Op::Release),
+                ("read", Op::Read),
+                ("write", Op::Write),
+            ],
+        )?;
+        let host_name = f.req_str("host")?;
+        let client = f.req_str("client")?;
+        let invoke_ms = f.req_num("invoke_ms")?;
+        let complete_ms = f.req_num("complete_ms")?;
+        let result = f.choice(
+            "result",
+            &[
+                ("ok", Outcome::Ok),
+                ("fail", Outcome::Fail),
+                ("unknown", Outcome::Unknown),
+            ],
+        )?;
+        let token = f
+            .pairs
+            .iter()
+            .find(|(k, _)| k == "token")
+            .map(|(_, v)| v)
+            .ok_or_else(|| f.missing("token"))?;
+        let host = *self.host_index.get(host_name).ok_or_else(|| {
+            err(
+                line,
+                1,
+                format!(
+                    "field `host`: {} is not declared in the header",
+                    shown_quoted(host_name)
+                ),
+            )
+        })?;
+        let invoke_us = to_us(line, "invoke_ms", invoke_ms)?;
+        let complete_us = to_us(line, "complete_ms", complete_ms)?;
+        if complete_us < invoke_us {
+            return Err(err(line, 1, "field `complete_ms`: before `invoke_ms`"));
+        }
+        let is_lock = matches!(op, Op::Acquire | Op::Extend | Op::Release);
+        let (lock_token, fence) = if is_lock {
+            match token {
+                Node::Str(s) => (s.as_str(), None),
+                _ => {
+                    return Err(err(
+                        line,
+                        1,
+                        "field `token`: a lock call's token is a string",
+                    ));
+                }
+            }
+        } else {
+            match token {
+                Node::Num(Num::U(t)) => ("", Some(*t)),
+                Node::Num(Num::I(t)) if *t >= 0 => ("", Some(*t as u64)),
+                Node::Null => ("", None),
+                _ => {
+                    return Err(err(
+                        line,
+                        1,
+                        "field `token`: a resource call's token is a non-negative integer or null",
+                    ));
+                }
+            }
+        };
+        let duration = |key: &str| -> Result<Option<i64>, LogError> {
+            match f.num(key)? {
+                Some(v) if v < 0.0 => Err(err(line, 1, format!("field `{key}`: negative"))),
+                Some(v) => Ok(Some(to_us(line, key, v)?)),
+                None => Ok(None),
+            }
+        };
+        let validity_us = duration("validity_ms")?;
+        let validity_left_us = duration("validity_left_ms")?;
+        if validity_left_us.is_some() {
+            if !matches!(op, Op::Acquire | Op::Extend) {
+                return Err(err(
+                    line,
+                    1,
+                    "field `validity_left_ms`: only on acquire and extend",
+                ));
+            }
+            if validity_us.is_some() {
+                return Err(err(
+                    line,
+                    1,
+                    "field `validity_left_ms`: give `validity_ms` (counted from `invoke_ms`) \
+                     or `validity_left_ms` (counted from `complete_ms`), not both",
+                ));
+            }
+        }
+        let object = if is_lock {
+            if f.get("resource").is_some() {
+                return Err(err(line, 1, "field `resource`: only on read and write"));
+            }
+            f.str("lock")?.unwrap_or("lock")
+        } else {
+            if f.get("lock").is_some() {
+                return Err(err(
+                    line,
+                    1,
+                    "field `lock`: only on acquire, extend and release",
+                ));
+            }
+            f.str("resource")?.unwrap_or("resource")
+        };
+        let read_version = f.uint("read_version")?;
+        if read_version.is_some() && is_lock {
+            return Err(err(line, 1, "field `read_version`: only on read and write"));
+        }
+        let wrote_version = f.uint("wrote_version")?;
+        if wrote_version.is_some() && op != Op::Write {
+            return Err(err(line, 1, "field `wrote_version`: only on write"));
+        }
+        Ok(Ev {
+            line,
+            op,
+            host,
+            client,
+            invoke_us,
+            complete_us,
+            result,
+            object,
+            lock_token,
+            fence,
+            validity_us,
+            validity_left_us,
+            removed_token: f.str("removed_token")?,
+            read_version,
+            wrote_version,
+        })
+    }
+
+    fn event(&mut self, e: Ev<'_>) -> Result<(), LogError> {
+        let client = self.names.id(e.line, "client", e.client)?;
+        let object = self.names.id(
+            e.line,
+            if matches!(e.op, Op::Read | Op::Write) {
+                "resource"
+            } else {
+                "lock"
+            },
+            e.object,
+        )?;
+        // A client's events in the order it made them: a call cannot begin before the
+        // client's previous call completed (beyond both timestamps' bounds).
+        let u = self.u(e.host);
+        let st = self.clients.entry(client).or_default();
+        if let Some((prev_line, prev_complete, prev_host)) = st.last {
+            let prev_u = self.hosts[prev_host].uncertainty_us;
+            if Us::from(e.invoke_us) + u < Us::from(prev_complete) - prev_u {
+                return Err(err(
+                    e.line,
+                    1,
+                    format!(
+                        "field `invoke_ms`: {}'s call began {} before its previous call \
+                         (line {prev_line}) completed; a client's events must be in the order \
+                         it made them",
+                        shown_plain(e.client),
+                        fmt_us(Us::from(prev_complete) - Us::from(e.invoke_us)),
+                    ),
+                ));
+            }
+        }
+        st.last = Some((e.line, e.complete_us, e.host));
+        if matches!(e.op, Op::Acquire | Op::Extend | Op::Release) {
+            st.lock_calls = true;
+        }
+        self.events += 1;
+        self.origin_us = Some(self.origin_us.map_or(e.invoke_us, |o| o.min(e.invoke_us)));
+        self.log_end_us = Some(
+            self.log_end_us
+                .map_or(e.complete_us, |o| o.max(e.complete_us)),
+        );
+        if e.removed_token.is_some() {
+            self.removals_recorded += 1;
+        }
+        self.show_event(&e);
+        match e.op {
+            Op::Acquire | Op::Extend | Op::Release => self.lock_call(&e, client, object),
+            Op::Write => {
+                self.write(&e, client, object);
+                Ok(())
+            }
+            Op::Read => {
+                self.read(&e, client, object);
+                Ok(())
+            }
+        }
+    }
+
+    fn show_event(&mut self, e: &Ev<'_>) {
+        let full = self.shown_events.len() == TIMELINE_LINES;
+        if full
+            && self
+                .shown_events
+                .peek()
+                .is_some_and(|top| (e.invoke_us, e.line) > (top.invoke_us, top.line))
+        {
+            return;
+        }
+        let what = match e.op {
+            Op::Read | Op::Write => {
+                let mut s = format!(
+                    "{} {} token={}",
+                    op_name(e.op),
+                    shown_quoted(e.object),
+                    e.fence.map_or("-".to_string(), |t| t.to_string())
+                );
+                if let Some(v) = e.read_version {
+                    s.push_str(&format!(" read=v{v}"));
+                }
+                if let Some(v) = e.wrote_version {
+                    s.push_str(&format!(" wrote=v{v}"));
+                }
+                s
+            }
+            _ => format!(
+                "{} {} token={}{}{}",
+                op_name(e.op),
+                shown_quoted(e.object),
+                shown_quoted(e.lock_token),
+                e.validity_us.map_or(String::new(), |v| format!(
+                    " validity={}",
+                    fmt_us(Us::from(v))
+                )),
+                e.validity_left_us.map_or(String::new(), |v| format!(
+                    " validity_left={}",
+                    fmt_us(Us::from(v))
+                )),
+            ),
+        };
+        keep_first(
+            &mut self.shown_events,
+            ShownEvent {
+                invoke_us: e.invoke_us,
+                line: e.line,
+                complete_us: e.complete_us,
+                host: e.host,
+                client: shown_plain(e.client),
+                what,
+                result: e.result,
+            },
+        );
+    }
+
+    /// Closes a believed holding at `end_us` (the event that ended it, at `end_line`), or at
+    /// the log's end (`end_line` None), and forgets its token.
+    fn close(&mut self, key: HoldingKey, o: Open, end_us: Us, end_line: Option<usize>) {
+        // At the log's end (no closing line) a belief with a validity still runs to it:
+        // the recording stopped, the client's belief did not.
+        let end = match (o.believed_until_us, end_line) {
+            (Some(b), None) => b,
+            (Some(b), Some(_)) => b.min(end_us),
+            (None, _) => end_us,
+        }
+        .max(o.start_us);
+        let (lock, client, _) = key;
+        self.open_by_client.remove(&(client, o.line));
+        self.held.push(Held {
+            lock,
+            client,
+            host: o.host,
+            start_us: o.start_us,
+            end_us: end,
+            line: o.line,
+        });
+        let full = self.shown_holdings.len() == TIMELINE_LINES;
+        if !(full
+            && self
+                .shown_holdings
+                .peek()
+                .is_some_and(|top| (o.start_us, o.line) > (top.start_us, top.line)))
+        {
+            let item = ShownHolding {
+                start_us: o.start_us,
+                line: o.line,
+                end_us: end,
+                client: shown_plain(self.names.get(client)),
+                lock: shown_quoted(self.names.get(lock)),
+                token: o.token_shown,
+            };
+            keep_first(&mut self.shown_holdings, item);
+        }
+    }
+
+    fn lock_call(&mut self, e: &Ev<'_>, client: u32, lock: u32) -> Result<(), LogError> {
+        let key = (lock, client, sha1_of(e.lock_token.as_bytes()));
+        let unmatched = |what: &str| {
+            format!(
+                "{}'s {what} of {} with token {} matches no open holding: its acquire is \
+                 not in the log (before its start?) or came later in the file",
+                shown_plain(e.client),
+                shown_quoted(e.object),
+                shown_quoted(e.lock_token)
+            )
+        };
         match (e.op, e.result) {
             (Op::Acquire, Outcome::Ok) => {
-                if open.len() == MAX_OPEN_HOLDINGS {
+                if self.open.len() == MAX_OPEN_HOLDINGS {
                     return Err(err(
                         e.line,
                         1,
@@ -408,289 +1093,968 @@ pub fn holdings(log: &Log) -> Result<Vec<Holding>, LogError> {
                     ));
                 }
                 let o = Open {
-                    start_us: e.complete_us,
-                    believed_until_us: e.validity_us.map(|v| e.invoke_us + v),
+                    host: e.host,
+                    start_us: Us::from(e.complete_us),
+                    believed_until_us: e.believed_until_us(),
                     line: e.line,
+                    token_shown: shown_quoted(e.lock_token),
                 };
-                if let Some((host, prev)) = open.insert(key.clone(), (e.host, o)) {
-                    close(&mut out, key, host, prev, e.invoke_us, Some(e.line));
+                if let Some(prev) = self.open.insert(key, o) {
+                    self.close(key, prev, Us::from(e.invoke_us), Some(e.line));
                 }
+                self.open_by_client.insert((client, e.line), (lock, key.2));
+                self.clients.entry(client).or_default().last_lock = Some(lock);
             }
-            (Op::Extend, Outcome::Ok) => {
-                if let Some((_, o)) = open.get_mut(&key) {
-                    o.believed_until_us = e.validity_us.map(|v| e.invoke_us + v);
-                }
+            (Op::Acquire, _) => {
+                let st = self.clients.entry(client).or_default();
+                st.ended = Some((e.line, Ending::NotAcquired, lock));
+                st.last_lock.get_or_insert(lock);
             }
+            (Op::Extend, Outcome::Ok) => match self.open.get_mut(&key) {
+                Some(o) => o.believed_until_us = e.believed_until_us(),
+                None => self.warn(e.line, unmatched("extend")),
+            },
             (Op::Extend, Outcome::Fail) => {
-                if let Some((host, o)) = open.remove(&key) {
-                    close(&mut out, key, host, o, e.complete_us, Some(e.line));
+                match self.open.remove(&key) {
+                    Some(o) => self.close(key, o, Us::from(e.complete_us), Some(e.line)),
+                    None => self.warn(e.line, unmatched("extend")),
+                }
+                let st = self.clients.entry(client).or_default();
+                st.ended = Some((e.line, Ending::ExtendFailed, lock));
+            }
+            (Op::Extend, Outcome::Unknown) => {
+                if !self.open.contains_key(&key) {
+                    self.warn(e.line, unmatched("extend"));
                 }
             }
             (Op::Release, _) => {
-                if let Some((host, o)) = open.remove(&key) {
-                    close(&mut out, key, host, o, e.invoke_us, Some(e.line));
+                match self.open.remove(&key) {
+                    Some(o) => self.close(key, o, Us::from(e.invoke_us), Some(e.line)),
+                    None => self.warn(e.line, unmatched("release")),
+                }
+                let st = self.clients.entry(client).or_default();
+                st.ended = Some((e.line, Ending::Released, lock));
+                // What the release removed, when the harness knows it (GETDEL's reply).
+                if e.result == Outcome::Ok
+                    && let Some(r) = e.removed_token
+                    && r != e.lock_token
+                {
+                    offer(
+                        &mut self.foreign,
+                        Candidate {
+                            verdict: Verdict::Violated,
+                            line: e.line,
+                            lines: vec![e.line],
+                            message: format!(
+                                "{}'s release of {} (line {}) removed token {}, not its own {}",
+                                shown_plain(e.client),
+                                shown_quoted(e.object),
+                                e.line,
+                                shown_quoted(r),
+                                shown_quoted(e.lock_token)
+                            ),
+                        },
+                    );
                 }
             }
-            _ => {}
+            (Op::Read | Op::Write, _) => {}
         }
+        Ok(())
     }
-    for (key, (host, o)) in open {
-        close(&mut out, key, host, o, log_end, None);
-    }
-    Ok(out)
-}
 
-/// Two clients believed they held the same lock at the same true instant.
-/// Certain when the holdings overlap even shrunk by their hosts' bounds
-/// (`[start + u, end - u]`), possible when they overlap grown by them.
-pub fn mutual_exclusion(log: &Log, hs: &[Holding]) -> Finding {
-    let u = |h: &Holding| log.hosts[h.host].uncertainty_us;
-    let certain = first_overlap(hs, |h| (h.start_us + u(h), h.end_us - u(h)));
-    let possible = first_overlap(hs, |h| (h.start_us - u(h), h.end_us + u(h)));
-    let (verdict, pair) = match (certain, possible) {
-        (Some(p), _) => (Verdict::Violated, Some(p)),
-        (None, Some(p)) => (Verdict::Possible, Some(p)),
-        (None, None) => (Verdict::Held, None),
-    };
-    let (lines, message) = match pair {
-        None => (
-            vec![],
-            "no two clients believed they held a lock at once".to_string(),
-        ),
-        Some((a, b)) => {
-            let (a, b) = (&hs[a], &hs[b]);
-            let shared = a.end_us.min(b.end_us) - a.start_us.max(b.start_us);
-            (
-                vec![a.lines.0, b.lines.0],
-                format!(
-                    "{} (line {}) and {} (line {}) both believed they held {:?}; by their \
-                     clocks for {}, bounds ±{} and ±{}",
-                    a.client,
-                    a.lines.0,
-                    b.client,
-                    b.lines.0,
-                    a.lock,
-                    fmt_signed_us(shared),
-                    fmt_us(u(a)),
-                    fmt_us(u(b)),
+    /// A write, judged against its writer's own holding as it comes (program order tells
+    /// whether the writer still held), and kept for the checks that need every write.
+    fn write(&mut self, e: &Ev<'_>, client: u32, resource: u32) {
+        if e.result == Outcome::Fail {
+            // Refused: not applied, so nothing was written outside a holding or lost.
+            return;
+        }
+        let cap = |v: Verdict| {
+            if e.result == Outcome::Unknown {
+                v.min(Verdict::Possible)
+            } else {
+                v
+            }
+        };
+        let uw = self.u(e.host);
+        let newest_open = self
+            .open_by_client
+            .range((client, 0)..=(client, usize::MAX))
+            .next_back()
+            .map(|(_, &v)| v);
+        let st = self.clients.entry(client).or_default();
+        let (lock_calls, last_lock, ended) = (st.lock_calls, st.last_lock, st.ended);
+        let mut governing = None;
+        if let Some((lock, token)) = newest_open {
+            governing = Some(lock);
+            self.judged_writes += 1;
+            let o = &self.open[&(lock, client, token)];
+            if let Some(d) = o.believed_until_us {
+                let uh = self.hosts[o.host].uncertainty_us;
+                let (inv, comp) = (Us::from(e.invoke_us), Us::from(e.complete_us));
+                let v = if inv - uw > d + uh {
+                    Verdict::Violated
+                } else if comp + uw > d - uh {
+                    Verdict::Possible
+                } else {
+                    Verdict::Held
+                };
+                if v > Verdict::Held {
+                    let line = o.line;
+                    let message = if v == Verdict::Violated {
+                        format!(
+                            "{}'s write to {} (line {}) began {} after its holding of {} \
+                             (line {line}) ran out by its own clock, bounds ±{} and ±{}",
+                            shown_plain(e.client),
+                            shown_quoted(e.object),
+                            e.line,
+                            fmt_us(inv - d),
+                            shown_quoted(self.names.get(lock)),
+                            fmt_us(uw),
+                            fmt_us(uh)
+                        )
+                    } else {
+                        format!(
+                            "{}'s write to {} (line {}) may have been made after its holding \
+                             of {} (line {line}) ran out: within the clock bounds ±{} and ±{}",
+                            shown_plain(e.client),
+                            shown_quoted(e.object),
+                            e.line,
+                            shown_quoted(self.names.get(lock)),
+                            fmt_us(uw),
+                            fmt_us(uh)
+                        )
+                    };
+                    offer(
+                        &mut self.own,
+                        Candidate {
+                            verdict: cap(v),
+                            line: e.line,
+                            lines: vec![line, e.line],
+                            message,
+                        },
+                    );
+                }
+            }
+        } else if lock_calls {
+            // It made lock calls and holds nothing now: by its own program order the write
+            // came after its holding ended (or without one).
+            governing = last_lock;
+            self.judged_writes += 1;
+            let (how, line) = match ended {
+                Some((l, Ending::Released, lock)) => (
+                    format!(
+                        "after its release of {} (line {l})",
+                        shown_quoted(self.names.get(lock))
+                    ),
+                    l,
                 ),
-            )
+                Some((l, Ending::ExtendFailed, lock)) => (
+                    format!(
+                        "after its extend of {} failed (line {l})",
+                        shown_quoted(self.names.get(lock))
+                    ),
+                    l,
+                ),
+                Some((l, Ending::NotAcquired, lock)) => (
+                    format!(
+                        "without holding {}: its acquire (line {l}) did not succeed",
+                        shown_quoted(self.names.get(lock))
+                    ),
+                    l,
+                ),
+                None => ("without holding a lock".to_string(), e.line),
+            };
+            offer(
+                &mut self.own,
+                Candidate {
+                    verdict: cap(Verdict::Violated),
+                    line: e.line,
+                    lines: vec![line, e.line],
+                    message: format!(
+                        "{}'s write to {} (line {}) was made {how}{}",
+                        shown_plain(e.client),
+                        shown_quoted(e.object),
+                        e.line,
+                        if e.result == Outcome::Unknown {
+                            " (its outcome is unknown)"
+                        } else {
+                            ""
+                        }
+                    ),
+                },
+            );
         }
-    };
-    Finding {
-        property: "mutual_exclusion",
-        verdict,
-        lines,
-        message,
+        // Versions: the base is what the write says it read, or what its client last read
+        // or wrote; it makes one above its base unless it says what it made.
+        let known = self.known.remove(&(client, resource));
+        let base = e.read_version.or(known);
+        let wrote = e.wrote_version.or(base.and_then(|b| b.checked_add(1)));
+        // After an unknown outcome the client no longer knows the version.
+        if e.result == Outcome::Ok
+            && let Some(w) = wrote
+        {
+            self.known.insert((client, resource), w);
+        }
+        if let (Some(b), Some(w)) = (base, wrote)
+            && Some(w) != b.checked_add(1)
+        {
+            let how = if w > b {
+                format!(
+                    "{} other update(s) applied between its read and its write were overwritten",
+                    w - b - 1
+                )
+            } else {
+                "the resource's version went back".to_string()
+            };
+            offer(
+                &mut self.lost_at_write,
+                Candidate {
+                    verdict: cap(Verdict::Violated),
+                    line: e.line,
+                    lines: vec![e.line],
+                    message: format!(
+                        "{}'s write to {} (line {}, {}) was based on v{b} but made v{w}: {how}",
+                        shown_plain(e.client),
+                        shown_quoted(e.object),
+                        e.line,
+                        outcome_name(e.result)
+                    ),
+                },
+            );
+        }
+        if wrote.is_some() {
+            self.versioned_writes += 1;
+        }
+        if e.fence.is_some() || wrote.is_some() || governing.is_some() {
+            self.writes.push(WriteRec {
+                resource,
+                client,
+                host: e.host,
+                invoke_us: e.invoke_us,
+                complete_us: e.complete_us,
+                result: e.result,
+                fence: e.fence,
+                wrote,
+                line: e.line,
+                lock: governing,
+            });
+        }
     }
-}
 
-/// The first (by start) pair of holdings of one lock by different clients whose spans, as
-/// `span` gives them, overlap (an empty span overlaps nothing). One sweep: sorted by start,
-/// keeping the two furthest-reaching spans of distinct clients seen so far.
-fn first_overlap(hs: &[Holding], span: impl Fn(&Holding) -> (i64, i64)) -> Option<(usize, usize)> {
-    let mut order: Vec<(&str, i64, i64, usize)> = hs
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let (s, e) = span(h);
-            (&*h.lock, s, e, i)
-        })
-        .filter(|&(_, s, e, _)| s < e)
-        .collect();
-    order.sort();
-    let mut lock = "";
-    // (end, holding index) of the furthest-reaching span, and of the furthest one from a
-    // client other than that one's.
-    let mut best: Option<(i64, usize)> = None;
-    let mut second: Option<(i64, usize)> = None;
-    for &(l, s, e, i) in &order {
-        if l != lock {
-            lock = l;
-            best = None;
-            second = None;
+    fn read(&mut self, e: &Ev<'_>, client: u32, resource: u32) {
+        if e.result != Outcome::Ok {
+            return;
         }
-        let client = &*hs[i].client;
-        for cand in [best, second].into_iter().flatten() {
-            if &*hs[cand.1].client != client && cand.0 > s {
-                return Some((cand.1, i));
+        let Some(v) = e.read_version else {
+            return;
+        };
+        self.known.insert((client, resource), v);
+        self.reads.push(ReadRec {
+            resource,
+            client,
+            host: e.host,
+            invoke_us: e.invoke_us,
+            version: v,
+            line: e.line,
+        });
+    }
+
+    fn finish(mut self) -> Report {
+        let log_end = Us::from(self.log_end_us.unwrap_or(0));
+        let open = std::mem::take(&mut self.open);
+        for (key, o) in open {
+            self.close(key, o, log_end, None);
+        }
+        let findings = vec![
+            self.mutual_exclusion(),
+            self.resource_safety(),
+            self.foreign_unlock(),
+            self.stale_write(),
+            self.lost_update(),
+        ];
+        let mut shown_events = std::mem::take(&mut self.shown_events).into_vec();
+        shown_events.sort();
+        let mut shown_holdings = std::mem::take(&mut self.shown_holdings).into_vec();
+        shown_holdings.sort();
+        Report {
+            events: self.events,
+            holdings: self.held.len(),
+            findings,
+            warnings: self.warnings,
+            warnings_total: self.warnings_total,
+            origin_us: Us::from(self.origin_us.unwrap_or(0)),
+            shown_events,
+            shown_holdings,
+            hosts: self.hosts,
+        }
+    }
+
+    // -----------------------------------------------------------------------------------
+    // The properties.
+
+    /// Two clients believed they held the same lock at the same true instant.
+    /// Certain when the holdings overlap even shrunk by their hosts' bounds
+    /// (`[start + u, end - u]`), possible when they overlap grown by them.
+    fn mutual_exclusion(&self) -> Finding {
+        let hs = &self.held;
+        let u = |h: &Held| self.u(h.host);
+        let certain = self.first_overlap(|h| (h.start_us + u(h), h.end_us - u(h)));
+        let possible = self.first_overlap(|h| (h.start_us - u(h), h.end_us + u(h)));
+        let (verdict, pair) = match (certain, possible) {
+            (Some(p), _) => (Verdict::Violated, Some(p)),
+            (None, Some(p)) => (Verdict::Possible, Some(p)),
+            (None, None) => (Verdict::Held, None),
+        };
+        let (lines, message) = match pair {
+            None => (
+                vec![],
+                "no two clients believed they held a lock at once".to_string(),
+            ),
+            Some((a, b)) => {
+                let (a, b) = (&hs[a], &hs[b]);
+                let shared = a.end_us.min(b.end_us) - a.start_us.max(b.start_us);
+                (
+                    vec![a.line, b.line],
+                    format!(
+                        "{} (line {}) and {} (line {}) both believed they held {}; by their \
+                         clocks for {}, bounds ±{} and ±{}",
+                        shown_plain(self.names.get(a.client)),
+                        a.line,
+                        shown_plain(self.names.get(b.client)),
+                        b.line,
+                        shown_quoted(self.names.get(a.lock)),
+                        fmt_signed_us(shared),
+                        fmt_us(u(a)),
+                        fmt_us(u(b)),
+                    ),
+                )
+            }
+        };
+        Finding {
+            property: "mutual_exclusion",
+            verdict,
+            lines,
+            message,
+        }
+    }
+
+    /// The first (by start) pair of holdings of one lock by different clients whose spans,
+    /// as `span` gives them, overlap (an empty span overlaps nothing). One sweep: sorted by
+    /// start, keeping the two furthest-reaching spans of distinct clients seen so far.
+    fn first_overlap(&self, span: impl Fn(&Held) -> (Us, Us)) -> Option<(usize, usize)> {
+        let hs = &self.held;
+        let mut order: Vec<(&str, Us, Us, usize)> = hs
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let (s, e) = span(h);
+                (self.names.get(h.lock), s, e, i)
+            })
+            .filter(|&(_, s, e, _)| s < e)
+            .collect();
+        order.sort();
+        let mut lock = None;
+        let mut reach = Top2::default();
+        for &(l, s, e, i) in &order {
+            if lock != Some(l) {
+                lock = Some(l);
+                reach = Top2::default();
+            }
+            let client = hs[i].client;
+            if let Some(c) = reach.other_than(client)
+                && c.end > s
+            {
+                return Some((c.idx, i));
+            }
+            reach.add(Reach {
+                end: e,
+                idx: i,
+                client,
+            });
+        }
+        None
+    }
+
+    /// The resource applied a write whose fencing token is lower than one it had already
+    /// applied. Certain when an `ok` write with a higher token completed, by the bounds,
+    /// before the lower one was invoked; possible when the bounds allow that order, or when
+    /// one of the two writes' outcome is `unknown`. `fail` writes were refused and do not
+    /// count.
+    fn resource_safety(&self) -> Finding {
+        let writes: Vec<&WriteRec> = self.writes.iter().filter(|w| w.fence.is_some()).collect();
+        let u = |w: &WriteRec| self.u(w.host);
+        // For each lower write, the highest token among writes certainly (or possibly)
+        // applied before it started; a sweep per resource over writes sorted by when they
+        // surely ended.
+        let search = |certain: bool| -> Option<(usize, usize)> {
+            let mut by_end: Vec<(&str, Us, usize)> = Vec::new();
+            let mut by_start: Vec<(&str, Us, usize)> = Vec::new();
+            for (i, w) in writes.iter().enumerate() {
+                if certain && w.result != Outcome::Ok {
+                    continue;
+                }
+                let (inv, comp) = (Us::from(w.invoke_us), Us::from(w.complete_us));
+                let (end, start) = if certain {
+                    (comp + u(w), inv - u(w))
+                } else {
+                    (inv - u(w), comp + u(w))
+                };
+                let obj = self.names.get(w.resource);
+                by_end.push((obj, end, i));
+                by_start.push((obj, start, i));
+            }
+            by_end.sort();
+            by_start.sort();
+            let mut found: Option<(usize, usize)> = None;
+            let mut j = 0;
+            let mut max: Option<(u64, usize)> = None;
+            let mut object = None;
+            for &(obj, start, lo) in &by_start {
+                if object != Some(obj) {
+                    object = Some(obj);
+                    max = None;
+                    while j < by_end.len() && by_end[j].0 < obj {
+                        j += 1;
+                    }
+                }
+                while j < by_end.len() && by_end[j].0 == obj && by_end[j].1 < start {
+                    let hi = by_end[j].2;
+                    let t = writes[hi].fence.unwrap_or(0);
+                    if max.is_none_or(|(m, _)| t > m) {
+                        max = Some((t, hi));
+                    }
+                    j += 1;
+                }
+                if let Some((t, hi)) = max
+                    && writes[lo].fence.unwrap_or(0) < t
+                    && hi != lo
+                    && found.is_none_or(|f| writes[f.1].line > writes[lo].line)
+                {
+                    found = Some((hi, lo));
+                }
+            }
+            found
+        };
+        let (verdict, pair) = match (search(true), search(false)) {
+            (Some(p), _) => (Verdict::Violated, Some(p)),
+            (None, Some(p)) => (Verdict::Possible, Some(p)),
+            (None, None) => (Verdict::Held, None),
+        };
+        let (lines, message) = match pair {
+            None => (
+                vec![],
+                "no write with a lower token was applied after a higher one".to_string(),
+            ),
+            Some((hi, lo)) => {
+                let (hi, lo) = (writes[hi], writes[lo]);
+                (
+                    vec![hi.line, lo.line],
+                    format!(
+                        "{} applied {}'s write with token {} (line {}, {}) after {}'s with \
+                         token {} (line {}, {})",
+                        shown_quoted(self.names.get(lo.resource)),
+                        shown_plain(self.names.get(lo.client)),
+                        lo.fence.unwrap_or(0),
+                        lo.line,
+                        outcome_name(lo.result),
+                        shown_plain(self.names.get(hi.client)),
+                        hi.fence.unwrap_or(0),
+                        hi.line,
+                        outcome_name(hi.result),
+                    ),
+                )
+            }
+        };
+        Finding {
+            property: "resource_safety",
+            verdict,
+            lines,
+            message,
+        }
+    }
+
+    /// A release removed a key holding another token. Only a log that records what the
+    /// release removed (`removed_token`, e.g. from GETDEL) can show it; that record is
+    /// direct, so a mismatch is certain.
+    fn foreign_unlock(&self) -> Finding {
+        let recorded = self.removals_recorded;
+        match &self.foreign {
+            Some(c) => Finding {
+                property: "foreign_unlock",
+                verdict: c.verdict,
+                lines: c.lines.clone(),
+                message: c.message.clone(),
+            },
+            None => Finding {
+                property: "foreign_unlock",
+                verdict: if recorded == 0 {
+                    Verdict::Unobserved
+                } else {
+                    Verdict::Held
+                },
+                lines: vec![],
+                message: if recorded == 0 {
+                    "not observable: no release records `removed_token`".to_string()
+                } else {
+                    format!(
+                        "every one of {recorded} recorded removals took the releaser's own token"
+                    )
+                },
+            },
+        }
+    }
+
+    /// A write applied outside its writer's own believed holding (judged as it came), or
+    /// inside another client's holding of the lock it was under: certain when every
+    /// placement puts the write inside the other's span shrunk by its bound, possible when
+    /// the spans grown by the bounds meet.
+    fn stale_write(&self) -> Finding {
+        let mut best: Option<Candidate> = None;
+        if let Some(c) = &self.own {
+            best = Some(Candidate {
+                verdict: c.verdict,
+                line: c.line,
+                lines: c.lines.clone(),
+                message: c.message.clone(),
+            });
+        }
+        let cross = match self.write_inside_other(true) {
+            Some(found) => Some((true, found)),
+            None => self.write_inside_other(false).map(|found| (false, found)),
+        };
+        {
+            if let Some((certain, (wi, hi))) = cross {
+                let (w, h) = (&self.writes[wi], &self.held[hi]);
+                let verdict = if certain {
+                    Verdict::Violated
+                } else {
+                    Verdict::Possible
+                };
+                let (uw, uh) = (self.u(w.host), self.u(h.host));
+                let message = format!(
+                    "{}'s write to {} (line {}, {}) {} {}'s holding of {} (line {}), bounds \
+                     ±{} and ±{}",
+                    shown_plain(self.names.get(w.client)),
+                    shown_quoted(self.names.get(w.resource)),
+                    w.line,
+                    outcome_name(w.result),
+                    if certain {
+                        "landed inside"
+                    } else {
+                        "may have landed inside"
+                    },
+                    shown_plain(self.names.get(h.client)),
+                    shown_quoted(self.names.get(h.lock)),
+                    h.line,
+                    fmt_us(uw),
+                    fmt_us(uh),
+                );
+                match &mut best {
+                    // The same write, outside its own holding too: one message says both.
+                    Some(b) if b.line == w.line && b.verdict >= verdict => {
+                        b.message = format!("{}; and it {}", b.message, {
+                            let m = if certain {
+                                "landed inside"
+                            } else {
+                                "may have landed inside"
+                            };
+                            format!(
+                                "{m} {}'s holding of {} (line {})",
+                                shown_plain(self.names.get(h.client)),
+                                shown_quoted(self.names.get(h.lock)),
+                                h.line
+                            )
+                        });
+                        if !b.lines.contains(&h.line) {
+                            b.lines.push(h.line);
+                        }
+                    }
+                    _ => offer(
+                        &mut best,
+                        Candidate {
+                            verdict,
+                            line: w.line,
+                            lines: vec![h.line, w.line],
+                            message,
+                        },
+                    ),
+                }
             }
         }
         match best {
-            Some(b) if &*hs[b.1].client == client => {
-                if e > b.0 {
-                    best = Some((e, i));
-                }
-            }
-            Some(b) if e > b.0 => {
-                second = Some(b);
-                best = Some((e, i));
-            }
-            Some(_) => {
-                if second.is_none_or(|s2| e > s2.0) {
-                    second = Some((e, i));
-                }
-            }
-            None => best = Some((e, i)),
+            Some(c) => Finding {
+                property: "stale_write",
+                verdict: c.verdict,
+                lines: c.lines,
+                message: c.message,
+            },
+            None if self.judged_writes == 0 => Finding {
+                property: "stale_write",
+                verdict: Verdict::Unobserved,
+                lines: vec![],
+                message: "not observable: no applied write by a client whose lock calls are \
+                          in the log"
+                    .to_string(),
+            },
+            None => Finding {
+                property: "stale_write",
+                verdict: Verdict::Held,
+                lines: vec![],
+                message: format!(
+                    "each of {} judged writes was made inside its writer's believed holding \
+                     and outside every other client's",
+                    self.judged_writes
+                ),
+            },
         }
     }
-    None
-}
 
-/// The resource applied a write whose fencing token is lower than one it had already
-/// applied. Certain when an `ok` write with a higher token completed, by the bounds, before
-/// the lower one was invoked; possible when the bounds allow that order, or when one of
-/// the two writes' outcome is `unknown`. `fail` writes were refused and do not count.
-pub fn resource_safety(log: &Log) -> Finding {
-    let u = |e: &Event| log.hosts[e.host].uncertainty_us;
-    let writes: Vec<&Event> = log
-        .events
-        .iter()
-        .filter(|e| e.op == Op::Write && e.result != Outcome::Fail && e.fence.is_some())
-        .collect();
-    // For each lower write, the highest token among writes certainly (or possibly) applied
-    // before it started; a sweep per resource over writes sorted by when they surely ended.
-    let search = |certain: bool| -> Option<(usize, usize)> {
-        let mut by_end: Vec<(&str, i64, usize)> = Vec::new();
-        let mut by_start: Vec<(&str, i64, usize)> = Vec::new();
-        for (i, w) in writes.iter().enumerate() {
+    /// The earliest-line applied write (with a governing lock) that lands inside another
+    /// client's non-empty holding of that lock: (write, holding). `certain`: `ok` writes
+    /// whose grown interval lies inside the holding's shrunk span; otherwise writes whose
+    /// grown interval meets the holding's grown span.
+    fn write_inside_other(&self, certain: bool) -> Option<(usize, usize)> {
+        // Holdings by (lock, from); writes by (lock, key); a holding joins the sweep once
+        // its `from` is at or before the write's key.
+        let mut hs: Vec<(u32, Us, Us, usize)> = Vec::new();
+        for (i, h) in self.held.iter().enumerate() {
+            if h.start_us >= h.end_us {
+                continue;
+            }
+            let u = self.u(h.host);
+            let (from, to) = if certain {
+                (h.start_us + u, h.end_us - u)
+            } else {
+                (h.start_us - u, h.end_us + u)
+            };
+            if from < to {
+                hs.push((h.lock, from, to, i));
+            }
+        }
+        // (lock, key, need, write): certain needs the holding to start by the write's
+        // earliest instant and end after its latest; possible needs it to start before the
+        // write's latest and end after its earliest.
+        let mut ws: Vec<(u32, Us, Us, usize)> = Vec::new();
+        for (i, w) in self.writes.iter().enumerate() {
+            let Some(lock) = w.lock else { continue };
             if certain && w.result != Outcome::Ok {
                 continue;
             }
-            let (end, start) = if certain {
-                (w.complete_us + u(w), w.invoke_us - u(w))
+            let u = self.u(w.host);
+            let (lo, hi) = (Us::from(w.invoke_us) - u, Us::from(w.complete_us) + u);
+            if certain {
+                ws.push((lock, lo, hi, i));
             } else {
-                (w.invoke_us - u(w), w.complete_us + u(w))
-            };
-            by_end.push((&*w.object, end, i));
-            by_start.push((&*w.object, start, i));
+                ws.push((lock, hi, lo, i));
+            }
         }
-        by_end.sort();
-        by_start.sort();
+        hs.sort();
+        ws.sort();
         let mut found: Option<(usize, usize)> = None;
         let mut j = 0;
-        let mut max: Option<(u64, usize)> = None;
-        let mut object = "";
-        for &(obj, start, lo) in &by_start {
-            if obj != object {
-                object = obj;
-                max = None;
-                while j < by_end.len() && by_end[j].0 < obj {
+        let mut lock = None;
+        let mut reach = Top2::default();
+        for &(l, key, need, wi) in &ws {
+            if lock != Some(l) {
+                lock = Some(l);
+                reach = Top2::default();
+                while j < hs.len() && hs[j].0 < l {
                     j += 1;
                 }
             }
-            while j < by_end.len() && by_end[j].0 == obj && by_end[j].1 < start {
-                let hi = by_end[j].2;
-                let t = writes[hi].fence.unwrap_or(0);
-                if max.is_none_or(|(m, _)| t > m) {
-                    max = Some((t, hi));
-                }
+            while j < hs.len()
+                && hs[j].0 == l
+                && (if certain {
+                    hs[j].1 <= key
+                } else {
+                    hs[j].1 < key
+                })
+            {
+                let (_, _, to, hi) = hs[j];
+                reach.add(Reach {
+                    end: to,
+                    idx: hi,
+                    client: self.held[hi].client,
+                });
                 j += 1;
             }
-            if let Some((t, hi)) = max
-                && writes[lo].fence.unwrap_or(0) < t
-                && hi != lo
-            {
-                let pair = (hi, lo);
-                if found.is_none_or(|f| writes[f.1].line > writes[lo].line) {
-                    found = Some(pair);
+            if let Some(r) = reach.other_than(self.writes[wi].client) {
+                let inside = if certain { r.end >= need } else { r.end > need };
+                if inside && found.is_none_or(|(f, _)| self.writes[f].line > self.writes[wi].line) {
+                    found = Some((wi, r.idx));
                 }
             }
         }
         found
-    };
-    let (verdict, pair) = match (search(true), search(false)) {
-        (Some(p), _) => (Verdict::Violated, Some(p)),
-        (None, Some(p)) => (Verdict::Possible, Some(p)),
-        (None, None) => (Verdict::Held, None),
-    };
-    let (lines, message) = match pair {
-        None => (
-            vec![],
-            "no write with a lower token was applied after a higher one".to_string(),
-        ),
-        Some((hi, lo)) => {
-            let (hi, lo) = (writes[hi], writes[lo]);
-            (
-                vec![hi.line, lo.line],
-                format!(
-                    "{:?} applied {}'s write with token {} (line {}, {}) after {}'s with token {} \
-                     (line {}, {})",
-                    lo.object,
-                    lo.client,
-                    lo.fence.unwrap_or(0),
-                    lo.line,
-                    outcome_name(lo.result),
-                    hi.client,
-                    hi.fence.unwrap_or(0),
-                    hi.line,
-                    outcome_name(hi.result),
-                ),
-            )
+    }
+
+    /// An update lost, judged as the simulator's `resource_safety` does: with versions that
+    /// every applied write raises by exactly one, a write was applied on top of a version
+    /// other than the one it was based on. Seen as: a write that made more than one above
+    /// its base (judged as it came); two applied writes that made the same version; a write
+    /// applied after one that had made a higher version; a read that returned a version
+    /// lower than one a write had certainly made before it (the resource went back).
+    fn lost_update(&self) -> Finding {
+        let mut best: Option<Candidate> = None;
+        if let Some(c) = &self.lost_at_write {
+            best = Some(Candidate {
+                verdict: c.verdict,
+                line: c.line,
+                lines: c.lines.clone(),
+                message: c.message.clone(),
+            });
         }
-    };
-    Finding {
-        property: "resource_safety",
-        verdict,
-        lines,
-        message,
+        let writes: Vec<&WriteRec> = self.writes.iter().filter(|w| w.wrote.is_some()).collect();
+        let who = |w: &WriteRec| shown_plain(self.names.get(w.client));
+        // Two applied writes that made the same version: versions rise by one per applied
+        // write, so one of them was applied on top of the other's result unread.
+        let mut by_version: Vec<(&str, u64, usize, usize)> = writes
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (self.names.get(w.resource), w.wrote.unwrap_or(0), w.line, i))
+            .collect();
+        by_version.sort();
+        for pair in by_version.windows(2) {
+            let ((ra, va, _, a), (rb, vb, _, b)) = (pair[0], pair[1]);
+            if ra != rb || va != vb {
+                continue;
+            }
+            let (a, b) = (writes[a], writes[b]);
+            let both_ok = a.result == Outcome::Ok && b.result == Outcome::Ok;
+            offer(
+                &mut best,
+                Candidate {
+                    verdict: if both_ok {
+                        Verdict::Violated
+                    } else {
+                        Verdict::Possible
+                    },
+                    line: b.line,
+                    lines: vec![a.line, b.line],
+                    message: format!(
+                        "{} (line {}, {}) and {} (line {}, {}) both made v{va} of {}: the one \
+                         applied second overwrote the other's update without reading it",
+                        who(a),
+                        a.line,
+                        outcome_name(a.result),
+                        who(b),
+                        b.line,
+                        outcome_name(b.result),
+                        shown_quoted(ra),
+                    ),
+                },
+            );
+        }
+        // A write or read after a write that had made a higher version. Sweep per resource
+        // by version, highest first: before a version's writes join, the writes and reads
+        // of that version meet the earliest end (certain) and earliest start (possible)
+        // among writes of higher versions.
+        #[derive(Clone, Copy)]
+        enum Item {
+            W(usize),
+            R(usize),
+        }
+        let mut items: Vec<(&str, std::cmp::Reverse<u64>, usize, Item)> = Vec::new();
+        for (i, w) in writes.iter().enumerate() {
+            items.push((
+                self.names.get(w.resource),
+                std::cmp::Reverse(w.wrote.unwrap_or(0)),
+                w.line,
+                Item::W(i),
+            ));
+        }
+        for (i, r) in self.reads.iter().enumerate() {
+            items.push((
+                self.names.get(r.resource),
+                std::cmp::Reverse(r.version),
+                r.line,
+                Item::R(i),
+            ));
+        }
+        items.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        let mut k = 0;
+        let mut resource = None;
+        // (instant, write index): earliest certain end of an ok write, earliest possible
+        // start of any applied write, among higher versions.
+        let mut surely_done: Option<(Us, usize)> = None;
+        let mut maybe_begun: Option<(Us, usize)> = None;
+        while k < items.len() {
+            let (res, version) = (items[k].0, items[k].1);
+            if resource != Some(res) {
+                resource = Some(res);
+                surely_done = None;
+                maybe_begun = None;
+            }
+            let group_end = items[k..]
+                .iter()
+                .position(|it| (it.0, it.1) != (res, version))
+                .map_or(items.len(), |p| k + p);
+            for &(_, _, _, item) in &items[k..group_end] {
+                match item {
+                    Item::W(i) => {
+                        let y = writes[i];
+                        let uy = self.u(y.host);
+                        let (inv, comp) = (Us::from(y.invoke_us), Us::from(y.complete_us));
+                        let hit = match (surely_done, maybe_begun) {
+                            (Some((t, x)), _) if y.result == Outcome::Ok && t < inv - uy => {
+                                Some((Verdict::Violated, x))
+                            }
+                            (_, Some((t, x))) if t < comp + uy => Some((Verdict::Possible, x)),
+                            _ => None,
+                        };
+                        if let Some((verdict, x)) = hit {
+                            let x = writes[x];
+                            offer(
+                                &mut best,
+                                Candidate {
+                                    verdict,
+                                    line: y.line,
+                                    lines: vec![x.line, y.line],
+                                    message: format!(
+                                        "{}'s write (line {}, {}) making v{} of {} was applied \
+                                         {} {}'s write (line {}, {}) had made v{}: the later \
+                                         write was based on a stale read",
+                                        who(y),
+                                        y.line,
+                                        outcome_name(y.result),
+                                        y.wrote.unwrap_or(0),
+                                        shown_quoted(res),
+                                        if verdict == Verdict::Violated {
+                                            "after"
+                                        } else {
+                                            "possibly after (within the clock bounds)"
+                                        },
+                                        who(x),
+                                        x.line,
+                                        outcome_name(x.result),
+                                        x.wrote.unwrap_or(0),
+                                    ),
+                                },
+                            );
+                        }
+                    }
+                    Item::R(i) => {
+                        let r = &self.reads[i];
+                        let ur = self.u(r.host);
+                        if let Some((t, x)) = surely_done
+                            && t < Us::from(r.invoke_us) - ur
+                        {
+                            let x = writes[x];
+                            offer(
+                                &mut best,
+                                Candidate {
+                                    verdict: Verdict::Violated,
+                                    line: r.line,
+                                    lines: vec![x.line, r.line],
+                                    message: format!(
+                                        "{}'s read (line {}) returned v{} of {} after {}'s \
+                                         write (line {}) had made v{}: the resource went back, \
+                                         an update was lost",
+                                        shown_plain(self.names.get(r.client)),
+                                        r.line,
+                                        r.version,
+                                        shown_quoted(res),
+                                        who(x),
+                                        x.line,
+                                        x.wrote.unwrap_or(0),
+                                    ),
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            for &(_, _, _, item) in &items[k..group_end] {
+                if let Item::W(i) = item {
+                    let w = writes[i];
+                    let u = self.u(w.host);
+                    if w.result == Outcome::Ok {
+                        let end = Us::from(w.complete_us) + u;
+                        if surely_done.is_none_or(|(t, _)| end < t) {
+                            surely_done = Some((end, i));
+                        }
+                    }
+                    let start = Us::from(w.invoke_us) - u;
+                    if maybe_begun.is_none_or(|(t, _)| start < t) {
+                        maybe_begun = Some((start, i));
+                    }
+                }
+            }
+            k = group_end;
+        }
+        match best {
+            Some(c) => Finding {
+                property: "lost_update",
+                verdict: c.verdict,
+                lines: c.lines,
+                message: c.message,
+            },
+            None if self.versioned_writes == 0 => Finding {
+                property: "lost_update",
+                verdict: Verdict::Unobserved,
+                lines: vec![],
+                message: "not observable: no write records a version (`read_version`, \
+                          `wrote_version`, or a read before it)"
+                    .to_string(),
+            },
+            None => Finding {
+                property: "lost_update",
+                verdict: Verdict::Held,
+                lines: vec![],
+                message: format!(
+                    "none of {} versioned writes was applied on a version other than the one it \
+                     was based on, by the versions and the clock bounds",
+                    self.versioned_writes
+                ),
+            },
+        }
     }
 }
 
-/// A release removed a key holding another token. Only a log that records what the release
-/// removed (`removed_token`, e.g. from GETDEL) can show it; that record is direct, so a
-/// mismatch is certain.
-pub fn foreign_unlock(log: &Log) -> Finding {
-    let recorded = log
-        .events
-        .iter()
-        .filter(|e| e.removed_token.is_some())
-        .count();
-    let foreign = log.events.iter().find(|e| {
-        e.op == Op::Release
-            && e.result == Outcome::Ok
-            && e.removed_token
-                .as_deref()
-                .is_some_and(|r| r != &*e.lock_token)
-    });
-    match foreign {
-        Some(e) => Finding {
-            property: "foreign_unlock",
-            verdict: Verdict::Violated,
-            lines: vec![e.line],
-            message: format!(
-                "{}'s release of {:?} (line {}) removed token {:?}, not its own {:?}",
-                e.client,
-                e.object,
-                e.line,
-                e.removed_token.as_deref().unwrap_or(""),
-                e.lock_token
-            ),
-        },
-        None => Finding {
-            property: "foreign_unlock",
-            verdict: if recorded == 0 {
-                Verdict::Unobserved
-            } else {
-                Verdict::Held
-            },
-            lines: vec![],
-            message: if recorded == 0 {
-                "not observable: no release records `removed_token`".to_string()
-            } else {
-                format!("every one of {recorded} recorded removals took the releaser's own token")
-            },
-        },
-    }
+/// The furthest-reaching span seen, and the furthest one of a client other than its own.
+#[derive(Clone, Copy)]
+struct Reach {
+    end: Us,
+    idx: usize,
+    client: u32,
 }
 
-/// All properties, in a fixed order, given the log's `holdings`.
-pub fn check(log: &Log, hs: &[Holding]) -> Vec<Finding> {
-    vec![
-        mutual_exclusion(log, hs),
-        resource_safety(log),
-        foreign_unlock(log),
-    ]
+#[derive(Default)]
+struct Top2 {
+    best: Option<Reach>,
+    /// Invariant: `second.client != best.client`.
+    second: Option<Reach>,
+}
+
+impl Top2 {
+    fn add(&mut self, r: Reach) {
+        match self.best {
+            None => self.best = Some(r),
+            Some(b) if b.client == r.client => {
+                if r.end > b.end {
+                    self.best = Some(r);
+                }
+            }
+            Some(b) if r.end > b.end => {
+                self.second = Some(b);
+                self.best = Some(r);
+            }
+            Some(_) => {
+                if self.second.is_none_or(|s| r.end > s.end) {
+                    self.second = Some(r);
+                }
+            }
+        }
+    }
+
+    /// The furthest-reaching span of a client other than `client`.
+    fn other_than(&self, client: u32) -> Option<Reach> {
+        match self.best {
+            Some(b) if b.client != client => Some(b),
+            _ => self.second,
+        }
+    }
 }
 
 fn outcome_name(o: Outcome) -> &'static str {
@@ -711,11 +2075,58 @@ fn op_name(o: Op) -> &'static str {
     }
 }
 
-fn fmt_us(us: i64) -> String {
-    fmt_duration_ns(us.unsigned_abs() * 1000)
+/// `s` cut to `SHOWN_BYTES` (at a character boundary), and whether it was cut.
+fn cut(s: &str) -> (&str, bool) {
+    if s.len() <= SHOWN_BYTES {
+        return (s, false);
+    }
+    let mut k = SHOWN_BYTES;
+    while !s.is_char_boundary(k) {
+        k -= 1;
+    }
+    (&s[..k], true)
 }
 
-fn fmt_signed_us(us: i64) -> String {
+/// A name or token as text shows it, quoted (`"w1"`); a long one cut, with its length.
+fn shown_quoted(s: &str) -> String {
+    match cut(s) {
+        (s, false) => format!("{s:?}"),
+        (head, true) => format!("{head:?}…({} bytes)", s.len()),
+    }
+}
+
+/// A name as text shows it, unquoted; a long one cut, with its length.
+fn shown_plain(s: &str) -> String {
+    match cut(s) {
+        (s, false) => s.to_string(),
+        (head, true) => format!("{head}…({} bytes)", s.len()),
+    }
+}
+
+/// A duration for people, as `time::fmt_duration_ns` writes it, for any `Us` (whose
+/// nanoseconds may not fit a `u64`).
+fn fmt_us(us: Us) -> String {
+    let us = us.unsigned_abs();
+    if us < 1000 {
+        format!("{us}us")
+    } else if us < 1_000_000 {
+        let tenths = us / 100;
+        if tenths.is_multiple_of(10) {
+            format!("{}ms", tenths / 10)
+        } else {
+            format!("{}.{}ms", tenths / 10, tenths % 10)
+        }
+    } else {
+        let ms = us / 1000;
+        if ms.is_multiple_of(1000) {
+            format!("{}s", ms / 1000)
+        } else {
+            format!("{}.{:03}s", ms / 1000, ms % 1000)
+        }
+    }
+}
+
+fn fmt_signed_us(us: Us) -> String {
     if us < 0 {
         format!("-{}", fmt_us(us))
     } else {
@@ -723,83 +2134,71 @@ fn fmt_signed_us(us: i64) -> String {
     }
 }
 
-/// A text timeline: events by invoke time (relative to the earliest), with the host's
-/// bound, then each believed holding as a span. Lines marked `!` witness a finding.
-pub fn timeline(log: &Log, hs: &[Holding], findings: &[Finding]) -> String {
-    use std::fmt::Write;
-    let origin = log.events.iter().map(|e| e.invoke_us).min().unwrap_or(0);
-    let marked = |line: usize| findings.iter().any(|f| f.lines.contains(&line));
-    let mut order: Vec<&Event> = log.events.iter().collect();
-    order.sort_by_key(|e| (e.invoke_us, e.line));
-    let mut s = String::new();
-    let _ = writeln!(s, "timeline (host clocks, from the earliest invoke):");
-    for e in order.iter().take(TIMELINE_LINES) {
-        let what = match e.op {
-            Op::Read | Op::Write => format!(
-                "{} {:?} token={}",
-                op_name(e.op),
-                e.object,
-                e.fence.map_or("-".to_string(), |t| t.to_string())
-            ),
-            _ => format!(
-                "{} {:?} token={:?}{}",
-                op_name(e.op),
-                e.object,
-                e.lock_token,
-                e.validity_us
-                    .map_or(String::new(), |v| format!(" validity={}", fmt_us(v)))
-            ),
-        };
-        let _ = writeln!(
-            s,
-            "{} {:>10} .. {:<10} ±{:<6} {:<6} {:<8} {} -> {}  (line {})",
-            if marked(e.line) { '!' } else { ' ' },
-            fmt_us(e.invoke_us - origin),
-            fmt_us(e.complete_us - origin),
-            fmt_us(log.hosts[e.host].uncertainty_us),
-            log.hosts[e.host].name,
-            e.client,
-            what,
-            outcome_name(e.result),
-            e.line
-        );
+impl Report {
+    /// A text timeline: events by invoke time (relative to the earliest), with the host's
+    /// bound, then each believed holding as a span. Lines marked `!` witness a finding.
+    pub fn timeline(&self) -> String {
+        use std::fmt::Write;
+        let origin = self.origin_us;
+        let marked = |line: usize| self.findings.iter().any(|f| f.lines.contains(&line));
+        let mut s = String::new();
+        let _ = writeln!(s, "timeline (host clocks, from the earliest invoke):");
+        for e in &self.shown_events {
+            let _ = writeln!(
+                s,
+                "{} {:>10} .. {:<10} ±{:<6} {:<6} {:<8} {} -> {}  (line {})",
+                if marked(e.line) { '!' } else { ' ' },
+                fmt_us(Us::from(e.invoke_us) - origin),
+                fmt_us(Us::from(e.complete_us) - origin),
+                fmt_us(self.hosts[e.host].uncertainty_us),
+                shown_plain(&self.hosts[e.host].name),
+                e.client,
+                e.what,
+                outcome_name(e.result),
+                e.line
+            );
+        }
+        if self.events > self.shown_events.len() {
+            let _ = writeln!(
+                s,
+                "  ... {} more events",
+                self.events - self.shown_events.len()
+            );
+        }
+        let _ = writeln!(s, "believed holdings:");
+        for h in &self.shown_holdings {
+            let _ = writeln!(
+                s,
+                "{} {:>10} .. {:<10} {:<8} holds {} token={}  (line {})",
+                if marked(h.line) { '!' } else { ' ' },
+                fmt_us(h.start_us - origin),
+                fmt_us(h.end_us - origin),
+                h.client,
+                h.lock,
+                h.token,
+                h.line
+            );
+        }
+        if self.holdings > self.shown_holdings.len() {
+            let _ = writeln!(
+                s,
+                "  ... {} more holdings",
+                self.holdings - self.shown_holdings.len()
+            );
+        }
+        s
     }
-    if order.len() > TIMELINE_LINES {
-        let _ = writeln!(s, "  ... {} more events", order.len() - TIMELINE_LINES);
-    }
-    let _ = writeln!(s, "believed holdings:");
-    let mut hs: Vec<&Holding> = hs.iter().collect();
-    hs.sort_by_key(|h| (h.start_us, h.lines.0));
-    for h in hs.iter().take(TIMELINE_LINES) {
-        let _ = writeln!(
-            s,
-            "{} {:>10} .. {:<10} {:<8} holds {:?} token={:?}  (line {})",
-            if marked(h.lines.0) { '!' } else { ' ' },
-            fmt_us(h.start_us - origin),
-            fmt_us(h.end_us - origin),
-            h.client,
-            h.lock,
-            h.token,
-            h.lines.0
-        );
-    }
-    if hs.len() > TIMELINE_LINES {
-        let _ = writeln!(s, "  ... {} more holdings", hs.len() - TIMELINE_LINES);
-    }
-    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn log(text: &str) -> Log {
-        Log::read(text.as_bytes()).unwrap()
+    fn report(text: &str) -> Report {
+        judge(text.as_bytes()).unwrap()
     }
     fn verdicts(text: &str) -> Vec<Verdict> {
-        let log = log(text);
-        let hs = holdings(&log).unwrap();
-        check(&log, &hs).iter().map(|f| f.verdict).collect()
+        report(text).findings.iter().map(|f| f.verdict).collect()
     }
     const HEAD: &str = r#"{"schema":"distlock-log/1","hosts":{"a":{"clock_uncertainty_ms":5},"b":{"clock_uncertainty_ms":5}}}"#;
     fn acq(host: &str, client: &str, inv: u64, comp: u64, tok: &str, validity: u64) -> String {
@@ -927,7 +2326,7 @@ mod tests {
 
     #[test]
     fn bad_lines_are_located_by_line_and_field() {
-        let e = Log::read(
+        let e = judge(
             lines(&[
                 acq("a", "c1", 0, 1, "x", 100),
                 acq("zz", "c1", 0, 1, "x", 1),
@@ -937,18 +2336,535 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.line, 3);
         assert!(e.message.contains("field `host`"), "{}", e.message);
-        let e = Log::read(format!("{HEAD}\n{{\"op\":\"acquire\"}}").as_bytes()).unwrap_err();
+        let e = judge(format!("{HEAD}\n{{\"op\":\"acquire\"}}").as_bytes()).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.message.contains("missing field"), "{}", e.message);
-        let e = Log::read(r#"{"schema":"distlock-log/9","hosts":{}}"#.as_bytes()).unwrap_err();
+        let e = judge(r#"{"schema":"distlock-log/9","hosts":{}}"#.as_bytes()).unwrap_err();
         assert!(e.message.contains("field `schema`"), "{}", e.message);
     }
 
     #[test]
     fn an_overlong_line_is_refused_without_reading_it_whole() {
         let long = format!("{HEAD}\n{}\n", "x".repeat(MAX_LINE_BYTES * 4));
-        let e = Log::read(long.as_bytes()).unwrap_err();
+        let e = judge(long.as_bytes()).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.message.contains("longer than"));
+    }
+
+    // ---- stale_write, lost_update, and the hostile inputs of issue 26.6 ----
+
+    const ONE: &str = r#"{"schema":"distlock-log/1","hosts":{"a":{"clock_uncertainty_ms":1}}}"#;
+    fn with(head: &str, ls: &[String]) -> String {
+        let mut s = head.to_string();
+        for l in ls {
+            s.push('\n');
+            s.push_str(l);
+        }
+        s
+    }
+    fn ev(op: &str, client: &str, inv: f64, comp: f64, result: &str, extra: &str) -> String {
+        format!(
+            r#"{{"op":"{op}","host":"a","client":"{client}","invoke_ms":{inv},"complete_ms":{comp},"result":"{result}"{extra}}}"#
+        )
+    }
+    fn find(text: &str, property: &str) -> Finding {
+        report(text)
+            .findings
+            .into_iter()
+            .find(|f| f.property == property)
+            .unwrap()
+    }
+    fn rmw(client: &str, inv: f64, read: u64, wrote: u64) -> String {
+        ev(
+            "write",
+            client,
+            inv,
+            inv + 1.0,
+            "ok",
+            &format!(r#","token":null,"read_version":{read},"wrote_version":{wrote}"#),
+        )
+    }
+
+    #[test]
+    fn a_write_begun_after_its_writers_validity_ran_out_is_a_certain_stale_write() {
+        // Validity 100 ms from the invoke at 0; the write at 150 is 50 ms past it (±1 each).
+        let f = find(
+            &with(
+                ONE,
+                &[
+                    ev(
+                        "acquire",
+                        "c1",
+                        0.0,
+                        1.0,
+                        "ok",
+                        r#","token":"x","validity_ms":100"#,
+                    ),
+                    ev("write", "c1", 150.0, 151.0, "ok", r#","token":null"#),
+                ],
+            ),
+            "stale_write",
+        );
+        assert_eq!(f.verdict, Verdict::Violated, "{}", f.message);
+        assert_eq!(f.lines, vec![2, 3]);
+        assert!(
+            f.message.contains("began 50ms after its holding"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn a_write_within_the_bounds_of_its_writers_expiry_is_only_a_possible_stale_write() {
+        let f = find(
+            &with(
+                ONE,
+                &[
+                    ev(
+                        "acquire",
+                        "c1",
+                        0.0,
+                        1.0,
+                        "ok",
+                        r#","token":"x","validity_ms":100"#,
+                    ),
+                    ev("write", "c1", 98.5, 99.0, "ok", r#","token":null"#),
+                ],
+            ),
+            "stale_write",
+        );
+        assert_eq!(f.verdict, Verdict::Possible, "{}", f.message);
+    }
+
+    #[test]
+    fn a_write_after_its_writers_release_is_a_certain_stale_write_by_program_order() {
+        let f = find(
+            &with(
+                ONE,
+                &[
+                    ev("acquire", "c1", 0.0, 1.0, "ok", r#","token":"x""#),
+                    ev("release", "c1", 10.0, 10.1, "ok", r#","token":"x""#),
+                    ev("write", "c1", 10.2, 10.3, "ok", r#","token":null"#),
+                ],
+            ),
+            "stale_write",
+        );
+        assert_eq!(f.verdict, Verdict::Violated, "{}", f.message);
+        assert!(f.message.contains("after its release"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_refused_or_unknown_write_after_the_holding_is_not_certain() {
+        let log = |result: &str| {
+            with(
+                ONE,
+                &[
+                    ev("acquire", "c1", 0.0, 1.0, "ok", r#","token":"x""#),
+                    ev("release", "c1", 10.0, 10.1, "ok", r#","token":"x""#),
+                    ev("write", "c1", 20.0, 21.0, result, r#","token":null"#),
+                ],
+            )
+        };
+        assert_eq!(
+            find(&log("fail"), "stale_write").verdict,
+            Verdict::Unobserved
+        );
+        assert_eq!(
+            find(&log("unknown"), "stale_write").verdict,
+            Verdict::Possible
+        );
+    }
+
+    #[test]
+    fn a_write_inside_another_clients_holding_is_a_certain_stale_write() {
+        // c1's own belief never ends (no validity), so only c2's holding makes it stale.
+        let f = find(
+            &with(
+                ONE,
+                &[
+                    ev(
+                        "acquire",
+                        "c2",
+                        0.0,
+                        1.0,
+                        "ok",
+                        r#","token":"y","validity_ms":500"#,
+                    ),
+                    ev("acquire", "c1", 600.0, 601.0, "ok", r#","token":"x""#),
+                    ev("write", "c1", 700.0, 701.0, "ok", r#","token":null"#),
+                    ev(
+                        "acquire",
+                        "c2",
+                        650.0,
+                        651.0,
+                        "ok",
+                        r#","token":"z","validity_ms":500"#,
+                    ),
+                ],
+            ),
+            "stale_write",
+        );
+        assert_eq!(f.verdict, Verdict::Violated, "{}", f.message);
+        assert!(
+            f.message.contains("landed inside c2's holding"),
+            "{}",
+            f.message
+        );
+        assert_eq!(f.lines, vec![5, 4]);
+    }
+
+    #[test]
+    fn writes_by_clients_that_make_no_lock_calls_leave_stale_write_unobserved() {
+        let f = find(&with(ONE, &[rmw("c1", 0.0, 0, 1)]), "stale_write");
+        assert_eq!(f.verdict, Verdict::Unobserved);
+    }
+
+    #[test]
+    fn validity_left_counts_from_the_completion_and_validity_from_the_invoke() {
+        // Invoke 0, complete 50: validity 100 ends at 100, validity left 100 ends at 150.
+        let log = |validity: &str| {
+            with(
+                ONE,
+                &[
+                    ev(
+                        "acquire",
+                        "c1",
+                        0.0,
+                        50.0,
+                        "ok",
+                        &format!(r#","token":"x",{validity}"#),
+                    ),
+                    ev("write", "c1", 120.0, 121.0, "ok", r#","token":null"#),
+                ],
+            )
+        };
+        assert_eq!(
+            find(&log(r#""validity_ms":100"#), "stale_write").verdict,
+            Verdict::Violated
+        );
+        assert_eq!(
+            find(&log(r#""validity_left_ms":100"#), "stale_write").verdict,
+            Verdict::Held
+        );
+        let both = log(r#""validity_ms":100,"validity_left_ms":100"#);
+        let e = judge(both.as_bytes()).unwrap_err();
+        assert!(
+            e.message.starts_with("field `validity_left_ms`"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn two_applied_writes_that_made_the_same_version_are_a_certain_lost_update() {
+        let f = find(
+            &with(ONE, &[rmw("c1", 0.0, 0, 1), rmw("c2", 10.0, 0, 1)]),
+            "lost_update",
+        );
+        assert_eq!(f.verdict, Verdict::Violated, "{}", f.message);
+        assert_eq!(f.lines, vec![2, 3]);
+    }
+
+    #[test]
+    fn a_write_without_read_version_is_based_on_what_its_client_last_read() {
+        let read = |c: &str, inv: f64, v: u64| {
+            ev(
+                "read",
+                c,
+                inv,
+                inv + 1.0,
+                "ok",
+                &format!(r#","token":null,"read_version":{v}"#),
+            )
+        };
+        let write = |c: &str, inv: f64| ev("write", c, inv, inv + 1.0, "ok", r#","token":null"#);
+        // c1 and c2 both read v0, then both write: each makes v1.
+        let lost = with(
+            ONE,
+            &[
+                read("c1", 0.0, 0),
+                read("c2", 2.0, 0),
+                write("c1", 4.0),
+                write("c2", 6.0),
+            ],
+        );
+        assert_eq!(find(&lost, "lost_update").verdict, Verdict::Violated);
+        // In turn: c2 reads what c1 wrote.
+        let serial = with(
+            ONE,
+            &[
+                read("c1", 0.0, 0),
+                write("c1", 4.0),
+                read("c2", 10.0, 1),
+                write("c2", 12.0),
+            ],
+        );
+        assert_eq!(find(&serial, "lost_update").verdict, Verdict::Held);
+    }
+
+    #[test]
+    fn a_write_that_made_more_than_one_above_its_base_overwrote_updates_between() {
+        // The resource's own counter says v3 after a write based on v1: v2 was overwritten.
+        let f = find(&with(ONE, &[rmw("c1", 0.0, 1, 3)]), "lost_update");
+        assert_eq!(f.verdict, Verdict::Violated, "{}", f.message);
+        assert!(f.message.contains("1 other update(s)"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_write_applied_after_one_that_made_a_higher_version_is_a_lost_update() {
+        // v5 made at 0..1; v2 made at 100: certainly after. Within 1 ms: only possible.
+        let late = with(ONE, &[rmw("c1", 0.0, 4, 5), rmw("c2", 100.0, 1, 2)]);
+        assert_eq!(find(&late, "lost_update").verdict, Verdict::Violated);
+        let close = with(ONE, &[rmw("c1", 0.0, 4, 5), rmw("c2", 1.5, 1, 2)]);
+        assert_eq!(find(&close, "lost_update").verdict, Verdict::Possible);
+    }
+
+    #[test]
+    fn a_read_lower_than_a_version_certainly_written_before_it_is_a_lost_update() {
+        let read = ev(
+            "read",
+            "c2",
+            50.0,
+            51.0,
+            "ok",
+            r#","token":null,"read_version":1"#,
+        );
+        let f = find(&with(ONE, &[rmw("c1", 0.0, 1, 2), read]), "lost_update");
+        assert_eq!(f.verdict, Verdict::Violated, "{}", f.message);
+        assert!(f.message.contains("went back"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_chain_of_versions_in_turn_holds_and_unversioned_writes_are_unobserved() {
+        let chain = with(
+            ONE,
+            &[
+                rmw("c1", 0.0, 0, 1),
+                rmw("c2", 10.0, 1, 2),
+                rmw("c1", 20.0, 2, 3),
+            ],
+        );
+        assert_eq!(find(&chain, "lost_update").verdict, Verdict::Held);
+        let plain = with(ONE, &[ev("write", "c1", 0.0, 1.0, "ok", r#","token":3"#)]);
+        assert_eq!(find(&plain, "lost_update").verdict, Verdict::Unobserved);
+    }
+
+    #[test]
+    fn times_at_the_accepted_limit_are_judged_without_overflow() {
+        // Issue 26.6: both hold for 1e15 ms from 8.9e15 ms: a certain overlap, once "held".
+        let acq = |c: &str, t: f64, tok: &str, v: &str| {
+            ev(
+                "acquire",
+                c,
+                t,
+                t + 1.0,
+                "ok",
+                &format!(r#","token":"{tok}","validity_ms":{v}"#),
+            )
+        };
+        let far = with(
+            ONE,
+            &[
+                acq("c1", 8.9e15, "x", "1e15"),
+                acq("c2", 8.9e15 + 10.0, "y", "1e15"),
+            ],
+        );
+        assert_eq!(find(&far, "mutual_exclusion").verdict, Verdict::Violated);
+        // Two empty holdings under a 9e15 ms bound: possible (the bound is huge), not certain.
+        let huge = r#"{"schema":"distlock-log/1","hosts":{"a":{"clock_uncertainty_ms":9e15}}}"#;
+        let empty = with(
+            huge,
+            &[acq("c1", 1e15, "x", "0"), acq("c2", 1e15 + 10.0, "y", "0")],
+        );
+        assert_eq!(find(&empty, "mutual_exclusion").verdict, Verdict::Possible);
+        // A span of 1.6e16 ms is printed as such (its nanoseconds do not fit a u64).
+        let long = with(
+            ONE,
+            &[
+                ev("acquire", "c1", -8e15, -8e15, "ok", r#","token":"x""#),
+                ev("release", "c1", 8e15, 8e15, "ok", r#","token":"x""#),
+            ],
+        );
+        assert!(
+            report(&long).timeline().contains("0us .. 16000000000000s"),
+            "{}",
+            report(&long).timeline()
+        );
+        // Beyond the limit: a located range error.
+        let e = judge(with(ONE, &[acq("c1", 9.1e15, "x", "1")]).as_bytes()).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.message.starts_with("field `invoke_ms`"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_host_declared_twice_is_refused_at_the_header() {
+        let twice = r#"{"schema":"distlock-log/1","hosts":{"a":{"clock_uncertainty_ms":50},"a":{"clock_uncertainty_ms":0}}}"#;
+        let e = judge(twice.as_bytes()).unwrap_err();
+        assert_eq!((e.line, e.column), (1, 1));
+        assert_eq!(e.message, r#"field `hosts`: host "a" declared twice"#);
+        let dup = ev(
+            "acquire",
+            "c1",
+            0.0,
+            1.0,
+            "ok",
+            r#","token":"x","client":"c2""#,
+        );
+        let e = judge(with(ONE, &[dup]).as_bytes()).unwrap_err();
+        assert_eq!(e.message, "field `client`: given twice");
+    }
+
+    #[test]
+    fn a_call_begun_before_its_clients_previous_call_completed_is_a_located_error() {
+        // Issue 26.6: a release (at 100) written before its acquire (at 0).
+        let e = judge(
+            with(
+                ONE,
+                &[
+                    ev("release", "c1", 100.0, 101.0, "ok", r#","token":"x""#),
+                    ev("acquire", "c1", 0.0, 1.0, "ok", r#","token":"x""#),
+                ],
+            )
+            .as_bytes(),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(
+            e.message.contains("before its previous call (line 2)"),
+            "{}",
+            e.message
+        );
+        // Overlap within both bounds (±1 ms each) is clock error, not disorder.
+        let ok = with(
+            ONE,
+            &[
+                ev("acquire", "c1", 0.0, 10.0, "ok", r#","token":"x""#),
+                ev("release", "c1", 8.5, 9.0, "ok", r#","token":"x""#),
+            ],
+        );
+        assert!(judge(ok.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn a_release_that_matches_no_open_holding_is_judged_with_a_warning() {
+        let r = report(&with(
+            ONE,
+            &[
+                ev("release", "c1", 100.0, 101.0, "ok", r#","token":"x""#),
+                ev("acquire", "c1", 200.0, 201.0, "ok", r#","token":"x""#),
+            ],
+        ));
+        assert_eq!(r.warnings_total, 1);
+        assert_eq!(r.warnings[0].line, 2);
+        assert!(
+            r.warnings[0].message.contains("matches no open holding"),
+            "{:?}",
+            r.warnings
+        );
+    }
+
+    #[test]
+    fn error_texts_name_the_field_without_serdes_position_suffix() {
+        let e = judge(
+            with(
+                ONE,
+                &[ev(
+                    "acquire",
+                    "c1",
+                    0.0,
+                    1.0,
+                    "ok",
+                    r#","token":"x","valdity_ms":1"#,
+                )],
+            )
+            .as_bytes(),
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.column), (2, 1));
+        assert!(
+            e.message
+                .starts_with("field `valdity_ms`: unknown in an event"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("at line"), "{}", e.message);
+        let e = judge(
+            with(
+                ONE,
+                &[ev(
+                    "acquire",
+                    "c1",
+                    0.0,
+                    1.0,
+                    "ok",
+                    r#","token":"x","validity_ms":"1s""#,
+                )],
+            )
+            .as_bytes(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "field `validity_ms`: expected a number, not a string"
+        );
+        // A syntax error keeps its column in the log's line, and no suffix.
+        let e = judge(format!("{ONE}\n{{\"op\": }}").as_bytes()).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 8));
+        assert!(
+            e.message.starts_with("not JSON: ") && !e.message.contains("at line"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn distinct_names_past_the_cap_are_a_located_error() {
+        let mut names = Names {
+            cap_bytes: 3 * (4 + NAME_OVERHEAD_BYTES),
+            ..Names::default()
+        };
+        for (i, n) in ["aaaa", "bbbb", "cccc", "aaaa"].iter().enumerate() {
+            assert!(names.id(i + 1, "client", n).is_ok());
+        }
+        let e = names.id(9, "lock", "dddd").unwrap_err();
+        assert_eq!(e.line, 9);
+        assert!(
+            e.message.starts_with("field `lock`: more than"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn long_tokens_are_shown_cut_and_matched_whole() {
+        let head = "t".repeat(100);
+        let (x, y) = (format!("{head}x"), format!("{head}y"));
+        let r = report(&with(
+            ONE,
+            &[
+                ev(
+                    "acquire",
+                    "c1",
+                    0.0,
+                    1.0,
+                    "ok",
+                    &format!(r#","token":"{x}""#),
+                ),
+                // Same first 100 bytes, another token: it does not end c1's holding.
+                ev(
+                    "release",
+                    "c1",
+                    5.0,
+                    6.0,
+                    "ok",
+                    &format!(r#","token":"{y}""#),
+                ),
+                ev("acquire", "c2", 10.0, 11.0, "ok", r#","token":"z""#),
+                ev("release", "c2", 50.0, 51.0, "ok", r#","token":"z""#),
+            ],
+        ));
+        assert_eq!(r.findings[0].verdict, Verdict::Violated);
+        assert_eq!(r.warnings_total, 1);
+        assert!(r.timeline().contains("…(101 bytes)"), "{}", r.timeline());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use crate::check::recorded::{self, Log, Verdict};
+use crate::check::recorded::{self, Verdict};
 use crate::cli::{Ctx, out};
 
 #[derive(clap::Args)]
@@ -29,31 +29,27 @@ pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let located = |e: recorded::LogError| {
-        eprintln!("error: {}:{}:{}: {}", a.file, e.line, e.column, e.message);
-        ExitCode::from(2)
+    let report = match recorded::judge(std::io::BufReader::new(file)) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {}:{}:{}: {}", a.file, e.line, e.column, e.message);
+            return ExitCode::from(2);
+        }
     };
-    let log = match Log::read(std::io::BufReader::new(file)) {
-        Ok(l) => l,
-        Err(e) => return located(e),
-    };
-    let holdings = match recorded::holdings(&log) {
-        Ok(h) => h,
-        Err(e) => return located(e),
-    };
-    let findings = recorded::check(&log, &holdings);
-    let worst = findings
-        .iter()
-        .map(|f| f.verdict)
-        .max()
-        .unwrap_or(Verdict::Held);
-    let code: u8 = match worst {
-        Verdict::Unobserved | Verdict::Held => 0,
-        Verdict::Violated => 1,
-        Verdict::Possible => 3,
-    };
+    for w in &report.warnings {
+        eprintln!("warning: {}:{}:1: {}", a.file, w.line, w.message);
+    }
+    if report.warnings_total > report.warnings.len() {
+        eprintln!(
+            "warning: {}: {} more warnings",
+            a.file,
+            report.warnings_total - report.warnings.len()
+        );
+    }
+    let code = report.exit_code();
     if a.json {
-        let props: Vec<serde_json::Value> = findings
+        let props: Vec<serde_json::Value> = report
+            .findings
             .iter()
             .map(|f| {
                 serde_json::json!({
@@ -64,12 +60,19 @@ pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
                 })
             })
             .collect();
+        let warnings: Vec<serde_json::Value> = report
+            .warnings
+            .iter()
+            .map(|w| serde_json::json!({"line": w.line, "message": w.message}))
+            .collect();
         let v = serde_json::json!({
             "schema": recorded::SCHEMA,
             "file": a.file,
-            "events": log.events.len(),
-            "holdings": holdings.len(),
+            "events": report.events,
+            "holdings": report.holdings,
             "properties": props,
+            "warnings": warnings,
+            "warnings_total": report.warnings_total,
             "exit_code": code,
         });
         out(&format!("{v}\n"));
@@ -77,11 +80,11 @@ pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
         let mut s = format!(
             "{}: {} events, {} host(s), {} believed holdings\n",
             a.file,
-            log.events.len(),
-            log.hosts.len(),
-            holdings.len()
+            report.events,
+            report.hosts.len(),
+            report.holdings
         );
-        for f in &findings {
+        for f in &report.findings {
             s.push_str(&format!(
                 "  {:<17} {:<10} {}\n",
                 f.property,
@@ -89,7 +92,7 @@ pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
                 f.message
             ));
         }
-        s.push_str(match worst {
+        s.push_str(match report.verdict() {
             Verdict::Unobserved | Verdict::Held => "verdict: held (exit code 0)\n",
             Verdict::Violated => "verdict: VIOLATED, certain given the clock bounds (exit code 1)\n",
             Verdict::Possible => {
@@ -97,7 +100,7 @@ pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
             }
         });
         s.push('\n');
-        s.push_str(&recorded::timeline(&log, &holdings, &findings));
+        s.push_str(&report.timeline());
         out(&s);
     }
     ExitCode::from(code)
