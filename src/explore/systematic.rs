@@ -957,6 +957,8 @@ impl Search<'_> {
         if used == level {
             self.spend()?;
             let mut w = node;
+            // Nobody reads this run's points: it is only checked.
+            w.stop_logging_decisions();
             if Self::run_to(&mut w, until) {
                 self.report.inconclusive_runs += 1;
             }
@@ -968,7 +970,8 @@ impl Search<'_> {
             return Ok(());
         }
         self.spend()?;
-        let probe = node.clone();
+        let mut probe = node.clone();
+        probe.log_decisions();
         // A schedule's only fault goes before every event of its target (every offset at
         // which it first acts); a schedule of several, at the decision points.
         let single = level == 1;
@@ -981,14 +984,14 @@ impl Search<'_> {
         if single && placed.is_empty() {
             self.note_coverage(&points);
         }
+        // The cursor's points are the probe's: it records none of its own.
         let mut cursor = node;
+        cursor.stop_logging_decisions();
         for (p, menu) in points {
             let stop_at = SimTime(p.open_at.0 - 1);
             if cursor.now() < stop_at && cursor.run_until(stop_at).is_some() {
                 break;
             }
-            // What the cursor logged is for its probe, already taken: do not copy it on.
-            cursor.take_decisions();
             for (item, faults) in menu {
                 if used + faults.len() > level {
                     continue;

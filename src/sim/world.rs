@@ -375,6 +375,12 @@ impl World {
         self.engine.decisions.get_or_insert_with(Vec::new);
     }
 
+    /// Stops recording decision points (and drops those recorded): a run whose points
+    /// nobody reads (an explored schedule's last stretch, the cursor beside its probe).
+    pub fn stop_logging_decisions(&mut self) {
+        self.engine.decisions = None;
+    }
+
     /// The decision points recorded since the last call (empty if not logging).
     pub fn take_decisions(&mut self) -> Vec<Decision> {
         self.engine
