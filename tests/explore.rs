@@ -320,7 +320,7 @@ fn explore_one(path: &Path, cfg: ExploreConfig) -> ExploreReport {
 
 #[test]
 fn a_schedule_runs_until_its_longest_fault_has_ended_and_the_model_settled() {
-    // The model's only pause (4.5 s) outlasts 2 x TTL (2 s): what it breaks comes after the
+    // The model's only pause (5.5 s) outlasts 2 x TTL (2 s): what it breaks comes after the
     // pause ends, past the old horizon of 2 x TTL + 2 x TTL + 1 s from its opening.
     let path = test_model("pause-longer-than-two-ttls");
     let r = explore_one(
@@ -332,7 +332,7 @@ fn a_schedule_runs_until_its_longest_fault_has_ended_and_the_model_settled() {
     );
     let f = r.found.as_ref().unwrap_or_else(|| {
         panic!(
-            "one 4.5 s pause breaks it:\n{}",
+            "one 5.5 s pause breaks it:\n{}",
             sys::report_text(&r, None, "distlock-sim")
         )
     });
