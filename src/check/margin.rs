@@ -79,8 +79,12 @@ impl Default for Belief {
 
 /// The margin of a belief whose key was lost somewhere.
 fn margin_ns(b: &Belief, losses: &[(ProcId, SimTime, Removal)]) -> Option<i64> {
-    let first = losses.iter().map(|(_, at, _)| *at).min()?;
-    Some(first.0 as i64 - b.believed_until.0 as i64)
+    first_loss(losses).map(|first| first.0 as i64 - b.believed_until.0 as i64)
+}
+
+/// When the key of a belief first left a node.
+fn first_loss(losses: &[(ProcId, SimTime, Removal)]) -> Option<SimTime> {
+    losses.iter().map(|(_, at, _)| *at).min()
 }
 
 /// A distribution of margins: what a sweep reports per seed.
@@ -90,12 +94,23 @@ pub struct MarginTally {
     pub histogram: [u64; 6],
     /// The smallest margin (ns).
     pub min_ns: Option<i64>,
+    /// When the key of the smallest margin's acquisition first left a node (the earliest,
+    /// on ties).
+    pub min_at: Option<SimTime>,
 }
 
 impl MarginTally {
-    pub fn add(&mut self, margin_ns: i64) {
+    /// A margin, of a key that first left a node at `lost_at`.
+    pub fn add(&mut self, margin_ns: i64, lost_at: SimTime) {
         self.histogram[margin_bucket(margin_ns)] += 1;
-        self.min_ns = Some(self.min_ns.map_or(margin_ns, |x| x.min(margin_ns)));
+        let smaller = match (self.min_ns, self.min_at) {
+            (Some(m), Some(at)) => (margin_ns, lost_at) < (m, at),
+            _ => true,
+        };
+        if smaller {
+            self.min_ns = Some(margin_ns);
+            self.min_at = Some(lost_at);
+        }
     }
 }
 
@@ -161,8 +176,9 @@ impl Margins {
             if let Some(ls) = self.losses.swap_remove(&(t.index() as u32))
                 && e.seq != 0
                 && let Some(m) = margin_ns(&e, &ls)
+                && let Some(at) = first_loss(&ls)
             {
-                self.retired.add(m);
+                self.retired.add(m, at);
             }
         }
     }
@@ -171,8 +187,10 @@ impl Margins {
     pub fn tally(self) -> MarginTally {
         let mut t = self.retired;
         for (id, ls) in &self.losses {
-            if let Some(m) = margin_ns(&self.beliefs[*id as usize], ls) {
-                t.add(m);
+            if let (Some(m), Some(at)) =
+                (margin_ns(&self.beliefs[*id as usize], ls), first_loss(ls))
+            {
+                t.add(m, at);
             }
         }
         t

@@ -112,8 +112,9 @@ pub fn check_all_named(
 /// run judges as it goes (`monitor::Monitor`) and what `check_all` replays over a kept
 /// history — one implementation, so the two cannot disagree.
 ///
-/// Each checker keeps only what a later record could still need, and nothing once it has
-/// found its (first) violation.
+/// Each checker keeps only what a later record could still need. It reports its first
+/// violation, and goes on counting the acquisitions that take part in one (`occurrences`:
+/// what a per-acquisition rate counts).
 #[derive(Clone)]
 pub struct Checks {
     /// As the model listed them (a property listed twice reports twice, as it always has).
@@ -130,6 +131,9 @@ pub struct Checks {
     foreign_unlock: Option<ForeignUnlock>,
     fencing_monotonic: Option<FencingMonotonic>,
     liveness: Option<Liveness>,
+    /// Process index -> acquisitions it has reported so far: which of its holdings a finding
+    /// blamed on it belongs to (`PerAcquisition`).
+    serial: Vec<u32>,
 }
 
 impl Checks {
@@ -144,7 +148,35 @@ impl Checks {
             foreign_unlock: on(Property::ForeignUnlock).then(ForeignUnlock::default),
             fencing_monotonic: on(Property::FencingMonotonic).then(FencingMonotonic::default),
             liveness: on(Property::Liveness).then(|| Liveness::new(liveness_bound_ns)),
+            serial: Vec::new(),
         }
+    }
+
+    /// Per checked property (liveness aside: it is judged per lock, not per acquisition),
+    /// the acquisitions that took part in a violation of it: for `mutual_exclusion` each
+    /// acquisition made while another client held the lock; for the others each holding (of
+    /// the client blamed: the writer, the deleter, the client whose token went back) in which
+    /// at least one finding was made, a finding before a client's first acquisition counting
+    /// with its first.
+    /// Liveness is listed with `None`.
+    pub fn occurrences(&self) -> Vec<(Property, Option<u64>)> {
+        let mut out = Vec::new();
+        if let Some(c) = &self.mutual_exclusion {
+            out.push((Property::MutualExclusion, Some(c.occurrences)));
+        }
+        if let Some(c) = &self.resource_safety {
+            out.push((Property::ResourceSafety, Some(c.occurrences.count)));
+        }
+        if let Some(c) = &self.foreign_unlock {
+            out.push((Property::ForeignUnlock, Some(c.occurrences.count)));
+        }
+        if let Some(c) = &self.fencing_monotonic {
+            out.push((Property::FencingMonotonic, Some(c.occurrences.count)));
+        }
+        if self.liveness.is_some() {
+            out.push((Property::Liveness, None));
+        }
+        out
     }
 
     /// These checkers, also measuring the time with two or more holders (`overlaps_ns`).
@@ -157,6 +189,12 @@ impl Checks {
     /// (`with_overlaps`); zeros if not.
     pub fn overlaps_ns(&self) -> (u64, u64) {
         self.overlaps.as_ref().map_or((0, 0), Overlaps::finish)
+    }
+
+    /// The closest handover of a lock between two clients, if measured (`with_overlaps`):
+    /// see `Overlaps::closest_handover`.
+    pub fn closest_handover(&self) -> Option<(u64, SimTime)> {
+        self.overlaps.as_ref().and_then(|o| o.closest_handover)
     }
 
     /// Feeds every record of a kept history.
@@ -185,6 +223,11 @@ impl Checks {
         // Each record only to the checkers that read its kind (see their `observe`s).
         match &r.obs {
             Observation::Acquired { lock, .. } => {
+                let i = r.proc.index();
+                if self.serial.len() <= i {
+                    self.serial.resize(i + 1, 0);
+                }
+                self.serial[i] += 1;
                 self.holding.acquired(r.proc, *lock);
                 self.hold_changed(r.at, r.proc, *lock, true, &mut also);
                 if let Some(c) = &mut self.liveness {
@@ -209,7 +252,7 @@ impl Checks {
             }
             Observation::Attempt { .. } => {
                 if let Some(c) = &mut self.foreign_unlock {
-                    c.observe(r, token);
+                    c.observe(r, token, &self.serial);
                 }
                 if let Some(c) = &mut self.liveness {
                     c.observe(r);
@@ -222,15 +265,15 @@ impl Checks {
             }
             Observation::KeyWritten { .. } | Observation::KeyRemoved { .. } => {
                 if let Some(c) = &mut self.foreign_unlock {
-                    c.observe(r, token);
+                    c.observe(r, token, &self.serial);
                 }
             }
             Observation::ResourceRead { .. } | Observation::ResourceWrite { .. } => {
                 if let Some(c) = &mut self.resource_safety {
-                    c.observe(r);
+                    c.observe(r, &self.serial);
                 }
                 if let Some(c) = &mut self.fencing_monotonic {
-                    c.observe(r);
+                    c.observe(r, &self.serial);
                 }
             }
             _ => {}
@@ -562,16 +605,40 @@ pub fn overlaps_ns(history: &History) -> (u64, u64) {
     o.finish()
 }
 
+/// The closest approach of two holdings: from a whole history (see
+/// `Overlaps::closest_handover`).
+pub fn closest_handover(history: &History) -> Option<(u64, SimTime)> {
+    let mut holding = Holding::default();
+    let mut o = Overlaps::default();
+    for r in &history.records {
+        holding.observe(r, |at, p, lock, acquired| o.change(at, p, lock, acquired));
+    }
+    o.closest_handover
+}
+
 /// Time with two or more holders of one lock, fed each change of who holds what
-/// (`Holding::observe`).
+/// (`Holding::observe`); and how close two holdings came without overlapping.
 #[derive(Clone, Default)]
 pub struct Overlaps {
-    /// lock -> its holders, and since when it has had two or more (`None`: fewer now).
-    holders: ByLock<(Vec<ProcId>, Option<SimTime>)>,
+    holders: ByLock<LockHolders>,
     longest_ns: u64,
     total_ns: u64,
     /// The last change of holders.
     last: SimTime,
+    /// The shortest time a lock stood free between one client's holding and another's
+    /// (ns), and when the second began (the earliest, on ties): how close a run came to a
+    /// double grant without one (an overlap is measured above instead).
+    pub closest_handover: Option<(u64, SimTime)>,
+}
+
+/// One lock's holders, as `Overlaps` follows them.
+#[derive(Clone, Default)]
+struct LockHolders {
+    holders: Vec<ProcId>,
+    /// Since when it has had two or more (`None`: fewer now).
+    since: Option<SimTime>,
+    /// Who last left it free, and when.
+    freed: Option<(ProcId, SimTime)>,
 }
 
 impl Overlaps {
@@ -579,12 +646,28 @@ impl Overlaps {
     #[inline(always)]
     pub fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
         self.last = at;
-        let (hs, since) = self.holders.entry(lock);
+        let LockHolders {
+            holders: hs,
+            since,
+            freed,
+        } = self.holders.entry(lock);
         let before = hs.len();
         if acquired {
+            if before == 0
+                && let Some((q, t)) = *freed
+                && q != p
+            {
+                let gap = at.saturating_sub(t);
+                if self.closest_handover.is_none_or(|(g, _)| gap < g) {
+                    self.closest_handover = Some((gap, at));
+                }
+            }
             hs.push(p);
         } else if let Some(i) = hs.iter().position(|q| *q == p) {
             remove_at(hs, i);
+            if hs.is_empty() {
+                *freed = Some((p, at));
+            }
         }
         if before < 2 && hs.len() >= 2 {
             *since = Some(at);
@@ -602,11 +685,7 @@ impl Overlaps {
         let (mut longest, mut total) = (self.longest_ns, self.total_ns);
         // An overlap still open at the end of the history lasted at least until its last
         // record.
-        for t in self
-            .holders
-            .values()
-            .filter_map(|(_, since)| since.as_ref())
-        {
+        for t in self.holders.values().filter_map(|h| h.since.as_ref()) {
             longest = longest.max(self.last.saturating_sub(*t));
             total += self.last.saturating_sub(*t);
         }
@@ -648,28 +727,26 @@ struct MutualExclusion {
     /// lock -> (holder, since).
     holders: ByLock<Vec<(ProcId, SimTime)>>,
     found: Option<Finding>,
+    /// Acquisitions made while another client held the lock.
+    occurrences: u64,
 }
 
 impl MutualExclusion {
     /// A hold began (`acquired`) or ended (see `Holding::observe`).
     #[inline(always)]
     fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
-        if self.found.is_some() {
-            return;
-        }
         let hs = self.holders.entry(lock);
         if acquired {
             if let Some(&(holder, since)) = hs.iter().find(|(q, _)| *q != p) {
-                self.found = Some(Finding::Overlap {
+                self.occurrences += 1;
+                // The first is the one reported.
+                self.found.get_or_insert(Finding::Overlap {
                     at,
                     lock,
                     holder,
                     since,
                     taker: p,
                 });
-                // Only the first violation is reported: nothing more to keep.
-                self.holders = ByLock::default();
-                return;
             }
             hs.push((p, at));
         } else if let Some(i) = hs.iter().position(|(q, _)| *q == p) {
@@ -697,14 +774,12 @@ struct ResourceSafety {
     /// version -> writer that produced it.
     writer_of: BTreeMap<u64, ProcId>,
     found: Option<Finding>,
+    occurrences: PerAcquisition,
 }
 
 impl ResourceSafety {
     #[inline]
-    fn observe(&mut self, r: &Record) {
-        if self.found.is_some() {
-            return;
-        }
+    fn observe(&mut self, r: &Record, serial: &[u32]) {
         if let Observation::ResourceWrite {
             client,
             base_version,
@@ -715,15 +790,16 @@ impl ResourceSafety {
         {
             let expected_base = version_after - 1;
             if *base_version != expected_base {
-                self.found = Some(Finding::LostUpdate {
-                    at: r.at,
-                    writer: *client,
-                    base_version: *base_version,
-                    expected_base,
-                    other: self.writer_of.get(&expected_base).copied(),
-                });
-                self.writer_of = BTreeMap::new();
-                return;
+                self.occurrences.note(*client, serial);
+                if self.found.is_none() {
+                    self.found = Some(Finding::LostUpdate {
+                        at: r.at,
+                        writer: *client,
+                        base_version: *base_version,
+                        expected_base,
+                        other: self.writer_of.get(&expected_base).copied(),
+                    });
+                }
             }
             self.writer_of.insert(*version_after, *client);
         }
@@ -751,14 +827,12 @@ struct ForeignUnlock {
     // Invariant: the number of `Some` in `owner`.
     owned: usize,
     found: Option<Finding>,
+    occurrences: PerAcquisition,
 }
 
 impl ForeignUnlock {
     #[inline(always)]
-    fn observe(&mut self, r: &Record, token: Option<TokenId>) {
-        if self.found.is_some() {
-            return;
-        }
+    fn observe(&mut self, r: &Record, token: Option<TokenId>, serial: &[u32]) {
         let Some(t) = token else {
             return;
         };
@@ -775,16 +849,17 @@ impl ForeignUnlock {
                 if let Some(&Some(o)) = self.owner.get(t.index())
                     && o != *by
                 {
-                    self.found = Some(Finding::ForeignDel {
-                        at: r.at,
-                        by: *by,
-                        key: key.clone(),
-                        node: r.proc,
-                        owner: o,
-                        value: value.clone(),
-                    });
-                    self.owner = Vec::new();
-                    self.owned = 0;
+                    self.occurrences.note(*by, serial);
+                    if self.found.is_none() {
+                        self.found = Some(Finding::ForeignDel {
+                            at: r.at,
+                            by: *by,
+                            key: key.clone(),
+                            node: r.proc,
+                            owner: o,
+                            value: value.clone(),
+                        });
+                    }
                 }
             }
             _ => {}
@@ -803,6 +878,30 @@ impl ForeignUnlock {
 
     fn retained_bytes(&self) -> u64 {
         (self.owner.len() * std::mem::size_of::<Option<ProcId>>()) as u64
+    }
+}
+
+/// Findings counted once per holding of the client blamed (`Checks::serial`): several lost
+/// writes of one paused holder are one acquisition that went wrong.
+#[derive(Clone, Default)]
+struct PerAcquisition {
+    /// Process index -> the serial of its holding last counted (0: a finding before its
+    /// first acquisition, counted with the first).
+    last: Vec<Option<u32>>,
+    count: u64,
+}
+
+impl PerAcquisition {
+    fn note(&mut self, client: ProcId, serial: &[u32]) {
+        let s = serial.get(client.index()).copied().unwrap_or(0).max(1);
+        let i = client.index();
+        if self.last.len() <= i {
+            self.last.resize(i + 1, None);
+        }
+        if self.last[i] != Some(s) {
+            self.last[i] = Some(s);
+            self.count += 1;
+        }
     }
 }
 
@@ -886,14 +985,12 @@ struct FencingMonotonic {
     /// The highest token accepted so far, and from whom.
     max: Option<(u64, ProcId)>,
     found: Option<Finding>,
+    occurrences: PerAcquisition,
 }
 
 impl FencingMonotonic {
     #[inline]
-    fn observe(&mut self, r: &Record) {
-        if self.found.is_some() {
-            return;
-        }
+    fn observe(&mut self, r: &Record, serial: &[u32]) {
         let (client, token) = match &r.obs {
             Observation::ResourceRead {
                 client,
@@ -912,7 +1009,8 @@ impl FencingMonotonic {
         if let Some((m, by)) = self.max
             && token < m
         {
-            self.found = Some(Finding::TokenWentBack {
+            self.occurrences.note(client, serial);
+            self.found.get_or_insert(Finding::TokenWentBack {
                 at: r.at,
                 client,
                 token,

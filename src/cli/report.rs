@@ -384,6 +384,7 @@ pub fn sweep_text(
     shard: Shard,
     jobs: usize,
     wall_s: f64,
+    stop: Option<&explore::stopping::Stop>,
 ) -> String {
     let mut s = String::new();
     let rate = summary.seeds_run as f64 / wall_s.max(1e-9);
@@ -403,6 +404,9 @@ pub fn sweep_text(
         summary.events,
         summary.acquisitions
     );
+    if let Some(stop) = stop {
+        let _ = writeln!(s, "{}", stop.text());
+    }
     for p in &sc.properties {
         let n = summary.violations_per_property.get(p).copied().unwrap_or(0);
         let first = summary.first_seed_per_property.get(p).copied();
@@ -441,6 +445,9 @@ pub fn sweep_text(
                 );
             }
         }
+        if let Some(line) = rate_line(summary, *p) {
+            let _ = writeln!(s, "{line}");
+        }
     }
     s.push_str(&sweep_witness_text(sc, summary));
     if let Some((ns, seed)) = summary.longest_overlap {
@@ -451,6 +458,12 @@ pub fn sweep_text(
             fmt_duration_ns(ns),
             fmt_duration_ns(mean)
         );
+    }
+    if let Some(line) = overlap_rate_line(summary) {
+        let _ = writeln!(s, "{line}");
+    }
+    if let Some(line) = closest_approach_line(summary) {
+        let _ = writeln!(s, "{line}");
     }
     if let Some((ns, seed)) = summary.min_margin {
         let hist: Vec<String> = crate::check::margin::MARGIN_BUCKETS
@@ -515,6 +528,132 @@ pub fn sweep_text(
     s
 }
 
+/// `    rate: per seed 81.75 % [77.60 %, 85.43 %], per acquisition ...`: a property's rates
+/// with their 95 % intervals; for a property that held, the upper bounds. None when no seed
+/// decided it, or when the figures are missing (a shard of an older build).
+fn rate_line(summary: &SweepSummary, p: crate::check::Property) -> Option<String> {
+    use crate::explore::rate::percent;
+    if summary.rates_missing {
+        return Some("    rate: not available (a merged shard was written by a build that did not count rates)".into());
+    }
+    let seeds = summary.per_seed(p);
+    if seeds.n == 0 {
+        return None;
+    }
+    let (lo, hi) = seeds.ci95();
+    let mut line = if seeds.k == 0 {
+        format!(
+            "    rate at 95 %: per seed < {} (0 of {} seeds)",
+            percent(hi),
+            seeds.n
+        )
+    } else {
+        format!(
+            "    rate at 95 %: per seed {} [{}, {}] ({} of {} seeds)",
+            percent(seeds.estimate()),
+            percent(lo),
+            percent(hi),
+            seeds.k,
+            seeds.n
+        )
+    };
+    if let Some(r) = summary.per_acquisition.get(&p)
+        && r.sum_n > 0
+    {
+        let (lo, hi) = r.rate_ci95();
+        if r.sum_x == 0 {
+            let _ = write!(
+                line,
+                ", per acquisition < {} (0 of {})",
+                percent(hi),
+                r.sum_n
+            );
+        } else {
+            let _ = write!(
+                line,
+                ", per acquisition {} [{}, {}] ({} of {})",
+                percent(r.estimate()),
+                percent(lo),
+                percent(hi),
+                r.sum_x,
+                r.sum_n
+            );
+        }
+    }
+    Some(line)
+}
+
+/// Two-holder time per acquisition, with its 95 % interval over seeds.
+fn overlap_rate_line(summary: &SweepSummary) -> Option<String> {
+    let r = &summary.overlap_per_acquisition;
+    if summary.rates_missing || r.sum_x == 0 {
+        return None;
+    }
+    // Per acquisition reads better than per million here (the JSON gives per million).
+    let ns = |x: f64| fmt_duration_ns(x.round() as u64);
+    let mut line = format!(
+        "  two holders at once per acquisition: {}",
+        ns(r.estimate())
+    );
+    if let Some((lo, hi)) = r.delta_ci95() {
+        let _ = write!(line, " [{}, {}] at 95 %", ns(lo), ns(hi));
+    }
+    Some(line)
+}
+
+/// How close the sweep came to a double grant: the shortest time a lock stood free between
+/// two clients' holdings, and the smallest safety margin, each with its seed and time.
+fn closest_approach_line(summary: &SweepSummary) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some((gap, seed, at)) = summary.closest_handover {
+        parts.push(format!(
+            "handover gap {} (seed {seed} at {at})",
+            fmt_duration_ns(gap)
+        ));
+    }
+    if let (Some((m, seed)), Some(at)) = (summary.min_margin, summary.min_margin_at) {
+        parts.push(format!(
+            "safety margin {} (seed {seed}, key gone at {at})",
+            fmt_signed_ns(m)
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("  closest approach: {}", parts.join("; ")))
+}
+
+/// `"rates"` of the `--json` summary: per checked property, per seed and per acquisition,
+/// each as {"k", "n", "p", "ci95": [lo, hi]}.
+pub fn rates_json(sc: &Scenario, summary: &SweepSummary) -> serde_json::Value {
+    use serde_json::json;
+    if summary.rates_missing {
+        return serde_json::Value::Null;
+    }
+    let m: serde_json::Map<String, serde_json::Value> = sc
+        .properties
+        .iter()
+        .map(|p| {
+            let seeds = summary.per_seed(*p);
+            let (lo, hi) = seeds.ci95();
+            let per_acq = summary.per_acquisition.get(p).map(|r| {
+                let (lo, hi) = r.rate_ci95();
+                json!({
+                    "k": u64::try_from(r.sum_x).unwrap_or(u64::MAX),
+                    "n": u64::try_from(r.sum_n).unwrap_or(u64::MAX),
+                    "p": r.estimate(),
+                    "ci95": [lo, hi],
+                })
+            });
+            (
+                p.name().to_string(),
+                json!({
+                    "per_seed": {"k": seeds.k, "n": seeds.n, "p": seeds.estimate(), "ci95": [lo, hi]},
+                    "per_acquisition": per_acq,
+                }),
+            )
+        })
+        .collect();
+    serde_json::Value::Object(m)
+}
+
 /// What a sweep amounts to: violated if any seed violated, else inconclusive if any seed
 /// stopped on a budget, else held.
 pub fn sweep_outcome(sc: &Scenario, summary: &SweepSummary) -> Outcome {
@@ -574,11 +713,11 @@ pub fn sweep_json(
     jobs: usize,
     wall_s: f64,
 ) -> String {
-    sweep_json_with(sc, summary, seeds, shard, jobs, wall_s, None)
+    sweep_json_with(sc, summary, seeds, shard, jobs, wall_s, Vec::new())
 }
 
-/// `sweep_json`, with the `partial` object a `--shard` sweep adds for `merge` (none on an
-/// unsharded sweep, whose line stays as it was).
+/// `sweep_json`, with `extra` keys added to the summary: the `partial` object a `--shard`
+/// sweep adds for `merge`, `stopped` of a stopping rule.
 pub fn sweep_json_with(
     sc: &Scenario,
     summary: &SweepSummary,
@@ -586,7 +725,7 @@ pub fn sweep_json_with(
     shard: Shard,
     jobs: usize,
     wall_s: f64,
-    partial: Option<serde_json::Value>,
+    extra: Vec<(&str, serde_json::Value)>,
 ) -> String {
     use serde_json::json;
     let mut s = String::new();
@@ -630,6 +769,16 @@ pub fn sweep_json_with(
         "min_safety_margin_ns": summary.min_margin.map(|(ns, _)| ns),
         "min_safety_margin_seed": summary.min_margin.map(|(_, seed)| seed),
         "safety_margins": margins,
+        "min_safety_margin_at_ns": summary.min_margin_at.map(|t| t.0),
+        "rates": rates_json(sc, summary),
+        "overlap_per_million_acquisitions_ns": (!summary.rates_missing).then(|| {
+            let r = &summary.overlap_per_acquisition;
+            json!({
+                "p": r.estimate() * 1e6,
+                "ci95": r.delta_ci95().map(|(lo, hi)| [lo * 1e6, hi * 1e6]),
+            })
+        }),
+        "closest_handover": summary.closest_handover.map(|(gap, seed, at)| json!({"gap_ns": gap, "seed": seed, "at_ns": at.0})),
         "witnesses": witnesses_json(summary),
         "witness_required": sc.model.witness.iter().map(|h| h.0.name()).collect::<Vec<_>>(),
         "witness_missing": summary.missing_witnesses(sc).iter().map(|h| h.name()).collect::<Vec<_>>(),
@@ -639,8 +788,8 @@ pub fn sweep_json_with(
         "seeds_per_s": (summary.seeds_run as f64 / wall_s.max(1e-9) * 10.0).round() / 10.0,
     }});
     let mut line = line;
-    if let Some(p) = partial {
-        line["summary"]["partial"] = p;
+    for (k, v) in extra {
+        line["summary"][k] = v;
     }
     let _ = writeln!(s, "{line}");
     s

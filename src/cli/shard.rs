@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::check::witness::Hazard;
 use crate::check::{Property, Violation};
 use crate::explore::SweepSummary;
+use crate::explore::rate::ClusterRatio;
 use crate::scenario::Scenario;
 use crate::sim::RunEnd;
 use crate::time::{ProcId, SimTime};
@@ -73,7 +74,41 @@ pub fn partial_json(sc: &Scenario, s: &SweepSummary) -> Value {
         "min_margin": s.min_margin.map(|(ns, seed)| json!([ns, seed])),
         "margin_histogram": s.margin_histogram,
         "witnesses": Value::Object(s.witnesses.iter().map(|(h, (n, first))| (h.name().to_string(), json!([n, first]))).collect()),
+        // Optional (shards of older builds lack it: their merge reports no rates).
+        "rates": (!s.rates_missing).then(|| json!({
+            "decided_per_property": by_prop(&s.decided_per_property),
+            "per_acquisition": Value::Object(s.per_acquisition.iter().map(|(p, r)| (p.name().to_string(), ratio_json(r))).collect()),
+            "overlap_per_acquisition": ratio_json(&s.overlap_per_acquisition),
+            "closest_handover": s.closest_handover.map(|(gap, seed, at)| json!([gap, seed, at.0])),
+            "min_margin_at": s.min_margin_at.map(|t| t.0),
+        })),
     })
+}
+
+/// A `ClusterRatio`'s sums, as decimal strings (they may pass 2^64).
+fn ratio_json(r: &ClusterRatio) -> Value {
+    json!([
+        r.seeds.to_string(),
+        r.sum_x.to_string(),
+        r.sum_n.to_string(),
+        r.sum_xx.to_string(),
+        r.sum_nn.to_string(),
+        r.sum_xn.to_string(),
+    ])
+}
+
+fn ratio_from_json(v: &Value) -> Option<ClusterRatio> {
+    let a = v.as_array().filter(|a| a.len() == 6)?;
+    let n = |i: usize| a[i].as_str()?.parse::<u128>().ok();
+    let r = ClusterRatio {
+        seeds: u64::try_from(n(0)?).ok()?,
+        sum_x: n(1)?,
+        sum_n: n(2)?,
+        sum_xx: n(3)?,
+        sum_nn: n(4)?,
+        sum_xn: n(5)?,
+    };
+    Some(r)
 }
 
 /// A shard's summary rebuilt from its `partial` object; the error names the field.
@@ -191,7 +226,53 @@ pub fn summary_from_partial(v: &Value) -> Result<SweepSummary, String> {
             Ok((h, (n, first)))
         })
         .collect::<Result<BTreeMap<_, _>, String>>()?;
+    let mut rates = RatesPart::default();
+    match v.get("rates") {
+        None | Some(Value::Null) => rates.missing = true,
+        Some(r) => {
+            let bad = || bad("rates");
+            rates.decided = r
+                .get("decided_per_property")
+                .and_then(Value::as_object)
+                .ok_or_else(bad)?
+                .iter()
+                .map(|(name, n)| Some((Property::from_name(name)?, n.as_u64()?)))
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?;
+            rates.per_acquisition = r
+                .get("per_acquisition")
+                .and_then(Value::as_object)
+                .ok_or_else(bad)?
+                .iter()
+                .map(|(name, x)| Some((Property::from_name(name)?, ratio_from_json(x)?)))
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?;
+            rates.overlap = r
+                .get("overlap_per_acquisition")
+                .and_then(ratio_from_json)
+                .ok_or_else(bad)?;
+            rates.closest_handover = match r.get("closest_handover") {
+                None | Some(Value::Null) => None,
+                Some(Value::Array(a)) if a.len() == 3 => Some((
+                    a[0].as_u64().ok_or_else(bad)?,
+                    a[1].as_u64().ok_or_else(bad)?,
+                    SimTime(a[2].as_u64().ok_or_else(bad)?),
+                )),
+                _ => return Err(bad()),
+            };
+            rates.min_margin_at = match r.get("min_margin_at") {
+                None | Some(Value::Null) => None,
+                Some(x) => Some(SimTime(x.as_u64().ok_or_else(bad)?)),
+            };
+        }
+    }
     Ok(SweepSummary {
+        decided_per_property: rates.decided,
+        per_acquisition: rates.per_acquisition,
+        overlap_per_acquisition: rates.overlap,
+        closest_handover: rates.closest_handover,
+        min_margin_at: rates.min_margin_at,
+        rates_missing: rates.missing,
         seeds_run: u("seeds_run")?,
         violations_per_property: by_prop("violations_per_property")?,
         first_violating_seed: opt_u("first_violating_seed")?,
@@ -222,4 +303,15 @@ pub fn summary_from_partial(v: &Value) -> Result<SweepSummary, String> {
         margin_histogram,
         witnesses,
     })
+}
+
+/// The rate figures of a `partial` object, as read.
+#[derive(Default)]
+struct RatesPart {
+    decided: BTreeMap<Property, u64>,
+    per_acquisition: BTreeMap<Property, ClusterRatio>,
+    overlap: ClusterRatio,
+    closest_handover: Option<(u64, u64, SimTime)>,
+    min_margin_at: Option<SimTime>,
+    missing: bool,
 }

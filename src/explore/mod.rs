@@ -4,10 +4,12 @@ pub mod determinism;
 pub mod export;
 pub mod minimize;
 pub mod pitfalls;
+pub mod rate;
 pub mod report;
 pub mod serve;
 pub mod site;
 pub mod stepper;
+pub mod stopping;
 pub mod systematic;
 pub mod timeline;
 pub mod variants;
@@ -22,6 +24,7 @@ use crate::check::{Property, Violation};
 use crate::scenario::Scenario;
 use crate::sim::{Fault, RunEnd, TraceMode, World};
 use crate::time::SimTime;
+use rate::ClusterRatio;
 
 /// The result of one seed.
 #[derive(Clone, Debug)]
@@ -44,9 +47,18 @@ pub struct RunOutcome {
     /// Safety margins of acquisitions whose key was lost (see `check::margin`): the smallest,
     /// and a histogram over `MARGIN_BUCKETS`.
     pub min_margin_ns: Option<i64>,
+    /// When the key of the smallest margin first left a node.
+    pub min_margin_at: Option<SimTime>,
     pub margin_histogram: [u64; 6],
     /// The hazards this seed reached (`check::witness`).
     pub witnesses: Hazards,
+    /// Per checked property, the acquisitions that took part in a violation of it
+    /// (`Checks::occurrences`).
+    /// (`None` for liveness, which is judged per lock, not per acquisition.)
+    pub occurrences: Vec<(Property, Option<u64>)>,
+    /// The closest handover between two clients' holdings: (ns the lock stood free, when
+    /// the second began).
+    pub closest_handover: Option<(u64, SimTime)>,
 }
 
 impl RunOutcome {
@@ -156,11 +168,15 @@ fn outcome(
         longest_overlap_ns: longest,
         total_overlap_ns: total,
         min_margin_ns: None,
+        min_margin_at: None,
         margin_histogram: [0; 6],
         witnesses: judged.hazards,
+        occurrences: judged.checks.occurrences(),
+        closest_handover: judged.checks.closest_handover(),
     };
     outcome.margin_histogram = judged.margins.histogram;
     outcome.min_margin_ns = judged.margins.min_ns;
+    outcome.min_margin_at = judged.margins.min_at;
     outcome
 }
 
@@ -200,8 +216,17 @@ impl Shard {
     /// This shard's seeds of `seeds` in chunks of at most `CHUNK`, each as the range of
     /// their ranks (`nth_in`): a sparse shard of a huge range is not walked seed by seed.
     pub(crate) fn chunks(self, seeds: &Range<u64>) -> impl Iterator<Item = Range<u64>> {
+        self.chunks_of(seeds, CHUNK)
+    }
+
+    /// `chunks`, of at most `size` seeds each.
+    pub(crate) fn chunks_of(
+        self,
+        seeds: &Range<u64>,
+        size: u64,
+    ) -> impl Iterator<Item = Range<u64>> {
         let n = self.count_in(seeds);
-        (0..n.div_ceil(CHUNK)).map(move |c| c * CHUNK..n.min((c + 1) * CHUNK))
+        (0..n.div_ceil(size)).map(move |c| c * size..n.min((c + 1) * size))
     }
 }
 
@@ -236,14 +261,51 @@ pub struct SweepSummary {
     pub total_overlap_ns: u64,
     /// The smallest safety margin of any seed, and that seed.
     pub min_margin: Option<(i64, u64)>,
+    /// When, in `min_margin`'s seed, the key first left a node.
+    pub min_margin_at: Option<SimTime>,
     pub margin_histogram: [u64; 6],
     /// Per hazard reached by at least one seed: (seeds that reached it, the first of them).
     pub witnesses: BTreeMap<Hazard, (u64, u64)>,
+    /// Per checked property, the seeds that decided it: ran to their end, or violated it
+    /// before a budget stopped them (the denominator of its per-seed rate).
+    pub decided_per_property: BTreeMap<Property, u64>,
+    /// Per checked property, acquisitions that took part in a violation over acquisitions,
+    /// per seed (`rate::ClusterRatio`).
+    pub per_acquisition: BTreeMap<Property, ClusterRatio>,
+    /// Two-holder time (ns) over acquisitions, per seed.
+    pub overlap_per_acquisition: ClusterRatio,
+    /// The closest handover of any seed: (ns free, seed, when the second holding began).
+    pub closest_handover: Option<(u64, u64, SimTime)>,
+    /// Some shard merged in was written by a build that kept none of the rate figures above:
+    /// they cover only part of the seeds, and are not reported.
+    pub rates_missing: bool,
 }
 
 impl SweepSummary {
     fn add(&mut self, o: RunOutcome) {
         self.seeds_run += 1;
+        for &(p, k) in &o.occurrences {
+            let violated = o.violations.iter().any(|v| v.property == p);
+            // Inconclusive seeds decide a property only by violating it.
+            if !o.inconclusive() || violated {
+                *self.decided_per_property.entry(p).or_default() += 1;
+                if let Some(k) = k {
+                    self.per_acquisition
+                        .entry(p)
+                        .or_default()
+                        .add(k.min(o.acquisitions), o.acquisitions);
+                }
+            }
+        }
+        if !o.inconclusive() {
+            self.overlap_per_acquisition
+                .add(o.total_overlap_ns, o.acquisitions);
+        }
+        if let Some((gap, at)) = o.closest_handover
+            && self.closest_handover.is_none_or(|(g, _, _)| gap < g)
+        {
+            self.closest_handover = Some((gap, o.seed, at));
+        }
         for h in o.witnesses.iter() {
             let e = self.witnesses.entry(h).or_insert((0, o.seed));
             e.0 += 1;
@@ -256,6 +318,7 @@ impl SweepSummary {
             && self.min_margin.is_none_or(|(x, _)| m < x)
         {
             self.min_margin = Some((m, o.seed));
+            self.min_margin_at = o.min_margin_at;
         }
         if o.longest_overlap_ns > 0
             && self
@@ -337,7 +400,24 @@ impl SweepSummary {
                 .is_none_or(|(x, xs)| m < x || (m == x && seed < xs))
         {
             self.min_margin = Some((m, seed));
+            self.min_margin_at = o.min_margin_at;
         }
+        for (p, n) in o.decided_per_property {
+            *self.decided_per_property.entry(p).or_default() += n;
+        }
+        for (p, r) in o.per_acquisition {
+            self.per_acquisition.entry(p).or_default().merge(r);
+        }
+        self.overlap_per_acquisition
+            .merge(o.overlap_per_acquisition);
+        if let Some((gap, seed, at)) = o.closest_handover
+            && self
+                .closest_handover
+                .is_none_or(|(g, s, _)| gap < g || (gap == g && seed < s))
+        {
+            self.closest_handover = Some((gap, seed, at));
+        }
+        self.rates_missing |= o.rates_missing;
         for (a, b) in self.margin_histogram.iter_mut().zip(o.margin_histogram) {
             *a += b;
         }
@@ -367,6 +447,21 @@ impl SweepSummary {
     /// No seed violated a property, but a required hazard was never reached.
     pub fn vacuous(&self, sc: &Scenario) -> bool {
         self.violating_seeds == 0 && !self.missing_witnesses(sc).is_empty()
+    }
+
+    /// A property's per-seed count: the seeds that violated it of those that decided it.
+    pub fn per_seed(&self, p: Property) -> rate::Proportion {
+        let n = self.decided_per_property.get(&p).copied().unwrap_or(0);
+        rate::Proportion {
+            // A property the model lists twice is counted twice per seed; its rate, once.
+            k: self
+                .violations_per_property
+                .get(&p)
+                .copied()
+                .unwrap_or(0)
+                .min(n),
+            n,
+        }
     }
 
     /// Properties violated by at least one seed.
@@ -401,34 +496,71 @@ pub fn sweep_each(
     on_done: &(dyn Fn() + Sync),
     on_violating: &mut dyn FnMut(u64, &[Violation]),
 ) -> SweepSummary {
+    sweep_until(sc, seeds, shard, jobs, None, on_done, on_violating).0
+}
+
+/// `sweep_each`, stopping early under `rule` (see `stopping`): the rule is decided on whole
+/// batches of seeds in seed order, so where it stops does not depend on `jobs`. Returns the
+/// summary of the seeds run, and why it stopped (`None`: no rule, or the range ran out
+/// first — the `Stop` then says so).
+pub fn sweep_until(
+    sc: &Scenario,
+    seeds: Range<u64>,
+    shard: Shard,
+    jobs: usize,
+    rule: Option<stopping::StopRule>,
+    on_done: &(dyn Fn() + Sync),
+    on_violating: &mut dyn FnMut(u64, &[Violation]),
+) -> (SweepSummary, Option<stopping::Stop>) {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()
         .expect("thread pool");
     let mut summary = SweepSummary::default();
+    let mut watch = rule.map(|r| stopping::Watch::new(r, sc));
+    let batch = if rule.is_some() {
+        stopping::BATCH
+    } else {
+        CHUNK
+    };
     // Chunks keep memory flat in the number of seeds: only violating seeds are kept.
-    for ranks in shard.chunks(&seeds) {
-        let outcomes: Vec<RunOutcome> = pool.install(|| {
+    for ranks in shard.chunks_of(&seeds, batch) {
+        let outcomes: Vec<(RunOutcome, stopping::Signature)> = pool.install(|| {
             ranks
                 .into_par_iter()
                 .map(|k| {
                     let s = shard.nth_in(&seeds, k);
                     let mut o = run_seed(sc, s);
+                    // What saturation reads of the faults, before they go.
+                    let sig = if watch.is_some() {
+                        stopping::Signature::of(&o)
+                    } else {
+                        stopping::Signature::default()
+                    };
                     // Dropped, not cleared: a chunk holds thousands of outcomes.
                     o.faults = Vec::new();
                     on_done();
-                    o
+                    (o, sig)
                 })
                 .collect()
         });
-        for o in outcomes {
+        for (o, sig) in outcomes {
             if o.violated() {
                 on_violating(o.seed, &o.violations);
             }
+            if let Some(w) = &mut watch {
+                w.seen(sig);
+            }
             summary.add(o);
         }
+        if let Some(w) = &mut watch
+            && w.decide(&summary, sc)
+        {
+            break;
+        }
     }
-    summary
+    let stop = watch.map(|w| w.finish(&summary, sc));
+    (summary, stop)
 }
 
 /// Result of hunting for a first violation from one starting seed.

@@ -31,7 +31,8 @@ fn whole_history_outcome(sc: &Scenario, world: &World, kept: &RunOutcome) -> Str
     let h = &world.history;
     let mut tally = crate::check::margin::MarginTally::default();
     for m in crate::check::margin::safety_margins(h) {
-        tally.add(m.margin_ns);
+        let lost_at = m.removals.iter().map(|r| r.1).min().expect("a lost key");
+        tally.add(m.margin_ns, lost_at);
     }
     let (longest, total) = crate::check::overlaps_ns(h);
     full(&RunOutcome {
@@ -44,6 +45,8 @@ fn whole_history_outcome(sc: &Scenario, world: &World, kept: &RunOutcome) -> Str
         longest_overlap_ns: longest,
         total_overlap_ns: total,
         min_margin_ns: tally.min_ns,
+        min_margin_at: tally.min_at,
+        closest_handover: crate::check::closest_handover(h),
         margin_histogram: tally.histogram,
         witnesses: crate::check::witness::reached(h),
         ..kept.clone()

@@ -81,6 +81,22 @@ pub enum FaultKind {
     },
 }
 
+impl FaultKind {
+    /// The kind's name, as a model's `random_faults` spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::Pause(_) => "pause",
+            FaultKind::Crash { .. } => "crash",
+            FaultKind::ClockStep { .. } => "clock_step",
+            FaultKind::Drift { .. } => "drift",
+            FaultKind::Partition { .. } => "partition",
+            FaultKind::Isolate(_) => "isolate",
+            FaultKind::LatencySpike { .. } => "latency_spike",
+            FaultKind::Loss { .. } => "loss",
+        }
+    }
+}
+
 impl Fault {
     pub fn new(at: SimTime, duration_ns: Option<u64>, kind: FaultKind) -> Fault {
         Fault {

@@ -224,6 +224,7 @@ fn merge(a: &Args, ctx: &Ctx) -> Result<ExitCode, String> {
             Shard::WHOLE,
             jobs,
             wall_s,
+            None,
         ));
     }
     Ok(exit_with(cli::sweep_outcome(&sc, &merged)))

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cli::{self, Ctx, SeedRange, ShardArg, bad_input, exit_with, out};
+use crate::explore::stopping::StopRule;
 use crate::explore::{self, Shard};
 use crate::scenario::Scenario;
 
@@ -34,6 +35,30 @@ pub struct Args {
     /// sweep's verdict.
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Stop once every checked property's per-seed 95 % interval is within ±H (a rate,
+    /// e.g. 0.02 for ±2 %), decided after every 250 seeds in seed order; --seeds is then the
+    /// most it runs (docs/rates.md).
+    #[arg(long, value_name = "H", value_parser = parse_half_width, conflicts_with_all = ["until_saturated", "check_determinism"])]
+    until_ci: Option<f64>,
+    /// Stop once every required witness was reached and the coverage signature (hazards,
+    /// fault kinds, their pairs, properties violated) gained nothing for N seeds, decided
+    /// after every 250 seeds; --seeds is then the most it runs (docs/rates.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "check_determinism")]
+    until_saturated: Option<u64>,
+}
+
+/// `--until-ci`: a half-width strictly between 0 and 0.5 (a rate, not a percentage).
+fn parse_half_width(s: &str) -> Result<f64, String> {
+    let h: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number (a rate, e.g. 0.02 for ±2 %)"))?;
+    if h > 0.0 && h < 0.5 {
+        Ok(h)
+    } else {
+        Err(format!(
+            "{s} is outside (0, 0.5): a half-width is a rate, e.g. 0.02 for ±2 %"
+        ))
+    }
 }
 
 pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
@@ -42,6 +67,17 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
         Err(code) => return code,
     };
     let shard = a.shard.map_or(Shard::WHOLE, |s| s.0);
+    let rule = match (a.until_ci, a.until_saturated) {
+        (Some(h), _) => Some(StopRule::Precise { half_width: h }),
+        (None, Some(n)) => Some(StopRule::Saturated { seeds: n }),
+        (None, None) => None,
+    };
+    // A shard cannot stop on the whole sweep's figures, which it does not see.
+    if rule.is_some() && a.shard.is_some() {
+        return bad_input(
+            "--until-ci and --until-saturated decide on the whole sweep: they cannot run with --shard",
+        );
+    }
     if a.check_determinism {
         let summary = explore::determinism::check_seeds(&sc, a.seeds.0.clone(), shard, a.jobs);
         return super::run::determinism_report(&sc, &summary);
@@ -79,20 +115,39 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
             out(&format!("{}\n", cli::violating_seed_json(&sc, seed, vs)));
         }
     };
-    let summary = explore::sweep_each(&sc, a.seeds.0.clone(), shard, a.jobs, &tick, &mut stream);
+    let (summary, stop) = explore::sweep_until(
+        &sc,
+        a.seeds.0.clone(),
+        shard,
+        a.jobs,
+        rule,
+        &tick,
+        &mut stream,
+    );
     let wall_s = wall.elapsed().as_secs_f64();
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     let text = if json {
         // A shard's line carries what `merge` needs to rebuild the whole sweep.
-        let partial = a
-            .shard
-            .is_some()
-            .then(|| cli::shard::partial_json(&sc, &summary));
-        cli::sweep_json_with(&sc, &summary, &a.seeds, shard, a.jobs, wall_s, partial)
+        let mut extra = Vec::new();
+        if a.shard.is_some() {
+            extra.push(("partial", cli::shard::partial_json(&sc, &summary)));
+        }
+        if let Some(stop) = &stop {
+            extra.push(("stopped", stop.json()));
+        }
+        cli::sweep_json_with(&sc, &summary, &a.seeds, shard, a.jobs, wall_s, extra)
     } else {
-        cli::sweep_text(&sc, &summary, &a.seeds, shard, a.jobs, wall_s)
+        cli::sweep_text(
+            &sc,
+            &summary,
+            &a.seeds,
+            shard,
+            a.jobs,
+            wall_s,
+            stop.as_ref(),
+        )
     };
     out(&text);
     if let (Some(dir), Some(seed)) = (a.report, summary.first_violating_seed) {
