@@ -98,6 +98,66 @@ pub fn assert_model_holds(path: impl AsRef<Path>) {
     }
 }
 
+/// Sweeps the model at `path` (seeds `0..DISTLOCK_SEEDS`, default 300, on the machine's
+/// cores) and panics unless the 95 % upper bound of `property`'s per-seed rate is below
+/// `max_rate` (docs/rates.md): for a setup that may break, but must break rarely, a claim
+/// that holds with confidence rather than a count that happened to be small. The panic names
+/// the rate with its interval and the first violating seed's replay line. Returns the
+/// per-seed count.
+///
+/// ```no_run
+/// // WAIT narrows the failover window; fewer than one seed in four may still lose the lock.
+/// distlock_sim::testing::assert_rate_below(
+///     "models/failover-wait-false-confidence.ron",
+///     "mutual_exclusion",
+///     0.25,
+/// );
+/// ```
+pub fn assert_rate_below(
+    path: impl AsRef<Path>,
+    property: &str,
+    max_rate: f64,
+) -> crate::explore::rate::Proportion {
+    use crate::explore::rate::percent;
+    let path = path.as_ref();
+    let sc = scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let p = crate::check::Property::from_name(property)
+        .filter(|p| sc.properties.contains(p))
+        .unwrap_or_else(|| panic!("model {} does not check {property:?}", sc.name));
+    let n = std::env::var("DISTLOCK_SEEDS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(DEFAULT_SEEDS);
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let summary = crate::explore::sweep(&sc, 0..n, crate::explore::Shard::WHOLE, jobs, &|| {});
+    let rate = summary.per_seed(p);
+    let (lo, hi) = rate.ci95();
+    if hi >= max_rate {
+        let first = summary
+            .first_seed_per_property
+            .get(&p)
+            .map(|seed| {
+                format!(
+                    "\n  first violating seed {seed}: distlock-sim replay {} --seed {seed}",
+                    path.display()
+                )
+            })
+            .unwrap_or_default();
+        panic!(
+            "model {}: {property} broke in {} of {} seeds, {} [{}, {}] at 95 %: the upper bound \
+             is not below {} (DISTLOCK_SEEDS=N runs more seeds to narrow it){first}",
+            sc.name,
+            rate.k,
+            rate.n,
+            percent(rate.estimate()),
+            percent(lo),
+            percent(hi),
+            percent(max_rate)
+        );
+    }
+    rate
+}
+
 /// Sweeps the model at `path` and panics unless the set of properties violated over the seeds
 /// is exactly the set its `expect` declares (as sets: an extra violated property fails as a
 /// missing one does), or if a seed stopped on a budget (inconclusive). A model without

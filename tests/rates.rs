@@ -237,3 +237,18 @@ fn a_merge_with_a_shard_of_an_older_build_says_its_rates_are_not_available() {
     );
     assert!(text.contains("VIOLATED in"), "{text}");
 }
+
+#[test]
+fn assert_rate_below_passes_a_setup_whose_upper_bound_is_below_the_limit() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/failover-wait-false-confidence.ron");
+    let r = distlock_sim::testing::assert_rate_below(&path, "mutual_exclusion", 0.25);
+    assert!(r.k > 0, "the model does break, rarely");
+}
+
+#[test]
+#[should_panic(expected = "the upper bound is not below 50.00 %")]
+fn assert_rate_below_fails_a_setup_that_breaks_too_often() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/single-px-del-pause.ron");
+    distlock_sim::testing::assert_rate_below(&path, "mutual_exclusion", 0.5);
+}
