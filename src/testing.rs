@@ -158,6 +158,29 @@ pub fn assert_rate_below(
     rate
 }
 
+/// Searches the model at `path` for a violation with `distlock-sim search` (its drawn faults
+/// moved toward the runs that came closest to breaking; src/explore/search.rs) within
+/// `budget_runs` runs, and panics with the violating schedule as a scripted model and its
+/// replay seed. Returns the report (runs, closest approach).
+pub fn assert_searched_holds(
+    path: impl AsRef<Path>,
+    budget_runs: u64,
+) -> crate::explore::search::SearchReport {
+    use crate::explore::search;
+    let path = path.as_ref();
+    let sc = scenario::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let cfg = search::SearchConfig {
+        budget_runs,
+        ..search::SearchConfig::default()
+    };
+    let r = search::search(&sc, &text, &cfg).unwrap_or_else(|e| panic!("{e}"));
+    if r.found.is_some() {
+        panic!("{}", search::report_text(&r, None, "distlock-sim"));
+    }
+    r
+}
+
 /// Sweeps the model at `path` and panics unless the set of properties violated over the seeds
 /// is exactly the set its `expect` declares (as sets: an extra violated property fails as a
 /// missing one does), or if a seed stopped on a budget (inconclusive). A model without

@@ -247,6 +247,44 @@ pub fn margin_bucket(ns: i64) -> usize {
         .unwrap_or(MARGIN_BUCKETS.len() - 1)
 }
 
+/// The holding that came closest to outliving its holder's belief without its key being
+/// lost: over every release of an acquisition that believed it held until some time, the
+/// smallest (believed end - release), in ns, and when the release was (the earliest on
+/// ties). Negative: the holder released after its belief ended (it acted past its validity).
+/// With `safety_margins`, the closeness `search` steers by: a holding whose key was lost has
+/// a margin; one released in time has this slack.
+pub fn release_slack(history: &History) -> Option<(i64, SimTime)> {
+    let mut tokens = Tokens::default();
+    // Token id -> believed end of its latest acquisition or extension.
+    let mut believed: Vec<Option<SimTime>> = Vec::new();
+    let mut best: Option<(i64, SimTime)> = None;
+    for r in &history.records {
+        let Some(t) = tokens.name(r, |_| false).id() else {
+            continue;
+        };
+        match &r.obs {
+            Observation::Acquired {
+                believed_until: Some(b),
+                ..
+            }
+            | Observation::Extended {
+                believed_until: Some(b),
+                ..
+            } => *token::slot_mut(&mut believed, t) = Some(*b),
+            Observation::Released { .. } => {
+                if let Some(Some(b)) = believed.get(t.index()).copied() {
+                    let slack = b.0 as i64 - r.at.0 as i64;
+                    if best.is_none_or(|x| (slack, r.at) < x) {
+                        best = Some((slack, r.at));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@ pub mod minimize;
 pub mod pitfalls;
 pub mod rate;
 pub mod report;
+pub mod search;
 pub mod serve;
 pub mod site;
 pub mod stepper;

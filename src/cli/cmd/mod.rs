@@ -20,6 +20,7 @@ mod minimize;
 mod pitfalls;
 mod replay;
 mod run;
+mod search;
 mod serve;
 mod site;
 mod sweep;
@@ -56,6 +57,9 @@ enum Cmd {
     /// Place up to K faults at every decision point of one run, breadth-first (a shortest
     /// counterexample), or at random ones (--depth, PCT-style); docs/explore.md.
     Explore(explore::Args),
+    /// Search for a violation by moving the model's drawn faults toward the runs that came
+    /// closest to breaking (smallest safety margin or release slack); docs/rates.md.
+    Search(search::Args),
     /// Validate a model without running it.
     Check(check::Args),
     /// Judge a log recorded from a real system (lock calls and resource writes with their
@@ -82,6 +86,7 @@ fn dispatch(cmd: Cmd, ctx: &Ctx) -> ExitCode {
         Cmd::Hunt(a) => hunt::exec(a, ctx),
         Cmd::Minimize(a) => minimize::exec(a, ctx),
         Cmd::Explore(a) => explore::exec(a, ctx),
+        Cmd::Search(a) => search::exec(a, ctx),
         Cmd::Check(a) => check::exec(a, ctx),
         Cmd::CheckLog(a) => check_log::exec(a, ctx),
         Cmd::List(a) => list::exec(a, ctx),
