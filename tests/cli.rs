@@ -975,6 +975,105 @@ fn merge_refuses_a_missing_shard_a_duplicate_and_an_unsharded_output() {
     );
 }
 
+#[test]
+fn merge_refuses_a_shard_count_its_files_cannot_hold_tampered_totals_and_another_model() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("merge-hostile");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("m.ron");
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/single-px-del-pause.ron"),
+    )
+    .unwrap();
+    std::fs::write(&model, &original).unwrap();
+    let m = model.to_str().unwrap();
+    let shard = |i: &str| -> String {
+        let o = run(&["sweep", m, "--seeds", "0..40", "--shard", i, "--json"]);
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let (s0, s1) = (shard("0/2"), shard("1/2"));
+    let summary_of = |text: &str| -> serde_json::Value {
+        let line = text.lines().find(|l| l.contains("\"summary\"")).unwrap();
+        serde_json::from_str(line).unwrap()
+    };
+    let put = |name: &str, v: &serde_json::Value| -> String {
+        let f = dir.join(name);
+        std::fs::write(&f, format!("{v}\n")).unwrap();
+        f.display().to_string()
+    };
+    let edited = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = summary_of(&s0);
+        f(&mut v["summary"]);
+        v
+    };
+    let one = put("s1", &summary_of(&s1));
+    let cases: Vec<(serde_json::Value, &str)> = vec![
+        (
+            edited(&|s| s["shard"] = serde_json::json!([0, 100_000_000])),
+            "missing 1/100000000, 2/100000000, 3/100000000, 4/100000000, 5/100000000 and 99999994 more",
+        ),
+        (
+            edited(&|s| s["partial"]["violating_seeds"] = serde_json::json!(5246)),
+            "violating seeds 5246 > seeds run 20",
+        ),
+        (
+            edited(&|s| s["partial"]["seeds_run"] = serde_json::json!(19)),
+            "19 seeds run, but its share of seeds 0..40 is 20",
+        ),
+        (
+            edited(&|s| s["partial"]["events"] = serde_json::json!(u64::MAX)),
+            "events add up past 2^64",
+        ),
+        (
+            edited(&|s| s["partial"]["model_sha1"] = serde_json::json!("0000")),
+            "is not the first file's",
+        ),
+    ];
+    for (v, says) in cases {
+        let f = put("s0", &v);
+        // The shard claiming 10^8 shards alone (with shard 1/2 beside it the counts differ).
+        let o = if says.contains("missing") {
+            run(&["merge", &f])
+        } else {
+            run(&["merge", &f, &one])
+        };
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{says}: {err}");
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(err.len() < 600, "a short message: {err}");
+    }
+    // The same path, the text edited since the shards ran: refused, naming both hashes.
+    let zero = put("s0", &summary_of(&s0));
+    std::fs::write(
+        &model,
+        original.replace("duration: \"60s\"", "duration: \"30s\""),
+    )
+    .unwrap();
+    let o = run(&["merge", &zero, &one]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not the model the shards ran"), "{err}");
+    std::fs::write(&model, &original).unwrap();
+    assert_eq!(run(&["merge", &zero, &one]).status.code(), Some(1));
+    // A shard from before the hash: merged, the name checked instead.
+    let mut old = summary_of(&s0);
+    old["summary"]["partial"]
+        .as_object_mut()
+        .unwrap()
+        .remove("model_sha1");
+    let mut old1 = summary_of(&s1);
+    old1["summary"]["partial"]
+        .as_object_mut()
+        .unwrap()
+        .remove("model_sha1");
+    let (a, b) = (put("old0", &old), put("old1", &old1));
+    assert_eq!(run(&["merge", &a, &b]).status.code(), Some(1));
+    let o = run(&["merge", &a, &b, "--model", "single-px-cad-pause"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("but the shards ran model m"), "{err}");
+}
+
 /// The lines of docs/scale-out.md from the one that starts with `first` to the closing fence.
 fn doc_block(first: &str) -> String {
     let doc =
