@@ -1240,3 +1240,120 @@ fn a_registered_algorithm_gets_the_whole_cli_sweep_replay_as_html_and_minimize()
     let o = run_ex(&["list"]);
     assert_eq!(o.status.code(), Some(0));
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_write_to_stdout_is_exit_2_with_the_os_error_and_a_closed_pipe_ends_quietly() {
+    for args in [
+        vec!["list"],
+        vec![
+            "sweep",
+            "single-px-del-pause",
+            "--seeds",
+            "0..20",
+            "--shard",
+            "0/2",
+            "--json",
+        ],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = bin().args(&args).stdout(full).output().unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("standard output: No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
+    // A reader that leaves (`| head -1`): no message, the shell's status for SIGPIPE.
+    let mut child = bin()
+        .args([
+            "sweep",
+            "single-px-del-pause",
+            "--seeds",
+            "0..2000",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(141), "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn explore_refuses_runs_without_depth_and_faults_with_depth_as_conflicting_flags() {
+    for (args, says) in [
+        (vec!["--runs", "5"], "--depth"),
+        (vec!["--faults", "1", "--depth", "1"], "cannot be used with"),
+    ] {
+        let mut a = vec!["explore", "single-px-del-pause"];
+        a.extend(args);
+        let o = run(&a);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+}
+
+#[test]
+fn an_output_directory_in_the_way_of_a_file_is_named_as_a_file_not_a_directory() {
+    let f = scratch("in-the-way", "");
+    let f = f.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["site", "--out", f],
+            "in-the-way: a file, not a directory",
+        ),
+        (
+            vec!["site", "--out", &format!("{f}/sub")],
+            "in-the-way is a file, not a directory",
+        ),
+        (
+            vec![
+                "sweep",
+                "single-px-del-pause",
+                "--seeds",
+                "0..5",
+                "--report",
+                f,
+            ],
+            "a file, not a directory",
+        ),
+    ] {
+        let o = run(&args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("File exists"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_multibyte_char_literal_in_a_variant_is_left_to_the_model_parser_to_locate() {
+    let model = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/classic-fencing-tokens-33-34.ron"),
+    )
+    .unwrap()
+    .replace(
+        "        name: \"fencing tokens\",\n",
+        "        name: \"fencing tokens\",\n        check: ['é'],\n",
+    );
+    let p = scratch("char-literal.ron", &model);
+    let o = run(&["check", p.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("char-literal.ron:45:"), "{err}");
+    assert!(err.contains("in variant \"fencing tokens\""), "{err}");
+    assert!(
+        !err.contains("unbalanced") && !err.contains("unclosed"),
+        "{err}"
+    );
+}

@@ -77,6 +77,28 @@ pub fn run_world(sc: &Scenario, seed: u64, trace: TraceMode) -> (RunOutcome, Wor
     run_world_with(sc, seed, trace, None)
 }
 
+/// `create_dir_all`, its error saying the real problem: the OS says "File exists" when the
+/// directory is a file, and "Not a directory" for one under a file; here the message names
+/// the file in the way (`out/x: out is a file, not a directory`).
+pub fn create_dir_all(dir: &std::path::Path) -> Result<(), String> {
+    let Err(e) = std::fs::create_dir_all(dir) else {
+        return Ok(());
+    };
+    let in_the_way = dir
+        .ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .find(|a| a.exists() && !a.is_dir());
+    Err(match in_the_way {
+        Some(f) if f == dir => format!("{}: a file, not a directory", dir.display()),
+        Some(f) => format!(
+            "{}: {} is a file, not a directory",
+            dir.display(),
+            f.display()
+        ),
+        None => format!("{}: {e}", dir.display()),
+    })
+}
+
 /// Events between two calls of `run_world_while`'s `go_on`: often enough that a stop is
 /// noticed within milliseconds, rarely enough that the call costs nothing.
 pub const GO_ON_EVERY_EVENTS: u64 = 4096;

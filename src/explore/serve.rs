@@ -337,10 +337,12 @@ pub fn serve(dir: &Path, port: u16) -> Result<(), String> {
     let addr = listener
         .local_addr()
         .map_or_else(|_| format!("127.0.0.1:{port}"), |a| a.to_string());
-    println!("serving on http://{addr}/");
-    std::io::stdout()
-        .flush()
+    // Checked: a script reads the address from this line (a failed write is exit 2).
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "serving on http://{addr}/")
+        .and_then(|()| stdout.flush())
         .map_err(|e| format!("standard output: {e}"))?;
+    drop(stdout);
     let active = Arc::new(AtomicUsize::new(0));
     // A file handle kept spare: when accept fails for want of handles, it is let go so that
     // the waiting client can be accepted and told 503, rather than left hanging (and the
