@@ -975,6 +975,105 @@ fn merge_refuses_a_missing_shard_a_duplicate_and_an_unsharded_output() {
     );
 }
 
+#[test]
+fn merge_refuses_a_shard_count_its_files_cannot_hold_tampered_totals_and_another_model() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("merge-hostile");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("m.ron");
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/single-px-del-pause.ron"),
+    )
+    .unwrap();
+    std::fs::write(&model, &original).unwrap();
+    let m = model.to_str().unwrap();
+    let shard = |i: &str| -> String {
+        let o = run(&["sweep", m, "--seeds", "0..40", "--shard", i, "--json"]);
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let (s0, s1) = (shard("0/2"), shard("1/2"));
+    let summary_of = |text: &str| -> serde_json::Value {
+        let line = text.lines().find(|l| l.contains("\"summary\"")).unwrap();
+        serde_json::from_str(line).unwrap()
+    };
+    let put = |name: &str, v: &serde_json::Value| -> String {
+        let f = dir.join(name);
+        std::fs::write(&f, format!("{v}\n")).unwrap();
+        f.display().to_string()
+    };
+    let edited = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = summary_of(&s0);
+        f(&mut v["summary"]);
+        v
+    };
+    let one = put("s1", &summary_of(&s1));
+    let cases: Vec<(serde_json::Value, &str)> = vec![
+        (
+            edited(&|s| s["shard"] = serde_json::json!([0, 100_000_000])),
+            "missing 1/100000000, 2/100000000, 3/100000000, 4/100000000, 5/100000000 and 99999994 more",
+        ),
+        (
+            edited(&|s| s["partial"]["violating_seeds"] = serde_json::json!(5246)),
+            "violating seeds 5246 > seeds run 20",
+        ),
+        (
+            edited(&|s| s["partial"]["seeds_run"] = serde_json::json!(19)),
+            "19 seeds run, but its share of seeds 0..40 is 20",
+        ),
+        (
+            edited(&|s| s["partial"]["events"] = serde_json::json!(u64::MAX)),
+            "events add up past 2^64",
+        ),
+        (
+            edited(&|s| s["partial"]["model_sha1"] = serde_json::json!("0000")),
+            "is not the first file's",
+        ),
+    ];
+    for (v, says) in cases {
+        let f = put("s0", &v);
+        // The shard claiming 10^8 shards alone (with shard 1/2 beside it the counts differ).
+        let o = if says.contains("missing") {
+            run(&["merge", &f])
+        } else {
+            run(&["merge", &f, &one])
+        };
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{says}: {err}");
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(err.len() < 600, "a short message: {err}");
+    }
+    // The same path, the text edited since the shards ran: refused, naming both hashes.
+    let zero = put("s0", &summary_of(&s0));
+    std::fs::write(
+        &model,
+        original.replace("duration: \"60s\"", "duration: \"30s\""),
+    )
+    .unwrap();
+    let o = run(&["merge", &zero, &one]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not the model the shards ran"), "{err}");
+    std::fs::write(&model, &original).unwrap();
+    assert_eq!(run(&["merge", &zero, &one]).status.code(), Some(1));
+    // A shard from before the hash: merged, the name checked instead.
+    let mut old = summary_of(&s0);
+    old["summary"]["partial"]
+        .as_object_mut()
+        .unwrap()
+        .remove("model_sha1");
+    let mut old1 = summary_of(&s1);
+    old1["summary"]["partial"]
+        .as_object_mut()
+        .unwrap()
+        .remove("model_sha1");
+    let (a, b) = (put("old0", &old), put("old1", &old1));
+    assert_eq!(run(&["merge", &a, &b]).status.code(), Some(1));
+    let o = run(&["merge", &a, &b, "--model", "single-px-cad-pause"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("but the shards ran model m"), "{err}");
+}
+
 /// The lines of docs/scale-out.md from the one that starts with `first` to the closing fence.
 fn doc_block(first: &str) -> String {
     let doc =
@@ -1140,4 +1239,121 @@ fn a_registered_algorithm_gets_the_whole_cli_sweep_replay_as_html_and_minimize()
     // A name that is a built-in's is refused.
     let o = run_ex(&["list"]);
     assert_eq!(o.status.code(), Some(0));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_write_to_stdout_is_exit_2_with_the_os_error_and_a_closed_pipe_ends_quietly() {
+    for args in [
+        vec!["list"],
+        vec![
+            "sweep",
+            "single-px-del-pause",
+            "--seeds",
+            "0..20",
+            "--shard",
+            "0/2",
+            "--json",
+        ],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = bin().args(&args).stdout(full).output().unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("standard output: No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
+    // A reader that leaves (`| head -1`): no message, the shell's status for SIGPIPE.
+    let mut child = bin()
+        .args([
+            "sweep",
+            "single-px-del-pause",
+            "--seeds",
+            "0..2000",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(141), "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn explore_refuses_runs_without_depth_and_faults_with_depth_as_conflicting_flags() {
+    for (args, says) in [
+        (vec!["--runs", "5"], "--depth"),
+        (vec!["--faults", "1", "--depth", "1"], "cannot be used with"),
+    ] {
+        let mut a = vec!["explore", "single-px-del-pause"];
+        a.extend(args);
+        let o = run(&a);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+}
+
+#[test]
+fn an_output_directory_in_the_way_of_a_file_is_named_as_a_file_not_a_directory() {
+    let f = scratch("in-the-way", "");
+    let f = f.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["site", "--out", f],
+            "in-the-way: a file, not a directory",
+        ),
+        (
+            vec!["site", "--out", &format!("{f}/sub")],
+            "in-the-way is a file, not a directory",
+        ),
+        (
+            vec![
+                "sweep",
+                "single-px-del-pause",
+                "--seeds",
+                "0..5",
+                "--report",
+                f,
+            ],
+            "a file, not a directory",
+        ),
+    ] {
+        let o = run(&args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("File exists"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_multibyte_char_literal_in_a_variant_is_left_to_the_model_parser_to_locate() {
+    let model = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/classic-fencing-tokens-33-34.ron"),
+    )
+    .unwrap()
+    .replace(
+        "        name: \"fencing tokens\",\n",
+        "        name: \"fencing tokens\",\n        check: ['é'],\n",
+    );
+    let p = scratch("char-literal.ron", &model);
+    let o = run(&["check", p.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("char-literal.ron:45:"), "{err}");
+    assert!(err.contains("in variant \"fencing tokens\""), "{err}");
+    assert!(
+        !err.contains("unbalanced") && !err.contains("unclosed"),
+        "{err}"
+    );
 }

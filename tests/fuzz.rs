@@ -1,7 +1,8 @@
 //! In-process, deterministic fuzzing of the entry points that take untrusted text:
 //! the model loader (`scenario::load_str`), the conformance corpus parser
 //! (`conformance::corpus::parse`), load-then-run (what loads runs one seed, clamped to
-//! a short run by tests/fuzz/bounds.rs), and check-log's reader (`check::recorded::judge`).
+//! a short run by tests/fuzz/bounds.rs), check-log's reader (`check::recorded::judge`) and
+//! serve's request-head parser (`explore::http`, checks in tests/fuzz/http_head.rs).
 //! Seeds: every models/*.ron, every tests/conformance/redis7/*.txt, every
 //! tests/check-log/*.jsonl and hand-made nasty inputs; a structure-aware mutator
 //! (tests/fuzz/mutate.rs) driven by ChaCha, so a run is the same on every machine.
@@ -38,6 +39,8 @@ use rand_chacha::rand_core::SeedableRng;
 
 #[path = "fuzz/bounds.rs"]
 mod bounds;
+#[path = "fuzz/http_head.rs"]
+mod http_head;
 #[path = "fuzz/mutate.rs"]
 mod mutate;
 
@@ -911,6 +914,52 @@ fn check_log_gives_a_report_or_a_located_error_on_mutated_logs() {
 /// Issue 26.6: check-log's memory grew with the bytes of the log (every token kept). A log
 /// of 2,000 holdings under unique 60 KB tokens (120 MB, made as it is read) must be judged
 /// allocating a few MiB: tokens are digested and dropped when their holding closes.
+/// Request heads for serve's parser: well formed ones (what browsers and curl send) and the
+/// shapes of issue 26's attacks, cut short.
+fn nasty_heads() -> Vec<String> {
+    let mut v = vec![
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1:8417\r\n\r\n".to_string(),
+        "GET /model/single-px-cad-pause?seed=3&fault=pause:c1:43.2:5 HTTP/1.1\r\nHost: localhost:8417\r\nUser-Agent: Mozilla/5.0\r\nAccept: text/html\r\nSec-Fetch-Site: same-origin\r\nOrigin: http://localhost:8417\r\nConnection: keep-alive\r\n\r\n".to_string(),
+        "GET / HTTP/1.0\n\n".to_string(),
+        "\r\n\r\nPOST /x HTTP/1.1\r\nHost: [::1]:1\r\nContent-Length: 5\r\n\r\nhello".to_string(),
+        "GET / HTTP/1.1\r\nHost: evil.example\r\nHost: 127.0.0.1\r\n\r\n".to_string(),
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n folded\r\n\r\n".to_string(),
+        "GET / HTTP/2.0\r\n\r\n".to_string(),
+    ];
+    v.push(format!("GET /{} HTTP/1.1\r\n", "a".repeat(9000)));
+    v.push(format!(
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n{}\r\n",
+        "X-h: b\r\n".repeat(70)
+    ));
+    v.push(format!(
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-big: {}\r\n\r\n",
+        "b".repeat(17_000)
+    ));
+    v
+}
+
+#[test]
+fn the_request_parser_gives_a_head_more_input_or_a_refusal_on_mutated_requests() {
+    let mut c = Campaign::new("serve_request", "http");
+    let mut rng = campaign_rng(5);
+    fuzz(
+        &mut c,
+        &mut rng,
+        nasty_heads(),
+        iterations(20_000),
+        Style::Any,
+        64 << 10,
+        |t, _| {
+            if http_head::check(t.as_bytes()) {
+                Outcome::Accepted
+            } else {
+                Outcome::Rejected
+            }
+        },
+    );
+    c.finish();
+}
+
 #[test]
 fn a_log_of_unique_60_kb_tokens_is_judged_in_memory_that_does_not_grow_with_it() {
     struct Tokens {

@@ -275,3 +275,17 @@ fn a_trace_past_its_cap_is_noted_and_the_verdict_still_covers_the_whole_run() {
     assert!(text.contains("the verdict covers the whole run"));
     assert!(text.contains("held     mutual_exclusion"));
 }
+
+#[test]
+fn a_corpus_file_that_grows_a_value_without_end_is_a_located_error_within_the_memory_cap() {
+    let dir = scratch_dir("memory-cap");
+    let file = dir.join("grow.txt");
+    // 124 bytes: a script that pushes a 16 MiB string 200 times (3.2 GiB without a cap).
+    let text = "# case: grow\n# topology: single\n@0 EVAL \"local s=string.rep('x',2^24) for i=1,200 do redis.call('RPUSH','l',s) end\" 0 -> OK\n";
+    std::fs::write(&file, text).unwrap();
+    let o = run(&["conformance", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("grow.txt:3: EVAL"), "{err}");
+    assert!(err.contains("memory cap of 256 MiB"), "{err}");
+}

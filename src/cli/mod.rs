@@ -116,9 +116,27 @@ pub fn program_for_replay() -> String {
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
+/// Writes to standard output, checked (issue 26.8: `list > /dev/full` exited 0, and a
+/// `sweep --json` shard written to a full disk looked like a real one to `merge`): a failed
+/// write ends the process at once, exit 2 with the OS error; a reader that went away
+/// (`| head -1`, EPIPE) ends it quietly with 141, the status a shell shows for SIGPIPE,
+/// which Rust programs ignore.
 pub fn out(text: &str) {
     use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        stdout_failed(&e);
+    }
+}
+
+/// Ends the process for a failed write to standard output (see [`out`]).
+pub fn stdout_failed(e: &std::io::Error) -> ! {
+    use std::io::Write;
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(141);
+    }
+    let _ = writeln!(std::io::stderr(), "error: standard output: {e}");
+    std::process::exit(2);
 }
 
 /// Reports bad input on stderr: exit code 2.

@@ -40,6 +40,15 @@ fn end_from_name(s: &str) -> Option<RunEnd> {
     .find(|e| end_name(*e) == s)
 }
 
+/// The sha1 of the model's text (hex), read from its path; `None` when it cannot be read.
+/// `merge` checks it against the shards': the same name or path is not the same model.
+pub fn model_sha1(sc: &Scenario) -> Option<String> {
+    use sha1::Digest as _;
+    let text = std::fs::read(&sc.path).ok()?;
+    let digest = sha1::Sha1::digest(&text);
+    Some(digest.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The `partial` object of a shard's summary line.
 pub fn partial_json(sc: &Scenario, s: &SweepSummary) -> Value {
     let by_prop = |m: &BTreeMap<Property, u64>| -> Value {
@@ -52,6 +61,8 @@ pub fn partial_json(sc: &Scenario, s: &SweepSummary) -> Value {
     json!({
         "version": PARTIAL_VERSION,
         "path": sc.path,
+        // Added after version 1 was first written: optional, so older shards still merge.
+        "model_sha1": model_sha1(sc),
         "seeds_run": s.seeds_run,
         "violations_per_property": by_prop(&s.violations_per_property),
         "first_seed_per_property": by_prop(&s.first_seed_per_property),

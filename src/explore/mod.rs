@@ -2,6 +2,7 @@
 
 pub mod determinism;
 pub mod export;
+pub mod http;
 pub mod minimize;
 pub mod pitfalls;
 pub mod rate;
@@ -87,6 +88,58 @@ impl RunOutcome {
 /// whole.
 pub fn run_world(sc: &Scenario, seed: u64, trace: TraceMode) -> (RunOutcome, World) {
     run_world_with(sc, seed, trace, None)
+}
+
+/// `create_dir_all`, its error saying the real problem: the OS says "File exists" when the
+/// directory is a file, and "Not a directory" for one under a file; here the message names
+/// the file in the way (`out/x: out is a file, not a directory`).
+pub fn create_dir_all(dir: &std::path::Path) -> Result<(), String> {
+    let Err(e) = std::fs::create_dir_all(dir) else {
+        return Ok(());
+    };
+    let in_the_way = dir
+        .ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .find(|a| a.exists() && !a.is_dir());
+    Err(match in_the_way {
+        Some(f) if f == dir => format!("{}: a file, not a directory", dir.display()),
+        Some(f) => format!(
+            "{}: {} is a file, not a directory",
+            dir.display(),
+            f.display()
+        ),
+        None => format!("{}: {e}", dir.display()),
+    })
+}
+
+/// Events between two calls of `run_world_while`'s `go_on`: often enough that a stop is
+/// noticed within milliseconds, rarely enough that the call costs nothing.
+pub const GO_ON_EVERY_EVENTS: u64 = 4096;
+
+/// `run_world`, asking `go_on` every [`GO_ON_EVERY_EVENTS`] events whether to go on; `None`
+/// when it said no (`serve`: the client left, or the request spent its budget). The run
+/// itself is the same: `go_on` only decides whether it is finished or dropped.
+pub fn run_world_while(
+    sc: &Scenario,
+    seed: u64,
+    trace: TraceMode,
+    go_on: &mut dyn FnMut() -> bool,
+) -> Option<(RunOutcome, World)> {
+    let (mut world, faults) = sc.build_with(seed, trace, None);
+    world.start();
+    let mut n = 0u64;
+    let end = loop {
+        if let Some(end) = world.step() {
+            break end;
+        }
+        n += 1;
+        if n.is_multiple_of(GO_ON_EVERY_EVENTS) && !go_on() {
+            return None;
+        }
+    };
+    let mut monitor = sc.monitor();
+    monitor.observe_all(&world.history);
+    Some((outcome(sc, seed, end, faults, &world, monitor), world))
 }
 
 /// Runs one seed with the model's clients replaced by the user's (`Scenario::build_with`).

@@ -5,14 +5,25 @@
 //! the added faults (`/model/NAME?seed=S&fault=pause:c1:43.2:5`), so it can be shared and
 //! replayed (`replay --fault ...` takes the same words).
 //!
-//! One request at a time (a run takes milliseconds); a bad request gets a 4xx and a line
-//! saying why, never a crash.
+//! Hostile clients and pages are expected (issue 26): at most [`MAX_CONNECTIONS`] served at
+//! once (more get 503), a timeout on every read and write, the request head bounded while it
+//! is read (414, 431; `explore::http`), 503 rather than an exit when file handles run out,
+//! only loopback Host names (421: DNS rebinding) and no model run for a page of another
+//! origin (403), and no run for a client that left, nor past [`REQUEST_BUDGET`]. A bad
+//! request gets a 4xx and a line saying why, never a crash. One request per connection.
 
 use std::fmt::Write as _;
+use std::io::{ErrorKind, Read as _, Write as _};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::explore::http;
 
 use crate::explore::report::{PageRun, html_runs};
-use crate::explore::run_world;
+use crate::explore::run_world_while;
 use crate::sim::TraceMode;
 
 /// Faults one what-if may add.
@@ -144,8 +155,19 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Answers one GET of `url` (path and query) for the models in `dir`.
+/// Answers one GET of `url` (path and query) for the models in `dir`, running to the end.
 pub fn respond(dir: &Path, method: &str, url: &str) -> Reply {
+    respond_while(dir, method, url, &mut || true)
+}
+
+/// [`respond`], asking `go_on` every few thousand events of a run whether to go on (the
+/// client is still there, the request has budget left); a 503 when it said no.
+pub fn respond_while(
+    dir: &Path,
+    method: &str,
+    url: &str,
+    go_on: &mut dyn FnMut() -> bool,
+) -> Reply {
     if method != "GET" {
         return bad(405, format!("{method}: only GET is served"));
     }
@@ -214,7 +236,18 @@ pub fn respond(dir: &Path, method: &str, url: &str) -> Reply {
         Ok(sc) => sc,
         Err(e) => return bad(400, e.to_string()),
     };
-    let (o, world) = run_world(&sc, seed, TraceMode::Full);
+    let stopped = || {
+        bad(
+            503,
+            format!(
+                "the run was stopped: it went past the budget of {} s per request, or its client left",
+                REQUEST_BUDGET.as_secs()
+            ),
+        )
+    };
+    let Some((o, world)) = run_world_while(&sc, seed, TraceMode::Full, go_on) else {
+        return stopped();
+    };
     let mut runs = vec![PageRun {
         name: "as written".into(),
         sc: &sc,
@@ -229,10 +262,13 @@ pub fn respond(dir: &Path, method: &str, url: &str) -> Reply {
             Err(e) => return bad(400, e),
         }
     };
-    let ran = what.as_ref().map(|w| {
-        let (o, world) = run_world(w, seed, TraceMode::Full);
-        (o, world)
-    });
+    let ran = match &what {
+        Some(w) => match run_world_while(w, seed, TraceMode::Full, go_on) {
+            Some(r) => Some(r),
+            None => return stopped(),
+        },
+        None => None,
+    };
     if let (Some(w), Some((o2, world2))) = (&what, &ran) {
         runs.push(PageRun {
             name: format!("what if: {}", words.join(", ")),
@@ -278,31 +314,287 @@ pub fn respond(dir: &Path, method: &str, url: &str) -> Reply {
     }
 }
 
+/// Connections served at once; one more is answered 503 at once and closed. Each is a
+/// thread: the bound keeps threads and file handles few whatever clients do.
+pub const MAX_CONNECTIONS: usize = 8;
+/// How long a client has to send its request head, and to take each write of the reply.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the whole reply may take to write (a client that reads a byte every few seconds
+/// holds its connection no longer).
+pub const WRITE_TOTAL: Duration = Duration::from_secs(60);
+/// How long the runs of one request may take (the largest bundled page, bench-w1 with a
+/// what-if, takes about 0.5 s).
+pub const REQUEST_BUDGET: Duration = Duration::from_secs(20);
+/// A reply is written in pieces of this size, each with its own timeout.
+const WRITE_CHUNK_BYTES: usize = 64 * 1024;
+/// How long the accept loop waits after a failed accept before it tries again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
 /// Serves on 127.0.0.1:`port` (0: any free port) until killed; prints the address.
 pub fn serve(dir: &Path, port: u16) -> Result<(), String> {
-    let server = tiny_http::Server::http(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .map_or_else(|| format!("127.0.0.1:{port}"), |a| a.to_string());
-    println!("serving on http://{addr}/");
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    for req in server.incoming_requests() {
-        let reply = respond(dir, req.method().as_str(), req.url());
-        let ctype = if reply.html {
-            "text/html; charset=utf-8"
-        } else {
-            "text/plain; charset=utf-8"
-        };
-        let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes())
-            .expect("a valid header");
-        let resp = tiny_http::Response::from_string(reply.body)
-            .with_status_code(reply.status)
-            .with_header(header);
-        let _ = req.respond(resp);
+    let listener = TcpListener::bind(("127.0.0.1", port))
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| format!("127.0.0.1:{port}"), |a| a.to_string());
+    // Checked: a script reads the address from this line (a failed write is exit 2).
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "serving on http://{addr}/")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| format!("standard output: {e}"))?;
+    drop(stdout);
+    let active = Arc::new(AtomicUsize::new(0));
+    // A file handle kept spare: when accept fails for want of handles, it is let go so that
+    // the waiting client can be accepted and told 503, rather than left hanging (and the
+    // loop spinning on the same error).
+    let mut reserve = std::fs::File::open("/dev/null").ok();
+    let mut told_out_of_handles = false;
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if reserve.is_none() {
+                    reserve = std::fs::File::open("/dev/null").ok();
+                }
+                if active.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    refuse_now(
+                        stream,
+                        503,
+                        &format!("busy: {MAX_CONNECTIONS} connections are being served; try again"),
+                    );
+                    continue;
+                }
+                let slot = Slot::take(&active);
+                let dir = dir.to_path_buf();
+                #[allow(
+                    clippy::disallowed_methods,
+                    reason = "serve's connections, not a run: each run stays on one thread"
+                )]
+                let spawned = std::thread::Builder::new()
+                    .name("serve-connection".into())
+                    .spawn(move || {
+                        let _slot = slot;
+                        handle(stream, &dir);
+                    });
+                if let Err(e) = spawned {
+                    // The stream went with the closure and was closed.
+                    eprintln!("serve: cannot start a thread for a connection: {e}");
+                    std::thread::sleep(ACCEPT_BACKOFF);
+                }
+            }
+            Err(e) if out_of_handles(&e) => {
+                if !told_out_of_handles {
+                    eprintln!(
+                        "serve: out of file handles ({e}): answering 503 until some are free"
+                    );
+                    told_out_of_handles = true;
+                }
+                // With the spare handle let go, one waiting client is told; without one
+                // (or with none waiting) the loop waits a moment for handles to come back.
+                let told = reserve.take().is_some()
+                    && match listener.accept() {
+                        Ok((stream, _)) => {
+                            refuse_now(stream, 503, "out of file handles; try again");
+                            true
+                        }
+                        Err(_) => false,
+                    };
+                reserve = std::fs::File::open("/dev/null").ok();
+                if !told {
+                    std::thread::sleep(ACCEPT_BACKOFF);
+                }
+            }
+            // A connection reset before it was accepted, an interrupted call: the next one.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::ConnectionAborted
+                        | ErrorKind::ConnectionReset
+                        | ErrorKind::Interrupted
+                        | ErrorKind::WouldBlock
+                ) => {}
+            Err(e) => {
+                eprintln!("serve: accept failed: {e}");
+                std::thread::sleep(ACCEPT_BACKOFF);
+            }
+        }
     }
-    Ok(())
+}
+
+fn out_of_handles(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
+    }
+}
+
+/// A place among the [`MAX_CONNECTIONS`]; given back when dropped, however the connection
+/// ends (a panic in a handler included).
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(active: &Arc<AtomicUsize>) -> Slot {
+        active.fetch_add(1, Ordering::SeqCst);
+        Slot(Arc::clone(active))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Answers `status` on the accepting thread without waiting for anything: the reply is small
+/// enough for the socket's buffer, and what the client sent is read first so that closing
+/// does not reset the connection before the client reads the reply.
+fn refuse_now(mut stream: TcpStream, status: u16, why: &str) {
+    if stream.set_nonblocking(true).is_err() {
+        return;
+    }
+    let mut sink = [0u8; 4096];
+    for _ in 0..4 {
+        match stream.read(&mut sink) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+    }
+    let _ = stream.write_all(&reply_bytes(&bad(status, why.to_string())));
+    let _ = stream.shutdown(Shutdown::Write);
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        414 => "URI Too Long",
+        421 => "Misdirected Request",
+        431 => "Request Header Fields Too Large",
+        503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
+        _ => "",
+    }
+}
+
+fn reply_bytes(reply: &Reply) -> Vec<u8> {
+    let ctype = if reply.html {
+        "text/html; charset=utf-8"
+    } else {
+        "text/plain; charset=utf-8"
+    };
+    let mut out = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\nX-Content-Type-Options: nosniff\r\n\r\n",
+        reply.status,
+        reason(reply.status),
+        reply.body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(reply.body.as_bytes());
+    out
+}
+
+/// Whether the client has closed its side (a read would give end of file). A client that
+/// only shut down its writing half looks the same: `serve` reads no body, so a request is
+/// all it sends, and such a client is rare; it is treated as gone.
+fn client_gone(stream: &TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return true;
+    }
+    let mut one = [0u8; 1];
+    let gone = match stream.peek(&mut one) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != ErrorKind::WouldBlock,
+    };
+    let _ = stream.set_nonblocking(false);
+    gone
+}
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "serve's timeouts and budgets are host time at the edge; no run reads it"
+)]
+fn now() -> Instant {
+    Instant::now()
+}
+
+/// One connection: read the head within [`IO_TIMEOUT`] (never more than
+/// [`http::MAX_HEAD_BYTES`] and one read), admit it, answer it within the budget, write the
+/// reply within [`WRITE_TOTAL`], close.
+fn handle(mut stream: TcpStream, dir: &Path) {
+    let started = now();
+    let head_by = started + IO_TIMEOUT;
+    let mut buf: Vec<u8> = Vec::with_capacity(2048);
+    let mut chunk = [0u8; 4096];
+    let head = loop {
+        match http::parse_head(&buf) {
+            Ok(Some(h)) => break h,
+            Err(r) => return write_reply(&mut stream, &bad(r.status, r.why)),
+            Ok(None) => {}
+        }
+        let left = head_by.saturating_duration_since(now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return write_reply(&mut stream, &bad(408, "the request took too long".into()));
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return write_reply(&mut stream, &bad(408, "the request took too long".into()));
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    };
+    drop(buf);
+    let computes = head.target.starts_with("/model/");
+    if let Err(r) = http::admit(&head, computes) {
+        return write_reply(&mut stream, &bad(r.status, r.why));
+    }
+    // Nobody to answer: no run for them.
+    if client_gone(&stream) {
+        return;
+    }
+    let budget_by = now() + REQUEST_BUDGET;
+    let mut go_on = || now() < budget_by && !client_gone(&stream);
+    let reply = respond_while(dir, &head.method, &head.target, &mut go_on);
+    write_reply(&mut stream, &reply);
+}
+
+/// Writes the reply in pieces, each within [`IO_TIMEOUT`] and all within [`WRITE_TOTAL`];
+/// gives up quietly when the client does not take it.
+fn write_reply(stream: &mut TcpStream, reply: &Reply) {
+    let bytes = reply_bytes(reply);
+    let by = now() + WRITE_TOTAL;
+    for piece in bytes.chunks(WRITE_CHUNK_BYTES) {
+        let left = by.saturating_duration_since(now()).min(IO_TIMEOUT);
+        if left.is_zero() || stream.set_write_timeout(Some(left)).is_err() {
+            return;
+        }
+        if stream.write_all(piece).is_err() {
+            return;
+        }
+    }
+    let _ = stream.flush();
+    let _ = stream.shutdown(Shutdown::Write);
+    // Drain what the client still sends (briefly), so that the close does not reset the
+    // connection under a reply it has not read yet.
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut sink = [0u8; 4096];
+    for _ in 0..16 {
+        match stream.read(&mut sink) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+    }
 }
 
 /// The what-if menu: a click (not a drag) on a lane of the model's chart offers the faults
@@ -376,6 +668,14 @@ mod tests {
         ] {
             assert!(fault_ron(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_run_told_to_stop_gives_503_and_no_page() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+        let r = respond_while(&dir, "GET", "/model/bench-w1?seed=0", &mut || false);
+        assert_eq!(r.status, 503, "{}", r.body);
+        assert!(r.body.contains("stopped"), "{}", r.body);
     }
 
     #[test]

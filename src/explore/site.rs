@@ -482,7 +482,7 @@ pub fn render(dir: &Path) -> Result<Site, String> {
 /// Writes the site into `out` (created if missing); returns the number of pages.
 pub fn write(dir: &Path, out: &Path) -> Result<usize, String> {
     let site = render(dir)?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    crate::explore::create_dir_all(out)?;
     for (file, html) in &site.pages {
         let p = out.join(file);
         std::fs::write(&p, html).map_err(|e| format!("{}: {e}", p.display()))?;

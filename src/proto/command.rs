@@ -486,6 +486,21 @@ impl Command {
         )
     }
 
+    /// Commands Redis flags `denyoom` (those that may grow memory): refused with OOM while
+    /// the node is past its memory cap. DEL, EXPIRE, GETDEL and the like are not.
+    pub fn may_grow_memory(&self) -> bool {
+        matches!(
+            self,
+            Command::Set { .. }
+                | Command::SetNx(..)
+                | Command::IncrBy(..)
+                | Command::DecrBy(..)
+                | Command::RPush(..)
+                | Command::HSet(..)
+                | Command::HIncrBy(..)
+        )
+    }
+
     /// Parses an argument vector (argv[0] is the command name, any case).
     pub fn parse<A: AsRef<[u8]>>(argv: &[A]) -> Result<Command, ParseError> {
         let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::from_slice(a.as_ref())).collect();

@@ -201,3 +201,44 @@ fn a_refused_set_nx_is_nil_over_any_type_after_the_ttl_check_and_wrongtype_only_
         Reply::Ok
     );
 }
+
+/// The memory cap's kept weight (`RedisNode::used_memory`) is what a recount gives after
+/// every command that grows, shrinks or replaces a value in place, in any order, with
+/// scripts, expiries and SELECTed databases among them.
+#[test]
+fn the_kept_memory_weight_is_what_a_recount_gives_after_any_commands() {
+    let mut rng = crate::rng::Seed(11).stream("memory-weight-test", 0);
+    let mut n = RedisNode::new(RedisConfig::default());
+    for step in 0..5_000 {
+        let k = format!("k{}", rng.below(6));
+        let v = "v".repeat(rng.below(30) as usize);
+        let f = format!("f{}", rng.below(3));
+        let argv: Vec<String> = match rng.below(12) {
+            0 => vec!["SET".into(), k, v],
+            1 => vec!["SET".into(), k, v, "PX".into(), "5".into()],
+            2 => vec!["DEL".into(), k],
+            3 => vec!["RPUSH".into(), k, v.clone(), v],
+            4 => vec!["HSET".into(), k, f, v],
+            5 => vec!["HINCRBY".into(), k, f, format!("{}", rng.below(100_000))],
+            6 => vec!["HDEL".into(), k, f],
+            7 => vec!["INCRBY".into(), k, "7".into()],
+            8 => vec!["GETDEL".into(), k],
+            9 => vec![
+                "EVAL".into(),
+                "redis.call('HSET', KEYS[1], 'a', ARGV[1]) return redis.call('HDEL', KEYS[1], 'b')"
+                    .into(),
+                "1".into(),
+                k,
+                v,
+            ],
+            10 => vec!["EXPIRE".into(), k, "0".into()],
+            _ => vec!["FLUSHDB".into()],
+        };
+        let now = 1_000 + step as i64;
+        if let Ok(cmd) = Command::parse(&argv) {
+            n.execute(now, &cmd, CLIENT);
+        }
+        let weighed: u64 = n.keyspace.weigh() + n.other_dbs.iter().map(|d| d.weigh()).sum::<u64>();
+        assert_eq!(n.used_memory(), weighed, "step {step}: {argv:?}");
+    }
+}

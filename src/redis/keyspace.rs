@@ -40,6 +40,33 @@ impl Value {
     }
 }
 
+impl Value {
+    /// What the value weighs for the memory cap: its bytes, and [`ELEMENT_OVERHEAD_BYTES`]
+    /// for each list item or hash field.
+    pub fn weight_bytes(&self) -> u64 {
+        let len = |b: &Bytes| b.len() as u64;
+        match self {
+            Value::Str(b) => len(b),
+            Value::List(items) => items.iter().map(|b| ELEMENT_OVERHEAD_BYTES + len(b)).sum(),
+            Value::Hash(fields) => fields
+                .iter()
+                .map(|(f, v)| ELEMENT_OVERHEAD_BYTES + len(f) + len(v))
+                .sum(),
+        }
+    }
+}
+
+/// What one key costs beyond its bytes (the map's slot, the entry, a deadline), roughly as
+/// the simulator allocates it: so that a million empty keys count, not only long values.
+pub const ENTRY_OVERHEAD_BYTES: u64 = 64;
+/// What one list item or hash field costs beyond its bytes.
+pub const ELEMENT_OVERHEAD_BYTES: u64 = 16;
+
+/// The weight of one key and its entry for the memory cap.
+pub fn entry_weight_bytes(key: &[u8], e: &Entry) -> u64 {
+    ENTRY_OVERHEAD_BYTES + key.len() as u64 + e.value.weight_bytes()
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub value: Value,
@@ -65,6 +92,12 @@ pub struct Keyspace {
     /// this, each event cost a pass over the whole keyspace.
     // Invariant: if Some(s), s == ExpirySummary::of(map).
     expiry: Option<ExpirySummary>,
+    /// The keyspace's weight for the node's memory cap (`RedisNode::used_memory`): kept by
+    /// the writes that go through here, and by `resized` from a command that changed a
+    /// value it was lent (`at_mut`, `value_at_mut`, `raw_mut`). Never weighed again: a
+    /// recount at each write after a lend was quadratic in a script's loop of HSETs.
+    // Invariant: used == weigh() (the sum of entry_weight_bytes over map).
+    used: u64,
 }
 
 impl Default for Keyspace {
@@ -72,6 +105,7 @@ impl Default for Keyspace {
         Keyspace {
             map: IndexMap::default(),
             expiry: Some(ExpirySummary::EMPTY),
+            used: 0,
         }
     }
 }
@@ -183,6 +217,7 @@ impl Keyspace {
             s.remove(&self.map[i]);
             s.add(&entry);
         }
+        self.used = self.used - self.map[i].value.weight_bytes() + entry.value.weight_bytes();
         std::mem::replace(&mut self.map[i], entry)
     }
     /// Removes the entry at a position (swap-removal, as `remove`).
@@ -200,10 +235,17 @@ impl Keyspace {
         if let Some(s) = &mut self.expiry {
             s.add(&entry);
         }
+        let weight = entry_weight_bytes(&key, &entry);
+        let key_len = key.len() as u64;
         let old = self.map.insert(key, entry);
         if let (Some(s), Some(e)) = (&mut self.expiry, &old) {
             s.remove(e);
         }
+        // A key that was there stays (the same bytes): its old entry's weight goes.
+        self.used = self.used + weight
+            - old.as_ref().map_or(0, |e| {
+                ENTRY_OVERHEAD_BYTES + key_len + e.value.weight_bytes()
+            });
         old
     }
     /// Removes a key; returns the stored key (shared) and its entry.
@@ -215,12 +257,40 @@ impl Keyspace {
     pub fn clear(&mut self) {
         self.map.clear();
         self.expiry = Some(ExpirySummary::EMPTY);
+        self.used = 0;
     }
 
     fn note_gone(&mut self, removed: Option<&(Bytes, Entry)>) {
         if let (Some(s), Some((_, e))) = (&mut self.expiry, removed) {
             s.remove(e);
         }
+        if let Some((k, e)) = removed {
+            self.used -= entry_weight_bytes(k, e);
+        }
+    }
+
+    /// Tells the keyspace that a value it lent out changed weight by `delta` bytes (as
+    /// `Value::weight_bytes` counts: bytes, and `ELEMENT_OVERHEAD_BYTES` an item or field).
+    pub fn resized(&mut self, delta: i64) {
+        debug_assert!(
+            self.used.checked_add_signed(delta).is_some(),
+            "{} {delta}",
+            self.used
+        );
+        self.used = self.used.saturating_add_signed(delta);
+    }
+
+    /// The keyspace's weight for the memory cap: keys, values and their overheads.
+    #[inline]
+    pub fn used_bytes(&self) -> u64 {
+        debug_assert_eq!(self.used, self.weigh());
+        self.used
+    }
+
+    /// The weight counted again from every entry (what `used_bytes` must equal).
+    #[inline(never)]
+    pub fn weigh(&self) -> u64 {
+        self.map.iter().map(|(k, e)| entry_weight_bytes(k, e)).sum()
     }
 
     /// The earliest deadline of any key (expired or not), and how many keys have one:
@@ -448,7 +518,7 @@ mod tests {
 
     /// Every way an entry is written, in a seeded random order over a few keys with a few
     /// deadlines (so that keys share the earliest one): the kept summary is always what a
-    /// count of the whole keyspace gives.
+    /// count of the whole keyspace gives; so is the kept weight for the memory cap.
     #[test]
     fn the_kept_deadline_summary_is_what_a_recount_gives_after_any_writes() {
         let mut rng = crate::rng::Seed(7).stream("keyspace-test", 0);
@@ -456,7 +526,7 @@ mod tests {
         for step in 0..20_000 {
             let key = Bytes::from(format!("k{}", rng.below(12)).as_str());
             let entry = Entry {
-                value: Value::Str(Bytes::from_slice(b"v")),
+                value: Value::Str(Bytes::from("v".repeat(rng.below(40) as usize).as_str())),
                 expire_at_ms: match rng.below(4) {
                     0 => None,
                     d => Some(100 + d as i64 * (rng.below(3) as i64)),
@@ -499,6 +569,8 @@ mod tests {
                 (counted.earliest_ms.expect("counted"), counted.with_ttl),
                 "step {step}"
             );
+            let weighed = ks.weigh();
+            assert_eq!(ks.used_bytes(), weighed, "step {step}");
         }
     }
 

@@ -11,7 +11,9 @@ use crate::proto::command::{
     hex, parse_i64_strict, sha1_of,
 };
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
-use crate::redis::keyspace::{DICT_INITIAL_SLOTS, DbTables, Entry, Keyspace, Value, glob_match};
+use crate::redis::keyspace::{
+    DICT_INITIAL_SLOTS, DbTables, ELEMENT_OVERHEAD_BYTES, Entry, Keyspace, Value, glob_match,
+};
 use crate::redis::lua::LuaEngine;
 use crate::redis::node::connection::{Conn, ConnId, DATABASES, is_connection_command};
 use crate::redis::node::pubsub::{PubSub, SubKind, subscribed_mode_error};
@@ -29,6 +31,15 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
 pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// Redis's reply to a command that may grow memory when used memory is past `maxmemory`.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+/// The memory cap of every simulated node: the weight of its keys and values in all its
+/// databases (`Keyspace::used_bytes`). Past it, the commands Redis flags `denyoom` get
+/// [`OOM`] (as from a server with `maxmemory` set and `noeviction`), so that a script or a
+/// corpus that grows a value without end stops with a reply instead of exhausting the
+/// machine. One command may still go past it by its own size, as in Redis (the check is
+/// made before the command). docs/conformance.md says so.
+pub const MAX_USED_MEMORY_BYTES: u64 = 256 << 20;
 const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
 
 /// Period of the server cron (hz 10) on the node's monotonic clock.
@@ -143,6 +154,9 @@ pub struct RedisNode {
     /// (see `on_message`): what the cron plans from (a deadline, the dbs, the replicas) may
     /// have moved.
     pub(crate) wrote: bool,
+    /// Commands refused with [`OOM`] for the memory cap: a conformance case that met it went
+    /// past the simulator's limits, which is bad input there, not a divergence from Redis.
+    pub memory_refusals: u64,
 }
 
 /// Who runs a command: a client over the network, or the corpus runner.
@@ -179,6 +193,7 @@ impl RedisNode {
             pending: Vec::new(),
             pubsub: PubSub::default(),
             wrote: false,
+            memory_refusals: 0,
             config,
         }
     }
@@ -395,12 +410,31 @@ impl RedisNode {
                     if !self.enough_good_replicas() {
                         return Reply::err(NOREPLICAS);
                     }
+                    if let Some(r) = self.refused_for_memory(cmd) {
+                        return r;
+                    }
                 }
                 let reply = self.exec(now_ms, cmd, caller, None);
                 self.flush_effects(caller.proc, false);
                 reply
             }
         }
+    }
+
+    /// The weight of the node's keys and values, all databases.
+    pub fn used_memory(&self) -> u64 {
+        self.keyspace.used_bytes() + self.other_dbs.iter().map(Keyspace::used_bytes).sum::<u64>()
+    }
+
+    /// [`OOM`] for a command that may grow memory while the node is past its cap (the check
+    /// of Redis's processCommand, and of `redis.call` in a script). Commands from the
+    /// master's stream are never refused (`exec_for_replication` does not ask).
+    #[inline]
+    fn refused_for_memory(&mut self, cmd: &Command) -> Option<Reply> {
+        (cmd.may_grow_memory() && self.used_memory() > MAX_USED_MEMORY_BYTES).then(|| {
+            self.memory_refusals += 1;
+            Reply::err(OOM)
+        })
     }
 
     /// `handle` of a SET (`cmd`) from a client on a connection without state, and the
@@ -440,6 +474,9 @@ impl RedisNode {
         if !self.enough_good_replicas() {
             return Reply::err(NOREPLICAS);
         }
+        if let Some(r) = self.refused_for_memory(cmd) {
+            return r;
+        }
         let reply = self.set(now_ms, key, value, *cond, *get, *expiry, by);
         self.flush_effects(by, false);
         reply
@@ -466,6 +503,11 @@ impl RedisNode {
 
     /// A queued command as EXEC runs it (processCommand's checks were made when queueing).
     pub(crate) fn exec_in_transaction(&mut self, now: i64, cmd: &Command, caller: Caller) -> Reply {
+        // The memory cap, unlike the other checks, holds at each command: a transaction of
+        // RPUSHes must not grow without end either.
+        if let Some(r) = self.refused_for_memory(cmd) {
+            return r;
+        }
         self.exec(now, cmd, caller, None)
     }
 
@@ -646,7 +688,13 @@ impl RedisNode {
                         ..
                     }) => {
                         l.extend(vals.iter().cloned());
-                        Reply::Int(l.len() as i64)
+                        let n = l.len() as i64;
+                        let grew: u64 = vals
+                            .iter()
+                            .map(|b| ELEMENT_OVERHEAD_BYTES + b.len() as u64)
+                            .sum();
+                        self.keyspace.resized(grew as i64);
+                        Reply::Int(n)
                     }
                     Some(_) => return Reply::err(WRONGTYPE),
                     None => {
@@ -958,15 +1006,21 @@ impl RedisNode {
             unreachable!("hash_for_write returns a hash")
         };
         let mut added = 0;
+        let mut grew = 0i64;
         for (f, v) in pairs {
             match fields.iter_mut().find(|(have, _)| have == f) {
-                Some(slot) => slot.1 = v.clone(),
+                Some(slot) => {
+                    grew += v.len() as i64 - slot.1.len() as i64;
+                    slot.1 = v.clone();
+                }
                 None => {
+                    grew += (ELEMENT_OVERHEAD_BYTES + (f.len() + v.len()) as u64) as i64;
                     fields.push((f.clone(), v.clone()));
                     added += 1;
                 }
             }
         }
+        self.keyspace.resized(grew);
         self.note_written(key, by);
         self.propagate(|| cmd.clone());
         Reply::Int(added)
@@ -1002,10 +1056,20 @@ impl RedisNode {
             return self.drop_if_empty_hash(key, Reply::err(ERR_OVERFLOW));
         };
         let text = Bytes::from_slice(next.to_string().as_bytes());
-        match slot {
-            Some(j) => fields[j].1 = text,
-            None => fields.push((field.clone(), text)),
-        }
+        let grew = match slot {
+            Some(j) => {
+                let was = fields[j].1.len();
+                let grew = text.len() as i64 - was as i64;
+                fields[j].1 = text;
+                grew
+            }
+            None => {
+                let grew = (ELEMENT_OVERHEAD_BYTES + (field.len() + text.len()) as u64) as i64;
+                fields.push((field.clone(), text));
+                grew
+            }
+        };
+        self.keyspace.resized(grew);
         self.note_written(key, by);
         self.propagate(|| Command::HIncrBy(key.clone(), field.clone(), delta));
         Reply::Int(next)
@@ -1039,14 +1103,17 @@ impl RedisNode {
         // before the fields went.
         let first = fields.first().map(|(f, _)| f.clone());
         let mut deleted = 0;
+        let mut shrank = 0u64;
         for g in gone {
             if let Some(j) = fields.iter().position(|(f, _)| f == g) {
                 // `remove`, not `swap_remove`: a listpack keeps the other fields in order.
-                fields.remove(j);
+                let (f, v) = fields.remove(j);
+                shrank += ELEMENT_OVERHEAD_BYTES + (f.len() + v.len()) as u64;
                 deleted += 1;
             }
         }
         let emptied = fields.is_empty();
+        self.keyspace.resized(-(shrank as i64));
         if deleted > 0 {
             if emptied {
                 // The key goes with its last field; replicas do the same on the HDEL itself,
@@ -1351,6 +1418,9 @@ impl RedisNode {
             }
             if !self.enough_good_replicas() {
                 return Reply::err(NOREPLICAS);
+            }
+            if let Some(r) = self.refused_for_memory(&cmd) {
+                return r;
             }
         }
         self.exec(now, &cmd, Caller { proc: by }, Some(ctx))

@@ -97,6 +97,34 @@ fn string_end(b: &[u8], mut i: usize) -> Result<usize, Located> {
     Err((start, "unterminated string".into()))
 }
 
+/// End of the char literal at `i` (`'x'`, `'é'`, `'\n'`, `'\u{e9}'`, `'\''`): a char is
+/// one to four bytes of UTF-8 (counting one byte for `'é'` ran past its closing quote, which
+/// then opened a literal that swallowed the `]` after it: "unclosed '['"). A quote that
+/// opens no literal is passed over by itself, for the model's parser to place.
+fn char_end(b: &[u8], i: usize) -> usize {
+    let Some(&first) = b.get(i + 1) else {
+        return i + 1;
+    };
+    if first == b'\\' {
+        // An escape: up to the next quote after the escaped character (`'\''` included).
+        return b
+            .get(i + 3..)
+            .and_then(|rest| rest.iter().take(12).position(|&c| c == b'\''))
+            .map_or(i + 1, |k| i + 3 + k + 1);
+    }
+    let width = match first {
+        0x00..=0x7f => 1,
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        _ => 4,
+    };
+    if b.get(i + 1 + width) == Some(&b'\'') {
+        i + 2 + width
+    } else {
+        i + 1
+    }
+}
+
 /// End of the bracketed group opening at `i`.
 fn group_end(b: &[u8], i: usize) -> Result<usize, Located> {
     let mut stack = vec![b[i]];
@@ -109,10 +137,7 @@ fn group_end(b: &[u8], i: usize) -> Result<usize, Located> {
         match b[j] {
             b'"' => j = string_end(b, j)?,
             b'r' if b.get(j + 1).is_some_and(|c| *c == b'"' || *c == b'#') => j = string_end(b, j)?,
-            b'\'' => {
-                // A char literal: 'x' or '\n'.
-                j += if b.get(j + 1) == Some(&b'\\') { 4 } else { 3 };
-            }
+            b'\'' => j = char_end(b, j),
             c @ (b'(' | b'[' | b'{') => {
                 stack.push(c);
                 j += 1;
@@ -616,6 +641,15 @@ mod tests {
         let (at, msg) = parse(&bad).unwrap_err();
         assert!(msg.contains("no client group named \"x\""), "{msg}");
         assert_eq!(&bad[at..at + 3], "\"x\"");
+    }
+
+    #[test]
+    fn char_literals_of_any_width_or_escape_end_at_their_closing_quote() {
+        let text = r"['é', 'x', '\n', '\'', '\u{e9}', '€', '😀'] tail";
+        let close = text.find(']').unwrap();
+        assert_eq!(group_end(text.as_bytes(), 0), Ok(close + 1));
+        // A lone quote opens nothing: the group still closes where it does.
+        assert_eq!(group_end(b"[a ' b]", 0), Ok(7));
     }
 
     #[test]

@@ -12,8 +12,8 @@ use crate::explore::systematic as sys;
 pub struct Args {
     /// Model file, or the name of a bundled model (`distlock-sim list`), e.g. single-px-del-pause.
     model: String,
-    /// K: most faults per schedule (0..=4).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=sys::MAX_FAULTS as u64))]
+    /// K: most faults per schedule (0..=4); not with --depth, which sets its own count.
+    #[arg(long, default_value_t = 2, conflicts_with = "depth", value_parser = clap::value_parser!(u64).range(0..=sys::MAX_FAULTS as u64))]
     faults: u64,
     /// The seed of the run whose decision points are explored (its network and client
     /// randomness; the model's random faults are off).
@@ -40,8 +40,8 @@ pub struct Args {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=sys::MAX_FAULTS as u64))]
     depth: Option<u64>,
     /// Runs of the random mode (default: as many as 99 % confidence at its bound needs, at
-    /// most 1000000).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    /// most 1000000); only with --depth.
+    #[arg(long, requires = "depth", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     runs: Option<u64>,
     /// Write the scripted model of a violation here (default: print it).
     #[arg(long)]

@@ -91,6 +91,128 @@ struct ShardFile {
     shard: Shard,
     jobs: u64,
     wall_s: f64,
+    /// `FILE:LINE` of its summary line, for errors.
+    at: String,
+}
+
+/// Shards named in the error for missing ones.
+const MISSING_NAMED: usize = 5;
+
+/// Checks one shard's summary against what a sweep of its share of `seeds` can give: it ran
+/// exactly its share (so that shards each given once are disjoint and complete), and no count
+/// exceeds what contains it (violating <= seeds run, each property <= violating, ...).
+fn check_shard(f: &ShardFile, seeds: &std::ops::Range<u64>) -> Result<(), String> {
+    let s = &f.summary;
+    let err = |msg: String| {
+        Err(format!(
+            "{}: shard {}/{}: {msg}; not the output of a sweep (edited or damaged?)",
+            f.at, f.shard.index, f.shard.count
+        ))
+    };
+    let share = f.shard.count_in(seeds);
+    if s.seeds_run != share {
+        return err(format!(
+            "{} seeds run, but its share of seeds {}..{} is {share}",
+            s.seeds_run, seeds.start, seeds.end
+        ));
+    }
+    let within = |what: &str, n: u64, of: &str, bound: u64| {
+        if n > bound {
+            Err(format!("{what} {n} > {of} {bound}"))
+        } else {
+            Ok(())
+        }
+    };
+    let checks = || -> Result<(), String> {
+        within(
+            "violating seeds",
+            s.violating_seeds,
+            "seeds run",
+            s.seeds_run,
+        )?;
+        within(
+            "inconclusive seeds",
+            s.inconclusive_seeds,
+            "seeds run",
+            s.seeds_run,
+        )?;
+        within(
+            "event-limit seeds",
+            s.event_limit_seeds,
+            "seeds run",
+            s.seeds_run,
+        )?;
+        within(
+            "history-limit seeds",
+            s.history_limit_seeds,
+            "seeds run",
+            s.seeds_run,
+        )?;
+        for (p, n) in &s.violations_per_property {
+            within(
+                &format!("{} violations", p.name()),
+                *n,
+                "violating seeds",
+                s.violating_seeds,
+            )?;
+        }
+        for (h, (n, _)) in &s.witnesses {
+            within(
+                &format!("witness {}", h.name()),
+                *n,
+                "seeds run",
+                s.seeds_run,
+            )?;
+        }
+        let in_share = |what: &str, seed: u64| {
+            if seeds.contains(&seed) && f.shard.contains(seed) {
+                Ok(())
+            } else {
+                Err(format!("{what} {seed} is not a seed of this shard"))
+            }
+        };
+        match (s.first_violating_seed, s.violating_seeds) {
+            (Some(seed), 1..) => in_share("first violating seed", seed)?,
+            (None, 0) => {}
+            (first, n) => {
+                return Err(format!(
+                    "first violating seed {first:?} with {n} violating seeds"
+                ));
+            }
+        }
+        for (p, seed) in &s.first_seed_per_property {
+            in_share(&format!("first seed of {}", p.name()), *seed)?;
+        }
+        if let Some((seed, _, _)) = s.first_inconclusive {
+            in_share("first inconclusive seed", seed)?;
+        }
+        Ok(())
+    };
+    match checks() {
+        Ok(()) => Ok(()),
+        Err(m) => err(m),
+    }
+}
+
+/// The totals the merge adds up, checked: the shards' counts must not overflow.
+fn check_totals(shards: &[ShardFile]) -> Result<(), String> {
+    let sum = |what: &str, get: &dyn Fn(&SweepSummary) -> u64| -> Result<u64, String> {
+        shards.iter().try_fold(0u64, |acc, f| {
+            acc.checked_add(get(&f.summary)).ok_or_else(|| {
+                format!(
+                    "{}: the shards' {what} add up past 2^64: not the output of a sweep",
+                    f.at
+                )
+            })
+        })
+    };
+    sum("events", &|s| s.events)?;
+    sum("acquisitions", &|s| s.acquisitions)?;
+    sum("total overlap", &|s| s.total_overlap_ns)?;
+    for i in 0..6 {
+        sum("margin counts", &|s| s.margin_histogram[i])?;
+    }
+    Ok(())
 }
 
 pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
@@ -103,7 +225,9 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
 fn merge(a: &Args, ctx: &Ctx) -> Result<ExitCode, String> {
     // Pass one: every file's summary line, checked against the first.
     let mut shards: Vec<ShardFile> = Vec::new();
-    let mut first: Option<(String, [u64; 2], String)> = None;
+    // The first file's model name, seeds, model path and model hash (None: a shard from
+    // before the hash was written).
+    let mut first: Option<(String, [u64; 2], String, Option<String>)> = None;
     for path in &a.files {
         let mut lines = Lines::open(path)?;
         let mut found = None;
@@ -133,7 +257,7 @@ fn merge(a: &Args, ctx: &Ctx) -> Result<ExitCode, String> {
             .as_array()
             .map(|x| (x[0].as_u64(), x[1].as_u64()))
         {
-            Some((Some(a), Some(b))) => [a, b],
+            Some((Some(a), Some(b))) if a <= b => [a, b],
             _ => return Err(at("\"seeds\" is not [start, end]")),
         };
         let shard = match s["shard"]
@@ -144,13 +268,25 @@ fn merge(a: &Args, ctx: &Ctx) -> Result<ExitCode, String> {
             _ => return Err(at("\"shard\" is not [index, count]")),
         };
         let model_path = partial["path"].as_str().unwrap_or_default().to_string();
+        let model_hash = match partial.get("model_sha1") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(h)) => Some(h.clone()),
+            Some(_) => return Err(at("partial: \"model_sha1\" is not a string")),
+        };
         match &first {
-            None => first = Some((model.clone(), seeds, model_path)),
-            Some((m, sd, _)) => {
+            None => first = Some((model.clone(), seeds, model_path, model_hash)),
+            Some((m, sd, _, h)) => {
                 if *m != model || *sd != seeds {
                     return Err(at(&format!(
                         "model {model} seeds {}..{} is not the sweep of the first file ({m}, seeds {}..{})",
                         seeds[0], seeds[1], sd[0], sd[1]
+                    )));
+                }
+                if *h != model_hash {
+                    return Err(at(&format!(
+                        "the model this shard ran (sha1 {}) is not the first file's (sha1 {})",
+                        model_hash.as_deref().unwrap_or("not recorded"),
+                        h.as_deref().unwrap_or("not recorded")
                     )));
                 }
             }
@@ -174,22 +310,38 @@ fn merge(a: &Args, ctx: &Ctx) -> Result<ExitCode, String> {
             shard,
             jobs: s["jobs"].as_u64().unwrap_or(0),
             wall_s: s["wall_s"].as_f64().unwrap_or(0.0),
+            at: format!("{}:{line}", path.display()),
         });
     }
-    let (_, seeds, model_path) = first.expect("clap requires a file");
+    let (model_name, seeds, model_path, model_hash) = first.expect("clap requires a file");
+    // The count is what the files say, bounded by how many files there are: the missing
+    // ones are counted and the first few named, never listed one by one.
     let count = shards[0].shard.count;
     if shards.len() as u64 != count {
-        let mut missing: Vec<String> = (0..count)
-            .filter(|i| !shards.iter().any(|f| f.shard.index == *i))
+        let given: std::collections::BTreeSet<u64> = shards.iter().map(|f| f.shard.index).collect();
+        let first_missing: Vec<String> = (0..count)
+            .filter(|i| !given.contains(i))
+            .take(MISSING_NAMED)
             .map(|i| format!("{i}/{count}"))
             .collect();
-        missing.truncate(10);
+        let missing = count - shards.len() as u64;
+        let more = missing - first_missing.len() as u64;
         return Err(format!(
-            "{} of {count} shards given; missing {}",
+            "{} of {count} shards given; missing {}{}",
             shards.len(),
-            missing.join(", ")
+            first_missing.join(", "),
+            if more > 0 {
+                format!(" and {more} more ({missing} missing in all)")
+            } else {
+                String::new()
+            }
         ));
     }
+    let range = seeds[0]..seeds[1];
+    for f in &shards {
+        check_shard(f, &range)?;
+    }
+    check_totals(&shards)?;
     let sc = match ctx.load(a.model.as_deref().unwrap_or(&model_path)) {
         Ok(sc) => sc,
         Err(code) => {
@@ -197,6 +349,29 @@ fn merge(a: &Args, ctx: &Ctx) -> Result<ExitCode, String> {
             return Ok(code);
         }
     };
+    // The model must be the one the shards ran: its text's hash when they recorded it,
+    // else its name.
+    match (&model_hash, cli::shard::model_sha1(&sc)) {
+        (Some(theirs), Some(ours)) if *theirs != ours => {
+            return Err(format!(
+                "{}: not the model the shards ran (its sha1 is {ours}, theirs {theirs}; the shards ran {model_path:?})",
+                sc.path
+            ));
+        }
+        (Some(_), None) => {
+            return Err(format!(
+                "{}: cannot read the model's text to check it is the one the shards ran",
+                sc.path
+            ));
+        }
+        _ if sc.name != model_name => {
+            return Err(format!(
+                "{}: model {}, but the shards ran model {model_name}",
+                sc.path, sc.name
+            ));
+        }
+        _ => {}
+    }
     // Wall time and jobs: the sum over the shards (the work done, not the elapsed time).
     let jobs: u64 = shards.iter().map(|f| f.jobs).sum();
     let wall_s: f64 = shards.iter().map(|f| f.wall_s).sum();

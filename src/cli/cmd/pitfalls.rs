@@ -21,9 +21,9 @@ pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
     // A folder that cannot be made is bad input before the long part.
     if let Some(p) = &a.out
         && let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty())
-        && let Err(e) = std::fs::create_dir_all(dir)
+        && let Err(e) = explore::create_dir_all(dir)
     {
-        return bad_input(&format!("--out {}: {e}", dir.display()));
+        return bad_input(&format!("--out {e}"));
     }
     // Progress on stderr, one line per model swept: the guide takes most of a minute.
     let mut progress = |i: usize, n: usize, name: &str| eprintln!("pitfalls: [{i}/{n}] {name}");
@@ -57,7 +57,7 @@ fn write_guide(p: &Path, guide: &explore::pitfalls::Guide) -> Result<(), String>
         .parent()
         .unwrap_or(Path::new("."))
         .join(explore::pitfalls::PICTURE_DIR);
-    std::fs::create_dir_all(&dir).map_err(|e| err(&dir, e))?;
+    explore::create_dir_all(&dir)?;
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for e in entries.flatten() {
             let q = e.path();

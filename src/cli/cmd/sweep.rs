@@ -84,9 +84,9 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
     }
     // A directory that cannot be made is bad input, before a long sweep.
     if let Some(dir) = &a.report
-        && let Err(e) = std::fs::create_dir_all(dir)
+        && let Err(e) = explore::create_dir_all(dir)
     {
-        return bad_input(&format!("--report {}: {e}", dir.display()));
+        return bad_input(&format!("--report {e}"));
     }
     let json = a.json;
     let total = shard.count_in(&a.seeds.0);
