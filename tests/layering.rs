@@ -533,8 +533,8 @@ const KNOWN_CYCLES: &[(&[&str], &str)] = &[
     ),
     (
         &["explore/mod.rs", "explore/stopping.rs"],
-        "mod.rs's sweep drives stopping::Watch; stopping reads mod.rs's RunOutcome, \
-         SweepSummary and BATCH: those move to a file below both",
+        "mod.rs's sweep drives stopping::Watch; stopping reads mod.rs's RunOutcome \
+         and SweepSummary: those move to a file below both",
     ),
     (
         &["redis/lua.rs", "redis/lua/libs.rs"],
