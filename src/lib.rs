@@ -1,9 +1,9 @@
 //! distlock-sim: a deterministic discrete-event simulator of Redis-based distributed locks.
 //!
-//! Layers, dependencies pointing down (see docs/ARCHITECTURE.md for the map and the edges
-//! that still point up): `time` → `rng`, `clock`, `net` → `proto`, `history`, `process` →
-//! `redis`, `client` → `sim` → `check` → `conformance`, `scenario` → `explore` → `testing`,
-//! `cli`.
+//! Layers, lowest first, dependencies pointing down (docs/ARCHITECTURE.md has the map;
+//! tests/layering.rs checks it): `time`; `rng`, `clock`; `net`, `proto`; `history`;
+//! `process`, `check`; `redis`; `client`; `sim`; `conformance`; `scenario`; `explore`;
+//! `testing`; `cli`.
 #![forbid(unsafe_code)]
 
 pub mod check;
