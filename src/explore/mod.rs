@@ -518,6 +518,30 @@ impl SweepSummary {
         }
     }
 
+    /// The widest per-seed half-width over the checked properties (`None`: some property
+    /// not decided by any seed yet).
+    pub fn widest_half_width(&self, sc: &Scenario) -> Option<f64> {
+        let mut widest: f64 = 0.0;
+        for p in &sc.properties {
+            let r = self.per_seed(*p);
+            if r.n == 0 {
+                return None;
+            }
+            widest = widest.max(r.half_width());
+        }
+        Some(widest)
+    }
+
+    /// What a stopping rule reads of this summary.
+    fn standing(&self, sc: &Scenario) -> stopping::Standing {
+        stopping::Standing {
+            seeds_run: self.seeds_run,
+            widest_half_width: self.widest_half_width(sc),
+            requires_witness: !sc.model.witness.is_empty(),
+            witnesses_reached: self.missing_witnesses(sc).is_empty(),
+        }
+    }
+
     /// Properties violated by at least one seed.
     pub fn violated_properties(&self) -> Vec<Property> {
         self.violations_per_property.keys().copied().collect()
@@ -571,7 +595,7 @@ pub fn sweep_until(
         .build()
         .expect("thread pool");
     let mut summary = SweepSummary::default();
-    let mut watch = rule.map(|r| stopping::Watch::new(r, sc));
+    let mut watch = rule.map(stopping::Watch::new);
     let batch = if rule.is_some() {
         stopping::BATCH
     } else {
@@ -587,7 +611,7 @@ pub fn sweep_until(
                     let mut o = run_seed(sc, s);
                     // What saturation reads of the faults, before they go.
                     let sig = if watch.is_some() {
-                        stopping::Signature::of(&o)
+                        stopping::Signature::of(&o.faults, &o.witnesses, &o.violations)
                     } else {
                         stopping::Signature::default()
                     };
@@ -608,12 +632,12 @@ pub fn sweep_until(
             summary.add(o);
         }
         if let Some(w) = &mut watch
-            && w.decide(&summary, sc)
+            && w.decide(&summary.standing(sc))
         {
             break;
         }
     }
-    let stop = watch.map(|w| w.finish(&summary, sc));
+    let stop = watch.map(|w| w.finish(&summary.standing(sc)));
     (summary, stop)
 }
 

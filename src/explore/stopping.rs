@@ -15,10 +15,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::check::Property;
-use crate::check::witness::Hazard;
-use crate::explore::{RunOutcome, SweepSummary};
-use crate::scenario::Scenario;
+use crate::check::witness::{Hazard, Hazards};
+use crate::check::{Property, Violation};
+use crate::sim::Fault;
 
 /// Seeds per decision of a stopping rule.
 pub const BATCH: u64 = 250;
@@ -46,14 +45,16 @@ pub enum Item {
 pub struct Signature(Vec<Item>);
 
 impl Signature {
-    pub fn of(o: &RunOutcome) -> Signature {
-        let faults: BTreeSet<&'static str> = o.faults.iter().map(|f| f.kind.name()).collect();
-        let mut items: Vec<Item> = faults.iter().map(|k| Item::Fault(k)).collect();
-        for h in o.witnesses.iter() {
+    /// A seed's signature: from its realised faults, the hazards it reached and its
+    /// violations.
+    pub fn of(faults: &[Fault], witnesses: &Hazards, violations: &[Violation]) -> Signature {
+        let kinds: BTreeSet<&'static str> = faults.iter().map(|f| f.kind.name()).collect();
+        let mut items: Vec<Item> = kinds.iter().map(|k| Item::Fault(k)).collect();
+        for h in witnesses.iter() {
             items.push(Item::Hazard(h));
-            items.extend(faults.iter().map(|k| Item::HazardWithFault(h, k)));
+            items.extend(kinds.iter().map(|k| Item::HazardWithFault(h, k)));
         }
-        items.extend(o.violations.iter().map(|v| Item::Violated(v.property)));
+        items.extend(violations.iter().map(|v| Item::Violated(v.property)));
         Signature(items)
     }
 }
@@ -85,7 +86,7 @@ pub(crate) struct Watch {
 }
 
 impl Watch {
-    pub(crate) fn new(rule: StopRule, _sc: &Scenario) -> Watch {
+    pub(crate) fn new(rule: StopRule) -> Watch {
         Watch {
             rule,
             signature: BTreeSet::new(),
@@ -105,49 +106,45 @@ impl Watch {
         }
     }
 
-    /// After a whole batch: whether to stop.
-    pub(crate) fn decide(&mut self, summary: &SweepSummary, sc: &Scenario) -> bool {
+    /// After a whole batch, from where the sweep stands: whether to stop.
+    pub(crate) fn decide(&mut self, now: &Standing) -> bool {
         self.met = match self.rule {
             StopRule::Precise { half_width } => {
-                widest_half_width(summary, sc).is_some_and(|w| w <= half_width)
+                now.widest_half_width.is_some_and(|w| w <= half_width)
             }
             StopRule::Saturated { seeds } => {
-                !sc.model.witness.is_empty()
-                    && summary.missing_witnesses(sc).is_empty()
-                    && self.unchanged >= seeds
+                now.requires_witness && now.witnesses_reached && self.unchanged >= seeds
             }
         };
         self.met
     }
 
-    pub(crate) fn finish(self, summary: &SweepSummary, sc: &Scenario) -> Stop {
+    pub(crate) fn finish(self, now: &Standing) -> Stop {
         let saturation = matches!(self.rule, StopRule::Saturated { .. });
         Stop {
             rule: self.rule,
             met: self.met,
-            seeds_run: summary.seeds_run,
-            widest_half_width: widest_half_width(summary, sc).unwrap_or(0.5),
+            seeds_run: now.seeds_run,
+            widest_half_width: now.widest_half_width.unwrap_or(0.5),
             signature_items: if saturation { self.signature.len() } else { 0 },
             seeds_unchanged: if saturation { self.unchanged } else { 0 },
-            never: (saturation && sc.model.witness.is_empty()).then_some(
+            never: (saturation && !now.requires_witness).then_some(
                 "the model requires no witness: nothing says the sweep reached its danger",
             ),
         }
     }
 }
 
-/// The widest per-seed half-width over the checked properties (`None`: some property not
-/// decided by any seed yet).
-fn widest_half_width(summary: &SweepSummary, sc: &Scenario) -> Option<f64> {
-    let mut widest: f64 = 0.0;
-    for p in &sc.properties {
-        let r = summary.per_seed(*p);
-        if r.n == 0 {
-            return None;
-        }
-        widest = widest.max(r.half_width());
-    }
-    Some(widest)
+/// Where a sweep stands after a batch, as a stopping rule reads it.
+pub(crate) struct Standing {
+    pub seeds_run: u64,
+    /// The widest per-seed half-width over the checked properties (`None`: some property
+    /// not decided by any seed yet).
+    pub widest_half_width: Option<f64>,
+    /// The model requires some hazard (`witness`).
+    pub requires_witness: bool,
+    /// Every required hazard was reached.
+    pub witnesses_reached: bool,
 }
 
 impl Stop {
