@@ -204,7 +204,8 @@ pub struct Engine {
     /// What each process is, fixed for its life (a restart keeps the actor).
     kinds: Vec<ProcKind>,
     // Heap entries point into `events` (a slab) so that sifting moves a key and an index, not
-    // a message. The key packs (time, seq) into one u128: one comparison per sift step.
+    // a message. The key packs (time, seq, slot) into one u128 (`QueueEntry`): one comparison per
+    // sift step.
     queue: EventQueue,
     events: Vec<Option<Event>>,
     /// Send time of the event in the same slab slot; kept only with a full trace (reports
