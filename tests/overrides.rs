@@ -195,3 +195,37 @@ fn a_bad_value_exits_2_with_the_loaders_own_message_at_the_set() {
     let e = refused(&["run", MODEL, "--set", "ttl"]);
     assert!(e.contains("is not NAME.FIELD=VALUE"), "{e}");
 }
+
+#[test]
+fn sentinels_that_wait_longer_than_the_outage_never_fail_over_and_the_lock_holds() {
+    let m = "failover-lost-lock";
+    let o = run(&["sweep", m, "--seeds", "0..100"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let o = run(&[
+        "sweep",
+        m,
+        "--seeds",
+        "0..100",
+        "--set",
+        "sentinels.down_after=30s",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    // A check across fields (quorum against count) names the --set too.
+    let e = refused(&["sweep", m, "--set", "sentinels.quorum=9"]);
+    assert!(
+        e.contains("--set sentinels.quorum=9: quorum 9 is larger than the 3 sentinels"),
+        "{e}"
+    );
+    // And a sweep's JSON replay carries the flags of a node override.
+    let o = run(&[
+        "sweep",
+        m,
+        "--seeds",
+        "0..100",
+        "--json",
+        "--set",
+        "m1.priority=50",
+    ]);
+    let first = stdout(&o).lines().next().unwrap_or_default().to_string();
+    assert!(first.contains(" --set m1.priority=50\""), "{first}");
+}
