@@ -112,3 +112,20 @@ impl FromStr for ShardArg {
         Ok(ShardArg(Shard { index, count }))
     }
 }
+
+/// A model argument and its overrides, shared by the commands that take them (`run`,
+/// `replay`, `sweep`, `explore`, `search`): `#[command(flatten)]` it, load it with
+/// `Ctx::load_model`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ModelArg {
+    /// Model file, or the name of a bundled model (`distlock-sim list`), e.g. single-px-del-pause.
+    #[arg(value_name = "MODEL")]
+    pub file: String,
+    /// Change a field of the model for this command, as the same edit to the file would:
+    /// NAME.FIELD=VALUE, NAME a client group, a node, or a block (sentinels, network,
+    /// resource, consensus, swarm); FIELD=VALUE alone for a field of the model. VALUE as in
+    /// the file, a string without its quotes: --set c.ttl=25s, --set 'c.hold=("1s","3s")',
+    /// --set duration=120s. Repeatable; printed replay lines carry it.
+    #[arg(long = "set", value_name = "NAME.FIELD=VALUE")]
+    pub set: Vec<crate::scenario::overrides::Override>,
+}

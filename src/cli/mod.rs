@@ -93,6 +93,33 @@ impl Ctx {
         sc.replay_program = self.program.clone();
         Ok(sc)
     }
+
+    /// Loads a model argument with its `--set` overrides applied (`scenario::overrides`):
+    /// the scenario, whose replay lines carry the same `--set` flags, and the model text it
+    /// was read from (the file's, overridden), for commands that write scripted models from
+    /// it. Bad input is reported (exit 2).
+    pub fn load_model(&self, m: &ModelArg) -> Result<(Scenario, String), ExitCode> {
+        if m.set.is_empty() {
+            let sc = self.load(&m.file)?;
+            let text = std::fs::read_to_string(&sc.path)
+                .map_err(|e| bad_input(&format!("{}: {e}", sc.path)))?;
+            return Ok((sc, text));
+        }
+        // The file as the loader reads it (size, UTF-8), then the overrides on its text.
+        let plain = self.load(&m.file)?;
+        let text = std::fs::read_to_string(&plain.path)
+            .map_err(|e| bad_input(&format!("{}: {e}", plain.path)))?;
+        let (mut sc, text) =
+            scenario::overrides::load_with(&plain.name, &plain.path, &text, &m.set)
+                .map_err(|e| bad_input(&e))?;
+        sc.replay_program = self.program.clone();
+        sc.replay_flags = m
+            .set
+            .iter()
+            .map(|s| format!(" --set {}", scenario::model::shell_word(&s.arg)))
+            .collect();
+        Ok((sc, text))
+    }
 }
 
 /// How printed commands begin, so that they run as pasted: the program as this process was

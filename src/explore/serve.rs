@@ -99,14 +99,29 @@ pub fn what_if(path: &Path, words: &[String]) -> Result<crate::scenario::Scenari
     }
     let sc = crate::scenario::load(path).map_err(|e| e.to_string())?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    what_if_text(&sc, &text, words)
+}
+
+/// The model `sc` read from `text` (its file's, or with `--set` overrides applied) with the
+/// fault words added (and its variants left out); its replay flags (`--set`) are kept.
+pub fn what_if_text(
+    sc: &crate::scenario::Scenario,
+    text: &str,
+    words: &[String],
+) -> Result<crate::scenario::Scenario, String> {
+    if words.len() > MAX_ADDED_FAULTS {
+        return Err(format!("at most {MAX_ADDED_FAULTS} added faults"));
+    }
     let ron: Vec<String> = words
         .iter()
         .map(|w| fault_ron(w))
         .collect::<Result<_, _>>()?;
-    let patched = crate::scenario::variants::with_added_faults(&text, &ron)
-        .map_err(|(_, m)| format!("{}: {m}", path.display()))?;
-    crate::scenario::load_str(&sc.name, &sc.path, &patched)
-        .map_err(|e| format!("with the added faults: {}", e.message))
+    let patched = crate::scenario::variants::with_added_faults(text, &ron)
+        .map_err(|(_, m)| format!("{}: {m}", sc.path))?;
+    let mut w = crate::scenario::load_str(&sc.name, &sc.path, &patched)
+        .map_err(|e| format!("with the added faults: {}", e.message))?;
+    w.replay_flags = sc.replay_flags.clone();
+    Ok(w)
 }
 
 /// One response: status, content type, body.

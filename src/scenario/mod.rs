@@ -7,6 +7,7 @@ pub mod custom;
 pub mod expectation;
 pub mod marks;
 pub mod model;
+pub mod overrides;
 pub mod units;
 pub mod variants;
 

@@ -50,11 +50,11 @@ pub const MAX_VARIANTS: usize = 8;
 
 /// A field of a RON struct: its name and where its name and value are.
 #[derive(Clone, Debug)]
-struct Field {
-    name: String,
-    name_at: usize,
-    value_at: usize,
-    value_end: usize,
+pub(crate) struct Field {
+    pub(crate) name: String,
+    pub(crate) name_at: usize,
+    pub(crate) value_at: usize,
+    pub(crate) value_end: usize,
 }
 
 /// An error at a byte offset of the model file.
@@ -164,7 +164,7 @@ fn group_end(b: &[u8], i: usize) -> Result<usize, Located> {
 }
 
 /// End of the value starting at `i` (a literal, a group, or `name(…)` / `name`).
-fn value_end(b: &[u8], i: usize) -> Result<usize, Located> {
+pub(crate) fn value_end(b: &[u8], i: usize) -> Result<usize, Located> {
     match b.get(i) {
         None => Err((i, "a value was expected".into())),
         Some(b'"') => string_end(b, i),
@@ -188,7 +188,7 @@ fn value_end(b: &[u8], i: usize) -> Result<usize, Located> {
 }
 
 /// The fields of the struct whose `(` is at `open`, and where its `)` is.
-fn fields(b: &[u8], open: usize) -> Result<(Vec<Field>, usize), Located> {
+pub(crate) fn fields(b: &[u8], open: usize) -> Result<(Vec<Field>, usize), Located> {
     let mut out = Vec::new();
     let mut i = skip_ws(b, open + 1);
     loop {
@@ -225,7 +225,7 @@ fn fields(b: &[u8], open: usize) -> Result<(Vec<Field>, usize), Located> {
 }
 
 /// The items of the list whose `[` is at `open`.
-fn items(b: &[u8], open: usize) -> Result<Vec<(usize, usize)>, Located> {
+pub(crate) fn items(b: &[u8], open: usize) -> Result<Vec<(usize, usize)>, Located> {
     let mut out = Vec::new();
     let mut i = skip_ws(b, open + 1);
     loop {
@@ -244,7 +244,7 @@ fn items(b: &[u8], open: usize) -> Result<Vec<(usize, usize)>, Located> {
 }
 
 /// The text of a plain string literal (no escapes needed for names).
-fn string_value(text: &str, f: &Field) -> Option<String> {
+pub(crate) fn string_value(text: &str, f: &Field) -> Option<String> {
     let v = &text[f.value_at..f.value_end];
     let inner = v.strip_prefix('"')?.strip_suffix('"')?;
     (!inner.contains('\\')).then(|| inner.to_string())
@@ -266,17 +266,31 @@ struct Edit {
 /// An edit that sets field `f` (from the variant) in the struct with fields `fs` closing at
 /// `close`: over the old value, or added at the end.
 fn set_field(b: &[u8], fs: &[Field], close: usize, f: &Field, open: usize) -> Edit {
-    if let Some(old) = fs.iter().find(|g| g.name == f.name) {
-        return Edit {
-            start: old.value_at,
-            end: old.value_end,
-            prefix: String::new(),
-            src: (f.value_at, f.value_end),
-            suffix: String::new(),
-            name_src: None,
-        };
+    let (start, end, prefix, suffix) = field_slot(b, fs, close, open, &f.name);
+    Edit {
+        start,
+        end,
+        src: (f.value_at, f.value_end),
+        name_src: (!prefix.is_empty()).then_some(f.name_at),
+        prefix,
+        suffix,
     }
-    // After the last field: with a comma of its own if it has none.
+}
+
+/// Where a value of field `name` goes in the struct whose `(` is at `open`, with fields `fs`
+/// and `)` at `close`: `(start, end, prefix, suffix)`, so that replacing `start..end` with
+/// `prefix + value + suffix` sets the field — over its old value, or added after the last
+/// field (with a comma of its own if that field has none).
+pub(crate) fn field_slot(
+    b: &[u8],
+    fs: &[Field],
+    close: usize,
+    open: usize,
+    name: &str,
+) -> (usize, usize, String, String) {
+    if let Some(old) = fs.iter().find(|g| g.name == name) {
+        return (old.value_at, old.value_end, String::new(), String::new());
+    }
     let (at, comma) = match fs.last() {
         None => (open + 1, false),
         Some(last) => {
@@ -288,18 +302,16 @@ fn set_field(b: &[u8], fs: &[Field], close: usize, f: &Field, open: usize) -> Ed
             }
         }
     };
-    Edit {
-        start: at,
-        end: at,
-        prefix: format!("{} {}: ", if comma { "," } else { "" }, f.name),
-        src: (f.value_at, f.value_end),
-        suffix: if comma || fs.is_empty() {
+    (
+        at,
+        at,
+        format!("{} {name}: ", if comma { "," } else { "" }),
+        if comma || fs.is_empty() {
             String::new()
         } else {
             ",".into()
         },
-        name_src: Some(f.name_at),
-    }
+    )
 }
 
 /// The variants a model's text declares, each as the model text it stands for. Errors are

@@ -5,13 +5,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::{Ctx, Outcome, bad_input, exit_with, out, program_for_replay, resolve_model};
+use crate::cli::{Ctx, Outcome, bad_input, exit_with, out, program_for_replay};
 use crate::explore::systematic as sys;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model file, or the name of a bundled model (`distlock-sim list`), e.g. single-px-del-pause.
-    model: String,
+    #[command(flatten)]
+    model: crate::cli::ModelArg,
     /// K: most faults per schedule (0..=4); not with --depth, which sets its own count.
     #[arg(long, default_value_t = 2, conflicts_with = "depth", value_parser = clap::value_parser!(u64).range(0..=sys::MAX_FAULTS as u64))]
     faults: u64,
@@ -52,13 +52,9 @@ pub struct Args {
 }
 
 pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
-    let sc = match ctx.load(&a.model) {
-        Ok(sc) => sc,
+    let (sc, text) = match ctx.load_model(&a.model) {
+        Ok(loaded) => loaded,
         Err(code) => return code,
-    };
-    let file = match resolve_model(&a.model) {
-        Ok(f) => f,
-        Err(e) => return bad_input(&e),
     };
     let cfg = sys::ExploreConfig {
         faults: a.faults as usize,
@@ -106,10 +102,6 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
             r.points == 0,
         ));
     }
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) => return bad_input(&format!("{file}: {e}")),
-    };
     #[allow(clippy::disallowed_methods)]
     let wall = std::time::Instant::now();
     let mut r = match sys::explore(&sc, &text, &cfg) {

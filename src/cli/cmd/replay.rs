@@ -12,8 +12,8 @@ use crate::scenario::adversary::AdversaryStyle;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model file, or the name of a bundled model (`distlock-sim list`), e.g. single-px-del-pause.
-    model: String,
+    #[command(flatten)]
+    model: crate::cli::ModelArg,
     /// The seed to replay, as a sweep or hunt printed it (same model and seed, same run).
     #[arg(long)]
     seed: u64,
@@ -70,19 +70,15 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
              chrome always cover the whole run",
         );
     }
-    let sc = match ctx.load(&a.model) {
-        Ok(sc) => sc,
+    let (sc, text) = match ctx.load_model(&a.model) {
+        Ok(loaded) => loaded,
         Err(code) => return code,
     };
     // A what-if from `serve`: the model with those faults added.
     let sc = if a.faults.is_empty() {
         sc
     } else {
-        let file = match cli::resolve_model(&a.model) {
-            Ok(f) => f,
-            Err(e) => return bad_input(&e),
-        };
-        match explore::serve::what_if(std::path::Path::new(&file), &a.faults) {
+        match explore::serve::what_if_text(&sc, &text, &a.faults) {
             Ok(w) => w,
             Err(e) => return bad_input(&e),
         }

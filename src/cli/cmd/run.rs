@@ -8,8 +8,8 @@ use crate::explore::timeline::Messages;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model file, or the name of a bundled model (`distlock-sim list`), e.g. single-px-del-pause.
-    model: String,
+    #[command(flatten)]
+    model: crate::cli::ModelArg,
     /// The seed to run: it draws every random choice of the run (same model and seed, same run).
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -19,8 +19,8 @@ pub struct Args {
 }
 
 pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
-    let sc = match ctx.load(&a.model) {
-        Ok(sc) => sc,
+    let (sc, _) = match ctx.load_model(&a.model) {
+        Ok(loaded) => loaded,
         Err(code) => return code,
     };
     if a.check_determinism {

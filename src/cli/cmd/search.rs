@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::{Ctx, Outcome, bad_input, exit_with, out, program_for_replay, resolve_model};
+use crate::cli::{Ctx, Outcome, bad_input, exit_with, out, program_for_replay};
 use crate::explore::search as s;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model file, or the name of a bundled model (`distlock-sim list`).
-    model: String,
+    #[command(flatten)]
+    model: crate::cli::ModelArg,
     /// Most runs, starting points included; spending it without a violation exits 0 with
     /// the closest approach.
     #[arg(long, default_value_t = s::DEFAULT_BUDGET_RUNS,
@@ -31,17 +31,9 @@ pub struct Args {
 }
 
 pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
-    let sc = match ctx.load(&a.model) {
-        Ok(sc) => sc,
+    let (sc, text) = match ctx.load_model(&a.model) {
+        Ok(loaded) => loaded,
         Err(code) => return code,
-    };
-    let file = match resolve_model(&a.model) {
-        Ok(f) => f,
-        Err(e) => return bad_input(&e),
-    };
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) => return bad_input(&format!("{file}: {e}")),
     };
     let cfg = s::SearchConfig {
         budget_runs: a.budget,

@@ -11,8 +11,8 @@ use crate::scenario::Scenario;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model file, or the name of a bundled model (`distlock-sim list`), e.g. single-px-del-pause.
-    model: String,
+    #[command(flatten)]
+    model: crate::cli::ModelArg,
     /// Seeds to run, as A..B (B excluded), e.g. 0..1000.
     #[arg(long, default_value = "0..1000")]
     seeds: SeedRange,
@@ -62,8 +62,8 @@ fn parse_half_width(s: &str) -> Result<f64, String> {
 }
 
 pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
-    let sc = match ctx.load(&a.model) {
-        Ok(sc) => sc,
+    let (sc, _) = match ctx.load_model(&a.model) {
+        Ok(loaded) => loaded,
         Err(code) => return code,
     };
     let shard = a.shard.map_or(Shard::WHOLE, |s| s.0);
