@@ -229,3 +229,32 @@ fn sentinels_that_wait_longer_than_the_outage_never_fail_over_and_the_lock_holds
     let first = stdout(&o).lines().next().unwrap_or_default().to_string();
     assert!(first.contains(" --set m1.priority=50\""), "{first}");
 }
+
+#[test]
+fn hunt_and_minimize_take_the_overrides_and_the_minimal_model_carries_them() {
+    // A TTL past every pause: no hunt finds a violation.
+    let o = run(&[
+        "hunt",
+        "single-px-cad-pause",
+        "--set",
+        "c.ttl=60s",
+        "--max-seeds",
+        "200",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    // The minimal model is written from the text that ran, override included.
+    let o = run(&[
+        "minimize",
+        "single-px-cad-pause",
+        "--seed",
+        "0",
+        "--set",
+        "c.hold=(\"2s\", \"4s\")",
+    ]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}{}", stderr(&o));
+    assert!(text.contains("hold: (\"2s\", \"4s\")"), "{text}");
+    let o = run(&["hunt", "single-px-cad-pause", "--set", "c.tll=1s"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("did you mean \"ttl\""));
+}

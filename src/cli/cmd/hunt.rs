@@ -8,8 +8,8 @@ use crate::scenario::adversary::AdversaryStyle;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model file, or the name of a bundled model (`distlock-sim list`), e.g. single-px-del-pause.
-    model: String,
+    #[command(flatten)]
+    model: crate::cli::ModelArg,
     /// Independent hunts, starting at seeds 0, 1e6, 2e6, ... (1..=10000).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     repeats: u64,
@@ -31,8 +31,8 @@ pub struct Args {
 }
 
 pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
-    let sc = match ctx.load(&a.model) {
-        Ok(sc) => sc,
+    let (sc, _) = match ctx.load_model(&a.model) {
+        Ok(x) => x,
         Err(code) => return code,
     };
     let sc = match super::replay::timed(&sc, a.sparser, a.adversary) {

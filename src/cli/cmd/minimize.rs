@@ -3,13 +3,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::{Ctx, bad_input, out, resolve_model};
+use crate::cli::{Ctx, bad_input, out};
 use crate::explore;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Model file, or the name of a bundled model (`distlock-sim list`), e.g. single-px-del-pause.
-    model: String,
+    #[command(flatten)]
+    model: crate::cli::ModelArg,
     /// The violating seed to minimise, as a sweep or hunt printed it.
     #[arg(long)]
     seed: u64,
@@ -19,17 +19,10 @@ pub struct Args {
 }
 
 pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
-    let sc = match ctx.load(&a.model) {
-        Ok(sc) => sc,
+    // The overrides' text: the minimal model is written from what ran.
+    let (sc, text) = match ctx.load_model(&a.model) {
+        Ok(x) => x,
         Err(code) => return code,
-    };
-    let file = match resolve_model(&a.model) {
-        Ok(f) => f,
-        Err(e) => return bad_input(&e),
-    };
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) => return bad_input(&format!("{file}: {e}")),
     };
     let seed = a.seed;
     match explore::minimize::minimize(&sc, &text, seed) {
