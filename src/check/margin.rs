@@ -52,6 +52,10 @@ pub struct Margins {
     next_seq: u64,
     /// The margins of retired tokens (`forget`), already final.
     retired: MarginTally,
+    /// The smallest release slack (believed end - release, ns) over the releases fed in, and
+    /// when that release was (see `release_slack`). A monitor feeds no releases (a sweep
+    /// reports no slack): only the whole-history fold does.
+    closest_release: Option<(i64, SimTime)>,
 }
 
 /// One token's acquisition, as `Margins` keeps it.
@@ -144,6 +148,14 @@ impl Margins {
                     && e.seq != 0
                 {
                     e.believed_until = *b;
+                }
+            }
+            Observation::Released { .. } => {
+                if let Some(e) = self.beliefs.get(t.index()).filter(|e| e.seq != 0) {
+                    let slack = e.believed_until.0 as i64 - r.at.0 as i64;
+                    if self.closest_release.is_none_or(|x| (slack, r.at) < x) {
+                        self.closest_release = Some((slack, r.at));
+                    }
                 }
             }
             Observation::KeyRemoved { how, by, .. } => {
@@ -254,35 +266,12 @@ pub fn margin_bucket(ns: i64) -> usize {
 /// With `safety_margins`, the closeness `search` steers by: a holding whose key was lost has
 /// a margin; one released in time has this slack.
 pub fn release_slack(history: &History) -> Option<(i64, SimTime)> {
+    let mut m = Margins::default();
     let mut tokens = Tokens::default();
-    // Token id -> believed end of its latest acquisition or extension.
-    let mut believed: Vec<Option<SimTime>> = Vec::new();
-    let mut best: Option<(i64, SimTime)> = None;
     for r in &history.records {
-        let Some(t) = tokens.name(r, |_| false).id() else {
-            continue;
-        };
-        match &r.obs {
-            Observation::Acquired {
-                believed_until: Some(b),
-                ..
-            }
-            | Observation::Extended {
-                believed_until: Some(b),
-                ..
-            } => *token::slot_mut(&mut believed, t) = Some(*b),
-            Observation::Released { .. } => {
-                if let Some(Some(b)) = believed.get(t.index()).copied() {
-                    let slack = b.0 as i64 - r.at.0 as i64;
-                    if best.is_none_or(|x| (slack, r.at) < x) {
-                        best = Some((slack, r.at));
-                    }
-                }
-            }
-            _ => {}
-        }
+        m.observe(r, tokens.name(r, |_| false).id());
     }
-    best
+    m.closest_release
 }
 
 #[cfg(test)]

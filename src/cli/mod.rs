@@ -122,6 +122,20 @@ impl Ctx {
     }
 }
 
+/// `--out FILE` of a search that may find a scripted model (`explore`, `search`): writes
+/// the model there when one was found, and gives the path its report names (`None`: no
+/// file asked for, or nothing found). A file that cannot be written is bad input.
+pub fn save_found(
+    out: Option<&Path>,
+    model_text: Option<&str>,
+) -> Result<Option<String>, ExitCode> {
+    let (Some(p), Some(text)) = (out, model_text) else {
+        return Ok(None);
+    };
+    std::fs::write(p, text).map_err(|e| bad_input(&format!("{}: {e}", p.display())))?;
+    Ok(Some(p.display().to_string()))
+}
+
 /// How printed commands begin, so that they run as pasted: the program as this process was
 /// invoked (its `argv[0]`). A bare name (`distlock-sim`) was found on PATH and will be again;
 /// a path (`target/release/distlock-sim`, or the absolute path `cargo run` executes) runs

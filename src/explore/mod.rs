@@ -326,7 +326,8 @@ pub struct SweepSummary {
     /// Per checked property, acquisitions that took part in a violation over acquisitions,
     /// per seed (`rate::ClusterRatio`).
     pub per_acquisition: BTreeMap<Property, ClusterRatio>,
-    /// Two-holder time (ns) over acquisitions, per seed.
+    /// Two-holder time (ns) over acquisitions, per seed that ran to its end (a seed cut short
+    /// by a budget would count its time short).
     pub overlap_per_acquisition: ClusterRatio,
     /// The closest handover of any seed: (ns free, seed, when the second holding began).
     pub closest_handover: Option<(u64, u64, SimTime)>,

@@ -136,12 +136,9 @@ impl Searcher<'_> {
         faults.iter().map(|f| fault_spec(f, &name)).collect()
     }
 
-    /// Runs `seed` with `faults` (None: the seed's own draw). `Err` carries a violation.
-    fn run(
-        &mut self,
-        seed: u64,
-        faults: Option<&[Fault]>,
-    ) -> Result<Result<Candidate, Box<Found>>, String> {
+    /// Runs `seed` with `faults` (None: the seed's own draw), noting the closest run. `None`
+    /// once a run violated: the search is over, its `found` set.
+    fn run(&mut self, seed: u64, faults: Option<&[Fault]>) -> Result<Option<Candidate>, String> {
         self.report.runs += 1;
         let run = self.report.runs;
         let scripted;
@@ -169,9 +166,11 @@ impl Searcher<'_> {
             moved: faults.is_some(),
         };
         if let Some(v) = o.violations.first() {
-            return Ok(Err(Box::new(self.found(cand, v)?)));
+            self.report.found = Some(self.found(cand, v)?);
+            return Ok(None);
         }
-        Ok(Ok(cand))
+        self.note_closest(&cand);
+        Ok(Some(cand))
     }
 
     /// A violating schedule, as a scripted model replayed from time 0 to confirm it.
@@ -238,40 +237,25 @@ impl Searcher<'_> {
     }
 
     fn search(mut self) -> Result<SearchReport, String> {
-        // Starting points: the seeds' own schedules.
+        // Starting points: the schedules of seeds 0..start_seeds as drawn. A model that
+        // draws no fault has nothing to move: the rest of its budget runs further seeds, as a
+        // sweep would.
         let mut starts: Vec<Candidate> = Vec::new();
-        for seed in 0..self.cfg.start_seeds {
-            if self.spent() {
-                break;
-            }
-            match self.run(seed, None)? {
-                Ok(c) => {
-                    self.note_closest(&c);
-                    if !self.movable(&c.faults).is_empty() && c.closeness_ns < i64::MAX {
-                        starts.push(c);
-                    }
-                }
-                Err(f) => {
-                    self.report.found = Some(*f);
-                    return Ok(self.report);
-                }
-            }
-        }
-        starts.sort_by_key(|c| (c.closeness_ns, c.seed));
-        starts.truncate(4);
-        // Nothing to move (the model draws no fault): the rest of the budget runs further
-        // seeds, as a sweep would.
-        let mut seed = self.cfg.start_seeds;
-        while starts.is_empty() && !self.spent() {
-            match self.run(seed, None)? {
-                Ok(c) => self.note_closest(&c),
-                Err(f) => {
-                    self.report.found = Some(*f);
-                    return Ok(self.report);
-                }
+        let mut seed = 0;
+        while !self.spent() && (seed < self.cfg.start_seeds || starts.is_empty()) {
+            let Some(c) = self.run(seed, None)? else {
+                return Ok(self.report);
+            };
+            if seed < self.cfg.start_seeds
+                && !self.movable(&c.faults).is_empty()
+                && c.closeness_ns < i64::MAX
+            {
+                starts.push(c);
             }
             seed += 1;
         }
+        starts.sort_by_key(|c| (c.closeness_ns, c.seed));
+        starts.truncate(4);
         let mut next_start = 0;
         while !self.spent() && !starts.is_empty() {
             let mut current = starts[next_start % starts.len()].clone();
@@ -281,26 +265,20 @@ impl Searcher<'_> {
             while !self.spent() && sigma_ns >= NS_PER_MS && since_gain < 60 {
                 let faults = self.moved(&current.faults, sigma_ns);
                 self.report.moves_tried += 1;
-                match self.run(current.seed, Some(&faults))? {
-                    Err(f) => {
-                        self.report.found = Some(*f);
-                        return Ok(self.report);
-                    }
-                    Ok(c) => {
-                        self.note_closest(&c);
-                        if c.closeness_ns < current.closeness_ns {
-                            self.report.moves_kept += 1;
-                            current = c;
-                            sigma_ns = sigma_ns.saturating_mul(3) / 2;
-                            (fails, since_gain) = (0, 0);
-                        } else {
-                            fails += 1;
-                            since_gain += 1;
-                            if fails >= 8 {
-                                sigma_ns /= 2;
-                                fails = 0;
-                            }
-                        }
+                let Some(c) = self.run(current.seed, Some(&faults))? else {
+                    return Ok(self.report);
+                };
+                if c.closeness_ns < current.closeness_ns {
+                    self.report.moves_kept += 1;
+                    current = c;
+                    sigma_ns = sigma_ns.saturating_mul(3) / 2;
+                    (fails, since_gain) = (0, 0);
+                } else {
+                    fails += 1;
+                    since_gain += 1;
+                    if fails >= 8 {
+                        sigma_ns /= 2;
+                        fails = 0;
                     }
                 }
             }

@@ -38,7 +38,7 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// [`OOM`] (as from a server with `maxmemory` set and `noeviction`), so that a script or a
 /// corpus that grows a value without end stops with a reply instead of exhausting the
 /// machine. One command may still go past it by its own size, as in Redis (the check is
-/// made before the command). docs/conformance.md says so.
+/// made before the command). docs/model-format.md says so (its limits).
 pub const MAX_USED_MEMORY_BYTES: u64 = 256 << 20;
 const ERR_OVERFLOW: &str = "ERR increment or decrement would overflow";
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::{Ctx, Outcome, bad_input, exit_with, out, program_for_replay};
+use crate::cli::{Ctx, Outcome, bad_input, exit_with, out, program_for_replay, save_found};
 use crate::explore::search as s;
 
 #[derive(clap::Args)]
@@ -48,13 +48,13 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
         Err(e) => return bad_input(&e),
     };
     r.wall_s = wall.elapsed().as_secs_f64();
-    let mut saved = None;
-    if let (Some(p), Some(f)) = (&a.out, &r.found) {
-        if let Err(e) = std::fs::write(p, &f.model_text) {
-            return bad_input(&format!("{}: {e}", p.display()));
-        }
-        saved = Some(p.display().to_string());
-    }
+    let saved = match save_found(
+        a.out.as_deref(),
+        r.found.as_ref().map(|f| f.model_text.as_str()),
+    ) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     if a.json {
         out(&format!("{}\n", s::report_json(&r)));
     } else {
