@@ -95,3 +95,32 @@ fn assert_searched_holds_passes_a_fenced_model_and_fails_an_unfenced_one() {
     });
     assert!(broke.is_err());
 }
+
+#[test]
+fn runs_cut_short_by_the_event_budget_make_the_search_inconclusive() {
+    // The fenced model with an event budget far below its duration: every run stops early,
+    // and a search over them is inconclusive (exit 3), not "no violation".
+    let o = Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "search",
+            "single-px-cad-fencing",
+            "--budget",
+            "40",
+            "--set",
+            "max_events=2000",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("inconclusive: 40 of the runs stopped on a budget"),
+        "{text}"
+    );
+}

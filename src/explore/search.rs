@@ -97,6 +97,9 @@ pub struct SearchReport {
     /// Moves kept, of those tried.
     pub moves_kept: u64,
     pub moves_tried: u64,
+    /// Runs that stopped on a budget (events, history) before the model's duration: what
+    /// held in them held only as far as they ran.
+    pub inconclusive_runs: u64,
     pub wall_s: f64,
 }
 
@@ -153,6 +156,7 @@ impl Searcher<'_> {
             }
         };
         let (o, w) = run_world(sc, seed, TraceMode::Off);
+        self.report.inconclusive_runs += u64::from(o.inconclusive());
         if self.names.is_empty() {
             self.names = w.names();
         }
@@ -306,6 +310,7 @@ pub fn search(sc: &Scenario, text: &str, cfg: &SearchConfig) -> Result<SearchRep
             closest: None,
             moves_kept: 0,
             moves_tried: 0,
+            inconclusive_runs: 0,
             wall_s: 0.0,
         },
         names: Vec::new(),
@@ -398,6 +403,13 @@ pub fn report_text(r: &SearchReport, saved: Option<&str>, program: &str) -> Stri
             );
         }
     }
+    if r.inconclusive_runs > 0 {
+        let _ = writeln!(
+            s,
+            "inconclusive: {} of the runs stopped on a budget before the model's duration (held only as far as they ran)",
+            r.inconclusive_runs
+        );
+    }
     s
 }
 
@@ -419,6 +431,7 @@ pub fn report_json(r: &SearchReport) -> serde_json::Value {
         "start_seeds": r.start_seeds,
         "moves_kept": r.moves_kept,
         "moves_tried": r.moves_tried,
+        "inconclusive_runs": r.inconclusive_runs,
         "found": r.found.as_ref().map(|f| serde_json::json!({
             "run": f.candidate.run,
             "seed": f.candidate.seed,

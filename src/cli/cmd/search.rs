@@ -60,5 +60,11 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
     } else {
         out(&s::report_text(&r, saved.as_deref(), &program_for_replay()));
     }
-    exit_with(Outcome::of(r.found.is_some(), false, false))
+    // A spent budget is not inconclusive (the search said how far it went); runs cut short
+    // by a budget are.
+    exit_with(Outcome::of(
+        r.found.is_some(),
+        r.inconclusive_runs > 0,
+        false,
+    ))
 }
