@@ -68,6 +68,28 @@ pub fn fmt_duration_ns(ns: u64) -> String {
     }
 }
 
+/// A duration to the microsecond, for an edge found to 1 µs: `7.253327s`, `12.5ms`,
+/// `3us` (trailing zeros trimmed; below 1 µs, rounded down).
+pub fn fmt_duration_us(ns: u64) -> String {
+    let us = ns / NS_PER_US;
+    let trim = |whole: u64, frac: u64, width: usize, unit: &str| {
+        let f = format!("{frac:0width$}");
+        let f = f.trim_end_matches('0');
+        if f.is_empty() {
+            format!("{whole}{unit}")
+        } else {
+            format!("{whole}.{f}{unit}")
+        }
+    };
+    if us < 1_000 {
+        format!("{us}us")
+    } else if us < 1_000_000 {
+        trim(us / 1_000, us % 1_000, 3, "ms")
+    } else {
+        trim(us / 1_000_000, us % 1_000_000, 6, "s")
+    }
+}
+
 /// A signed duration for people: `-3.2s`, `+850ms`.
 pub fn fmt_signed_ns(ns: i64) -> String {
     format!(

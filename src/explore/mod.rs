@@ -13,6 +13,7 @@ pub mod site;
 pub mod stepper;
 pub mod stopping;
 pub mod systematic;
+pub mod threshold;
 pub mod timeline;
 pub mod variants;
 

@@ -174,7 +174,7 @@ impl ExploreReport {
 }
 
 /// What the menus need to know of the model.
-struct Ctx {
+pub(super) struct Ctx {
     /// TTL (lease, session timeout) per client.
     ttl_ns: BTreeMap<ProcId, u64>,
     redlock: Vec<ProcId>,
@@ -510,7 +510,7 @@ fn request_wait_ns(spec: &AlgorithmSpec) -> u64 {
 
 /// A menu item: what it is called, and its faults (a crash with the declared cut of its
 /// replication stream is two).
-type Item = (String, Vec<Fault>);
+pub(super) type Item = (String, Vec<Fault>);
 
 impl Ctx {
     fn new(sc: &Scenario) -> Ctx {
@@ -563,6 +563,37 @@ impl Ctx {
             settle_ns,
             every_offset: false,
             allowed: Allowed::of(sc),
+        }
+    }
+
+    /// The largest magnitude the model declares for the fault family of a menu item (its
+    /// last fault: the crash of a crash with its replication cut), in the family's unit — a
+    /// window's duration in ns, a clock step's delta in ms, on the side of the item's own
+    /// sign. `None` for a fault with no magnitude to vary (a crash never restarted, a cut
+    /// never healed, a step the model declares only of the other sign).
+    pub(super) fn declared_max(&self, faults: &[Fault]) -> Option<i64> {
+        let f = faults.last()?;
+        let window = |r: Option<(u64, u64)>| r.map(|r| r.1 as i64);
+        match &f.kind {
+            FaultKind::Pause(p) => self.allowed.pause_ns.get(p).map(|r| r.1 as i64),
+            FaultKind::Crash {
+                proc,
+                keep_data,
+                host_up,
+            } => {
+                f.duration_ns?;
+                window(*self.allowed.crash.get(proc)?.get(&(*keep_data, *host_up))?)
+            }
+            FaultKind::ClockStep { proc, delta_ms } => {
+                let &(lo, hi) = self.allowed.step_ms.get(proc)?;
+                let side = if *delta_ms > 0 { hi } else { lo };
+                (side.signum() == delta_ms.signum()).then_some(side)
+            }
+            kind => {
+                f.duration_ns?;
+                let (_, r) = self.allowed.cuts.iter().find(|(k, _)| k == kind)?;
+                window(*r)
+            }
         }
     }
 
@@ -833,19 +864,19 @@ pub fn horizon_ns(sc: &Scenario) -> u64 {
         .max(sc.liveness_bound_ns.saturating_add(ctx.max_ttl_ns()))
 }
 
-struct Search<'a> {
-    sc: &'a Scenario,
+pub(super) struct Search<'a> {
+    pub(super) sc: &'a Scenario,
     /// Whether states are deduplicated (not for models checking liveness).
     dedup: bool,
     custom: Option<&'a ClientFactory>,
     base_sc: Scenario,
-    cfg: ExploreConfig,
-    ctx: Ctx,
+    pub(super) cfg: ExploreConfig,
+    pub(super) ctx: Ctx,
     horizon_ns: u64,
     /// Fingerprint -> (fewest faults it was reached with, level it was reached at then).
     seen: BTreeMap<u64, (usize, usize)>,
     report: ExploreReport,
-    names: Vec<String>,
+    pub(super) names: Vec<String>,
 }
 
 enum Stop {
@@ -853,8 +884,50 @@ enum Stop {
     Budget,
 }
 
+impl<'a> Search<'a> {
+    /// The search of `sc` as `cfg` asks, and the base world it starts from (every fault
+    /// source off, its decision points logged).
+    pub(super) fn new(
+        sc: &'a Scenario,
+        cfg: &ExploreConfig,
+        custom: Option<&'a ClientFactory>,
+    ) -> Result<(Search<'a>, World), String> {
+        let base_sc = base_scenario(sc, cfg.keep_scripted)?;
+        let (mut base, _) = base_sc.build_with(cfg.seed, TraceMode::Off, custom);
+        base.log_decisions();
+        let mut ctx = Ctx::new(sc);
+        ctx.every_offset = cfg.every_offset;
+        let mut search = Search {
+            sc,
+            dedup: !sc.properties.contains(&Property::Liveness),
+            custom,
+            base_sc: base_sc.clone(),
+            cfg: cfg.clone(),
+            horizon_ns: horizon_ns(sc),
+            ctx,
+            seen: BTreeMap::new(),
+            report: ExploreReport {
+                model: sc.name.clone(),
+                seed: cfg.seed,
+                faults: cfg.faults,
+                prefix_sharing: cfg.prefix_sharing,
+                every_offset: cfg.every_offset,
+                ..ExploreReport::default()
+            },
+            names: base.names(),
+        };
+        search.report.horizon_ns = search.horizon_ns;
+        search.report.not_placed = search.ctx.allowed.not_placed.iter().copied().collect();
+        if cfg.prefix_sharing && base.snapshot().is_none() {
+            search.cfg.prefix_sharing = false;
+            search.report.prefix_sharing = false;
+        }
+        Ok((search, base))
+    }
+}
+
 impl Search<'_> {
-    fn fresh(&self, placed: &[Placed]) -> World {
+    pub(super) fn fresh(&self, placed: &[Placed]) -> World {
         let (mut w, _) = self
             .base_sc
             .build_with(self.cfg.seed, TraceMode::Off, self.custom);
@@ -864,7 +937,7 @@ impl Search<'_> {
         w
     }
 
-    fn check(&self, w: &World) -> Vec<Violation> {
+    pub(super) fn check(&self, w: &World) -> Vec<Violation> {
         self.sc.check(w)
     }
 
@@ -878,14 +951,14 @@ impl Search<'_> {
     }
 
     /// Runs `w` to `until`; true if the run stopped on one of the model's budgets.
-    fn run_to(w: &mut World, until: SimTime) -> bool {
+    pub(super) fn run_to(w: &mut World, until: SimTime) -> bool {
         matches!(w.run_until(until), Some(e) if e.is_inconclusive())
     }
 
     /// The points of `w`'s run after `after`, up to `until`, each with its menu (`w` is a
     /// probe, consumed). `arrivals`: also the points before every event of a process (the
     /// offsets of a schedule's only fault).
-    fn points(
+    pub(super) fn points(
         &self,
         mut w: World,
         after: Option<SimTime>,
@@ -1072,7 +1145,7 @@ impl Search<'_> {
 }
 
 /// A fault's family in the coverage table (kind, target) and its magnitude's text.
-fn coverage_key(
+pub(super) fn coverage_key(
     f: &Fault,
     name: &dyn Fn(ProcId) -> String,
     n: usize,
@@ -1157,36 +1230,7 @@ pub fn explore_with(
     cfg: &ExploreConfig,
     custom: Option<&ClientFactory>,
 ) -> Result<ExploreReport, String> {
-    let base_sc = base_scenario(sc, cfg.keep_scripted)?;
-    let (mut base, _) = base_sc.build_with(cfg.seed, TraceMode::Off, custom);
-    base.log_decisions();
-    let mut ctx = Ctx::new(sc);
-    ctx.every_offset = cfg.every_offset;
-    let mut search = Search {
-        sc,
-        dedup: !sc.properties.contains(&Property::Liveness),
-        custom,
-        base_sc: base_sc.clone(),
-        cfg: cfg.clone(),
-        horizon_ns: horizon_ns(sc),
-        ctx,
-        seen: BTreeMap::new(),
-        report: ExploreReport {
-            model: sc.name.clone(),
-            seed: cfg.seed,
-            faults: cfg.faults,
-            prefix_sharing: cfg.prefix_sharing,
-            every_offset: cfg.every_offset,
-            ..ExploreReport::default()
-        },
-        names: base.names(),
-    };
-    search.report.horizon_ns = search.horizon_ns;
-    search.report.not_placed = search.ctx.allowed.not_placed.iter().copied().collect();
-    if cfg.prefix_sharing && base.snapshot().is_none() {
-        search.cfg.prefix_sharing = false;
-        search.report.prefix_sharing = false;
-    }
+    let (mut search, base) = Search::new(sc, cfg, custom)?;
     let all = search.points(base.clone(), None, sc.limits.max_time, false);
     search.report.points = all.len();
     for (p, _) in &all {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use crate::cli::{Ctx, Outcome, bad_input, exit_with, out, program_for_replay, save_found};
 use crate::explore::systematic as sys;
+use crate::explore::threshold;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,11 +20,11 @@ pub struct Args {
     /// randomness; the model's random faults are off).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Most runs to start (schedules and the probes collecting their points); reaching it
-    /// reports the search inconclusive (exit 3).
-    #[arg(long, default_value_t = sys::DEFAULT_BUDGET_RUNS,
-          value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
-    budget: u64,
+    /// Most runs to start (schedules and the probes collecting their points; default 20000),
+    /// and as many again for --thresholds (default 200000 there); reaching it reports the
+    /// search inconclusive (exit 3).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    budget: Option<u64>,
     /// Re-simulate every schedule from time 0 instead of resuming a clone (to measure what
     /// prefix sharing saves; results are the same).
     #[arg(long)]
@@ -46,7 +47,13 @@ pub struct Args {
     /// Write the scripted model of a violation here (default: print it).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// One JSON object instead of text.
+    /// After the search: at every start of one fault, the magnitude at which the verdict
+    /// flips, to 1 µs (clock steps to 1 ms), with the two replay commands either side
+    /// (docs/explore.md, "Thresholds"). Not with --depth.
+    #[arg(long, conflicts_with = "depth")]
+    thresholds: bool,
+    /// One JSON object instead of text (with --thresholds, then one line per flip and a
+    /// summary line).
     #[arg(long)]
     json: bool,
 }
@@ -59,7 +66,7 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
     let cfg = sys::ExploreConfig {
         faults: a.faults as usize,
         seed: a.seed,
-        budget_runs: a.budget,
+        budget_runs: a.budget.unwrap_or(sys::DEFAULT_BUDGET_RUNS),
         prefix_sharing: !a.no_prefix_sharing,
         keep_scripted: a.keep_scripted,
         every_offset: a.every_offset,
@@ -125,9 +132,36 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
             &program_for_replay(),
         ));
     }
+    if !a.thresholds {
+        return exit_with(Outcome::of(
+            r.found.is_some(),
+            r.inconclusive(),
+            r.vacuous(),
+        ));
+    }
+    let cfg = sys::ExploreConfig {
+        budget_runs: a.budget.unwrap_or(threshold::DEFAULT_BUDGET_RUNS),
+        ..cfg
+    };
+    let t = match threshold::thresholds(&sc, &text, &cfg, &program_for_replay()) {
+        Ok(t) => t,
+        Err(e) => return bad_input(&e),
+    };
+    if a.json {
+        let mut lines = String::new();
+        for l in threshold::report_json_lines(&t) {
+            lines.push_str(&format!("{l}\n"));
+        }
+        lines.push_str(&format!("{}\n", threshold::summary_json(&t)));
+        out(&lines);
+    } else {
+        out(&threshold::report_text(&t));
+    }
+    // A flip, or a start where even the smallest magnitude breaks it, is a violation the
+    // menu's magnitudes may have missed.
     exit_with(Outcome::of(
-        r.found.is_some(),
-        r.inconclusive(),
+        r.found.is_some() || t.violates(),
+        r.inconclusive() || t.inconclusive(),
         r.vacuous(),
     ))
 }
