@@ -516,6 +516,7 @@ const KNOWN_CYCLES: &[(&[&str], &str)] = &[
             "cli/cmd/explore.rs",
             "cli/cmd/hunt.rs",
             "cli/cmd/list.rs",
+            "cli/cmd/map.rs",
             "cli/cmd/merge.rs",
             "cli/cmd/minimize.rs",
             "cli/cmd/mod.rs",

@@ -3,6 +3,7 @@
 pub mod determinism;
 pub mod export;
 pub mod http;
+pub mod map;
 pub mod minimize;
 pub mod pitfalls;
 pub mod rate;

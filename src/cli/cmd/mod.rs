@@ -15,6 +15,7 @@ mod conformance;
 mod explore;
 mod hunt;
 mod list;
+mod map;
 mod merge;
 mod minimize;
 mod pitfalls;
@@ -57,6 +58,9 @@ enum Cmd {
     /// Place up to K faults at every decision point of one run, breadth-first (a shortest
     /// counterexample), or at random ones (--depth, PCT-style); docs/explore.md.
     Explore(explore::Args),
+    /// A sweep at every cell of a grid of one or two fields of the model (--x c.ttl=5s..30s:11),
+    /// drawn as a heat map with its boundary and the textbook edge (docs/map.md).
+    Map(map::Args),
     /// Search for a violation by moving the model's drawn faults toward the runs that came
     /// closest to breaking (smallest safety margin or release slack); docs/rates.md.
     Search(search::Args),
@@ -90,6 +94,7 @@ fn dispatch(cmd: Cmd, ctx: &Ctx) -> ExitCode {
         Cmd::Check(a) => check::exec(a, ctx),
         Cmd::CheckLog(a) => check_log::exec(a, ctx),
         Cmd::List(a) => list::exec(a, ctx),
+        Cmd::Map(a) => map::exec(a, ctx),
         Cmd::Pitfalls(a) => pitfalls::exec(a, ctx),
         Cmd::Site(a) => site::exec(a, ctx),
         Cmd::Conformance(a) => conformance::exec(a, ctx),
