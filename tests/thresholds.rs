@@ -310,3 +310,70 @@ fn random_magnitudes_inside_a_piece_give_the_verdict_its_flips_claim() {
     );
     assert_eq!(total.3, 0, "draws that disagree with their piece");
 }
+
+#[test]
+fn a_violating_runs_counterfactual_holds_at_its_figure_and_violates_just_above_it() {
+    let mut total_saved = 0;
+    for rel in [
+        "models/single-px-del-pause.ron",
+        "models/watchdog-pause.ron",
+        "models/single-clock-step-expires-locks.ron",
+        "models/single-px-cad-pause.ron",
+    ] {
+        let (sc, _) = load(rel);
+        let seed = (0..50)
+            .find(|&s| {
+                !distlock_sim::explore::run_world(&sc, s, distlock_sim::sim::TraceMode::Off)
+                    .0
+                    .violations
+                    .is_empty()
+            })
+            .unwrap_or_else(|| panic!("{rel}: no violating seed in 0..50"));
+        let (w, faults) = sc.build_with(seed, distlock_sim::sim::TraceMode::Off, None);
+        let names = w.names();
+        let name = |p: distlock_sim::time::ProcId| names[p.index()].clone();
+        let cf = threshold::counterfactuals(&sc, seed, &faults, &name);
+        assert!(!cf.is_empty(), "{rel} seed {seed}: none");
+        let cfg = ExploreConfig { seed, ..config() };
+        let mut saved = 0;
+        for (c, (i, f)) in cf.iter().zip(
+            faults
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.duration_ns.is_some_and(|d| d > 0) || matches!(f.kind, distlock_sim::sim::FaultKind::ClockStep { delta_ms, .. } if delta_ms != 0)),
+        ) {
+            assert_eq!(c.fault, f.describe(&name), "{rel}: in the order of the faults");
+            let res = match c.unit {
+                Unit::Ns => 1_000,
+                Unit::Ms => 1,
+            };
+            let with = |m: i64| {
+                let mut fs = faults.clone();
+                fs[i] = threshold::at_magnitude(std::slice::from_ref(&faults[i]), m).remove(0);
+                fs
+            };
+            let Some(h) = c.holds_at else {
+                // "No smaller one saves it": at its smallest the run still violates.
+                let v = threshold::verdicts_from_zero(&sc, &cfg, &[with(res * c.actual.signum())])
+                    .unwrap();
+                assert!(matches!(v[0], Ok(Some(_))), "{rel} seed {seed}: {}", c.sentence());
+                continue;
+            };
+            saved += 1;
+            let v = threshold::verdicts_from_zero(&sc, &cfg, &[with(h), with(h + res * h.signum())])
+                .unwrap();
+            assert_eq!(v[0], Ok(None), "{rel} seed {seed}: {} — holds at its figure", c.sentence());
+            assert!(
+                matches!(v[1], Ok(Some(_))),
+                "{rel} seed {seed}: {} — violates one step above",
+                c.sentence()
+            );
+            eprintln!("{rel} seed {seed}: {}", c.sentence());
+        }
+        total_saved += saved;
+    }
+    assert!(
+        total_saved >= 3,
+        "faults whose shrinking saves their run: {total_saved}"
+    );
+}

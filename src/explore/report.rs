@@ -1922,6 +1922,25 @@ pub fn html(
     html_runs(seed, &runs, window)
 }
 
+/// Under a violating run's violations: how much smaller each of its faults would have to be
+/// for the run to hold, each figure checked by a run from time 0 (`threshold::counterfactuals`).
+fn counterfactuals_html(sc: &Scenario, seed: u64, names: &[String]) -> String {
+    let (_, faults) = sc.build_with(seed, crate::sim::TraceMode::Off, None);
+    let name = |p: crate::time::ProcId| names[p.index()].clone();
+    let cf = crate::explore::threshold::counterfactuals(sc, seed, &faults, &name);
+    if cf.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<div class=\"counterfactuals\"><p>What would have saved this run — each fault made smaller alone, the others as they were, each figure checked by a run from time 0:</p><ul>\n",
+    );
+    for c in &cf {
+        let _ = writeln!(s, "<li>{}</li>", esc(&c.sentence()));
+    }
+    s.push_str("</ul></div>\n");
+    s
+}
+
 /// The page for `runs` (the first is the model as written), aligned on one time axis.
 pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTime)>) -> String {
     let base = &runs[0];
@@ -1965,6 +1984,7 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
             );
         }
         s.push_str("</ol>\n");
+        s.push_str(&counterfactuals_html(sc, seed, &names));
     }
     s.push_str(
         r#"</header>
