@@ -292,7 +292,7 @@ pub struct RedisPySpec {
     /// The caller's `extend()`/`reacquire()` loop while holding.
     #[serde(default)]
     pub refresh: Option<RefreshSpec>,
-    /// Retries of a timed-out command (default 10, redis-py ≥ 8.1's `DEFAULT_RETRY_COUNT`).
+    /// Retries of a timed-out command (default 10, redis-py ≥ 8.0's `DEFAULT_RETRY_COUNT`).
     #[serde(default)]
     pub retries: Option<Bounded<0, 100>>,
 }
@@ -1161,7 +1161,7 @@ impl ClientGroup {
                         hold,
                         think,
                         retry: NsRange::fixed(sleep),
-                        // redis-py ≥ 8.1's socket timeout (redis/_defaults.py:7).
+                        // redis-py ≥ 8.0's socket timeout (redis/_defaults.py:7).
                         request_timeout_ns: request_timeout
                             .map_or(redis_py::DEFAULT_SOCKET_TIMEOUT_MS * NS_PER_MS, |d| d.ns()),
                         max_attempts: None,
