@@ -316,9 +316,12 @@ impl RedlockOptions {
             // `until` (:50-52), and ExtendContext recomputes it (:158-173). Options:
             // `WithFailFast` is `fail_fast` (mutex.go:304-314); `WithSetNXOnExtend` is extend
             // mode `set_if_missing` (redsync.go:93-101, scripts.go:16-24 touchWithSetNXScript,
-            // sent as it is: `TOUCH_WITH_SET_NX_SRC`). Extend has no deadline of its own
-            // (`Extend()` passes `context.Background()`, :153-155); the model's fan-outs all
-            // have `per_node_timeout`. The delay is drawn in [50, 250] ms (Go's is [50, 250)).
+            // sent as it is: `TOUCH_WITH_SET_NX_SRC`; added by PR #149, c541100, released in
+            // v4.12.0, whose `touch` also released the lock on every node when the script
+            // errored on one, a cleanup v4.12.1 removed, 879d3ae). Extend has no deadline of
+            // its own (`Extend()` passes `context.Background()`, :153-155); the model's
+            // fan-outs all have `per_node_timeout`. The delay is drawn in [50, 250] ms (Go's
+            // is [50, 250)).
             "redsync" => RedlockOptions {
                 drift_plus_2ms: false,
                 per_node_timeout_ms: (ttl_ms / 20).max(1),
