@@ -386,7 +386,8 @@ pub struct RedissonSpec {
     /// `lock(leaseTime)`: this TTL and no watchdog (default: the watchdog, `ttl`).
     #[serde(default)]
     pub lease: Option<Dur>,
-    /// Replicas Redisson counts (`connected_slaves`): evals are followed by `WAIT`.
+    /// Replicas Redisson counts (`connected_slaves`): evals are followed by `WAIT`. Redisson
+    /// checks only in a config other than `useSingleServer()`: a single-server one is 0.
     #[serde(default)]
     pub replicas: Option<Bounded<0, 64>>,
     /// `slavesSyncTimeout` (default 1s).
