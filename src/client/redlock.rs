@@ -169,10 +169,10 @@ impl RedlockOptions {
     /// that fails (:731-732); Redisson's watchdog is the `watchdog` algorithm. Libraries that set no per-node timeout of their own
     /// (redlock-py: redis-py ≤ 7.4 has `socket_timeout=None`, from 8.0.0 the default is 5 s
     /// with 10 retries, redis/_defaults.py, 733f80ec; node-redlock: ioredis has no
-    /// `commandTimeout`) get the docs' 50 ms: a real client learns of a dead node from a refused connection, at
-    /// once or (redis-py ≥ 7.2.0, which retries a refused connect with its backoff, 4a6c2c0f)
-    /// after some 4 s with 8.x's defaults; a node that never answers can only stand in for it
-    /// (docs/libraries.md, "What the models leave out").
+    /// `commandTimeout`) get the docs' 50 ms: a real client learns of a dead node from a
+    /// refused connection, at once or (redis-py ≥ 7.2.0, which retries a refused connect with
+    /// its backoff, 4a6c2c0f) after some 4 s with 8.x's defaults; a node that never answers
+    /// can only stand in for it (docs/libraries.md, "What the models leave out").
     pub fn preset(name: &str, ttl_ms: u64) -> Option<RedlockOptions> {
         let base = RedlockOptions {
             ttl_ms,
