@@ -22,14 +22,16 @@
 //! - the scripts are `register_script` objects (:157-165): redis-py's `Script.__call__`
 //!   sends EVALSHA and, on NOSCRIPT, `SCRIPT LOAD` then EVALSHA again
 //!   (redis/commands/core.py:10936-10942 at v8.1.0);
-//! - from v8.1.0 a connection has `socket_timeout = DEFAULT_SOCKET_TIMEOUT = 5` s
-//!   (redis/_defaults.py:7, connection.py:811) and `Retry(ExponentialWithJitterBackoff(base
-//!   10 ms, cap 1 s), retries=10)` on connection and timeout errors (_defaults.py:37-39,
-//!   client.py:285-290); up to 8.0.x `socket_timeout=None`.
+//! - from v8.0.0 (733f80ec, #4082) a connection has `socket_timeout =
+//!   DEFAULT_SOCKET_TIMEOUT = 5` s (redis/_defaults.py:7, connection.py:811 at v8.1.0) and
+//!   `Retry(ExponentialWithJitterBackoff(base 10 ms, cap 1 s), retries=10)` on connection and
+//!   timeout errors (_defaults.py:37-39, client.py:285-290 at v8.1.0); up to 7.4.x
+//!   `socket_timeout=None` and `Retry(ExponentialWithJitterBackoff(base=1, cap=10), 3)`
+//!   (v7.4.1 client.py:222, 232-234).
 //!
-//! A timed-out acquire or release is sent again up to 10 times, as v8.1.0's default `Retry`
-//! does: a `SET NX` retried after its first try did land answers nil, so the thread then waits
-//! for its own key (for ever with `timeout=None`).
+//! A timed-out acquire or release is sent again up to 10 times, as the default `Retry` of
+//! v8.0.0 on does: a `SET NX` retried after its first try did land answers nil, so the thread
+//! then waits for its own key (for ever with `timeout=None`).
 //!
 //! Simplifications: the token is fresh per attempt rather than per `acquire()` call (a
 //! retried SET NX with the same token is no different while another holds the key);

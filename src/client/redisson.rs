@@ -32,13 +32,17 @@
 //!   (RedisExecutor.java, `on_refused`).
 //!   The version switch: up to 3.43 a renewal that failed (an exception) removes the entry,
 //!   so renewal stops for good (RedissonBaseLock.java:137-146, redisson#775); from 3.44.0
-//!   (597d604a3, #6303; CHANGELOG "lock watchdog doesn't renew RLock if an exception has been
-//!   thrown") it is logged and the next renewal is scheduled (RenewalTask.java:170-179). The
-//!   holder is told neither way.
+//!   (597d604a3, #6303; CHANGELOG.md:257 at redisson-3.52.0: "lock watchdog doesn't renew
+//!   RLock if an expection has been thrown", sic) it is logged and the next renewal is
+//!   scheduled (RenewalTask.java:170-179). The holder is told neither way.
 //! - Replica sync check (`replicas`, the `connected_slaves` Redisson sees): with replicas,
-//!   every synced eval (lock, unlock, renewal) goes in a batch followed by `WAIT replicas
-//!   slavesSyncTimeout` (1 s, Config.java:78); `checkLockSyncedSlaves` (default true, :76)
+//!   in any config but `useSingleServer()` (`isSingleConfig()` skips the check,
+//!   CommandAsyncService.java:1005-1011; 3.52.0 :1064-1073), every synced eval (lock,
+//!   unlock, renewal) goes in a batch followed by `WAIT replicas slavesSyncTimeout` (1 s,
+//!   Config.java:78; 3.52.0 :84); `checkLockSyncedSlaves` (default true, :76; 3.52.0 :82)
 //!   turns `WAIT` = 0 into "None of slaves were synced" (CommandAsyncService.java:1004-1072).
+//!   A model with `replicas: N` stands for such a config; a single-server one is
+//!   `replicas: 0`, whatever replicas the node has.
 //!   On a lock, `handleNoSync` (3.43.0 :956-986) compares that message with a shorter text,
 //!   so up to 3.46 the written lock is not undone; from 3.47.0 (f2b6ad849) it matches
 //!   `NoSyncedSlavesException` and unlocks it (3.52.0 :1006-1018).
@@ -150,7 +154,8 @@ pub struct RedissonConfig {
     pub watchdog_timeout_ms: u64,
     /// `lock(leaseTime)`: the TTL, and no watchdog.
     pub lease_ms: Option<u64>,
-    /// The replicas Redisson counts (`connected_slaves`); 0: no `WAIT` after synced evals.
+    /// The replicas Redisson counts (`connected_slaves`); 0: no `WAIT` after synced evals
+    /// (always so with `useSingleServer()`, which skips the sync check).
     pub sync_replicas: u32,
     /// `slavesSyncTimeout` (Config.java:78).
     pub slaves_sync_timeout_ms: u64,

@@ -167,10 +167,12 @@ impl RedlockOptions {
     /// to the caller, but for `node-redlock-using*`: node-redlock's `using()` auto-extends at
     /// expiration − 500 ms (v5.0.0-beta.2 src/index.ts:709-714) and aborts its signal when
     /// that fails (:731-732); Redisson's watchdog is the `watchdog` algorithm. Libraries that set no per-node timeout of their own
-    /// (redlock-py: redis-py ≤ 8.0 has `socket_timeout=None`, from 8.1.0 the default is 5 s
-    /// with 10 retries, redis/_defaults.py; node-redlock: ioredis has no `commandTimeout`) get
-    /// the docs' 50 ms: a real client learns of a dead node at once
-    /// from a refused connection, which a node that never answers can only stand in for.
+    /// (redlock-py: redis-py ≤ 7.4 has `socket_timeout=None`, from 8.0.0 the default is 5 s
+    /// with 10 retries, redis/_defaults.py, 733f80ec; node-redlock: ioredis has no
+    /// `commandTimeout`) get the docs' 50 ms: a real client learns of a dead node from a
+    /// refused connection, at once or (redis-py ≥ 7.2.0, which retries a refused connect with
+    /// its backoff, 4a6c2c0f) after some 4 s with 8.x's defaults; a node that never answers
+    /// can only stand in for it (docs/libraries.md, "What the models leave out").
     pub fn preset(name: &str, ttl_ms: u64) -> Option<RedlockOptions> {
         let base = RedlockOptions {
             ttl_ms,
@@ -314,9 +316,12 @@ impl RedlockOptions {
             // `until` (:50-52), and ExtendContext recomputes it (:158-173). Options:
             // `WithFailFast` is `fail_fast` (mutex.go:304-314); `WithSetNXOnExtend` is extend
             // mode `set_if_missing` (redsync.go:93-101, scripts.go:16-24 touchWithSetNXScript,
-            // sent as it is: `TOUCH_WITH_SET_NX_SRC`). Extend has no deadline of its own
-            // (`Extend()` passes `context.Background()`, :153-155); the model's fan-outs all
-            // have `per_node_timeout`. The delay is drawn in [50, 250] ms (Go's is [50, 250)).
+            // sent as it is: `TOUCH_WITH_SET_NX_SRC`; added by PR #149, c541100, released in
+            // v4.12.0, whose `touch` also released the lock on every node when the script
+            // errored on one, a cleanup v4.12.1 removed, 879d3ae). Extend has no deadline of
+            // its own (`Extend()` passes `context.Background()`, :153-155); the model's
+            // fan-outs all have `per_node_timeout`. The delay is drawn in [50, 250] ms (Go's
+            // is [50, 250)).
             "redsync" => RedlockOptions {
                 drift_plus_2ms: false,
                 per_node_timeout_ms: (ttl_ms / 20).max(1),

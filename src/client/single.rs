@@ -347,7 +347,7 @@ impl LockClient {
         self.arm_timeout(cx);
     }
 
-    /// redis-py ≥ 8.1: the command in flight timed out; `Retry.call_with_retry` sends it again
+    /// redis-py ≥ 8.0: the command in flight timed out; `Retry.call_with_retry` sends it again
     /// after `min(cap, random() · base · 2^failures)` while `failures <= retries`
     /// (redis/retry.py:117-136, backoff.py:178-179; base 10 ms, cap 1 s, 10 retries,
     /// _defaults.py:37-39). The connection is closed in between, so a late reply to the

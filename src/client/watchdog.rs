@@ -78,9 +78,10 @@ pub struct WatchdogConfig {
 
 impl WatchdogConfig {
     /// Redisson's defaults (30 s lease renewed every 10 s, failures not reported, 3 s
-    /// request timeout: BaseConfig.java:58; Redisson also retries 4 times, :62, with 1–2 s
-    /// jitter, :67, which this client does not), a 1 s critical section, 100 ms think and
-    /// retry.
+    /// request timeout: 3.52.0 BaseConfig.java:59; Redisson also resends, which this client
+    /// does not: from 3.48.0 4 times with `EqualJitterDelay(1 s, 2 s)`, :63, 68, e1154e3ec;
+    /// up to 3.47.0 3 times a fixed 1.5 s apart, 3.43.0 :62, 64), a 1 s critical section,
+    /// 100 ms think and retry.
     pub fn new(lock: u32, key: Bytes, redis: ProcId, token_prefix: &str) -> WatchdogConfig {
         WatchdogConfig {
             lock,

@@ -292,7 +292,7 @@ pub struct RedisPySpec {
     /// The caller's `extend()`/`reacquire()` loop while holding.
     #[serde(default)]
     pub refresh: Option<RefreshSpec>,
-    /// Retries of a timed-out command (default 10, redis-py ≥ 8.1's `DEFAULT_RETRY_COUNT`).
+    /// Retries of a timed-out command (default 10, redis-py ≥ 8.0's `DEFAULT_RETRY_COUNT`).
     #[serde(default)]
     pub retries: Option<Bounded<0, 100>>,
 }
@@ -386,7 +386,8 @@ pub struct RedissonSpec {
     /// `lock(leaseTime)`: this TTL and no watchdog (default: the watchdog, `ttl`).
     #[serde(default)]
     pub lease: Option<Dur>,
-    /// Replicas Redisson counts (`connected_slaves`): evals are followed by `WAIT`.
+    /// Replicas Redisson counts (`connected_slaves`): evals are followed by `WAIT`. Redisson
+    /// checks only in a config other than `useSingleServer()`: a single-server one is 0.
     #[serde(default)]
     pub replicas: Option<Bounded<0, 64>>,
     /// `slavesSyncTimeout` (default 1s).
@@ -1161,7 +1162,7 @@ impl ClientGroup {
                         hold,
                         think,
                         retry: NsRange::fixed(sleep),
-                        // redis-py ≥ 8.1's socket timeout (redis/_defaults.py:7).
+                        // redis-py ≥ 8.0's socket timeout (redis/_defaults.py:7).
                         request_timeout_ns: request_timeout
                             .map_or(redis_py::DEFAULT_SOCKET_TIMEOUT_MS * NS_PER_MS, |d| d.ns()),
                         max_attempts: None,
