@@ -83,6 +83,37 @@ fn every_flip_of_the_hand_model_is_its_inequality_to_1us_and_the_textbook_one_la
     let k = (t_exp - lat + period - 1) / period;
     let w_ack = lat + k * period + lat;
     assert!(r.thresholds.len() >= 3, "flips: {:?}", r.thresholds);
+    // Inside the piece of time between h's reply and its release, a pause opened anywhere
+    // meets the same event first and its flip moves with its start: it breaks the lock iff
+    // it ends at or after w's acquisition. Twenty starts drawn in the piece, each run from
+    // time 0 at the edge and 1 µs short of it.
+    let template = r
+        .thresholds
+        .iter()
+        .find(|t| t.point == "acquired")
+        .expect("a flip at the acquisition")
+        .violates
+        .clone();
+    let mut rng = Prng::new(29, 1);
+    let mut runs = Vec::new();
+    for _ in 0..20 {
+        let s = t_ack + 1 + rng.range_i64(0, hold - 2);
+        for d in [w_ack - s, w_ack - s - 1_000] {
+            let mut f = template.clone();
+            f[0].at = distlock_sim::time::SimTime(s as u64);
+            f[0].duration_ns = Some(d as u64);
+            runs.push(f);
+        }
+    }
+    let v = threshold::verdicts_from_zero(&sc, &config(), &runs).unwrap();
+    for (pair, f) in v.chunks(2).zip(runs.chunks(2)) {
+        assert!(
+            matches!(pair[0], Ok(Some(_))),
+            "{:?}: at the edge it violates",
+            f[0]
+        );
+        assert_eq!(pair[1], Ok(None), "{:?}: 1 µs short of it, it holds", f[1]);
+    }
     for t in &r.thresholds {
         assert_eq!((t.kind.as_str(), t.target.as_str()), ("pause", "h"));
         assert!(t.violates_above(), "{t:?}");
