@@ -844,13 +844,8 @@ impl RedisNode {
                 Err(e) => e.client_reply(),
             },
             Command::LLen(key) => self.llen(now, key),
-            Command::ClusterReadMode(_) => Reply::err(keycmds::ERR_NO_CLUSTER),
-            // No password is ever set: the default user takes any password (`nopass`), the
-            // one-argument form is refused as Redis 7.0.15 refuses it, other users do not
-            // exist.
-            Command::Auth { user: None, .. } => Reply::err(keycmds::ERR_AUTH_NO_PASSWORD),
-            Command::Auth { user: Some(u), .. } if &u[..] == b"default" => Reply::Ok,
-            Command::Auth { .. } => Reply::err(keycmds::ERR_WRONGPASS),
+            Command::ClusterReadMode(_) => Self::cluster_read_mode(),
+            Command::Auth { user, .. } => Self::auth(user.as_ref()),
             Command::RandomKey => self.random_key(now),
         }
     }

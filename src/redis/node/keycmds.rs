@@ -20,10 +20,9 @@ const PROTO_MAX_BULK_LEN: u64 = 512 << 20;
 const ERR_STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 const ERR_NO_SUCH_KEY: &str = "ERR no such key";
 const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
-pub(crate) const ERR_NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
-pub(crate) const ERR_AUTH_NO_PASSWORD: &str = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
-pub(crate) const ERR_WRONGPASS: &str =
-    "WRONGPASS invalid username-password pair or user is disabled.";
+const ERR_NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
+const ERR_AUTH_NO_PASSWORD: &str = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
+const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// Does a hash write's argument make Redis 7.0.15 convert the listpack to a dict
 /// (`hashTypeTryConversion`: a field or value longer than `hash-max-listpack-value`)?
@@ -32,6 +31,22 @@ fn long_for_listpack(b: &[u8]) -> bool {
 }
 
 impl RedisNode {
+    /// READONLY / READWRITE on a server without cluster support.
+    pub(super) fn cluster_read_mode() -> Reply {
+        Reply::err(ERR_NO_CLUSTER)
+    }
+
+    /// AUTH on a server with no password set (the model's only kind): the default user
+    /// takes any password (`nopass`), the one-argument form is refused as Redis 7.0.15
+    /// refuses it, other users do not exist.
+    pub(super) fn auth(user: Option<&Bytes>) -> Reply {
+        match user {
+            None => Reply::err(ERR_AUTH_NO_PASSWORD),
+            Some(u) if &u[..] == b"default" => Reply::Ok,
+            Some(_) => Reply::err(ERR_WRONGPASS),
+        }
+    }
+
     pub(super) fn strlen(&mut self, now: i64, key: &[u8]) -> Reply {
         match self.lookup(key, now) {
             None => Reply::Int(0),
