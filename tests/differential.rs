@@ -187,15 +187,47 @@ const REDISSON_LOCK: &str = "if ((redis.call('exists', KEYS[1]) == 0) or (redis.
 const REDISSON_UNLOCK: &str = "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val);end; if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end; ";
 const REDISSON_RENEW: &str = "local result = {} for i = 1, #KEYS, 1 do if (redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1) then redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); else table.insert(result, 0); end; end; return result;";
 
-// Not in the mix, because the model lacks them (src/proto/command.rs TABLE) and no change
-// adds them yet: APPEND, STRLEN. (GETDEL, GETEX and the hash commands below come in as soon as
-// the model parses them, like Redisson's scripts.)
-
 /// Commands the mix sends only once the model parses them.
 const GATED_COMMANDS: [&str; 11] = [
     "getdel", "getex", "hset", "hget", "hexists", "hincrby", "hdel", "hgetall", "hlen", "hmget",
     "publish",
 ];
+
+/// Issue 27's commands (strings, keys, hashes, lists, connection and server commands): sent
+/// by `more_op`, each only once the model parses it, like `GATED_COMMANDS`.
+const MORE_COMMANDS: [&str; 20] = [
+    "strlen",
+    "append",
+    "setrange",
+    "rename",
+    "renamenx",
+    "copy",
+    "object",
+    "echo",
+    "hkeys",
+    "hvals",
+    "hsetnx",
+    "hstrlen",
+    "hmset",
+    "lpush",
+    "lpop",
+    "llen",
+    "readonly",
+    "readwrite",
+    "auth",
+    "randomkey",
+];
+
+/// The db COPY's `DB n` copies into: no SELECT of the mix goes there, and only values
+/// without a deadline are copied there, so no key of it is ever near its expiry.
+const COPY_DB: &str = "3";
+
+/// A db no other command of the mix writes: RANDOMKEY's 0- and 1-key cases are sent there
+/// when the selected db holds more keys.
+const RANDOMKEY_DB: &str = "4";
+
+/// RANDOMKEY where the db holds more than one key: does it find one?
+const RANDOMKEY_FOUND: &str = "return redis.call('randomkey') ~= false";
 
 /// Does the model know `name` (is it past "unknown command")?
 fn model_knows(name: &str) -> bool {
@@ -381,6 +413,20 @@ redis.call('set', KEYS[1], p)
 local t = cmsgpack.unpack(redis.call('get', KEYS[1]))
 return {#p, t[1], t[2], t[3], tostring(t[4]), t[5].k, tostring(t[6])}";
 
+/// Users' scripts with issue 27's commands: a string built with APPEND/SETRANGE and its
+/// encoding, a queue pushed and popped back (LPUSH/LPOP/LLEN, net nothing when the key was
+/// free), a hand-off by RENAMENX or COPY REPLACE, ROLE refused (by pcall) beside ECHO.
+const USER_STRINGS: &str = "local n = redis.call('append', KEYS[1], ARGV[1])
+redis.call('setrange', KEYS[1], 0, ARGV[1])
+return {n, redis.call('strlen', KEYS[1]), redis.call('get', KEYS[1]), redis.call('object', 'encoding', KEYS[1])}";
+const USER_QUEUE: &str = "redis.call('lpush', KEYS[1], ARGV[1], ARGV[1])
+return {redis.call('llen', KEYS[1]), redis.call('lpop', KEYS[1], 1), redis.call('lpop', KEYS[1]), redis.call('llen', KEYS[1])}";
+const USER_HANDOFF: &str = "if #KEYS < 2 then return redis.call('object', 'encoding', KEYS[1]) end
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('renamenx', KEYS[1], KEYS[2]) end
+return redis.call('copy', KEYS[1], KEYS[2], 'replace')";
+const USER_ROLE: &str = "local r = redis.pcall('role')
+return {r['err'], redis.call('echo', ARGV[1])}";
+
 /// Users' scripts: cjson (encode with nested tables and `cjson.null`, decode of whatever the
 /// key holds, its errors caught by pcall), bit operations on a stored number, a cmsgpack
 /// round trip through a key.
@@ -416,6 +462,38 @@ const USER_SCRIPTS: &[LibScript] = &[
         args: ScriptArgs::TokenTtl,
         returns_pttl: false,
         needs: &[],
+    },
+    LibScript {
+        name: "user-strings",
+        src: USER_STRINGS,
+        max_keys: 1,
+        args: ScriptArgs::Token,
+        returns_pttl: false,
+        needs: &["append", "setrange", "strlen", "object"],
+    },
+    LibScript {
+        name: "user-queue",
+        src: USER_QUEUE,
+        max_keys: 1,
+        args: ScriptArgs::Token,
+        returns_pttl: false,
+        needs: &["lpush", "lpop", "llen"],
+    },
+    LibScript {
+        name: "user-handoff",
+        src: USER_HANDOFF,
+        max_keys: 2,
+        args: ScriptArgs::Token,
+        returns_pttl: false,
+        needs: &["renamenx", "copy", "object"],
+    },
+    LibScript {
+        name: "user-role",
+        src: USER_ROLE,
+        max_keys: 1,
+        args: ScriptArgs::Token,
+        returns_pttl: false,
+        needs: &["echo"],
     },
 ];
 
@@ -624,12 +702,22 @@ fn probe_int(model: &mut NodeReplay, at_ms: u64, cmd: &str, key: &str) -> i64 {
     }
 }
 
+/// The model's DBSIZE at `at_ms` (a probe, as `probe_int`).
+fn probe_dbsize(model: &mut NodeReplay, at_ms: u64) -> i64 {
+    match model.execute(at_ms, &[b("DBSIZE")]) {
+        Reply::Int(n) => n,
+        other => panic!("probe DBSIZE: {other}"),
+    }
+}
+
 struct Gen {
     rng: Prng,
     /// The scripts whose commands the model knows.
     scripts: Vec<&'static LibScript>,
     /// The `GATED_COMMANDS` the model knows.
     gated: Vec<&'static str>,
+    /// The `MORE_COMMANDS` the model knows.
+    more: Vec<&'static str>,
 }
 
 impl Gen {
@@ -905,7 +993,8 @@ impl Gen {
                 }
                 op.keys.push(k);
             }
-            74..=81 if !self.gated.is_empty() => self.gated_op(&mut op, t),
+            74..=77 if !self.gated.is_empty() => self.gated_op(&mut op, t),
+            78..=84 if !self.more.is_empty() => self.more_op(&mut op, Some(model), at_ms),
             _ => self.script_op(&mut op),
         }
         if op.label.is_empty() {
@@ -992,9 +1081,14 @@ impl Gen {
         for _ in 0..1 + self.rng.below(4) {
             let mut op = match self.rng.below(10) {
                 0..=4 => self.simple_op(t),
-                5..=6 if !self.gated.is_empty() => {
+                5 if !self.gated.is_empty() => {
                     let mut op = Op::default();
                     self.gated_op(&mut op, t);
+                    op
+                }
+                6 if !self.more.is_empty() => {
+                    let mut op = Op::default();
+                    self.more_op(&mut op, None, 0);
                     op
                 }
                 _ => {
@@ -1108,6 +1202,166 @@ impl Gen {
             }
             _ => vec![b("PUBLISH"), b("redisson_lock__channel:{lock}"), b("0")],
         };
+    }
+
+    /// Issue 27's commands (`MORE_COMMANDS`, those the model parses). Keys are the mix's
+    /// own (and the hash "h"), so RENAME/COPY move values and deadlines between the keys
+    /// the other commands use; RANDOMKEY only while the db holds one key or none (Redis's
+    /// choice among more is random).
+    /// `model`: `None` inside a MULTI block (generated ahead, no probes), where COPY never
+    /// names a db and RANDOMKEY is not sent.
+    fn more_op(&mut self, op: &mut Op, mut model: Option<&mut NodeReplay>, at_ms: u64) {
+        let cmd = self.pick(&self.more.clone());
+        let any_key = |g: &mut Gen| if g.chance(20) { "h" } else { g.key() };
+        let h = if self.chance(80) { "h" } else { self.key() };
+        let field = |g: &mut Gen| g.pick(&["f1", "f2", "uuid:1"]);
+        op.argv = match cmd {
+            "strlen" => {
+                let k = any_key(self);
+                op.keys.push(k);
+                vec![b("STRLEN"), b(k)]
+            }
+            "append" => {
+                let k = self.key();
+                op.keys.push(k);
+                vec![b("APPEND"), b(k), b(self.pick(&VALUES))]
+            }
+            "setrange" => {
+                let k = self.key();
+                op.keys.push(k);
+                let off = self.pick(&["0", "0", "1", "3", "-1", "x", "12"]);
+                vec![b("SETRANGE"), b(k), b(off), b(self.pick(&VALUES))]
+            }
+            "rename" | "renamenx" => {
+                let (k1, k2) = (any_key(self), any_key(self));
+                op.keys.extend([k1, k2]);
+                vec![b(&cmd.to_ascii_uppercase()), b(k1), b(k2)]
+            }
+            "copy" => {
+                let (k1, k2) = (any_key(self), any_key(self));
+                op.keys.extend([k1, k2]);
+                let mut v = vec![b("COPY"), b(k1), b(k2)];
+                // Into another db only a value without a deadline (see COPY_DB); now and then
+                // a bad DB.
+                let persistent = model
+                    .as_deref_mut()
+                    .is_some_and(|m| probe_int(m, at_ms, "PTTL", k1) < 0);
+                match self.rng.below(8) {
+                    0 | 1 if persistent => v.extend([b("DB"), b(COPY_DB)]),
+                    2 => v.extend([b("DB"), b(self.pick(&["16", "-1", "x", "2147483648"]))]),
+                    3 => v.push(b("BOGUS")),
+                    _ => {}
+                }
+                if self.chance(40) {
+                    v.push(b("REPLACE"));
+                }
+                v
+            }
+            "object" => {
+                let k = any_key(self);
+                op.keys.push(k);
+                if self.chance(5) {
+                    vec![b("OBJECT"), b(self.pick(&["BOGUS", "ENCODING"]))]
+                } else {
+                    vec![b("OBJECT"), b("ENCODING"), b(k)]
+                }
+            }
+            "echo" => vec![b("ECHO"), b(self.pick(&VALUES))],
+            "hkeys" | "hvals" => {
+                op.keys.push(h);
+                vec![b(&cmd.to_ascii_uppercase()), b(h)]
+            }
+            "hstrlen" => {
+                op.keys.push(h);
+                vec![b("HSTRLEN"), b(h), b(field(self))]
+            }
+            "hsetnx" => {
+                op.keys.push(h);
+                vec![b("HSETNX"), b(h), b(field(self)), b(self.pick(&VALUES))]
+            }
+            "hmset" => {
+                op.keys.push(h);
+                let mut v = vec![b("HMSET"), b(h), b(field(self)), b(self.pick(&VALUES))];
+                if self.chance(30) {
+                    v.extend([b(field(self)), b(self.pick(&VALUES))]);
+                }
+                if self.chance(5) {
+                    v.push(b("dangling"));
+                }
+                v
+            }
+            "lpush" => {
+                // "s" mostly: the key that may be a list.
+                let k = if self.chance(80) { "s" } else { self.key() };
+                op.keys.push(k);
+                let mut v = vec![b("LPUSH"), b(k), b(self.pick(&TOKENS))];
+                if self.chance(30) {
+                    v.push(b(self.pick(&TOKENS)));
+                }
+                v
+            }
+            "lpop" => {
+                let k = if self.chance(80) { "s" } else { self.key() };
+                op.keys.push(k);
+                let mut v = vec![b("LPOP"), b(k)];
+                if self.chance(50) {
+                    v.push(b(self.pick(&["0", "1", "2", "5", "-1", "x"])));
+                }
+                v
+            }
+            "llen" => {
+                let k = if self.chance(80) { "s" } else { self.key() };
+                op.keys.push(k);
+                vec![b("LLEN"), b(k)]
+            }
+            "readonly" | "readwrite" => vec![b(&cmd.to_ascii_uppercase())],
+            "auth" => match self.rng.below(4) {
+                0 => vec![b("AUTH"), b("pw")],
+                1 => vec![b("AUTH"), b("default"), b("pw")],
+                2 => vec![b("AUTH"), b("bob"), b("pw")],
+                _ => vec![b("AUTH"), b("a"), b("b"), b("c")],
+            },
+            _ => {
+                // RANDOMKEY: with one key or none Redis's choice is the model's; with more,
+                // a script asks only whether it found one (the expired keys it meets go in
+                // both; which ones, only DBSIZE/KEYS would show, and the mix sends neither).
+                op.keys.extend(KEYS);
+                op.keys.extend(["h", "latch"]);
+                let Some(m) = model else {
+                    op.argv = vec![b("ECHO"), b("randomkey")];
+                    return;
+                };
+                if probe_dbsize(m, at_ms) <= 1 {
+                    vec![b("RANDOMKEY")]
+                } else if self.chance(50) {
+                    op.label = "EVAL randomkey-found".into();
+                    vec![b("EVAL"), b(RANDOMKEY_FOUND), b("0")]
+                } else {
+                    // The 0- and 1-key cases in a db of their own, and back.
+                    let back = m.selected_db().to_string();
+                    let value = self.pick(&VALUES);
+                    op.rest = [
+                        vec![b("RANDOMKEY")],
+                        vec![b("SET"), b("rk"), b(value)],
+                        vec![b("RANDOMKEY")],
+                        vec![b("OBJECT"), b("ENCODING"), b("rk")],
+                        vec![b("DEL"), b("rk")],
+                        vec![b("SELECT"), b(&back)],
+                    ]
+                    .into_iter()
+                    .map(|argv| Op {
+                        label: label_of(&argv),
+                        argv,
+                        ..Op::default()
+                    })
+                    .collect();
+                    vec![b("SELECT"), b(RANDOMKEY_DB)]
+                }
+            }
+        };
+        if cmd == "object" && op.argv.len() == 3 {
+            op.label = "OBJECT ENCODING".into();
+        }
     }
 
     fn script_op(&mut self, op: &mut Op) {
@@ -1273,6 +1527,10 @@ fn run_seed(seed: u64, server: &mut Resp, totals: &mut Totals) -> String {
             .into_iter()
             .filter(|c| model_knows(c))
             .collect(),
+        more: MORE_COMMANDS
+            .into_iter()
+            .filter(|c| model_knows(c))
+            .collect(),
     };
     // The case starts on the whole second before now, as every corpus case does.
     let start = unix_ms_now() / 1000 * 1000;
@@ -1413,6 +1671,7 @@ fn seeded_command_sequences_get_the_same_replies_from_the_model_as_from_redis_se
         .collect();
     let mut left_out: Vec<&str> = GATED_COMMANDS
         .into_iter()
+        .chain(MORE_COMMANDS)
         .filter(|c| !model_knows(c))
         .collect();
     left_out.extend(

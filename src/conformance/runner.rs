@@ -71,6 +71,11 @@ impl NodeReplay {
         }
     }
 
+    /// The db the replay's connection has selected (a probe: changes nothing).
+    pub fn selected_db(&self) -> u8 {
+        self.node.selected_db(None)
+    }
+
     /// Runs `argv` at `at_ms` after the case start (not before the previous command's time).
     pub fn execute(&mut self, at_ms: u64, argv: &[Arg]) -> Reply {
         assert!(

@@ -219,6 +219,51 @@ pub enum Command {
         names: Vec<Bytes>,
         pattern: bool,
     },
+    /// STRLEN key.
+    StrLen(Bytes),
+    /// APPEND key value: propagated as itself.
+    Append(Bytes, Bytes),
+    /// SETRANGE key offset value. The offset stays as sent: Redis checks it in the command,
+    /// after processCommand's refusals (a replica answers READONLY to `SETRANGE k -1 x`);
+    /// [`setrange_offset`] reads it.
+    SetRange(Bytes, Bytes, Bytes),
+    /// RENAME / RENAMENX (`nx`) source destination: propagated as itself when it moved.
+    Rename {
+        keys: [Bytes; 2],
+        nx: bool,
+    },
+    /// COPY source destination [DB n] [REPLACE]: the options stay as sent, for the same
+    /// reason as SETRANGE's offset; [`copy_options`] reads them.
+    Copy {
+        keys: [Bytes; 2],
+        opts: Vec<Bytes>,
+    },
+    /// OBJECT ENCODING key (the model answers no other OBJECT subcommand).
+    ObjectEncoding(Bytes),
+    /// ECHO message.
+    Echo(Bytes),
+    HKeys(Bytes),
+    HVals(Bytes),
+    /// HSETNX key field value.
+    HSetNx(Bytes, Bytes, Bytes),
+    HStrLen(Bytes, Bytes),
+    /// HMSET key field value [field value ...]: HSET replying OK.
+    HMSet(Bytes, Vec<(Bytes, Bytes)>),
+    /// LPUSH key element [element ...].
+    LPush(Bytes, Vec<Bytes>),
+    /// LPOP key [count]: what follows the key stays as sent (as SETRANGE's offset);
+    /// [`lpop_count`] reads it.
+    LPop(Bytes, Vec<Bytes>),
+    LLen(Bytes),
+    /// READONLY (`true`) / READWRITE: cluster commands; a server without cluster support
+    /// refuses both.
+    ClusterReadMode(bool),
+    /// AUTH [username] password, on a server with no password set (the model's only kind).
+    Auth {
+        user: Option<Bytes>,
+        password: Bytes,
+    },
+    RandomKey,
 }
 
 /// GETEX's option, as given. The amount stays as sent: Redis 7.0 parses it only after the
@@ -266,6 +311,10 @@ pub enum ParseError {
         args: Vec<Bytes>,
     },
     Arity(&'static str),
+    /// An unknown subcommand of a container command (`OBJECT bogus`): Redis's
+    /// processCommand refuses it before the command runs (a queue-time error in MULTI), and
+    /// a script gets the unknown-command text. The full client text.
+    UnknownSubcommand(String),
     /// Any other error reply, full text.
     Reply(String),
 }
@@ -289,14 +338,14 @@ impl ParseError {
             ParseError::Arity(name) => Reply::Error(format!(
                 "ERR wrong number of arguments for '{name}' command"
             )),
-            ParseError::Reply(m) => Reply::Error(m.clone()),
+            ParseError::UnknownSubcommand(m) | ParseError::Reply(m) => Reply::Error(m.clone()),
         }
     }
 
     /// The error a script's `redis.call` gets.
     pub fn script_reply(&self) -> Reply {
         match self {
-            ParseError::Unknown { .. } => {
+            ParseError::Unknown { .. } | ParseError::UnknownSubcommand(_) => {
                 Reply::err("ERR Unknown Redis command called from script")
             }
             ParseError::Arity(_) => {
@@ -427,6 +476,26 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("unsubscribe", -1, false),
     ("psubscribe", -2, false),
     ("punsubscribe", -1, false),
+    ("strlen", 2, false),
+    ("append", 3, true),
+    ("setrange", 4, true),
+    ("rename", 3, true),
+    ("renamenx", 3, true),
+    ("copy", -3, true),
+    ("object", -2, false),
+    ("echo", 2, false),
+    ("hkeys", 2, false),
+    ("hvals", 2, false),
+    ("hsetnx", 4, true),
+    ("hstrlen", 3, false),
+    ("hmset", -4, true),
+    ("lpush", -3, true),
+    ("lpop", -2, true),
+    ("llen", 2, false),
+    ("readonly", 1, false),
+    ("readwrite", 1, false),
+    ("auth", -2, false),
+    ("randomkey", 1, false),
 ];
 
 /// Redis command flags the model needs: is `name` (lower-case) a write command?
@@ -456,6 +525,8 @@ pub fn is_denied_in_scripts(name: &str) -> bool {
             | "unsubscribe"
             | "psubscribe"
             | "punsubscribe"
+            | "role"
+            | "auth"
     )
 }
 
@@ -483,6 +554,14 @@ impl Command {
                 | Command::HDel(..)
                 | Command::GetDel(_)
                 | Command::GetEx(..)
+                | Command::Append(..)
+                | Command::SetRange(..)
+                | Command::Rename { .. }
+                | Command::Copy { .. }
+                | Command::HSetNx(..)
+                | Command::HMSet(..)
+                | Command::LPush(..)
+                | Command::LPop(..)
         )
     }
 
@@ -498,6 +577,12 @@ impl Command {
                 | Command::RPush(..)
                 | Command::HSet(..)
                 | Command::HIncrBy(..)
+                | Command::Append(..)
+                | Command::SetRange(..)
+                | Command::Copy { .. }
+                | Command::HSetNx(..)
+                | Command::HMSet(..)
+                | Command::LPush(..)
         )
     }
 
@@ -686,19 +771,23 @@ impl Command {
                 }
             }
             "role" => Command::Role,
-            "hset" => {
+            "hset" | "hmset" => {
                 // Past the table's arity (-4) the pair check is HSET's own: a script's
                 // `redis.call` gets the client's text here, not "Wrong number of args".
                 if a.len().is_multiple_of(2) {
-                    return Err(ParseError::Reply(
-                        "ERR wrong number of arguments for 'hset' command".into(),
-                    ));
+                    return Err(ParseError::Reply(format!(
+                        "ERR wrong number of arguments for '{canon}' command"
+                    )));
                 }
                 let pairs = a[1..]
                     .chunks(2)
                     .map(|p| (p[0].clone(), p[1].clone()))
                     .collect();
-                Command::HSet(a[0].clone(), pairs)
+                if canon == "hset" {
+                    Command::HSet(a[0].clone(), pairs)
+                } else {
+                    Command::HMSet(a[0].clone(), pairs)
+                }
             }
             "hget" => Command::HGet(a[0].clone(), a[1].clone()),
             "hexists" => Command::HExists(a[0].clone(), a[1].clone()),
@@ -712,7 +801,8 @@ impl Command {
             "time" => Command::Time,
             "publish" => Command::Publish(a[0].clone(), a[1].clone()),
             // Redis 7.0's selectCommand reads the index with getIntFromObjectOrReply.
-            "select" => Command::Select(int_arg(&a[0])?),
+            // (getIntFromObjectOrReply: past a C int it is its range error).
+            "select" => Command::Select(int_range_arg(&a[0])?),
             "multi" => Command::Multi,
             "exec" => Command::Exec,
             "discard" => Command::Discard,
@@ -726,6 +816,39 @@ impl Command {
                 names: a.to_vec(),
                 pattern: canon == "punsubscribe",
             },
+            "strlen" => Command::StrLen(a[0].clone()),
+            "append" => Command::Append(a[0].clone(), a[1].clone()),
+            "setrange" => Command::SetRange(a[0].clone(), a[1].clone(), a[2].clone()),
+            "rename" | "renamenx" => Command::Rename {
+                keys: [a[0].clone(), a[1].clone()],
+                nx: canon == "renamenx",
+            },
+            "copy" => Command::Copy {
+                keys: [a[0].clone(), a[1].clone()],
+                opts: a[2..].to_vec(),
+            },
+            "object" => parse_object(a)?,
+            "echo" => Command::Echo(a[0].clone()),
+            "hkeys" => Command::HKeys(a[0].clone()),
+            "hvals" => Command::HVals(a[0].clone()),
+            "hsetnx" => Command::HSetNx(a[0].clone(), a[1].clone(), a[2].clone()),
+            "hstrlen" => Command::HStrLen(a[0].clone(), a[1].clone()),
+            "lpush" => Command::LPush(a[0].clone(), a[1..].to_vec()),
+            "lpop" => Command::LPop(a[0].clone(), a[1..].to_vec()),
+            "llen" => Command::LLen(a[0].clone()),
+            "readonly" | "readwrite" => Command::ClusterReadMode(canon == "readonly"),
+            "auth" => match a.len() {
+                1 => Command::Auth {
+                    user: None,
+                    password: a[0].clone(),
+                },
+                2 => Command::Auth {
+                    user: Some(a[0].clone()),
+                    password: a[1].clone(),
+                },
+                _ => return Err(syntax()),
+            },
+            "randomkey" => Command::RandomKey,
             _ => unreachable!("every table entry has a parser arm"),
         };
         Ok(cmd)
@@ -920,8 +1043,152 @@ impl Command {
             .into_iter()
             .chain(names.iter().cloned())
             .collect(),
+            Command::StrLen(k) => vec![b("STRLEN"), k.clone()],
+            Command::Append(k, v) => vec![b("APPEND"), k.clone(), v.clone()],
+            Command::SetRange(k, off, v) => vec![b("SETRANGE"), k.clone(), off.clone(), v.clone()],
+            Command::Rename { keys, nx } => vec![
+                b(if *nx { "RENAMENX" } else { "RENAME" }),
+                keys[0].clone(),
+                keys[1].clone(),
+            ],
+            Command::Copy { keys, opts } => [b("COPY"), keys[0].clone(), keys[1].clone()]
+                .into_iter()
+                .chain(opts.iter().cloned())
+                .collect(),
+            Command::ObjectEncoding(k) => vec![b("OBJECT"), b("ENCODING"), k.clone()],
+            Command::Echo(m) => vec![b("ECHO"), m.clone()],
+            Command::HKeys(k) => vec![b("HKEYS"), k.clone()],
+            Command::HVals(k) => vec![b("HVALS"), k.clone()],
+            Command::HSetNx(k, f, v) => vec![b("HSETNX"), k.clone(), f.clone(), v.clone()],
+            Command::HStrLen(k, f) => vec![b("HSTRLEN"), k.clone(), f.clone()],
+            Command::HMSet(k, pairs) => {
+                let mut v = vec![b("HMSET"), k.clone()];
+                for (f, val) in pairs {
+                    v.push(f.clone());
+                    v.push(val.clone());
+                }
+                v
+            }
+            Command::LPush(k, vals) => [b("LPUSH"), k.clone()]
+                .into_iter()
+                .chain(vals.iter().cloned())
+                .collect(),
+            Command::LPop(k, rest) => [b("LPOP"), k.clone()]
+                .into_iter()
+                .chain(rest.iter().cloned())
+                .collect(),
+            Command::LLen(k) => vec![b("LLEN"), k.clone()],
+            Command::ClusterReadMode(ro) => vec![b(if *ro { "READONLY" } else { "READWRITE" })],
+            Command::Auth { user, password } => {
+                let mut v = vec![b("AUTH")];
+                v.extend(user.iter().cloned());
+                v.push(password.clone());
+                v
+            }
+            Command::RandomKey => vec![b("RANDOMKEY")],
         }
     }
+}
+
+/// COPY's options (`Command::Copy`'s `opts`) as Redis 7.0.15's copyCommand reads them,
+/// left to right, each error as it is met: `REPLACE`, or `DB n` (an int, then its range),
+/// anything else a syntax error. The destination db (`None`: the source's) and REPLACE.
+pub fn copy_options(opts: &[Bytes]) -> Result<(Option<u8>, bool), ParseError> {
+    let mut db: Option<u8> = None;
+    let mut replace = false;
+    let mut j = 0;
+    while j < opts.len() {
+        let more = opts.len() - j - 1;
+        if eq_ic(&opts[j], "replace") {
+            replace = true;
+        } else if eq_ic(&opts[j], "db") && more >= 1 {
+            let n = int_range_arg(&opts[j + 1])?;
+            match u8::try_from(n) {
+                Ok(d) if usize::from(d) < DATABASES => db = Some(d),
+                _ => return Err(ParseError::Reply("ERR DB index is out of range".into())),
+            }
+            j += 1;
+        } else {
+            return Err(syntax());
+        }
+        j += 1;
+    }
+    Ok((db, replace))
+}
+
+/// SETRANGE's offset as setrangeCommand reads it (getLongFromObjectOrReply, then its sign),
+/// before the key is looked up.
+pub fn setrange_offset(raw: &[u8]) -> Result<i64, ParseError> {
+    let offset = int_arg(raw)?;
+    if offset < 0 {
+        return Err(ParseError::Reply("ERR offset is out of range".into()));
+    }
+    Ok(offset)
+}
+
+/// What follows LPOP's key, as popGenericCommand reads it before the lookup: nothing, or a
+/// count >= 0 (getPositiveLongFromObjectOrReply's own text for anything else); more is its
+/// arity error (past the table's -2, so a script gets this text too).
+pub fn lpop_count(rest: &[Bytes]) -> Result<Option<i64>, ParseError> {
+    match rest {
+        [] => Ok(None),
+        [c] => match parse_i64_strict(c) {
+            Some(n) if n >= 0 => Ok(Some(n)),
+            _ => Err(ParseError::Reply(
+                "ERR value is out of range, must be positive".into(),
+            )),
+        },
+        _ => Err(ParseError::Reply(
+            "ERR wrong number of arguments for 'lpop' command".into(),
+        )),
+    }
+}
+
+/// `databases 16` (redis.conf default): COPY's DB range.
+const DATABASES: usize = 16;
+
+/// Redis's getIntFromObjectOrReply: an integer, then the range of a C int.
+pub fn int_range_arg(s: &[u8]) -> Result<i64, ParseError> {
+    let n = int_arg(s)?;
+    if i32::try_from(n).is_err() {
+        return Err(ParseError::Reply(
+            "ERR value is out of range, value must between -2147483648 and 2147483647".into(),
+        ));
+    }
+    Ok(n)
+}
+
+/// OBJECT's subcommands: ENCODING (arity 3) is modelled; the others Redis 7.0.15 knows are
+/// refused with a model error (they read the LRU/LFU clock and reference counts, which the
+/// model does not keep); an unknown one is Redis's container-command refusal.
+fn parse_object(a: &[Bytes]) -> Result<Command, ParseError> {
+    let sub = String::from_utf8_lossy(&a[0]).to_ascii_lowercase();
+    let arity = match sub.as_str() {
+        "encoding" | "freq" | "idletime" | "refcount" => 3,
+        "help" => 2,
+        _ => {
+            return Err(ParseError::UnknownSubcommand(format!(
+                "ERR unknown subcommand '{}'. Try OBJECT HELP.",
+                trunc(&String::from_utf8_lossy(&a[0]), 128)
+            )));
+        }
+    };
+    if a.len() + 1 != arity {
+        return Err(ParseError::Arity(match sub.as_str() {
+            "encoding" => "object|encoding",
+            "freq" => "object|freq",
+            "idletime" => "object|idletime",
+            "refcount" => "object|refcount",
+            _ => "object|help",
+        }));
+    }
+    if sub != "encoding" {
+        return Err(ParseError::Reply(format!(
+            "ERR the model answers OBJECT ENCODING only, not OBJECT {}",
+            sub.to_ascii_uppercase()
+        )));
+    }
+    Ok(Command::ObjectEncoding(a[1].clone()))
 }
 
 /// SET's options, as `parseExtendedStringArgumentsOrReply` in Redis 7.0 reads them: an option
@@ -1155,6 +1422,32 @@ mod tests {
             "GETEX k EX abc",
             "TIME",
             "PUBLISH ch m",
+            "STRLEN k",
+            "APPEND k v",
+            "SETRANGE k 3 v",
+            "SETRANGE k -1 v",
+            "RENAME a b",
+            "RENAMENX a b",
+            "COPY a b",
+            "COPY a b DB 3 REPLACE",
+            "COPY a b bogus",
+            "OBJECT ENCODING k",
+            "ECHO m",
+            "HKEYS h",
+            "HVALS h",
+            "HSETNX h f v",
+            "HSTRLEN h f",
+            "HMSET h a 1 b 2",
+            "LPUSH l a b",
+            "LPOP l",
+            "LPOP l 3",
+            "LPOP l x y",
+            "LLEN l",
+            "READONLY",
+            "READWRITE",
+            "AUTH pw",
+            "AUTH default pw",
+            "RANDOMKEY",
         ] {
             let c = Command::parse(&argv(s)).unwrap();
             assert_eq!(Command::parse(&c.to_argv()).unwrap(), c, "{s}");
@@ -1224,11 +1517,86 @@ mod tests {
             ("HMGET h a", false),
             ("TIME", false),
             ("PUBLISH c m", false),
+            ("APPEND k v", true),
+            ("SETRANGE k 0 v", true),
+            ("RENAME a b", true),
+            ("RENAMENX a b", true),
+            ("COPY a b", true),
+            ("HSETNX h f v", true),
+            ("HMSET h f v", true),
+            ("LPUSH l a", true),
+            ("LPOP l", true),
+            ("STRLEN k", false),
+            ("ECHO m", false),
+            ("HKEYS h", false),
+            ("HVALS h", false),
+            ("HSTRLEN h f", false),
+            ("LLEN l", false),
+            ("READONLY", false),
+            ("READWRITE", false),
+            ("AUTH pw", false),
+            ("RANDOMKEY", false),
         ] {
             let c = Command::parse(&argv(s)).unwrap();
             assert_eq!(c.is_write(), write, "{s}");
             let name = s.split(' ').next().unwrap().to_ascii_lowercase();
             assert_eq!(is_write_command(&name), write, "{s}");
+        }
+    }
+
+    #[test]
+    fn issue_27_argument_errors_have_redis_7_0_15s_texts_and_kinds() {
+        let err = |s: &str| Command::parse(&argv(s)).unwrap_err();
+        // A container's unknown subcommand is refused before the command runs (queue-time
+        // in MULTI); a script gets the unknown-command text.
+        let sub = err("OBJECT bogus k");
+        assert_eq!(
+            sub.client_reply(),
+            Reply::err("ERR unknown subcommand 'bogus'. Try OBJECT HELP.")
+        );
+        assert!(matches!(sub, ParseError::UnknownSubcommand(_)));
+        assert_eq!(
+            sub.script_reply(),
+            Reply::err("ERR Unknown Redis command called from script")
+        );
+        assert_eq!(err("OBJECT ENCODING"), ParseError::Arity("object|encoding"));
+        assert_eq!(
+            err("HMSET h a 1 b").client_reply(),
+            Reply::err("ERR wrong number of arguments for 'hmset' command")
+        );
+        assert_eq!(err("AUTH a b c"), ParseError::Reply(ERR_SYNTAX.into()));
+        assert_eq!(
+            err("SELECT 2147483648").client_reply(),
+            Reply::err("ERR value is out of range, value must between -2147483648 and 2147483647")
+        );
+        // The argument checks SETRANGE, LPOP and COPY make themselves come after
+        // processCommand's refusals: they are read when the command runs.
+        let b = |s: &str| Bytes::from(s);
+        assert_eq!(
+            setrange_offset(b"-1"),
+            Err(ParseError::Reply("ERR offset is out of range".into()))
+        );
+        assert_eq!(
+            lpop_count(&[b("-1")]),
+            Err(ParseError::Reply(
+                "ERR value is out of range, must be positive".into()
+            ))
+        );
+        assert_eq!(lpop_count(&[b("0")]), Ok(Some(0)));
+        assert_eq!(
+            copy_options(&[b("db"), b("2"), b("replace")]),
+            Ok((Some(2), true))
+        );
+        assert_eq!(
+            copy_options(&[b("db"), b("16"), b("bogus")]),
+            Err(ParseError::Reply("ERR DB index is out of range".into()))
+        );
+        assert_eq!(
+            copy_options(&[b("bogus"), b("db"), b("16")]),
+            Err(ParseError::Reply(ERR_SYNTAX.into()))
+        );
+        for name in ["role", "auth"] {
+            assert!(is_denied_in_scripts(name), "{name}");
         }
     }
 

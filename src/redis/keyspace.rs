@@ -1,5 +1,7 @@
 //! One Redis database: keys, values and absolute expiries on the node's wall clock.
 
+use std::collections::BTreeMap;
+
 use indexmap::IndexMap;
 use rustc_hash::FxBuildHasher;
 
@@ -98,6 +100,48 @@ pub struct Keyspace {
     /// recount at each write after a lend was quadratic in a script's loop of HSETs.
     // Invariant: used == weigh() (the sum of entry_weight_bytes over map).
     used: u64,
+    /// Encodings a stored value keeps that its contents no longer show (OBJECT ENCODING):
+    /// a string APPEND or SETRANGE made `raw`, a hash converted to a `hashtable`. They go
+    /// with the entry: any write that replaces or removes it drops them. Empty unless such
+    /// commands ran, so the lock commands pay one emptiness check.
+    // Invariant: every key in it is a key of `map`.
+    sticky: BTreeMap<Bytes, Sticky>,
+}
+
+/// An encoding Redis 7.0.15 keeps for a value until it is replaced (`Keyspace::sticky`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sticky {
+    /// A string made `raw` by APPEND or SETRANGE (`dbUnshareStringValue`), whatever it holds.
+    RawString,
+    /// A hash converted to a dict (a field or value over 64 bytes, over 512 fields): it is
+    /// never converted back while it lives.
+    Hashtable,
+}
+
+/// `hash-max-listpack-entries` as a Redis 7.0.15 started without a config file has it
+/// (`CONFIG GET` answers 512; the redis.conf shipped beside it says 128).
+pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
+/// `hash-max-listpack-value`.
+pub const HASH_MAX_LISTPACK_VALUE: usize = 64;
+/// OBJ_ENCODING_EMBSTR_SIZE_LIMIT (object.c).
+const EMBSTR_SIZE_LIMIT: usize = 44;
+
+/// OBJECT ENCODING of a value as Redis 7.0.15 stores it: a string as `tryObjectEncoding`
+/// leaves what SET, INCR, APPEND to a new key, a full sync and a reload store (`int` for
+/// a canonical integer of at most 20 bytes, `embstr` up to 44 bytes, else `raw`) unless
+/// made `raw`; a list is always a `quicklist` in 7.0; a hash a `listpack` until converted.
+pub fn encoding_name(value: &Value, sticky: Option<Sticky>) -> &'static str {
+    match value {
+        Value::Str(_) if sticky == Some(Sticky::RawString) => "raw",
+        Value::Str(v) if v.len() <= 20 && crate::proto::command::parse_i64_strict(v).is_some() => {
+            "int"
+        }
+        Value::Str(v) if v.len() <= EMBSTR_SIZE_LIMIT => "embstr",
+        Value::Str(_) => "raw",
+        Value::List(_) => "quicklist",
+        Value::Hash(_) if sticky == Some(Sticky::Hashtable) => "hashtable",
+        Value::Hash(_) => "listpack",
+    }
 }
 
 impl Default for Keyspace {
@@ -106,6 +150,7 @@ impl Default for Keyspace {
             map: IndexMap::default(),
             expiry: Some(ExpirySummary::EMPTY),
             used: 0,
+            sticky: BTreeMap::new(),
         }
     }
 }
@@ -198,6 +243,10 @@ impl Keyspace {
             _ => self.map.get_full(&KeyRef(key)).map(|(i, _, e)| (i, e)),
         }
     }
+    /// The key at a position.
+    pub fn key_at(&self, i: usize) -> &Bytes {
+        self.map.get_index(i).expect("a position in the map").0
+    }
     pub fn at(&self, i: usize) -> &Entry {
         &self.map[i]
     }
@@ -213,6 +262,9 @@ impl Keyspace {
     }
     /// Puts `entry` at a position; returns the entry that was there.
     pub fn replace_at(&mut self, i: usize, entry: Entry) -> Entry {
+        if !self.sticky.is_empty() {
+            self.drop_sticky_at(i);
+        }
         if let Some(s) = &mut self.expiry {
             s.remove(&self.map[i]);
             s.add(&entry);
@@ -222,6 +274,9 @@ impl Keyspace {
     }
     /// Removes the entry at a position (swap-removal, as `remove`).
     pub fn remove_at(&mut self, i: usize) -> Option<(Bytes, Entry)> {
+        if !self.sticky.is_empty() {
+            self.drop_sticky_at(i);
+        }
         let removed = self.map.swap_remove_index(i);
         self.note_gone(removed.as_ref());
         removed
@@ -232,6 +287,9 @@ impl Keyspace {
         self.map.get_mut(&KeyRef(key))
     }
     pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
+        if !self.sticky.is_empty() {
+            self.sticky.remove(&key[..]);
+        }
         if let Some(s) = &mut self.expiry {
             s.add(&entry);
         }
@@ -250,14 +308,50 @@ impl Keyspace {
     }
     /// Removes a key; returns the stored key (shared) and its entry.
     pub fn remove(&mut self, key: &[u8]) -> Option<(Bytes, Entry)> {
+        if !self.sticky.is_empty() {
+            self.sticky.remove(key);
+        }
         let removed = self.map.swap_remove_entry(&KeyRef(key));
         self.note_gone(removed.as_ref());
         removed
     }
     pub fn clear(&mut self) {
         self.map.clear();
+        self.sticky.clear();
         self.expiry = Some(ExpirySummary::EMPTY);
         self.used = 0;
+    }
+
+    #[inline(never)]
+    fn drop_sticky_at(&mut self, i: usize) {
+        if let Some((k, _)) = self.map.get_index(i) {
+            let k = k.clone();
+            self.sticky.remove(&k);
+        }
+    }
+
+    /// The encoding a live key's value keeps (see `sticky`).
+    pub fn sticky(&self, key: &[u8]) -> Option<Sticky> {
+        self.sticky.get(key).copied()
+    }
+
+    /// Marks a stored key's value (`None`: back to what its contents say).
+    pub fn set_sticky(&mut self, key: &Bytes, s: Option<Sticky>) {
+        debug_assert!(s.is_none() || self.map.contains_key(&KeyRef(&key[..])));
+        match s {
+            Some(s) => {
+                self.sticky.insert(key.clone(), s);
+            }
+            None => {
+                self.sticky.remove(&key[..]);
+            }
+        }
+    }
+
+    /// OBJECT ENCODING of a stored key.
+    pub fn encoding_of(&self, key: &[u8]) -> Option<&'static str> {
+        let e = self.raw(key)?;
+        Some(encoding_name(&e.value, self.sticky(key)))
     }
 
     fn note_gone(&mut self, removed: Option<&(Bytes, Entry)>) {

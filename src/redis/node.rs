@@ -21,6 +21,7 @@ use crate::redis::replication::{Disk, ReplState, Role};
 
 pub mod connection;
 pub mod cron;
+mod keycmds;
 pub mod pubsub;
 mod replicate;
 use crate::redis::scripts::{NativeScript, ScriptCache, native_script, native_script_slot};
@@ -814,6 +815,38 @@ impl RedisNode {
             Command::Multi | Command::Exec | Command::Discard | Command::Watch(_) => {
                 Reply::err("ERR This Redis command is not allowed from script")
             }
+            Command::StrLen(key) => self.strlen(now, key),
+            Command::Append(key, tail) => self.append(now, key, tail, cmd, by),
+            Command::SetRange(key, offset, patch) => {
+                match crate::proto::command::setrange_offset(offset) {
+                    Ok(offset) => self.setrange(now, key, offset, patch, cmd, by),
+                    Err(e) => e.client_reply(),
+                }
+            }
+            Command::Rename { keys, nx } => self.rename(now, keys, *nx, cmd, by),
+            Command::Copy { keys, opts } => match crate::proto::command::copy_options(opts) {
+                Ok((db, replace)) => self.copy(now, keys, db, replace, cmd, by),
+                Err(e) => e.client_reply(),
+            },
+            Command::ObjectEncoding(key) => self.object_encoding(now, key),
+            Command::Echo(m) => Reply::Bulk(m.to_vec()),
+            Command::HKeys(key) => self.hash_column(now, key, true),
+            Command::HVals(key) => self.hash_column(now, key, false),
+            Command::HSetNx(key, field, value) => self.hsetnx(now, key, field, value, cmd, by),
+            Command::HStrLen(key, field) => self.hstrlen(now, key, field),
+            Command::HMSet(key, pairs) => match self.hset(now, key, pairs, cmd, by) {
+                Reply::Int(_) => Reply::Ok,
+                other => other,
+            },
+            Command::LPush(key, vals) => self.lpush(now, key, vals, cmd, by),
+            Command::LPop(key, rest) => match crate::proto::command::lpop_count(rest) {
+                Ok(count) => self.lpop(now, key, count, cmd, by),
+                Err(e) => e.client_reply(),
+            },
+            Command::LLen(key) => self.llen(now, key),
+            Command::ClusterReadMode(_) => Self::cluster_read_mode(),
+            Command::Auth { user, .. } => Self::auth(user.as_ref()),
+            Command::RandomKey => self.random_key(now),
         }
     }
 
@@ -1021,6 +1054,7 @@ impl RedisNode {
             }
         }
         self.keyspace.resized(grew);
+        self.note_hash_encoding(key, pairs);
         self.note_written(key, by);
         self.propagate(|| cmd.clone());
         Reply::Int(added)
@@ -1070,6 +1104,8 @@ impl RedisNode {
             }
         };
         self.keyspace.resized(grew);
+        // hashTypeSet converts a listpack for a long field (its value is a number).
+        self.note_hash_field_written(key, field);
         self.note_written(key, by);
         self.propagate(|| Command::HIncrBy(key.clone(), field.clone(), delta));
         Reply::Int(next)

@@ -94,8 +94,16 @@ fn effect_keys(cmd: &Command) -> &[Bytes] {
         | Command::HSet(key, _)
         | Command::HIncrBy(key, _, _)
         | Command::HDel(key, _)
-        | Command::RPush(key, _) => std::slice::from_ref(key),
+        | Command::RPush(key, _)
+        | Command::Append(key, _)
+        | Command::SetRange(key, _, _)
+        | Command::HSetNx(key, _, _)
+        | Command::HMSet(key, _)
+        | Command::LPush(key, _)
+        | Command::LPop(key, _) => std::slice::from_ref(key),
         Command::Del(keys) => keys,
+        Command::Rename { keys, .. } => keys,
+        // COPY's destination may be in another db: `copy` touches it there itself.
         _ => &[],
     }
 }
@@ -285,7 +293,7 @@ impl RedisNode {
         };
 
         let queue_time = match err {
-            ParseError::Unknown { .. } => true,
+            ParseError::Unknown { .. } | ParseError::UnknownSubcommand(_) => true,
             // PING checks its own argument count when it runs.
             ParseError::Arity(name) => *name != "ping",
             ParseError::Reply(_) => false,

@@ -1,0 +1,472 @@
+//! The commands lock libraries and users' scripts send beyond the lock's own (issue 27):
+//! STRLEN, APPEND, SETRANGE; RENAME, RENAMENX, COPY; OBJECT ENCODING; RANDOMKEY; the hash
+//! commands HSETNX, HKEYS, HVALS, HSTRLEN (HMSET is HSET's own arm); LPUSH, LPOP, LLEN.
+//! Each as Redis 7.0.15's `t_string.c`, `db.c`, `object.c`, `t_hash.c` and `t_list.c` run
+//! it: the order of its checks, its replies and error texts, its effect for replicas (every
+//! one of these is propagated as itself, and only when it changed something) and what it
+//! tells WATCH. A child of node: it only adds `impl` blocks to `RedisNode`.
+
+use crate::history::Removal;
+use crate::proto::{Bytes, Command, Reply};
+use crate::redis::keyspace::{
+    ELEMENT_OVERHEAD_BYTES, Entry, HASH_MAX_LISTPACK_ENTRIES, HASH_MAX_LISTPACK_VALUE, Sticky,
+    Value,
+};
+use crate::redis::node::{MAX_USED_MEMORY_BYTES, RedisNode, WRONGTYPE};
+use crate::time::ProcId;
+
+/// `proto-max-bulk-len` (512 MiB): `checkStringLength`'s bound on APPEND and SETRANGE.
+const PROTO_MAX_BULK_LEN: u64 = 512 << 20;
+const ERR_STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+const ERR_NO_SUCH_KEY: &str = "ERR no such key";
+const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
+const ERR_NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
+const ERR_AUTH_NO_PASSWORD: &str = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
+const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Does a hash write's argument make Redis 7.0.15 convert the listpack to a dict
+/// (`hashTypeTryConversion`: a field or value longer than `hash-max-listpack-value`)?
+fn long_for_listpack(b: &[u8]) -> bool {
+    b.len() > HASH_MAX_LISTPACK_VALUE
+}
+
+impl RedisNode {
+    /// READONLY / READWRITE on a server without cluster support.
+    pub(super) fn cluster_read_mode() -> Reply {
+        Reply::err(ERR_NO_CLUSTER)
+    }
+
+    /// AUTH on a server with no password set (the model's only kind): the default user
+    /// takes any password (`nopass`), the one-argument form is refused as Redis 7.0.15
+    /// refuses it, other users do not exist.
+    pub(super) fn auth(user: Option<&Bytes>) -> Reply {
+        match user {
+            None => Reply::err(ERR_AUTH_NO_PASSWORD),
+            Some(u) if &u[..] == b"default" => Reply::Ok,
+            Some(_) => Reply::err(ERR_WRONGPASS),
+        }
+    }
+
+    pub(super) fn strlen(&mut self, now: i64, key: &[u8]) -> Reply {
+        match self.lookup(key, now) {
+            None => Reply::Int(0),
+            Some(Entry {
+                value: Value::Str(v),
+                ..
+            }) => Reply::Int(v.len() as i64),
+            Some(_) => Reply::err(WRONGTYPE),
+        }
+    }
+
+    /// APPEND: a new key is stored as SET would store it (`tryObjectEncoding`); an existing
+    /// string is unshared first, so it is `raw` from then on, even when nothing is appended.
+    pub(super) fn append(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        tail: &Bytes,
+        cmd: &Command,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let len = match self.lookup_index(key, now) {
+            None => {
+                self.keyspace.insert(
+                    key.clone(),
+                    Entry {
+                        value: Value::Str(tail.clone()),
+                        expire_at_ms: None,
+                    },
+                );
+                tail.len()
+            }
+            Some(i) => {
+                let Value::Str(old) = &self.keyspace.at(i).value else {
+                    return Reply::err(WRONGTYPE);
+                };
+                if old.len() as u64 + tail.len() as u64 > PROTO_MAX_BULK_LEN {
+                    return Reply::err(ERR_STRING_TOO_LONG);
+                }
+                let mut grown = old.clone();
+                grown.extend_from_slice(tail);
+                let len = grown.len();
+                *self.keyspace.value_at_mut(i) = Value::Str(grown);
+                self.keyspace.resized(tail.len() as i64);
+                self.keyspace.set_sticky(key, Some(Sticky::RawString));
+                len
+            }
+        };
+        self.note_written(key, by);
+        self.propagate(|| cmd.clone());
+        Reply::Int(len as i64)
+    }
+
+    /// SETRANGE (the offset was checked when parsed): nothing to write answers the length
+    /// (0 and no key for a missing one); otherwise the string grows with zero bytes as
+    /// needed and is `raw`. Past Redis's own bound the model adds its memory cap: a string
+    /// that would take the node past `MAX_USED_MEMORY_BYTES` is refused (Redis checks
+    /// maxmemory only before a command, and would allocate it).
+    pub(super) fn setrange(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        offset: i64,
+        patch: &Bytes,
+        cmd: &Command,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let slot = self.lookup_index(key, now);
+        let old_len = match slot {
+            None => 0,
+            Some(i) => match &self.keyspace.at(i).value {
+                Value::Str(v) => v.len(),
+                _ => return Reply::err(WRONGTYPE),
+            },
+        };
+        if patch.is_empty() {
+            return Reply::Int(old_len as i64);
+        }
+        let offset = offset as u64;
+        if offset.saturating_add(patch.len() as u64) > PROTO_MAX_BULK_LEN {
+            return Reply::err(ERR_STRING_TOO_LONG);
+        }
+        let end = offset as usize + patch.len();
+        let new_len = end.max(old_len);
+        let growth = (new_len - old_len) as u64;
+        if growth > 0 && self.used_memory() + growth > MAX_USED_MEMORY_BYTES {
+            self.memory_refusals += 1;
+            return Reply::Error(format!(
+                "ERR SETRANGE to {new_len} bytes would take the node past the model's memory cap ({MAX_USED_MEMORY_BYTES} bytes of keys and values)"
+            ));
+        }
+        let mut bytes = match slot {
+            Some(i) => match &self.keyspace.at(i).value {
+                Value::Str(v) => v.to_vec(),
+                _ => unreachable!("checked to be a string above"),
+            },
+            None => Vec::new(),
+        };
+        bytes.resize(new_len, 0);
+        bytes[offset as usize..end].copy_from_slice(patch);
+        let value = Value::Str(Bytes::from_slice(&bytes));
+        match slot {
+            Some(i) => {
+                *self.keyspace.value_at_mut(i) = value;
+                self.keyspace.resized(growth as i64);
+            }
+            None => {
+                self.keyspace.insert(
+                    key.clone(),
+                    Entry {
+                        value,
+                        expire_at_ms: None,
+                    },
+                );
+            }
+        }
+        self.keyspace.set_sticky(key, Some(Sticky::RawString));
+        self.note_written(key, by);
+        self.propagate(|| cmd.clone());
+        Reply::Int(new_len as i64)
+    }
+
+    /// RENAME / RENAMENX (`renameGenericCommand`): the source must exist (else `no such
+    /// key`, even when both names are the same); the same name is then a no-op; RENAMENX
+    /// leaves an existing destination alone. The value moves with its deadline and
+    /// encoding, replacing the destination.
+    pub(super) fn rename(
+        &mut self,
+        now: i64,
+        keys: &[Bytes; 2],
+        nx: bool,
+        cmd: &Command,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let [src, dst] = keys;
+        if self.lookup_index(src, now).is_none() {
+            return Reply::err(ERR_NO_SUCH_KEY);
+        }
+        let done = || if nx { Reply::Int(1) } else { Reply::Ok };
+        if src == dst {
+            return if nx { Reply::Int(0) } else { Reply::Ok };
+        }
+        let dst_live = self.lookup_index(dst, now).is_some();
+        if dst_live && nx {
+            return Reply::Int(0);
+        }
+        let sticky = self.keyspace.sticky(src);
+        let (_, entry) = self
+            .keyspace
+            .remove(src)
+            .expect("the source was found just now");
+        if let Some((k, old)) = self.keyspace.remove(dst) {
+            self.note_removed(&k, &old, Removal::Overwritten, by);
+        }
+        self.note_removed(src, &entry, Removal::Del, by);
+        self.keyspace.insert(dst.clone(), entry);
+        self.keyspace.set_sticky(dst, sticky);
+        self.note_written(dst, by);
+        self.propagate(|| cmd.clone());
+        done()
+    }
+
+    /// COPY (`copyCommand`, options checked when parsed): the same key in the same db is an
+    /// error; a missing source or (without REPLACE) an existing destination answers 0. The
+    /// copy keeps the deadline and the encoding; the destination may be in another of the
+    /// 16 dbs, where the WATCHes of its key are touched.
+    pub(super) fn copy(
+        &mut self,
+        now: i64,
+        keys: &[Bytes; 2],
+        db: Option<u8>,
+        replace: bool,
+        cmd: &Command,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let [src, dst] = keys;
+        let src_db = self.cur_db;
+        let dst_db = db.unwrap_or(src_db);
+        if src_db == dst_db && src == dst {
+            return Reply::err(ERR_SAME_OBJECT);
+        }
+        let Some(i) = self.lookup_index(src, now) else {
+            return Reply::Int(0);
+        };
+        let entry = self.keyspace.at(i).clone();
+        let sticky = self.keyspace.sticky(src);
+        self.switch_db(dst_db);
+        let exists = self.lookup_index(dst, now).is_some();
+        if exists && !replace {
+            self.switch_db(src_db);
+            return Reply::Int(0);
+        }
+        if let Some((k, old)) = self.keyspace.remove(dst) {
+            self.note_removed(&k, &old, Removal::Overwritten, by);
+        }
+        self.keyspace.insert(dst.clone(), entry);
+        self.keyspace.set_sticky(dst, sticky);
+        self.note_written(dst, by);
+        self.touch_key(dst);
+        self.switch_db(src_db);
+        self.propagate(|| cmd.clone());
+        Reply::Int(1)
+    }
+
+    /// OBJECT ENCODING: nil for a missing key (expired ones go first, as any lookup).
+    pub(super) fn object_encoding(&mut self, now: i64, key: &[u8]) -> Reply {
+        if self.lookup_index(key, now).is_none() {
+            return Reply::Nil;
+        }
+        match self.keyspace.encoding_of(key) {
+            Some(name) => Reply::Bulk(name.as_bytes().to_vec()),
+            None => Reply::Nil,
+        }
+    }
+
+    /// RANDOMKEY. Redis picks a key at random (`dictGetFairRandomKey`); the model takes the
+    /// first in its keyspace order, so the two agree when the db holds one key or none.
+    /// As `dbRandomKey`: a master deletes the expired keys it meets (their DELs propagated)
+    /// and goes on; a replica skips them, and when every key has a deadline and all have
+    /// passed it answers one anyway (Redis's 100 tries).
+    pub(super) fn random_key(&mut self, now: i64) -> Reply {
+        let all_volatile = self.keyspace.iter().all(|(_, e)| e.expire_at_ms.is_some());
+        let mut i = 0;
+        while i < self.keyspace.len() {
+            let expired = self.keyspace.at(i).is_expired(now);
+            if !expired || self.repl.applying_master_stream {
+                return Reply::Bulk(self.keyspace.key_at(i).to_vec());
+            }
+            if self.is_replica() {
+                i += 1;
+            } else {
+                // Swap-removal: the last key moves to `i`, which is read next.
+                self.expire_found(i);
+            }
+        }
+        if self.is_replica() && all_volatile && !self.keyspace.is_empty() {
+            return Reply::Bulk(self.keyspace.key_at(0).to_vec());
+        }
+        Reply::Nil
+    }
+
+    /// HSETNX: 1 and the field set (converted to a dict if the field or value is long), or
+    /// 0 and nothing changed (no conversion either) when the field exists.
+    pub(super) fn hsetnx(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        field: &Bytes,
+        value: &Bytes,
+        cmd: &Command,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let i = match self.hash_for_write(key, now) {
+            Ok(i) => i,
+            Err(e) => return e,
+        };
+        let Value::Hash(fields) = self.keyspace.value_at_mut(i) else {
+            unreachable!("hash_for_write returns a hash")
+        };
+        if fields.iter().any(|(f, _)| f == field) {
+            return Reply::Int(0);
+        }
+        fields.push((field.clone(), value.clone()));
+        let converts = long_for_listpack(field)
+            || long_for_listpack(value)
+            || fields.len() > HASH_MAX_LISTPACK_ENTRIES;
+        self.keyspace
+            .resized((ELEMENT_OVERHEAD_BYTES + (field.len() + value.len()) as u64) as i64);
+        if converts {
+            self.keyspace.set_sticky(key, Some(Sticky::Hashtable));
+        }
+        self.note_written(key, by);
+        self.propagate(|| cmd.clone());
+        Reply::Int(1)
+    }
+
+    /// After HSET/HMSET wrote `pairs` into the hash at `key`: `hashTypeTryConversion` (a
+    /// long field or value among the arguments) or `hashTypeSet`'s entry count converts
+    /// the listpack to a dict for good. (7.0.15's `hashTypeSet` converts for any long field
+    /// or value it writes, so HINCRBY of a long field converts too.)
+    pub(super) fn note_hash_encoding(&mut self, key: &Bytes, pairs: &[(Bytes, Bytes)]) {
+        let long = pairs
+            .iter()
+            .any(|(f, v)| long_for_listpack(f) || long_for_listpack(v));
+        self.note_hash_size(key, long);
+    }
+
+    /// HINCRBY wrote `field`: `hashTypeSet` converts for a long field, or past 512.
+    pub(super) fn note_hash_field_written(&mut self, key: &Bytes, field: &[u8]) {
+        self.note_hash_size(key, long_for_listpack(field));
+    }
+
+    /// A write that may have added a field (`hashTypeSet`): past 512 fields the hash is a
+    /// dict. `long`: the write's arguments converted it already.
+    pub(super) fn note_hash_size(&mut self, key: &Bytes, long: bool) {
+        let many = matches!(
+            self.keyspace.raw(key),
+            Some(Entry { value: Value::Hash(f), .. }) if f.len() > HASH_MAX_LISTPACK_ENTRIES
+        );
+        if (long || many) && self.keyspace.sticky(key) != Some(Sticky::Hashtable) {
+            self.keyspace.set_sticky(key, Some(Sticky::Hashtable));
+        }
+    }
+
+    /// HKEYS (`fields`) / HVALS, in the listpack's order.
+    pub(super) fn hash_column(&mut self, now: i64, key: &[u8], fields: bool) -> Reply {
+        match self.hash_fields(key, now) {
+            Err(e) => e,
+            Ok(all) => Reply::Array(
+                all.into_iter()
+                    .flatten()
+                    .map(|(f, v)| Reply::Bulk(if fields { f.to_vec() } else { v.to_vec() }))
+                    .collect(),
+            ),
+        }
+    }
+
+    pub(super) fn hstrlen(&mut self, now: i64, key: &[u8], field: &Bytes) -> Reply {
+        match self.hash_fields(key, now) {
+            Err(e) => e,
+            Ok(all) => Reply::Int(
+                all.and_then(|fs| fs.iter().find(|(f, _)| f == field))
+                    .map_or(0, |(_, v)| v.len() as i64),
+            ),
+        }
+    }
+
+    /// LPUSH: each element in turn to the head (`LPUSH l a b` leaves `b a`).
+    pub(super) fn lpush(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        vals: &[Bytes],
+        cmd: &Command,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let head = vals.iter().rev().cloned();
+        let len = match self.lookup_index(key, now) {
+            Some(i) => {
+                let Value::List(l) = self.keyspace.value_at_mut(i) else {
+                    return Reply::err(WRONGTYPE);
+                };
+                l.splice(0..0, head);
+                let len = l.len();
+                let grew: u64 = vals
+                    .iter()
+                    .map(|b| ELEMENT_OVERHEAD_BYTES + b.len() as u64)
+                    .sum();
+                self.keyspace.resized(grew as i64);
+                len
+            }
+            None => {
+                self.keyspace.insert(
+                    key.clone(),
+                    Entry {
+                        value: Value::List(head.collect()),
+                        expire_at_ms: None,
+                    },
+                );
+                vals.len()
+            }
+        };
+        self.note_written(key, by);
+        self.propagate(|| cmd.clone());
+        Reply::Int(len as i64)
+    }
+
+    /// LPOP [count] (`popGenericCommand`, the count checked when parsed): nil for a missing
+    /// key (a nil array with a count), an empty array for a count of 0 (nothing changes),
+    /// else the element or an array of up to `count`; the last element deletes the key.
+    pub(super) fn lpop(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        count: Option<i64>,
+        cmd: &Command,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let Some(i) = self.lookup_index(key, now) else {
+            return Reply::Nil;
+        };
+        let Value::List(l) = self.keyspace.value_at_mut(i) else {
+            return Reply::err(WRONGTYPE);
+        };
+        let take = match count {
+            Some(0) => return Reply::Array(Vec::new()),
+            None => 1,
+            Some(n) => usize::try_from(n).map_or(l.len(), |n| n.min(l.len())),
+        };
+        let popped: Vec<Bytes> = l.drain(..take).collect();
+        let emptied = l.is_empty();
+        let shrank: u64 = popped
+            .iter()
+            .map(|b| ELEMENT_OVERHEAD_BYTES + b.len() as u64)
+            .sum();
+        self.keyspace.resized(-(shrank as i64));
+        if emptied {
+            // The replica's own LPOP empties it too: no DEL is propagated.
+            if let Some((k, e)) = self.keyspace.remove(key) {
+                self.note_removed(&k, &e, Removal::Del, by);
+            }
+        } else {
+            self.note_written(key, by);
+        }
+        self.propagate(|| cmd.clone());
+        let mut popped = popped.into_iter().map(|b| Reply::Bulk(b.to_vec()));
+        match count {
+            None => popped.next().unwrap_or(Reply::Nil),
+            Some(_) => Reply::Array(popped.collect()),
+        }
+    }
+
+    pub(super) fn llen(&mut self, now: i64, key: &[u8]) -> Reply {
+        match self.lookup(key, now) {
+            None => Reply::Int(0),
+            Some(Entry {
+                value: Value::List(l),
+                ..
+            }) => Reply::Int(l.len() as i64),
+            Some(_) => Reply::err(WRONGTYPE),
+        }
+    }
+}
