@@ -408,3 +408,38 @@ fn a_violating_runs_counterfactual_holds_at_its_figure_and_violates_just_above_i
         "faults whose shrinking saves their run: {total_saved}"
     );
 }
+
+#[test]
+fn one_fault_breaks_the_menus_sizes_miss_are_found_by_the_thresholds() {
+    // `explore --faults 1` tries each fault at the menu's one or two sizes and holds on
+    // these; some other size of one fault breaks each (the flip's replay confirmed from
+    // time 0).
+    for rel in [
+        "models/classic-redis-docs-failover-race.ron",
+        "models/failover-lost-lock.ron",
+        "models/failover-wait-false-confidence.ron",
+        "models/fencing-incr-regresses-after-failover.ron",
+    ] {
+        let (sc, text) = load(rel);
+        let menu = distlock_sim::explore::systematic::explore(&sc, &text, &config()).unwrap();
+        assert!(menu.found.is_none(), "{rel}: the menu now finds it");
+        let (_, r) = thresholds(rel);
+        assert!(r.violates(), "{rel}: no flip");
+        assert!(
+            r.replays.iter().any(|rp| rp.confirmed == Some(true)),
+            "{rel}: no flip confirmed from time 0"
+        );
+        assert!(
+            r.replays.iter().all(|rp| rp.confirmed != Some(false)),
+            "{rel}"
+        );
+        let t = &r.thresholds[0];
+        eprintln!(
+            "{rel}: {} of {} from {} ns: {}",
+            t.kind,
+            t.target,
+            t.at.0,
+            t.sentence()
+        );
+    }
+}
