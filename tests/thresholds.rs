@@ -267,9 +267,9 @@ fn agree(rel: &str, draws: u64) -> (u64, u64, u64, u64) {
     let mut rng = Prng::new(seed, 0);
     let mut runs = Vec::new();
     let mut want = Vec::new();
+    // Flipping pieces are where a mistake would be: half the draws go there.
+    let flipping: Vec<usize> = by_piece.keys().copied().collect();
     for _ in 0..draws {
-        // Flipping pieces are where a mistake would be: half the draws go there.
-        let flipping: Vec<usize> = by_piece.keys().copied().collect();
         let i = if !flipping.is_empty() && rng.below(2) == 0 {
             flipping[rng.below(flipping.len() as u64) as usize]
         } else {

@@ -138,7 +138,9 @@ pub struct Cell {
     pub inconclusive: u64,
     /// Per checked property: seeds that violated it, of the seeds that decided it.
     pub rates: Vec<(String, u64, u64)>,
-    /// Seeds that reached a hazard (any witness): a cell with none met nothing to hold against.
+    /// The seeds that reached the hazard most of them reached (the sweep counts seeds per
+    /// hazard, not their union): a lower bound on the seeds that reached any, and 0 exactly
+    /// when none did — a cell that held with 0 met nothing to hold against.
     pub hazard_seeds: u64,
     /// The first violating seed (its replay command).
     pub first_violating: Option<u64>,
@@ -185,37 +187,21 @@ pub struct Map {
     pub program: String,
     pub path: String,
     pub user_sets: Vec<String>,
-    /// Which axes set a range field to `(v, v)`.
-    pub pair: [bool; 2],
 }
 
-/// The VALUE an axis splices at its `i`-th value: as it stands, or as a range `(v, v)`.
-fn value_text(a: &Axis, i: usize, pair: bool) -> String {
-    let v = &a.texts[i];
-    if pair {
-        format!("(\"{v}\", \"{v}\")")
-    } else {
-        v.clone()
-    }
-}
-
-/// The `--set` words of cell (ix, iy): the user's, then the axes'.
+/// The `--set` words of cell (ix, iy): the user's, then the axes'. A range field (`hold`)
+/// takes one value as a fixed range, as the loader reads `hold: "2s"`.
 fn cell_sets(
     user: &[Override],
     x: &Axis,
     y: Option<&Axis>,
     ix: usize,
     iy: usize,
-    pair: [bool; 2],
 ) -> Result<Vec<Override>, String> {
     let mut sets = user.to_vec();
-    let mut push = |a: &Axis, i: usize, pair: bool| -> Result<(), String> {
-        sets.push(format!("{}={}", a.field, value_text(a, i, pair)).parse()?);
-        Ok(())
-    };
-    push(x, ix, pair[0])?;
+    sets.push(format!("{}={}", x.field, x.texts[ix]).parse()?);
     if let Some(y) = y {
-        push(y, iy, pair[1])?;
+        sets.push(format!("{}={}", y.field, y.texts[iy]).parse()?);
     }
     Ok(sets)
 }
@@ -223,9 +209,7 @@ fn cell_sets(
 /// A cell's model: its place on the grid, and the model with its values.
 pub type CellModel = (usize, usize, Scenario);
 
-/// Every cell's model, loaded before anything runs; an axis on a field that is a range
-/// (`hold: ("1s", "3s")`) sets both ends to the cell's value (the second result: which
-/// axes do).
+/// Every cell's model, loaded before anything runs.
 pub fn cells(
     sc: &Scenario,
     text: &str,
@@ -233,25 +217,8 @@ pub fn cells(
     x: &Axis,
     y: Option<&Axis>,
     shard: Shard,
-) -> Result<(Vec<CellModel>, [bool; 2]), String> {
+) -> Result<Vec<CellModel>, String> {
     let ny = y.map_or(1, |a| a.texts.len());
-    // Whether each axis' field is a range: try the value as it stands, then as a range.
-    let mut pair = [false, false];
-    for (k, axis) in [Some(x), y].into_iter().enumerate() {
-        let Some(axis) = axis else { continue };
-        let one = |p: bool| {
-            let mut sets = user.to_vec();
-            sets.push(format!("{}={}", axis.field, value_text(axis, 0, p)).parse()?);
-            load_with(&sc.name, &sc.path, text, &sets).map(|_| ())
-        };
-        match one(false) {
-            Ok(()) => {}
-            Err(e) => match one(true) {
-                Ok(()) => pair[k] = true,
-                Err(_) => return Err(e),
-            },
-        }
-    }
     let mut out = Vec::new();
     for ix in 0..x.texts.len() {
         for iy in 0..ny {
@@ -259,12 +226,12 @@ pub fn cells(
             if !shard.contains(index) {
                 continue;
             }
-            let sets = cell_sets(user, x, y, ix, iy, pair)?;
+            let sets = cell_sets(user, x, y, ix, iy)?;
             let (cell, _) = load_with(&sc.name, &sc.path, text, &sets)?;
             out.push((ix, iy, cell));
         }
     }
-    Ok((out, pair))
+    Ok(out)
 }
 
 /// One cell's sweep.
@@ -392,13 +359,9 @@ impl Map {
     pub fn replay(&self, c: &Cell) -> Option<String> {
         let seed = c.first_violating?;
         let mut sets: Vec<String> = self.user_sets.clone();
-        sets.push(format!(
-            "{}={}",
-            self.x.field,
-            value_text(&self.x, c.ix, self.pair[0])
-        ));
+        sets.push(format!("{}={}", self.x.field, self.x.texts[c.ix]));
         if let Some(y) = &self.y {
-            sets.push(format!("{}={}", y.field, value_text(y, c.iy, self.pair[1])));
+            sets.push(format!("{}={}", y.field, y.texts[c.iy]));
         }
         let words: String = sets
             .iter()
@@ -778,7 +741,7 @@ impl Map {
             );
         }
         format!(
-            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>map of {m}</title>\n<style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}</style></head>\n<body><h1>Safety map: {m}</h1>\n{svg}<p>Each cell: the model with <code>{x}</code>{y} set, seeds {a}..{b}. Rates with exact 95 % (Clopper–Pearson) intervals; a cell where no seed violated still has the upper bound shown.</p>\n<table><tr><th>{x}</th><th>{yf}</th><th>violating</th><th>rate [95 %]</th><th>seeds meeting a hazard</th><th>replay of the first violating seed</th></tr>\n{rows}</table></body></html>\n",
+            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>map of {m}</title>\n<style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}</style></head>\n<body><h1>Safety map: {m}</h1>\n{svg}<p>Each cell: the model with <code>{x}</code>{y} set, seeds {a}..{b}. Rates with exact 95 % (Clopper–Pearson) intervals; a cell where no seed violated still has the upper bound shown.</p>\n<table><tr><th>{x}</th><th>{yf}</th><th>violating</th><th>rate [95 %]</th><th>seeds meeting its most met hazard</th><th>replay of the first violating seed</th></tr>\n{rows}</table></body></html>\n",
             m = esc(&self.model),
             svg = self.svg(),
             x = esc(&self.x.field),

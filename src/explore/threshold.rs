@@ -213,9 +213,10 @@ fn magnitude(f: &Fault) -> (Unit, i64) {
     }
 }
 
-/// `faults` with their magnitude set to `m` (every fault of the item: a crash and the cut
-/// declared with it share their window).
-fn with_magnitude(faults: &[Fault], m: i64) -> Vec<Fault> {
+/// `faults` (a threshold's `holds` or `violates`, a piece's `faults`) with their magnitude
+/// set to `m`: in ns for a window, in ms for a clock step (every fault of an item: a crash and
+/// the cut declared with it share their window).
+pub fn at_magnitude(faults: &[Fault], m: i64) -> Vec<Fault> {
     faults
         .iter()
         .cloned()
@@ -293,19 +294,13 @@ impl Probe<'_, '_> {
             return Err(OutOfBudget);
         }
         self.report.runs += 1;
-        let faults = with_magnitude(self.faults, m);
+        let faults = at_magnitude(self.faults, m);
         let mut w = if self.s.cfg.prefix_sharing {
             let mut w = self.cursor.clone();
             w.schedule_all(faults);
             w
         } else {
-            let placed = crate::explore::systematic::Placed {
-                point: "",
-                point_at: SimTime::ZERO,
-                item: String::new(),
-                faults,
-            };
-            self.s.fresh(std::slice::from_ref(&placed))
+            fresh(self.s, faults)
         };
         w.stop_logging_decisions();
         let from = w.history.records.len();
@@ -460,7 +455,7 @@ pub fn thresholds(
                 unit: fam.unit,
                 lo,
                 max: fam.max,
-                faults: with_magnitude(&fam.faults, lo),
+                faults: at_magnitude(&fam.faults, lo),
                 violated_at_lo: violated[0],
                 inconclusive: verdicts.iter().any(Result::is_err),
             };
@@ -519,8 +514,8 @@ pub fn thresholds(
                     unit: fam.unit,
                     holds_at,
                     violates_at,
-                    holds: with_magnitude(&fam.faults, holds_at),
-                    violates: with_magnitude(&fam.faults, violates_at),
+                    holds: at_magnitude(&fam.faults, holds_at),
+                    violates: at_magnitude(&fam.faults, violates_at),
                     property,
                     piece: index,
                 });
@@ -623,6 +618,30 @@ fn confirm(
         });
     }
     Ok(())
+}
+
+/// `faults` alone from time 0 on the search's seed, to the model's duration: the first
+/// property broken, `Ok(None)` if it held, `Err(())` if one of the model's budgets cut the
+/// run short.
+fn run_from_zero(s: &Search<'_>, faults: Vec<Fault>) -> Result<Option<String>, ()> {
+    let mut w = fresh(s, faults);
+    w.stop_logging_decisions();
+    if Search::run_to(&mut w, s.sc.limits.max_time) {
+        Err(())
+    } else {
+        Ok(s.check(&w).first().map(|v| v.property.to_string()))
+    }
+}
+
+/// The world at time 0 with `faults` scheduled (the model's other fault sources off).
+fn fresh(s: &Search<'_>, faults: Vec<Fault>) -> World {
+    let placed = crate::explore::systematic::Placed {
+        point: "",
+        point_at: SimTime::ZERO,
+        item: String::new(),
+        faults,
+    };
+    s.fresh(std::slice::from_ref(&placed))
 }
 
 /// Flips shown per family in the text report (the JSON lines have all of them).
@@ -768,28 +787,8 @@ pub fn verdicts_from_zero(
     let (s, _) = Search::new(sc, cfg, None)?;
     Ok(runs
         .iter()
-        .map(|faults| {
-            let placed = crate::explore::systematic::Placed {
-                point: "",
-                point_at: SimTime::ZERO,
-                item: String::new(),
-                faults: faults.clone(),
-            };
-            let mut w = s.fresh(std::slice::from_ref(&placed));
-            w.stop_logging_decisions();
-            if Search::run_to(&mut w, sc.limits.max_time) {
-                Err(())
-            } else {
-                Ok(s.check(&w).first().map(|v| v.property.to_string()))
-            }
-        })
+        .map(|faults| run_from_zero(&s, faults.clone()))
         .collect())
-}
-
-/// `faults` (a threshold's `holds` or `violates`) with their magnitude set to `m`: in ns for
-/// a window, in ms for a clock step.
-pub fn at_magnitude(faults: &[Fault], m: i64) -> Vec<Fault> {
-    with_magnitude(faults, m)
 }
 
 /// How much smaller one fault of a violating run would have to be for the run to hold, the
@@ -862,18 +861,7 @@ pub fn counterfactuals(
         if runs > COUNTERFACTUAL_RUNS {
             return None;
         }
-        let placed = crate::explore::systematic::Placed {
-            point: "",
-            point_at: SimTime::ZERO,
-            item: String::new(),
-            faults: fs,
-        };
-        let mut w = s.fresh(std::slice::from_ref(&placed));
-        w.stop_logging_decisions();
-        if Search::run_to(&mut w, sc.limits.max_time) {
-            return None;
-        }
-        Some(!s.check(&w).is_empty())
+        run_from_zero(&s, fs).ok().map(|v| v.is_some())
     };
     // The faults alone must give the violation, or what follows is about another run.
     if violates(faults.to_vec()) != Some(true) {
@@ -892,7 +880,7 @@ pub fn counterfactuals(
         let res = unit.resolution();
         let at = |m: i64| {
             let mut fs = faults.to_vec();
-            fs[i] = with_magnitude(std::slice::from_ref(&faults[i]), m).remove(0);
+            fs[i] = at_magnitude(std::slice::from_ref(&faults[i]), m).remove(0);
             fs
         };
         let lo = res * actual.signum();

@@ -13,7 +13,7 @@ pub struct Args {
     #[command(flatten)]
     model: crate::cli::ModelArg,
     /// The first axis: FIELD=A..B:N, N values from A to B evenly spaced, FIELD as --set
-    /// names it (c.ttl=5s..30s:11). A field that is a range (hold) is set to (v, v).
+    /// names it (c.ttl=5s..30s:11). A range field (hold) is fixed at each value.
     #[arg(long)]
     x: Axis,
     /// The second axis, as --x.
@@ -58,7 +58,7 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
     };
     let shard = a.shard.map_or(Shard::WHOLE, |s| s.0);
     // Every cell's model is read before any runs: bad input is refused at once.
-    let (cells, pair) = match map::cells(&sc, &text, &a.model.set, &a.x, a.y.as_ref(), shard) {
+    let cells = match map::cells(&sc, &text, &a.model.set, &a.x, a.y.as_ref(), shard) {
         Ok(c) => c,
         Err(e) => return bad_input(&e),
     };
@@ -77,7 +77,6 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
         program: ctx.program.clone(),
         path: sc.path.clone(),
         user_sets: a.model.set.iter().map(|s| s.arg.clone()).collect(),
-        pair,
     };
     if let (Some(p), Some(html)) = (&a.out, kind) {
         let page = if html { m.html() } else { m.svg() };

@@ -288,8 +288,8 @@ impl RedisNode {
         Reply::Nil
     }
 
-    /// HSETNX: 1 and the field set (converted to a dict if the field or value is long), or
-    /// 0 and nothing changed (no conversion either) when the field exists.
+    /// HSETNX: 0 and nothing changed (no conversion either) when the field exists; else
+    /// HSET of the one pair (its size, conversion, write and propagation).
     pub(super) fn hsetnx(
         &mut self,
         now: i64,
@@ -303,24 +303,11 @@ impl RedisNode {
             Ok(i) => i,
             Err(e) => return e,
         };
-        let Value::Hash(fields) = self.keyspace.value_at_mut(i) else {
-            unreachable!("hash_for_write returns a hash")
-        };
-        if fields.iter().any(|(f, _)| f == field) {
+        if matches!(self.keyspace.value_at_mut(i), Value::Hash(fields) if fields.iter().any(|(f, _)| f == field))
+        {
             return Reply::Int(0);
         }
-        fields.push((field.clone(), value.clone()));
-        let converts = long_for_listpack(field)
-            || long_for_listpack(value)
-            || fields.len() > HASH_MAX_LISTPACK_ENTRIES;
-        self.keyspace
-            .resized((ELEMENT_OVERHEAD_BYTES + (field.len() + value.len()) as u64) as i64);
-        if converts {
-            self.keyspace.set_sticky(key, Some(Sticky::Hashtable));
-        }
-        self.note_written(key, by);
-        self.propagate(|| cmd.clone());
-        Reply::Int(1)
+        self.hset(now, key, &[(field.clone(), value.clone())], cmd, by)
     }
 
     /// After HSET/HMSET wrote `pairs` into the hash at `key`: `hashTypeTryConversion` (a
