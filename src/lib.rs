@@ -3,9 +3,10 @@
 //! Layers, lowest first, dependencies pointing down (docs/ARCHITECTURE.md has the map;
 //! tests/layering.rs checks it): `time`; `rng`, `clock`; `net`, `proto`; `history`;
 //! `process`, `check`; `redis`; `client`; `sim`; `conformance`; `scenario`; `explore`;
-//! `testing`; `cli`.
+//! `assess`, `testing`; `cli`.
 #![forbid(unsafe_code)]
 
+pub mod assess;
 pub mod check;
 pub mod cli;
 pub mod client;

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("conformance", 8),
     ("scenario", 9),
     ("explore", 10),
+    ("assess", 11),
     ("testing", 11),
     ("cli", 12),
 ];

@@ -308,6 +308,9 @@ impl Checks {
                     c.owned -= usize::from(o.is_some());
                     *o = None;
                 }
+                if let Some(s) = c.shared.get_mut(t.index()) {
+                    *s = false;
+                }
             }
         }
     }
@@ -826,6 +829,9 @@ struct ForeignUnlock {
     owner: Vec<Option<ProcId>>,
     // Invariant: the number of `Some` in `owner`.
     owned: usize,
+    /// token id -> two clients stored or tried it: a value, not a token (Redisson's
+    /// unlock latch holds "1" for every client), so removing it is nobody's foreign unlock.
+    shared: Vec<bool>,
     found: Option<Finding>,
     occurrences: PerAcquisition,
 }
@@ -848,6 +854,7 @@ impl ForeignUnlock {
             } => {
                 if let Some(&Some(o)) = self.owner.get(t.index())
                     && o != *by
+                    && !self.shared.get(t.index()).copied().unwrap_or(false)
                 {
                     self.occurrences.note(*by, serial);
                     if self.found.is_none() {
@@ -866,13 +873,18 @@ impl ForeignUnlock {
         }
     }
 
-    /// The first client named with `token` owns it.
+    /// The first client named with `token` owns it; a second client naming it makes it a
+    /// shared value (tokens are unique per attempt: one two clients write is not a token).
     #[inline]
     fn note_owner(&mut self, t: TokenId, by: ProcId) {
         let o = token::slot_mut(&mut self.owner, t);
-        if o.is_none() {
-            *o = Some(by);
-            self.owned += 1;
+        match *o {
+            None => {
+                *o = Some(by);
+                self.owned += 1;
+            }
+            Some(first) if first != by => *token::slot_mut(&mut self.shared, t) = true,
+            Some(_) => {}
         }
     }
 

@@ -385,3 +385,24 @@ fn removing_a_holder_keeps_the_others_in_order() {
     remove_at(&mut v, 0);
     assert!(v.is_empty());
 }
+
+#[test]
+fn foreign_unlock_ignores_a_value_two_clients_wrote() {
+    // Redisson's unlock latch: every client writes "1" to a key of its own and deletes it.
+    let written = |by: u32| Observation::KeyWritten {
+        key: tok("latch"),
+        value: tok("1"),
+        expire_at_ms: None,
+        by: Some(p(by)),
+    };
+    let h = hist(vec![
+        (0, 0, written(1)),
+        (1, 0, written(2)),
+        del(0, "1", 2),
+        del(0, "1", 1),
+    ]);
+    assert_eq!(foreign_unlock(&h, &name), None);
+    // A token only one client wrote stays that client's.
+    let h = hist(vec![(0, 0, written(1)), del(0, "1", 2)]);
+    assert!(foreign_unlock(&h, &name).is_some());
+}

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 use crate::cli::Ctx;
 
+mod assess;
 mod check;
 mod check_log;
 mod conformance;
@@ -64,6 +65,9 @@ enum Cmd {
     /// Search for a violation by moving the model's drawn faults toward the runs that came
     /// closest to breaking (smallest safety margin or release slack); docs/rates.md.
     Search(search::Args),
+    /// Is this setup's lock safe? Read a Redisson config, redis.conf, sentinel.conf and the
+    /// library's options, and run the catalogue's pitfalls that apply (docs/assess.md).
+    Assess(assess::Args),
     /// Validate a model without running it.
     Check(check::Args),
     /// Judge a log recorded from a real system (lock calls and resource writes with their
@@ -91,6 +95,7 @@ fn dispatch(cmd: Cmd, ctx: &Ctx) -> ExitCode {
         Cmd::Minimize(a) => minimize::exec(a, ctx),
         Cmd::Explore(a) => explore::exec(a, ctx),
         Cmd::Search(a) => search::exec(a, ctx),
+        Cmd::Assess(a) => assess::exec(a, ctx),
         Cmd::Check(a) => check::exec(a, ctx),
         Cmd::CheckLog(a) => check_log::exec(a, ctx),
         Cmd::List(a) => list::exec(a, ctx),

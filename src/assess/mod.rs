@@ -1,0 +1,584 @@
+//! `assess`: "is my lock safe?" for a user's own configuration files and library options
+//! (docs/assess.md). The files are read into a setup (`setup`), the setup is written as a
+//! model, and each catalogue pitfall that applies (`pitfall`) runs as that model with the
+//! pitfall's faults over a range of seeds: a finding per pitfall, with its rate and interval,
+//! whether its hazard was reached, a threshold where one fault decides it, the fix, and the
+//! replay line of its model file.
+
+pub mod conf;
+pub mod pitfall;
+pub mod setup;
+pub mod yaml;
+
+use std::fmt::Write as _;
+use std::ops::Range;
+
+use crate::explore::{self, Shard, rate};
+use crate::scenario;
+
+pub use setup::{Input, InputError, LibArg, Setup, Status};
+
+/// What the findings assume of the world: the faults they inject and the clients' work.
+#[derive(Clone, Debug)]
+pub struct Assumptions {
+    pub crash: bool,
+    pub failover: bool,
+    pub pause_max_ms: Option<u64>,
+    pub clock_step_max_ms: Option<u64>,
+    pub latency_max_ms: Option<u64>,
+    /// Renewal starvation of a watchdog (Redisson without a lease).
+    pub renewal_delay_max_ms: Option<u64>,
+    pub clients: u32,
+    pub hold_ms: (u64, u64),
+    /// The inputs as named on the command line (for the models' headers).
+    pub inputs: Vec<String>,
+}
+
+/// `--faults` when it is not given.
+pub const DEFAULT_FAULTS: &str = "crash,failover,pause:<=15s,clock_step:<=2s,latency:<=15s";
+
+impl Assumptions {
+    /// `--faults LIST`: `none`, or kinds separated by commas, `KIND` or `KIND:<=D`.
+    pub fn parse_faults(text: &str, watchdog_ttl_ms: Option<u64>) -> Result<Assumptions, String> {
+        let mut a = Assumptions {
+            crash: false,
+            failover: false,
+            pause_max_ms: None,
+            clock_step_max_ms: None,
+            latency_max_ms: None,
+            renewal_delay_max_ms: None,
+            clients: 3,
+            hold_ms: (1_000, 3_000),
+            inputs: Vec::new(),
+        };
+        if text.trim() == "none" {
+            return Ok(a);
+        }
+        let mut starve_given = false;
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (kind, bound) = match item.split_once(":<=") {
+                Some((k, b)) => (k.trim(), Some(b.trim())),
+                None => (item, None),
+            };
+            let max = |default: Option<u64>| -> Result<u64, String> {
+                match bound {
+                    None => default.ok_or_else(|| {
+                        format!("--faults {item}: give its largest size ({kind}:<=15s)")
+                    }),
+                    Some(b) => {
+                        let ns = scenario::units::parse_duration_ns(b)
+                            .map_err(|e| format!("--faults {item}: {e}"))?;
+                        if !(1_000_000..=3_600_000_000_000).contains(&ns) {
+                            return Err(format!("--faults {item}: between 1ms and 1h"));
+                        }
+                        Ok((ns / 1_000_000) as u64)
+                    }
+                }
+            };
+            match kind {
+                "crash" | "failover" if bound.is_some() => {
+                    return Err(format!("--faults {item}: {kind} takes no size"));
+                }
+                "crash" => a.crash = true,
+                "failover" => a.failover = true,
+                "pause" => a.pause_max_ms = Some(max(Some(15_000))?),
+                "clock_step" => a.clock_step_max_ms = Some(max(Some(2_000))?),
+                "latency" => a.latency_max_ms = Some(max(Some(15_000))?),
+                "starve" => {
+                    starve_given = true;
+                    a.renewal_delay_max_ms = Some(max(watchdog_ttl_ms.map(|t| t * 5 / 6))?);
+                }
+                _ => {
+                    const KINDS: [&str; 6] = [
+                        "crash",
+                        "failover",
+                        "pause",
+                        "clock_step",
+                        "latency",
+                        "starve",
+                    ];
+                    let near = scenario::units::closest_name(kind, KINDS.iter().copied())
+                        .map_or(String::new(), |n| format!(" (did you mean {n:?}?)"));
+                    return Err(format!(
+                        "--faults {item}: not a fault kind (crash, failover, pause, clock_step, latency, starve, or none){near}"
+                    ));
+                }
+            }
+        }
+        // A watchdog is assumed starved too unless --faults names the kinds itself.
+        if !starve_given && text == DEFAULT_FAULTS {
+            a.renewal_delay_max_ms = watchdog_ttl_ms.map(|t| t * 5 / 6);
+        }
+        Ok(a)
+    }
+
+    pub fn faults_text(&self) -> String {
+        let mut v = Vec::new();
+        if self.crash {
+            v.push("crash".to_string());
+        }
+        if self.failover {
+            v.push("failover".into());
+        }
+        if let Some(p) = self.pause_max_ms {
+            v.push(format!("pause:<={p}ms"));
+        }
+        if let Some(p) = self.clock_step_max_ms {
+            v.push(format!("clock_step:<={p}ms"));
+        }
+        if let Some(p) = self.latency_max_ms {
+            v.push(format!("latency:<={p}ms"));
+        }
+        if let Some(p) = self.renewal_delay_max_ms {
+            v.push(format!("starve:<={p}ms"));
+        }
+        if v.is_empty() {
+            "none".into()
+        } else {
+            v.join(",")
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Violated,
+    Held,
+    Inconclusive,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Violated => "violated",
+            Verdict::Held => "held",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// One property's count over the finding's seeds.
+#[derive(Clone, Debug)]
+pub struct PropertyRate {
+    pub property: String,
+    pub violating: u64,
+    pub decided: u64,
+}
+
+impl PropertyRate {
+    pub fn ci95(&self) -> (f64, f64) {
+        rate::clopper_pearson(self.violating, self.decided)
+    }
+}
+
+/// What one pitfall did to the setup.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub pitfall: &'static str,
+    pub title: String,
+    pub verdict: Verdict,
+    pub seeds: u64,
+    pub violating: u64,
+    pub inconclusive: u64,
+    pub rates: Vec<PropertyRate>,
+    /// The hazard and the seeds that reached it.
+    pub hazard: Option<(&'static str, u64)>,
+    pub first_violating: Option<u64>,
+    /// "on seed 3, the pause of c2 from 12.3 s breaks it iff ≥ 9.7 s".
+    pub threshold: Option<String>,
+    pub fix: String,
+    pub held_note: String,
+    /// The model file and the command that replays the finding's first violating seed (or
+    /// runs seed 0 when it held).
+    pub model_path: String,
+    pub replay: String,
+    pub rests_on: Vec<&'static str>,
+    pub stand_in: Option<String>,
+}
+
+/// The whole assessment.
+pub struct Report {
+    pub setup: Setup,
+    pub assumptions: Assumptions,
+    pub seeds: Range<u64>,
+    pub model_path: String,
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// 1 if a finding was violated, else 3 if one was inconclusive (or nothing applied),
+    /// else 0.
+    pub fn exit_code(&self) -> u8 {
+        if self.findings.iter().any(|f| f.verdict == Verdict::Violated) {
+            1
+        } else if self.findings.is_empty()
+            || self
+                .findings
+                .iter()
+                .any(|f| f.verdict == Verdict::Inconclusive)
+        {
+            3
+        } else {
+            0
+        }
+    }
+}
+
+/// The model file of pitfall `id` beside `out` (`assess.ron` → `assess.pause-past-ttl.ron`).
+pub fn pitfall_path(out: &str, id: &str) -> String {
+    let stem = out.strip_suffix(".ron").unwrap_or(out);
+    format!("{stem}.{id}.ron")
+}
+
+/// Runs every pitfall of the setup over `seeds`, writing each model beside `out` (the
+/// setup's own model) so that the replay lines run as printed.
+pub fn assess(
+    setup: Setup,
+    assumptions: Assumptions,
+    seeds: Range<u64>,
+    out: &str,
+    program: &str,
+    jobs: usize,
+) -> Result<Report, String> {
+    let base = pitfall::setup_model(&setup, &assumptions);
+    scenario::load_str("assess", out, &base)
+        .map_err(|e| format!("internal: the setup's model does not load: {e}\n{base}"))?;
+    std::fs::write(out, &base).map_err(|e| format!("--out {out}: {e}"))?;
+    let mut findings = Vec::new();
+    for p in pitfall::pitfalls(&setup, &assumptions) {
+        let path = pitfall_path(out, p.id);
+        let mut sc = scenario::load_str(p.id, &path, &p.model)
+            .map_err(|e| format!("internal: pitfall {} does not load: {e}\n{}", p.id, p.model))?;
+        sc.replay_program = program.to_string();
+        std::fs::write(&path, &p.model).map_err(|e| format!("{path}: {e}"))?;
+        let s = explore::sweep(&sc, seeds.clone(), Shard::WHOLE, jobs, &|| {});
+        let rates: Vec<PropertyRate> = sc
+            .properties
+            .iter()
+            .map(|pr| PropertyRate {
+                property: pr.name().to_string(),
+                violating: s.violations_per_property.get(pr).copied().unwrap_or(0),
+                decided: s.decided_per_property.get(pr).copied().unwrap_or(0),
+            })
+            .collect();
+        let hazard = p.hazard.map(|h| {
+            let reached = s
+                .witnesses
+                .iter()
+                .find(|(k, _)| k.name() == h)
+                .map_or(0, |(_, &(n, _))| n);
+            (h, reached)
+        });
+        let verdict = if s.violating_seeds > 0 {
+            Verdict::Violated
+        } else if s.inconclusive_seeds > 0 {
+            Verdict::Inconclusive
+        } else {
+            Verdict::Held
+        };
+        let seed = s.first_violating_seed.unwrap_or(seeds.start);
+        let threshold = s
+            .first_violating_seed
+            .and_then(|seed| threshold_of(&sc, seed));
+        findings.push(Finding {
+            pitfall: p.id,
+            title: p.title,
+            verdict,
+            seeds: s.seeds_run,
+            violating: s.violating_seeds,
+            inconclusive: s.inconclusive_seeds,
+            rates,
+            hazard,
+            first_violating: s.first_violating_seed,
+            threshold,
+            fix: p.fix,
+            held_note: p.held_note,
+            replay: format!(
+                "{program} replay {} --seed {seed}",
+                scenario::model::shell_word(&path)
+            ),
+            model_path: path,
+            rests_on: p.rests_on,
+            stand_in: p.stand_in,
+        });
+    }
+    Ok(Report {
+        setup,
+        assumptions,
+        seeds,
+        model_path: out.to_string(),
+        findings,
+    })
+}
+
+/// The edge of the first violating seed: each of its faults made smaller alone until the
+/// run holds (`threshold::counterfactuals`, every figure checked by a run from time 0); the
+/// first fault whose shrinking saves the run, as "breaks iff ≥ X".
+fn threshold_of(sc: &scenario::Scenario, seed: u64) -> Option<String> {
+    let (world, faults) = sc.build_with(seed, crate::sim::TraceMode::Off, None);
+    let names = world.names();
+    let name = |p: crate::time::ProcId| names[p.index()].clone();
+    let cf = explore::threshold::counterfactuals(sc, seed, &faults, &name);
+    // A window's length is its magnitude for a pause or a crash; a latency spike's is how
+    // long the links stay slow, not how slow: no edge worth a sentence.
+    let c = cf.iter().find(|c| {
+        c.holds_at.is_some() && !c.fault.starts_with("latency") && !c.fault.starts_with("loss")
+    })?;
+    let h = c.holds_at?;
+    let edge = match c.unit {
+        explore::threshold::Unit::Ns => format!(
+            "{} holds, {} breaks it",
+            crate::time::fmt_duration_us(h as u64),
+            crate::time::fmt_duration_us((h as u64).saturating_add(1_000))
+        ),
+        explore::threshold::Unit::Ms => format!("a step of {h:+}ms holds"),
+    };
+    Some(format!(
+        "on seed {seed}, {} (the edge: {edge}; this fault alone changed, the others as drawn)",
+        c.sentence()
+    ))
+}
+
+fn pct(x: f64) -> String {
+    rate::percent(x)
+}
+
+/// The report as text: the setup, the assumptions, one block per finding, and the keys.
+pub fn text(r: &Report) -> String {
+    let mut s = String::new();
+    s.push_str(&r.setup.describe());
+    let a = &r.assumptions;
+    let _ = writeln!(
+        s,
+        "assumed: faults {}; {} client(s), critical sections {}-{} ms; seeds {}..{} (--faults, --clients, --hold, --seeds change these)",
+        a.faults_text(),
+        a.clients,
+        a.hold_ms.0,
+        a.hold_ms.1,
+        r.seeds.start,
+        r.seeds.end
+    );
+    for d in &r.setup.defaults {
+        let _ = writeln!(s, "default: {d}");
+    }
+    let _ = writeln!(s, "model: {} (the setup without faults)", r.model_path);
+    let _ = writeln!(s);
+    for f in &r.findings {
+        let head = match f.verdict {
+            Verdict::Violated => "VIOLATED",
+            Verdict::Held => "held    ",
+            Verdict::Inconclusive => "INCONCLUSIVE",
+        };
+        let _ = writeln!(s, "{head} {}: {}", f.pitfall, f.title);
+        for p in &f.rates {
+            let (lo, hi) = p.ci95();
+            if p.violating > 0 {
+                let _ = writeln!(
+                    s,
+                    "    {} violated in {}/{} seeds ({}, 95% CI {}-{})",
+                    p.property,
+                    p.violating,
+                    p.decided,
+                    pct(p.violating as f64 / p.decided.max(1) as f64),
+                    pct(lo),
+                    pct(hi)
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "    {} held in {}/{} seeds (rate ≤ {} at 95%)",
+                    p.property,
+                    p.decided,
+                    f.seeds,
+                    pct(hi)
+                );
+            }
+        }
+        if f.inconclusive > 0 {
+            let _ = writeln!(
+                s,
+                "    {} seed(s) inconclusive (a budget stopped them)",
+                f.inconclusive
+            );
+        }
+        match f.hazard {
+            Some((h, 0)) if f.verdict != Verdict::Violated => {
+                let _ = writeln!(
+                    s,
+                    "    hazard {h} never reached: under these assumptions the setup does not meet this danger"
+                );
+            }
+            Some((h, n)) => {
+                let _ = writeln!(s, "    hazard {h} reached in {n}/{} seeds", f.seeds);
+            }
+            None => {
+                let _ = writeln!(s, "    (no detector names this hazard)");
+            }
+        }
+        if let Some(t) = &f.threshold {
+            let _ = writeln!(s, "    threshold: {t}");
+        }
+        if f.verdict == Verdict::Violated {
+            let _ = writeln!(s, "    fix: {}", f.fix);
+        } else {
+            let _ = writeln!(s, "    why: {}", f.held_note);
+        }
+        if let Some(si) = &f.stand_in {
+            let _ = writeln!(s, "    stand-in: {si}");
+        }
+        let _ = writeln!(s, "    replay: {}", f.replay);
+        let pages: Vec<String> = f
+            .rests_on
+            .iter()
+            .map(|m| format!("docs/pitfalls.md#{m}"))
+            .collect();
+        let _ = writeln!(s, "    rests on: {}", pages.join(", "));
+    }
+    if r.findings.is_empty() {
+        let _ = writeln!(
+            s,
+            "no pitfall applies under these assumptions: nothing was assessed"
+        );
+    }
+    let _ = writeln!(s);
+    let mapped = r
+        .setup
+        .keys
+        .iter()
+        .filter(|k| matches!(k.status, Status::Mapped(_)))
+        .count();
+    let bearing = r
+        .setup
+        .keys
+        .iter()
+        .filter(|k| k.status == Status::NoBearing)
+        .count();
+    let _ = writeln!(
+        s,
+        "keys: {} read, {mapped} mapped into the model, {bearing} with no bearing on the lock",
+        r.setup.keys.len()
+    );
+    for k in &r.setup.keys {
+        let at = if k.line > 0 {
+            format!("{}:{}", k.source, k.line)
+        } else {
+            k.source.clone()
+        };
+        match &k.status {
+            Status::NotModelled(why) => {
+                let _ = writeln!(s, "  not modelled: {at}: {} {} ({why})", k.key, k.value);
+            }
+            Status::NotUnderstood => {
+                let _ = writeln!(
+                    s,
+                    "  not understood: {at}: {} {} (nothing was read from it)",
+                    k.key, k.value
+                );
+            }
+            _ => {}
+        }
+    }
+    let (v, h, i) = r
+        .findings
+        .iter()
+        .fold((0, 0, 0), |(v, h, i), f| match f.verdict {
+            Verdict::Violated => (v + 1, h, i),
+            Verdict::Held => (v, h + 1, i),
+            Verdict::Inconclusive => (v, h, i + 1),
+        });
+    let _ = writeln!(s, "assess: {v} violated, {h} held, {i} inconclusive");
+    s
+}
+
+/// The report as one JSON object: `{"setup", "assumptions", "findings", "keys"}`.
+pub fn json(r: &Report) -> serde_json::Value {
+    use serde_json::json;
+    let s = &r.setup;
+    let topology = match &s.topology {
+        setup::Topology::Single => json!({"kind": "single"}),
+        setup::Topology::Replicated {
+            replicas,
+            sentinels,
+        } => json!({
+            "kind": if sentinels.is_some() { "sentinel" } else { "master-replica" },
+            "replicas": replicas,
+            "sentinels": sentinels.as_ref().map(|se| json!({
+                "count": se.count, "quorum": se.quorum,
+                "down_after_ms": se.down_after_ms, "failover_timeout_ms": se.failover_timeout_ms,
+            })),
+        }),
+        setup::Topology::Masters(n) => json!({"kind": "masters", "masters": n}),
+    };
+    let findings: Vec<serde_json::Value> = r
+        .findings
+        .iter()
+        .map(|f| {
+            let rates: serde_json::Map<String, serde_json::Value> = f
+                .rates
+                .iter()
+                .map(|p| {
+                    let (lo, hi) = p.ci95();
+                    (
+                        p.property.clone(),
+                        json!({
+                            "violating": p.violating, "decided": p.decided,
+                            "estimate": p.violating as f64 / p.decided.max(1) as f64,
+                            "ci95": [lo, hi],
+                        }),
+                    )
+                })
+                .collect();
+            json!({
+                "pitfall": f.pitfall,
+                "title": f.title,
+                "verdict": f.verdict.word(),
+                "seeds": f.seeds,
+                "violating": f.violating,
+                "inconclusive": f.inconclusive,
+                "rates": rates,
+                "hazard": f.hazard.map(|(h, n)| json!({"name": h, "seeds": n})),
+                "threshold": f.threshold,
+                "fix": if f.verdict == Verdict::Violated { Some(&f.fix) } else { None },
+                "why_held": if f.verdict == Verdict::Violated { None } else { Some(&f.held_note) },
+                "replay": f.replay,
+                "model": f.model_path,
+                "rests_on": f.rests_on,
+                "stand_in": f.stand_in,
+            })
+        })
+        .collect();
+    let keys: Vec<serde_json::Value> = s
+        .keys
+        .iter()
+        .map(|k| {
+            let (status, to) = match &k.status {
+                Status::Mapped(t) => ("mapped", Some(t.as_str())),
+                Status::NoBearing => ("no_bearing", None),
+                Status::NotModelled(t) => ("not_modelled", Some(t.as_str())),
+                Status::NotUnderstood => ("not_understood", None),
+            };
+            json!({"source": k.source, "line": k.line, "key": k.key, "value": k.value, "status": status, "maps_to": to})
+        })
+        .collect();
+    let a = &r.assumptions;
+    json!({
+        "setup": {
+            "topology": topology,
+            "persistence": s.persistence.words(),
+            "min_replicas": s.min_replicas.map(|(n, lag)| json!({"to_write": n, "max_lag_s": lag})),
+            "library": s.library.name(),
+            "library_options": s.library_words(),
+            "defaults": s.defaults,
+            "model": r.model_path,
+        },
+        "assumptions": {
+            "faults": a.faults_text(),
+            "clients": a.clients,
+            "hold_ms": [a.hold_ms.0, a.hold_ms.1],
+            "seeds": [r.seeds.start, r.seeds.end],
+        },
+        "findings": findings,
+        "keys": keys,
+        "exit": r.exit_code(),
+    })
+}
