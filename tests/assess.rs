@@ -503,3 +503,193 @@ fn bad_inputs_are_located_errors_and_what_is_not_modelled_says_so() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// The worked examples' blocks in docs/assess.md: (name, command line, output as written).
+fn doc_examples(doc: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let mut lines = doc.lines().peekable();
+    while let Some(l) = lines.next() {
+        let Some(name) = l
+            .strip_prefix("<!-- assess-example: ")
+            .and_then(|r| r.strip_suffix(" -->"))
+        else {
+            continue;
+        };
+        assert_eq!(lines.next(), Some("```console"), "{name}");
+        let cmd = lines
+            .next()
+            .unwrap()
+            .strip_prefix("$ ")
+            .unwrap()
+            .to_string();
+        let mut body = String::new();
+        for l in lines.by_ref() {
+            if l == "```" {
+                break;
+            }
+            body.push_str(l);
+            body.push('\n');
+        }
+        out.push((name.to_string(), cmd, body));
+    }
+    out
+}
+
+/// Runs a documented command: the program for `distlock-sim`, a temporary directory for
+/// `/tmp/assess`; the output with both put back.
+fn run_doc_command(cmd: &str, tmp: &Path) -> (String, i32) {
+    let words: Vec<String> = cmd
+        .split_whitespace()
+        .map(|w| w.replace("/tmp/assess", tmp.to_str().unwrap()))
+        .collect();
+    assert_eq!(words[0], "distlock-sim");
+    let bin = env!("CARGO_BIN_EXE_distlock-sim");
+    let o = Command::new(bin)
+        .args(&words[1..])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout)
+        .replace(bin, "distlock-sim")
+        .replace(tmp.to_str().unwrap(), "/tmp/assess");
+    (text, o.status.code().unwrap())
+}
+
+#[test]
+fn the_worked_examples_are_the_programs_output() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/assess.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let examples = doc_examples(&doc);
+    assert_eq!(examples.len(), 3, "three worked examples");
+    let tmp = dir("docs");
+    let mut updated = doc.clone();
+    for (name, cmd, written) in &examples {
+        let (text, code) = run_doc_command(cmd, &tmp);
+        assert_eq!(
+            code, 1,
+            "{name}: every worked example finds something: {text}"
+        );
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            let old = format!("$ {cmd}\n{written}```");
+            let new = format!("$ {cmd}\n{text}```");
+            updated = updated.replacen(&old, &new, 1);
+        } else {
+            assert_eq!(
+                written, &text,
+                "{name}: docs/assess.md's output differs from the program's (UPDATE_DOCS=1 rewrites it)"
+            );
+        }
+    }
+    if updated != doc {
+        std::fs::write(&path, updated).unwrap();
+    }
+}
+
+#[test]
+fn every_key_in_the_tables_is_read_as_the_table_says() {
+    use distlock_sim::assess::setup::{self, Input, LibArg};
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/assess.md"))
+        .unwrap();
+    let section = |title: &str| -> Vec<Vec<String>> {
+        let start = doc.find(title).unwrap_or_else(|| panic!("{title}"));
+        doc[start..]
+            .lines()
+            .skip(1)
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .map(|l| {
+                l.split(" | ")
+                    .map(|c| c.trim_matches(|c| c == '|' || c == ' ').to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let ticked = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    let redis_py = [LibArg {
+        name: "redis-py".into(),
+        options: vec![],
+    }];
+    let mut checked = 0;
+    for (title, format) in [
+        ("### Redisson", "redisson"),
+        ("### redis.conf", "redis"),
+        ("### sentinel.conf", "sentinel"),
+    ] {
+        for row in section(title) {
+            let (keys, example, status) = (&row[0], ticked(&row[1]).concat(), row[2].as_str());
+            for key in ticked(keys) {
+                if key.contains('*') {
+                    continue;
+                }
+                let (text, lookup, libs): (String, String, &[LibArg]) = match format {
+                    "redisson" if key.ends_with("Config") => {
+                        (format!("{key}: {example}\n"), key.clone(), &[])
+                    }
+                    "redisson" if keys.starts_with("*server section*") => (
+                        format!("singleServerConfig:\n  {key}: {example}\n"),
+                        key.clone(),
+                        &[],
+                    ),
+                    "redisson" => (
+                        format!(
+                            "{key}: {example}\nsingleServerConfig: {{address: \"redis://h:6379\"}}\n"
+                        ),
+                        key.clone(),
+                        &[],
+                    ),
+                    "redis" => (format!("{key} {example}\n"), key.clone(), &redis_py),
+                    _ => {
+                        let full = if key.starts_with("sentinel ")
+                            || ["port", "dir", "daemonize", "logfile"].contains(&key.as_str())
+                        {
+                            key.clone()
+                        } else {
+                            format!("sentinel {key}")
+                        };
+                        (
+                            format!(
+                                "sentinel monitor mymaster 10.0.0.1 6379 2\n{full} {example}\n"
+                            ),
+                            full,
+                            &redis_py,
+                        )
+                    }
+                };
+                let input = Input {
+                    path: "t".into(),
+                    text: text.clone(),
+                };
+                match setup::read(&[input], libs) {
+                    Err(e) => {
+                        assert!(
+                            status == "not modelled" && e.0.contains("not modelled yet"),
+                            "{title} {key}: {e} ({text:?})"
+                        );
+                    }
+                    Ok(s) => {
+                        let k =
+                            s.keys.iter().find(|k| k.key == lookup).unwrap_or_else(|| {
+                                panic!("{title} {lookup}: not listed ({text:?})")
+                            });
+                        let got = match &k.status {
+                            setup::Status::Mapped(_) => "mapped",
+                            setup::Status::NoBearing => "no bearing",
+                            setup::Status::NotModelled(_) => "not modelled",
+                            setup::Status::NotUnderstood => "not understood",
+                        };
+                        assert_eq!(got, status, "{title} {lookup} ({text:?})");
+                    }
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 60, "only {checked} keys checked");
+}

@@ -5,6 +5,7 @@
 //! whether its hazard was reached, a threshold where one fault decides it, the fix, and the
 //! replay line of its model file.
 
+pub mod assumptions;
 pub mod conf;
 pub mod pitfall;
 pub mod setup;
@@ -16,129 +17,8 @@ use std::ops::Range;
 use crate::explore::{self, Shard, rate};
 use crate::scenario;
 
+pub use assumptions::{Assumptions, DEFAULT_FAULTS};
 pub use setup::{Input, InputError, LibArg, Setup, Status};
-
-/// What the findings assume of the world: the faults they inject and the clients' work.
-#[derive(Clone, Debug)]
-pub struct Assumptions {
-    pub crash: bool,
-    pub failover: bool,
-    pub pause_max_ms: Option<u64>,
-    pub clock_step_max_ms: Option<u64>,
-    pub latency_max_ms: Option<u64>,
-    /// Renewal starvation of a watchdog (Redisson without a lease).
-    pub renewal_delay_max_ms: Option<u64>,
-    pub clients: u32,
-    pub hold_ms: (u64, u64),
-    /// The inputs as named on the command line (for the models' headers).
-    pub inputs: Vec<String>,
-}
-
-/// `--faults` when it is not given.
-pub const DEFAULT_FAULTS: &str = "crash,failover,pause:<=15s,clock_step:<=2s,latency:<=15s";
-
-impl Assumptions {
-    /// `--faults LIST`: `none`, or kinds separated by commas, `KIND` or `KIND:<=D`.
-    pub fn parse_faults(text: &str, watchdog_ttl_ms: Option<u64>) -> Result<Assumptions, String> {
-        let mut a = Assumptions {
-            crash: false,
-            failover: false,
-            pause_max_ms: None,
-            clock_step_max_ms: None,
-            latency_max_ms: None,
-            renewal_delay_max_ms: None,
-            clients: 3,
-            hold_ms: (1_000, 3_000),
-            inputs: Vec::new(),
-        };
-        if text.trim() == "none" {
-            return Ok(a);
-        }
-        let mut starve_given = false;
-        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (kind, bound) = match item.split_once(":<=") {
-                Some((k, b)) => (k.trim(), Some(b.trim())),
-                None => (item, None),
-            };
-            let max = |default: Option<u64>| -> Result<u64, String> {
-                match bound {
-                    None => default.ok_or_else(|| {
-                        format!("--faults {item}: give its largest size ({kind}:<=15s)")
-                    }),
-                    Some(b) => {
-                        let ns = scenario::units::parse_duration_ns(b)
-                            .map_err(|e| format!("--faults {item}: {e}"))?;
-                        if !(1_000_000..=3_600_000_000_000).contains(&ns) {
-                            return Err(format!("--faults {item}: between 1ms and 1h"));
-                        }
-                        Ok((ns / 1_000_000) as u64)
-                    }
-                }
-            };
-            match kind {
-                "crash" | "failover" if bound.is_some() => {
-                    return Err(format!("--faults {item}: {kind} takes no size"));
-                }
-                "crash" => a.crash = true,
-                "failover" => a.failover = true,
-                "pause" => a.pause_max_ms = Some(max(Some(15_000))?),
-                "clock_step" => a.clock_step_max_ms = Some(max(Some(2_000))?),
-                "latency" => a.latency_max_ms = Some(max(Some(15_000))?),
-                "starve" => {
-                    starve_given = true;
-                    a.renewal_delay_max_ms = Some(max(watchdog_ttl_ms.map(|t| t * 5 / 6))?);
-                }
-                _ => {
-                    const KINDS: [&str; 6] = [
-                        "crash",
-                        "failover",
-                        "pause",
-                        "clock_step",
-                        "latency",
-                        "starve",
-                    ];
-                    let near = scenario::units::closest_name(kind, KINDS.iter().copied())
-                        .map_or(String::new(), |n| format!(" (did you mean {n:?}?)"));
-                    return Err(format!(
-                        "--faults {item}: not a fault kind (crash, failover, pause, clock_step, latency, starve, or none){near}"
-                    ));
-                }
-            }
-        }
-        // A watchdog is assumed starved too unless --faults names the kinds itself.
-        if !starve_given && text == DEFAULT_FAULTS {
-            a.renewal_delay_max_ms = watchdog_ttl_ms.map(|t| t * 5 / 6);
-        }
-        Ok(a)
-    }
-
-    pub fn faults_text(&self) -> String {
-        let mut v = Vec::new();
-        if self.crash {
-            v.push("crash".to_string());
-        }
-        if self.failover {
-            v.push("failover".into());
-        }
-        if let Some(p) = self.pause_max_ms {
-            v.push(format!("pause:<={p}ms"));
-        }
-        if let Some(p) = self.clock_step_max_ms {
-            v.push(format!("clock_step:<={p}ms"));
-        }
-        if let Some(p) = self.latency_max_ms {
-            v.push(format!("latency:<={p}ms"));
-        }
-        if let Some(p) = self.renewal_delay_max_ms {
-            v.push(format!("starve:<={p}ms"));
-        }
-        if v.is_empty() {
-            "none".into()
-        } else {
-            v.join(",")
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -194,6 +74,7 @@ pub struct Finding {
     pub replay: String,
     pub rests_on: Vec<&'static str>,
     pub stand_in: Option<String>,
+    pub unreached_note: Option<String>,
 }
 
 /// The whole assessment.
@@ -300,6 +181,7 @@ pub fn assess(
             model_path: path,
             rests_on: p.rests_on,
             stand_in: p.stand_in,
+            unreached_note: p.unreached_note,
         });
     }
     Ok(Report {
@@ -403,10 +285,11 @@ pub fn text(r: &Report) -> String {
         }
         match f.hazard {
             Some((h, 0)) if f.verdict != Verdict::Violated => {
-                let _ = writeln!(
-                    s,
-                    "    hazard {h} never reached: under these assumptions the setup does not meet this danger"
-                );
+                let why = f
+                    .unreached_note
+                    .as_deref()
+                    .unwrap_or("under these assumptions the setup does not meet this danger");
+                let _ = writeln!(s, "    hazard {h} never reached: {why}");
             }
             Some((h, n)) => {
                 let _ = writeln!(s, "    hazard {h} reached in {n}/{} seeds", f.seeds);
@@ -420,7 +303,7 @@ pub fn text(r: &Report) -> String {
         }
         if f.verdict == Verdict::Violated {
             let _ = writeln!(s, "    fix: {}", f.fix);
-        } else {
+        } else if f.hazard.is_none_or(|(_, n)| n > 0) {
             let _ = writeln!(s, "    why: {}", f.held_note);
         }
         if let Some(si) = &f.stand_in {
@@ -539,7 +422,11 @@ pub fn json(r: &Report) -> serde_json::Value {
                 "hazard": f.hazard.map(|(h, n)| json!({"name": h, "seeds": n})),
                 "threshold": f.threshold,
                 "fix": if f.verdict == Verdict::Violated { Some(&f.fix) } else { None },
-                "why_held": if f.verdict == Verdict::Violated { None } else { Some(&f.held_note) },
+                "why_held": match (f.verdict, f.hazard) {
+                    (Verdict::Violated, _) => None,
+                    (_, Some((_, 0))) => Some(f.unreached_note.as_deref().unwrap_or("the hazard was never reached under these assumptions")),
+                    _ => Some(f.held_note.as_str()),
+                },
                 "replay": f.replay,
                 "model": f.model_path,
                 "rests_on": f.rests_on,

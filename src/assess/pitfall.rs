@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::Assumptions;
+use super::assumptions::Assumptions;
 use super::setup::{Library, Setup, Topology};
 
 /// One pitfall, made concrete for a setup: its model text and how to read its sweep.
@@ -24,6 +24,8 @@ pub struct Pitfall {
     pub rests_on: Vec<&'static str>,
     /// Where the model's clients differ from the library as shipped, why.
     pub stand_in: Option<String>,
+    /// Why the hazard can go unreached here, when the setup itself prevents it (WAIT).
+    pub unreached_note: Option<String>,
 }
 
 /// Names of the model's processes.
@@ -452,6 +454,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                 held_note: format!("no pause of up to {pmax} ms outlived a held key"),
                 rests_on: rests_pause.clone(),
                 stand_in: None,
+                unreached_note: None,
             });
             out.push(Pitfall {
                 id: "foreign-unlock",
@@ -480,6 +483,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                     _ => vec!["single-px-del-pause"],
                 },
                 stand_in: None,
+                unreached_note: None,
             });
         }
     }
@@ -517,6 +521,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             held_note: "a crashed holder's key expires and the lock comes back".into(),
             rests_on: vec!["redis-py-lock-no-timeout", "redis-py-lock-timeout"],
             stand_in: None,
+            unreached_note: None,
         });
 
         // A power loss of the master, back before any failover.
@@ -569,6 +574,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                     _ => vec!["classic-redis-docs-failover-race", "redlock-restart-no-fsync", "redlock-restart-fsync-always"],
                 },
                 stand_in: None,
+                unreached_note: None,
             });
         }
     }
@@ -581,6 +587,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
         } = &s.topology
     {
         let follows = client_group(s, a, &n, Clients::FollowsFailover, "");
+        let waits = follows.contains("set-px-wait-cad");
         let restart = se.down_after_ms * 2 + 10_000;
         let stand_in = match &s.library {
             Library::Redlock { .. } => None,
@@ -611,7 +618,58 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             fix: "nothing on the Redis side closes this window (min-replicas-to-write only bounds the lag; WAIT narrows it: failover-wait-false-confidence); fence the resource with a token from a consensus store".into(),
             held_note: "every promoted replica had the lock".into(),
             rests_on: vec!["classic-redis-docs-failover-race", "failover-lost-lock", "failover-wait-false-confidence"],
+            stand_in: stand_in.clone(),
+            unreached_note: waits.then(|| "the sync check's WAIT found no replica with the lock and refused it: no lock a client believed in was lost".to_string()),
+        });
+
+        // A split: the master and one client on one side, the replicas, the sentinels and
+        // the other clients on the other, for long enough to fail over.
+        let sentinels: Vec<String> = (1..=se.count).map(|i| format!("s{i}")).collect();
+        let mut master_side = vec![n.master.to_string(), n.clients[0].clone()];
+        master_side.dedup();
+        let mut other_side: Vec<String> = n.replicas.clone();
+        other_side.extend(sentinels);
+        other_side.extend(n.clients[1..].iter().cloned());
+        let split_ms = se.down_after_ms * 2 + 20_000;
+        let max_lag_words = match s.min_replicas {
+            Some((k, lag)) => format!(
+                " (min-replicas-to-write {k}, max-lag {lag} s: the isolated master refuses writes once no replica acked for {lag} s)"
+            ),
+            None => String::new(),
+        };
+        out.push(Pitfall {
+            id: "split-brain",
+            title: format!("a network split leaving the old master granting beside the promoted one{max_lag_words}"),
+            model: mk(
+                "split-brain",
+                "split brain: the old master and the promoted replica both grant",
+                &["The master and one client are cut off from the replicas, the sentinels and the other clients at 10 s."],
+                vec![client_group(s, a, &n, Clients::FollowsFailover, "")],
+                vec![format!(
+                    "partition(from: {}, to: {}, at: \"10s\", duration: {})",
+                    list(&master_side),
+                    list(&other_side),
+                    ms(split_ms)
+                )],
+                vec![],
+                vec![],
+                vec!["mutual_exclusion"],
+                None,
+                duration_for(ttl, 10_000 + split_ms + ttl * 2),
+            ),
+            hazard: Some("holder_partitioned"),
+            fix: match s.min_replicas {
+                Some((_, lag)) if lag * 1000 < se.down_after_ms => "keep min-replicas-max-lag plus the longest hold below down-after-milliseconds, or fence the resource: min-replicas-to-write only bounds how long the old master grants".into(),
+                _ => format!("set `min-replicas-to-write 1` and `min-replicas-max-lag` well below down-after-milliseconds ({} ms) on the master: the isolated master then stops granting before a replica is promoted (failover-split-brain-min-replicas); only fencing closes it", se.down_after_ms),
+            },
+            held_note: if waits {
+                "the sync check's WAIT got no replica's ack behind the split, so the isolated master's grants were refused".into()
+            } else {
+                "the isolated master stopped granting before a replica was promoted".into()
+            },
+            rests_on: vec!["failover-split-brain", "failover-split-brain-min-replicas"],
             stand_in,
+            unreached_note: None,
         });
     }
 
@@ -645,6 +703,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             held_note: format!("steps of up to {step} ms moved expiries but never ended a held lock"),
             rests_on: vec!["single-clock-step-expires-locks", "redlock-clock-jump"],
             stand_in: None,
+            unreached_note: None,
         });
     }
 
@@ -672,6 +731,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             held_note: "renewals arrived in time".into(),
             rests_on: vec!["redisson-renewal-starved", "redisson-fenced-renewal-starved"],
             stand_in: None,
+            unreached_note: None,
         });
     }
 
@@ -716,6 +776,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             held_note: "no renewal failed while a lock was held past its first lease".into(),
             rests_on: vec!["redisson-watchdog-stops-after-sync-error", "redisson-watchdog-renews-after-error"],
             stand_in: None,
+            unreached_note: None,
         });
     }
     if let Library::RedisPy {
@@ -767,6 +828,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             held_note: "the lock came back".into(),
             rests_on: vec!["redis-py-retried-acquire-blocks-itself"],
             stand_in: None,
+            unreached_note: None,
         });
     }
     if let (Library::Redlock { ttl_ms, .. }, Some(extra)) = (&s.library, a.latency_max_ms)
@@ -811,6 +873,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             held_note: "a lock won late was refused (its validity checked)".into(),
             rests_on: vec!["redlock-no-validity-check", "classic-kleppmann-redlock-gc-pause"],
             stand_in: None,
+            unreached_note: None,
         });
     }
     out
