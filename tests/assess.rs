@@ -693,3 +693,55 @@ fn every_key_in_the_tables_is_read_as_the_table_says() {
     }
     assert!(checked >= 60, "only {checked} keys checked");
 }
+
+#[test]
+fn an_edges_two_replay_lines_run_as_pasted_and_differ_only_in_the_size() {
+    let d = dir("edge");
+    let o = assess(
+        &[
+            "--lib",
+            "redis-py:timeout=10",
+            "--json",
+            "--faults",
+            "pause:<=15s,clock_step:<=2s",
+            "--seeds",
+            "0..40",
+        ],
+        &d,
+    );
+    let j = json(&o);
+    let mut seen = 0;
+    for f in j["findings"].as_array().unwrap() {
+        let Some(e) = f["edge"].as_object() else {
+            continue;
+        };
+        let (h, v) = (
+            e["replay_holds"].as_str().unwrap(),
+            e["replay_violates"].as_str().unwrap(),
+        );
+        assert_eq!(sh(h), 0, "{h}");
+        assert_eq!(sh(v), 1, "{v}");
+        let (wh, wv): (Vec<&str>, Vec<&str>) = (h.split(' ').collect(), v.split(' ').collect());
+        assert_eq!(wh.len(), wv.len());
+        assert_eq!(
+            wh.iter().zip(&wv).filter(|(a, b)| a != b).count(),
+            1,
+            "{h}\n{v}"
+        );
+        let (hn, bn) = (
+            e["holds_ns"].as_u64().unwrap(),
+            e["breaks_ns"].as_u64().unwrap(),
+        );
+        assert!(bn > hn && bn - hn <= 1_000_000, "{e:?}");
+        seen += 1;
+    }
+    // The pause and the clock step each have one.
+    assert_eq!(seen, 2, "{j:#}");
+    let pause = finding(&j, "pause-past-ttl");
+    // On a 10 s TTL, a pause right after acquiring breaks it below the TTL (the hold adds to it).
+    let b = pause["edge"]["breaks_ns"].as_u64().unwrap();
+    assert!(b < 10_000_000_000, "{pause}");
+    assert_eq!(pause["edge"]["within_assumptions"], true);
+    let step = finding(&j, "clock-step");
+    assert_eq!(step["edge"]["within_assumptions"], false, "{step}");
+}

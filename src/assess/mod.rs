@@ -7,6 +7,7 @@
 
 pub mod assumptions;
 pub mod conf;
+pub mod edge;
 pub mod pitfall;
 pub mod setup;
 pub mod yaml;
@@ -64,8 +65,11 @@ pub struct Finding {
     /// The hazard and the seeds that reached it.
     pub hazard: Option<(&'static str, u64)>,
     pub first_violating: Option<u64>,
-    /// "on seed 3, the pause of c2 from 12.3 s breaks it iff ≥ 9.7 s".
+    /// The edge in one sentence: the probe's (`edge`), else the first violating seed's
+    /// counterfactual.
     pub threshold: Option<String>,
+    /// The probe's edge, where one was found: both sizes' replay lines.
+    pub edge: Option<edge::Edge>,
     pub fix: String,
     pub held_note: String,
     /// The model file and the command that replays the finding's first violating seed (or
@@ -158,9 +162,17 @@ pub fn assess(
             Verdict::Held
         };
         let seed = s.first_violating_seed.unwrap_or(seeds.start);
-        let threshold = s
-            .first_violating_seed
-            .and_then(|seed| threshold_of(&sc, seed));
+        let (threshold, edge) = match &p.probe {
+            Some(probe) => match edge::find(probe, &p.model, &path, program, seeds.clone())? {
+                Ok(e) => (Some(e.sentence()), Some(e)),
+                Err(none) => (Some(none.sentence()), None),
+            },
+            None => (
+                s.first_violating_seed
+                    .and_then(|seed| threshold_of(&sc, seed)),
+                None,
+            ),
+        };
         findings.push(Finding {
             pitfall: p.id,
             title: p.title,
@@ -172,6 +184,7 @@ pub fn assess(
             hazard,
             first_violating: s.first_violating_seed,
             threshold,
+            edge,
             fix: p.fix,
             held_note: p.held_note,
             replay: format!(
@@ -421,6 +434,18 @@ pub fn json(r: &Report) -> serde_json::Value {
                 "rates": rates,
                 "hazard": f.hazard.map(|(h, n)| json!({"name": h, "seeds": n})),
                 "threshold": f.threshold,
+                "edge": f.edge.as_ref().map(|e| {
+                    let ns = |v: u64| match e.unit {
+                        edge::Unit::Us => v * 1_000,
+                        edge::Unit::Ms => v * 1_000_000,
+                    };
+                    json!({
+                        "fault": e.what, "seed": e.seed,
+                        "holds_ns": ns(e.holds), "breaks_ns": ns(e.breaks),
+                        "assumed_ns": ns(e.assumed), "within_assumptions": e.breaks <= e.assumed,
+                        "replay_holds": e.replay_holds, "replay_violates": e.replay_breaks,
+                    })
+                }),
                 "fix": if f.verdict == Verdict::Violated { Some(&f.fix) } else { None },
                 "why_held": match (f.verdict, f.hazard) {
                     (Verdict::Violated, _) => None,

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use super::assumptions::Assumptions;
-use super::setup::{Library, Setup, Topology};
+use super::edge::{Probe, Unit};
+use super::setup::{Library, Setup, Topology, version_at_least};
 
 /// One pitfall, made concrete for a setup: its model text and how to read its sweep.
 #[derive(Clone, Debug)]
@@ -26,6 +27,8 @@ pub struct Pitfall {
     pub stand_in: Option<String>,
     /// Why the hazard can go unreached here, when the setup itself prevents it (WAIT).
     pub unreached_note: Option<String>,
+    /// The one fault whose size the finding's edge is measured for.
+    pub probe: Option<Probe>,
 }
 
 /// Names of the model's processes.
@@ -455,6 +458,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                 rests_on: rests_pause.clone(),
                 stand_in: None,
                 unreached_note: None,
+            probe: None,
             });
             out.push(Pitfall {
                 id: "foreign-unlock",
@@ -484,6 +488,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                 },
                 stand_in: None,
                 unreached_note: None,
+            probe: None,
             });
         }
     }
@@ -522,6 +527,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             rests_on: vec!["redis-py-lock-no-timeout", "redis-py-lock-timeout"],
             stand_in: None,
             unreached_note: None,
+            probe: None,
         });
 
         // A power loss of the master, back before any failover.
@@ -575,6 +581,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                 },
                 stand_in: None,
                 unreached_note: None,
+            probe: None,
             });
         }
     }
@@ -619,6 +626,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             held_note: "every promoted replica had the lock".into(),
             rests_on: vec!["classic-redis-docs-failover-race", "failover-lost-lock", "failover-wait-false-confidence"],
             stand_in: stand_in.clone(),
+            probe: None,
             unreached_note: waits.then(|| "the sync check's WAIT found no replica with the lock and refused it: no lock a client believed in was lost".to_string()),
         });
 
@@ -670,6 +678,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             rests_on: vec!["failover-split-brain", "failover-split-brain-min-replicas"],
             stand_in,
             unreached_note: None,
+            probe: None,
         });
     }
 
@@ -704,6 +713,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             rests_on: vec!["single-clock-step-expires-locks", "redlock-clock-jump"],
             stand_in: None,
             unreached_note: None,
+            probe: None,
         });
     }
 
@@ -732,10 +742,79 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             rests_on: vec!["redisson-renewal-starved", "redisson-fenced-renewal-starved"],
             stand_in: None,
             unreached_note: None,
+            probe: None,
         });
     }
 
     // The libraries' reported bugs, at the version given.
+    if let Library::Redisson {
+        version,
+        lease_ms: None,
+        ..
+    } = &s.library
+        && a.clients > 1
+        && a.interrupt
+        && version_at_least(version, (3, 51))
+    {
+        let one = client_group(
+            s,
+            &Assumptions {
+                clients: 1,
+                ..a.clone()
+            },
+            &n,
+            Clients::AsShipped,
+            ", interrupt_after: \"3ms\"",
+        )
+        .replacen("name: \"c\", count: 1", "name: \"one\", count: 1", 1)
+        .replacen("think: (\"0ms\", \"500ms\")", "rounds: 1", 1);
+        let rest = client_group(
+            s,
+            &Assumptions {
+                clients: a.clients - 1,
+                ..a.clone()
+            },
+            &n,
+            Clients::AsShipped,
+            "",
+        )
+        .replacen(
+            "retry: (\"100ms\", \"300ms\")",
+            "retry: (\"100ms\", \"300ms\"), start: (\"1s\", \"2s\")",
+            1,
+        );
+        let mut model = mk(
+            "redisson-interrupt-orphan",
+            "a thread interrupted in lock() while its script is in flight",
+            &[
+                "Client `one` is interrupted 3 ms into its lock() (replies take 1-4 ms): the late reply still arms the watchdog, for nobody (redisson#7272).",
+            ],
+            vec![one, rest],
+            vec![],
+            vec![],
+            vec![],
+            vec!["mutual_exclusion", "liveness"],
+            Some(60_000),
+            120_000,
+        );
+        model = model.replacen(
+            "    clients: [",
+            "    network: (latency: (\"1ms\", \"4ms\")),\n    clients: [",
+            1,
+        );
+        out.push(Pitfall {
+            id: "redisson-interrupt-orphan",
+            title: "Redisson >= 3.51.0: a lock() interrupted while its script is in flight leaves a lock renewed for nobody (redisson#7272; applies if your code interrupts threads blocked in lock())".into(),
+            model,
+            hazard: Some("granted_after_gave_up"),
+            fix: "do not interrupt a thread blocked in lock(); PR #7277 (open at 3.52.0) unlocks a lock whose reply comes after the interrupt (redisson-late-acquire-unlocks)".into(),
+            held_note: "every interrupted lock() was answered in time or unlocked".into(),
+            rests_on: vec!["redisson-orphan-renewal-after-interrupt", "redisson-late-acquire-unlocks"],
+            stand_in: None,
+            unreached_note: None,
+            probe: None,
+        });
+    }
     if let Library::Redisson {
         modelled: "3.43.0",
         lease_ms: None,
@@ -777,6 +856,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             rests_on: vec!["redisson-watchdog-stops-after-sync-error", "redisson-watchdog-renews-after-error"],
             stand_in: None,
             unreached_note: None,
+            probe: None,
         });
     }
     if let Library::RedisPy {
@@ -829,6 +909,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             rests_on: vec!["redis-py-retried-acquire-blocks-itself"],
             stand_in: None,
             unreached_note: None,
+            probe: None,
         });
     }
     if let (Library::Redlock { ttl_ms, .. }, Some(extra)) = (&s.library, a.latency_max_ms)
@@ -874,7 +955,44 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             rests_on: vec!["redlock-no-validity-check", "classic-kleppmann-redlock-gc-pause"],
             stand_in: None,
             unreached_note: None,
+            probe: None,
         });
+    }
+    // The fault each edge is measured for, placed where it hurts most.
+    let first = &n.clients[0];
+    for p in &mut out {
+        p.probe = match p.id {
+            "pause-past-ttl" | "foreign-unlock" => a.pause_max_ms.map(|pmax| Probe {
+                what: format!("a pause of {first} the moment it acquires"),
+                trigger: format!("pause_after_acquire(targets: [\"{first}\"], duration: {{}})"),
+                unit: Unit::Us,
+                hi: pmax.max(ttl * 3) * 1_000,
+                assumed: pmax * 1_000,
+            }),
+            "clock-step" => a.clock_step_max_ms.map(|step| Probe {
+                what: format!("a forward step of {}'s clock the moment it grants", n.master),
+                trigger: format!(
+                    "clock_step_after_grant(targets: [\"{}\"], delta: {{}})",
+                    n.master
+                ),
+                unit: Unit::Ms,
+                hi: step.max(ttl * 3),
+                assumed: step,
+            }),
+            "slow-replies" => a.latency_max_ms.map(|extra| Probe {
+                what: format!("replies to {first} delayed the moment it attempts"),
+                trigger: format!(
+                    "delay_replies_after_attempt(targets: [\"{first}\"], from: {}, delay: {{}}, window: \"100ms\")",
+                    list(&n.nodes)
+                ),
+                unit: Unit::Us,
+                // Not past the assumption: a reply later than the client waits for it
+                // does not count, so larger delays hold again.
+                hi: extra * 1_000,
+                assumed: extra * 1_000,
+            }),
+            _ => None,
+        };
     }
     out
 }

@@ -992,6 +992,14 @@ fn py_bool(src: &str, k: &str, v: &str) -> Result<bool, InputError> {
     }
 }
 
+/// `version` (`3.52.0`) is at least `(major, minor)`.
+pub fn version_at_least(version: &str, at: (u64, u64)) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor) >= at
+}
+
 /// The modelled Redisson release whose behaviour `version` has: the renewal rule changed in
 /// 3.44.0 (597d604a3), the resend delays in 3.48.0 (e1154e3ec).
 fn redisson_modelled(v: &str) -> Option<&'static str> {
@@ -1129,6 +1137,16 @@ fn read_library(
                 );
                 "3.52.0".into()
             });
+            if version
+                .split('.')
+                .next()
+                .and_then(|m| m.parse::<u64>().ok())
+                >= Some(4)
+            {
+                g.defaults.push(format!(
+                    "Redisson {version} is assessed as the modelled 3.52.0: its lock code was not read"
+                ));
+            }
             let Some(modelled) = redisson_modelled(&version) else {
                 return Err(InputError(format!(
                     "{src}: version={version}: not a version (3.52.0)"

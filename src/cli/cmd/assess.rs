@@ -18,7 +18,8 @@ pub struct Args {
     #[arg(long = "lib")]
     libs: Vec<LibArg>,
     /// The faults assumed: none, or a list of crash, failover, pause:<=D, clock_step:<=D,
-    /// latency:<=D, starve:<=D (a watchdog's renewals delayed).
+    /// latency:<=D, starve:<=D (a watchdog's renewals delayed), interrupt (a thread
+    /// interrupted in Redisson's lock()).
     #[arg(long, default_value = assess::DEFAULT_FAULTS)]
     faults: String,
     /// Clients contending for the lock.
@@ -114,15 +115,7 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
             return bad_input(&e.0);
         }
     };
-    let watchdog = match &setup.library {
-        assess::setup::Library::Redisson {
-            lease_ms: None,
-            watchdog_ms,
-            ..
-        } => Some(*watchdog_ms),
-        _ => None,
-    };
-    let mut assumptions = match Assumptions::parse_faults(&a.faults, watchdog) {
+    let mut assumptions = match Assumptions::parse_faults(&a.faults, &setup.library) {
         Ok(x) => x,
         Err(e) => return bad_input(&e),
     };
