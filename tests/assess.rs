@@ -446,6 +446,36 @@ fn bad_inputs_are_located_errors_and_what_is_not_modelled_says_so() {
             "not UTF-8".into(),
         ),
         (
+            vec![w(
+                "wd.yaml",
+                b"singleServerConfig: {}\nlockWatchdogTimeout: 2\n",
+            )],
+            2,
+            "wd.yaml:2: lockWatchdogTimeout: 2 ms is outside 3..=600000 ms".into(),
+        ),
+        (
+            vec![
+                w(
+                    "da.conf",
+                    b"sentinel monitor m h 6379 2\nsentinel down-after-milliseconds m 0\n",
+                ),
+                "--lib".into(),
+                "redis-py".into(),
+            ],
+            2,
+            "da.conf:2: sentinel down-after-milliseconds: 0 ms".into(),
+        ),
+        (
+            vec!["--lib".into(), "redis-py:timeout=3601".into()],
+            2,
+            "the lock's TTL of 3601000 ms".into(),
+        ),
+        (
+            vec!["--lib".into(), "node-redlock:masters=99".into()],
+            2,
+            "masters=99".into(),
+        ),
+        (
             vec!["--lib".into(), "redis-pie".into()],
             2,
             "did you mean \"redis-py\"".into(),

@@ -911,6 +911,103 @@ fn check_log_gives_a_report_or_a_located_error_on_mutated_logs() {
     c.finish();
 }
 
+/// `assess`'s readers on one configuration file (a Redisson config, a redis.conf or a
+/// sentinel.conf): a setup or a located error; and every setup read gives models the loader
+/// takes (the setup's own and every finding's), so no input reaches an "internal" error.
+fn assess_read(text: &str) -> Outcome {
+    use distlock_sim::assess::{self, pitfall, setup};
+    let input = |t: &str| setup::Input {
+        path: "fuzz.conf".into(),
+        text: t.to_string(),
+    };
+    let redis_py = [setup::LibArg {
+        name: "redis-py".into(),
+        options: vec![],
+    }];
+    let read = match setup::read(&[input(text)], &[]) {
+        Err(e) if e.0.starts_with("which library") => setup::read(&[input(text)], &redis_py),
+        r => r,
+    };
+    let s = match read {
+        Ok(s) => s,
+        Err(e) => {
+            assert!(
+                e.0.starts_with("fuzz.conf:")
+                    || e.0.starts_with("--lib")
+                    || e.0.contains("Redlock")
+                    || e.0.contains("Redisson"),
+                "an error that names no place: {e}"
+            );
+            return Outcome::Rejected;
+        }
+    };
+    let a = assess::Assumptions::parse_faults(assess::DEFAULT_FAULTS, &s.library).unwrap();
+    let base = pitfall::setup_model(&s, &a);
+    if let Err(e) = scenario::load_str("assess", "assess.ron", &base) {
+        panic!("the setup's model does not load: {e}\n{base}");
+    }
+    for p in pitfall::pitfalls(&s, &a) {
+        if let Err(e) = scenario::load_str(p.id, "p.ron", &p.model) {
+            panic!("pitfall {} does not load: {e}\n{}", p.id, p.model);
+        }
+    }
+    Outcome::Accepted
+}
+
+fn nasty_configs() -> Vec<String> {
+    let mut v = vec![
+        "sentinelServersConfig:\n  sentinelAddresses: []\n".to_string(),
+        "masterSlaveServersConfig:\n  slaveAddresses: [\"a\", \"b\", \"c\"]\ncheckLockSyncedSlaves: true\nslavesSyncTimeout: 0\n".into(),
+        "singleServerConfig: !!map {}\nlockWatchdogTimeout: 18446744073709551616\n".into(),
+        "{\"singleServerConfig\": {\"timeout\": 3000}, \"lockWatchdogTimeout\": 3}".into(),
+        "a: &x [1]\nb: *x\n".into(),
+        "sentinel monitor m h 6379 64\nsentinel known-sentinel m a 1 x\nsentinel known-replica m b 2\n".into(),
+        "sentinel monitor m h 6379 1\nsentinel down-after-milliseconds m 1\nsentinel failover-timeout m 1\n".into(),
+        "save 1 1 2 2\nappendonly yes\nappendfsync no\nmin-replicas-to-write 100\nmin-replicas-max-lag 0\nreplicaof a 1\n".into(),
+        "appendfsync \"always\nsave ''\n".into(),
+        "---\nsingleServerConfig: {}\n---\nsingleServerConfig: {}\n".into(),
+        "\u{feff}singleServerConfig:\n  timeout: 1\n".into(),
+    ];
+    v.push(format!(
+        "singleServerConfig: {}1{}\n",
+        "[".repeat(100),
+        "]".repeat(100)
+    ));
+    v.push(format!("{}\n", "k: v\n".repeat(20_000)));
+    v
+}
+
+fn configs() -> Vec<String> {
+    let mut v = Vec::new();
+    for ext in ["yaml", "conf"] {
+        v.extend(
+            files(&root().join("examples/assess"), ext)
+                .into_iter()
+                .map(|(_, t)| t),
+        );
+    }
+    v
+}
+
+#[test]
+fn assess_reads_a_setup_or_a_located_error_on_mutated_configs_and_its_models_load() {
+    let mut c = Campaign::new("assess_read", "conf");
+    let mut rng = campaign_rng(6);
+    let mut seeds = configs();
+    assert!(seeds.len() >= 5);
+    seeds.extend(nasty_configs());
+    fuzz(
+        &mut c,
+        &mut rng,
+        seeds,
+        iterations(5_000),
+        Style::Any,
+        256 << 10,
+        |t, _| assess_read(t),
+    );
+    c.finish();
+}
+
 /// Issue 26.6: check-log's memory grew with the bytes of the log (every token kept). A log
 /// of 2,000 holdings under unique 60 KB tokens (120 MB, made as it is read) must be judged
 /// allocating a few MiB: tokens are digested and dropped when their holding closes.

@@ -377,8 +377,12 @@ fn base_checks(s: &Setup, clients: u32) -> Vec<&'static str> {
     c
 }
 
+/// A finding's run: two TTLs and a minute past the start at least (a lock taken, lost and
+/// taken again), and whatever the pitfall needs (`at_least_ms`).
 fn duration_for(ttl_ms: u64, at_least_ms: u64) -> u64 {
-    (ttl_ms * 5).max(at_least_ms).clamp(120_000, 86_400_000)
+    (ttl_ms * 2 + 60_000)
+        .max(at_least_ms)
+        .clamp(120_000, 86_400_000)
 }
 
 /// Every pitfall that applies to the setup under the assumptions.
@@ -516,7 +520,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                 vec![],
                 vec!["liveness"],
                 bound,
-                duration_for(ttl, 120_000),
+                duration_for(ttl, ttl * 4),
             ),
             hazard: Some("holder_crashed"),
             fix: match &s.library {

@@ -222,6 +222,33 @@ fn int(path: &str, line: usize, key: &str, v: &str) -> Result<u64, InputError> {
         .map_err(|_| located(path, line, &format!("{key}: {v:?} is not a whole number")))
 }
 
+/// A millisecond value of a file, within what a finding can run: each finding runs a few
+/// TTLs (and failovers) inside the simulator's one-day limit.
+fn bounded_ms(
+    path: &str,
+    line: usize,
+    key: &str,
+    ms: u64,
+    lo: u64,
+    hi: u64,
+) -> Result<u64, InputError> {
+    if ms < lo || ms > hi {
+        return Err(located(
+            path,
+            line,
+            &format!("{key}: {ms} ms is outside {lo}..={hi} ms, the range assess runs"),
+        ));
+    }
+    Ok(ms)
+}
+
+/// The most replicas (and sentinels) a setup may have.
+pub const MAX_REPLICAS: u32 = 15;
+
+/// The most a TTL, a timeout or Sentinel's down-after may be (ten minutes): a finding runs
+/// a few of them per seed, and a seed of an hour-long TTL would take minutes.
+pub const MAX_PERIOD_MS: u64 = 600_000;
+
 fn yes_no(path: &str, line: usize, key: &str, v: &str) -> Result<bool, InputError> {
     match v.to_ascii_lowercase().as_str() {
         "yes" | "true" => Ok(true),
@@ -372,9 +399,8 @@ fn read_redisson(g: &mut Gathered, path: &str, text: &str) -> Result<(), InputEr
             }
             "lockWatchdogTimeout" => {
                 let ms = int(path, line, k, &scalar(v)?)?;
-                if ms == 0 {
-                    return Err(located(path, line, "lockWatchdogTimeout: must be above 0"));
-                }
+                // Renewed every third: below 3 ms there is no period.
+                let ms = bounded_ms(path, line, k, ms, 3, MAX_PERIOD_MS)?;
                 g.redisson.watchdog_ms = Some(ms);
                 g.key(
                     path,
@@ -404,6 +430,7 @@ fn read_redisson(g: &mut Gathered, path: &str, text: &str) -> Result<(), InputEr
             }
             "slavesSyncTimeout" => {
                 let ms = int(path, line, k, &scalar(v)?)?;
+                let ms = bounded_ms(path, line, k, ms, 1, MAX_PERIOD_MS)?;
                 g.redisson.sync_timeout_ms = Some(ms);
                 g.key(
                     path,
@@ -429,6 +456,33 @@ fn read_redisson(g: &mut Gathered, path: &str, text: &str) -> Result<(), InputEr
     Ok(())
 }
 
+/// How many addresses the list `key` of a server section holds (at most `MAX_REPLICAS`).
+fn address_count(
+    path: &str,
+    m: &[(String, usize, Node)],
+    key: &str,
+) -> Result<Option<u32>, InputError> {
+    let Some((_, line, v)) = m.iter().find(|(k, _, _)| k == key) else {
+        return Ok(None);
+    };
+    match v {
+        Node::Seq(s, _) if s.len() as u64 > u64::from(MAX_REPLICAS) => Err(located(
+            path,
+            *line,
+            &format!(
+                "{key}: {} addresses: assess models at most {MAX_REPLICAS}",
+                s.len()
+            ),
+        )),
+        Node::Seq(s, _) => Ok(Some(s.len() as u32)),
+        _ => Err(located(
+            path,
+            *line,
+            &format!("{key}: a list of addresses is expected"),
+        )),
+    }
+}
+
 fn read_server(
     g: &mut Gathered,
     path: &str,
@@ -446,13 +500,7 @@ fn read_server(
     let topology = match section {
         "singleServerConfig" => Topology::Single,
         "sentinelServersConfig" => {
-            let n = m
-                .iter()
-                .find(|(k, _, _)| k == "sentinelAddresses")
-                .and_then(|(_, _, v)| match v {
-                    Node::Seq(s, _) => Some(s.len() as u32),
-                    _ => None,
-                });
+            let n = address_count(path, m, "sentinelAddresses")?;
             Topology::Replicated {
                 replicas: 0,
                 sentinels: Some(Sentinels {
@@ -464,13 +512,7 @@ fn read_server(
             }
         }
         "masterSlaveServersConfig" => {
-            let n =
-                m.iter()
-                    .find(|(k, _, _)| k == "slaveAddresses")
-                    .and_then(|(_, _, v)| match v {
-                        Node::Seq(s, _) => Some(s.len() as u32),
-                        _ => None,
-                    });
+            let n = address_count(path, m, "slaveAddresses")?;
             Topology::Replicated {
                 replicas: n.unwrap_or(0),
                 sentinels: None,
@@ -504,9 +546,7 @@ fn read_server(
             "timeout" => {
                 let s = v.scalar().unwrap_or("");
                 let ms = int(path, kl, k, s)?;
-                if ms == 0 {
-                    return Err(located(path, kl, "timeout: must be above 0"));
-                }
+                let ms = bounded_ms(path, kl, k, ms, 1, MAX_PERIOD_MS)?;
                 g.redisson.timeout_ms = Some(ms);
                 g.key(
                     path,
@@ -673,7 +713,21 @@ fn read_redis_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), Input
                         "save: pairs of <seconds> <changes> are expected",
                     ));
                 }
-                let s = int(path, line, "save", &args[0])?;
+                // Every pair is a save point; a lock key changes at every grant, so the
+                // shortest period is the one that snapshots it.
+                let mut s = u64::MAX;
+                for pair in args.chunks(2) {
+                    let secs = int(path, line, "save", &pair[0])?;
+                    int(path, line, "save", &pair[1])?;
+                    if !(1..=86_400).contains(&secs) {
+                        return Err(located(
+                            path,
+                            line,
+                            "save: the seconds of a save point must be from 1 to 86400",
+                        ));
+                    }
+                    s = s.min(secs);
+                }
                 let every = match g.save {
                     Some(Some(e)) => e.min(s),
                     _ => s,
@@ -696,6 +750,13 @@ fn read_redis_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), Input
             }
             "min-replicas-max-lag" | "min-slaves-max-lag" => {
                 let n = int(path, line, &key, one()?)?;
+                if n > 86_400 {
+                    return Err(located(
+                        path,
+                        line,
+                        &format!("{key}: at most 86400 seconds"),
+                    ));
+                }
                 g.min_replicas_max_lag_s = Some(n);
                 g.key(
                     path,
@@ -707,6 +768,15 @@ fn read_redis_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), Input
             }
             "replicaof" | "slaveof" => {
                 g.replicaof += 1;
+                if g.replicaof > MAX_REPLICAS {
+                    return Err(located(
+                        path,
+                        line,
+                        &format!(
+                            "{key}: more than {MAX_REPLICAS} of these: assess models at most {MAX_REPLICAS} replicas and {MAX_REPLICAS} sentinels"
+                        ),
+                    ));
+                }
                 g.key(
                     path,
                     line,
@@ -844,14 +914,7 @@ fn read_sentinel_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), In
                 );
             }
             "down-after-milliseconds" => {
-                let ms = ms_for(g)?;
-                if ms == 0 {
-                    return Err(located(
-                        path,
-                        line,
-                        "sentinel down-after-milliseconds: must be above 0",
-                    ));
-                }
+                let ms = bounded_ms(path, line, &key, ms_for(g)?, 1, MAX_PERIOD_MS)?;
                 g.down_after_ms = Some(ms);
                 g.key(
                     path,
@@ -862,14 +925,7 @@ fn read_sentinel_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), In
                 );
             }
             "failover-timeout" => {
-                let ms = ms_for(g)?;
-                if ms == 0 {
-                    return Err(located(
-                        path,
-                        line,
-                        "sentinel failover-timeout: must be above 0",
-                    ));
-                }
+                let ms = bounded_ms(path, line, &key, ms_for(g)?, 1, 144 * MAX_PERIOD_MS)?;
                 g.failover_timeout_ms = Some(ms);
                 g.key(
                     path,
@@ -890,6 +946,15 @@ fn read_sentinel_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), In
             ),
             "known-replica" | "known-slave" => {
                 g.known_replicas += 1;
+                if g.known_replicas > MAX_REPLICAS {
+                    return Err(located(
+                        path,
+                        line,
+                        &format!(
+                            "{key}: more than {MAX_REPLICAS} of these: assess models at most {MAX_REPLICAS} replicas and {MAX_REPLICAS} sentinels"
+                        ),
+                    ));
+                }
                 g.key(
                     path,
                     line,
@@ -900,6 +965,15 @@ fn read_sentinel_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), In
             }
             "known-sentinel" => {
                 g.known_sentinels += 1;
+                if g.known_sentinels > MAX_REPLICAS {
+                    return Err(located(
+                        path,
+                        line,
+                        &format!(
+                            "{key}: more than {MAX_REPLICAS} of these: assess models at most {MAX_REPLICAS} replicas and {MAX_REPLICAS} sentinels"
+                        ),
+                    ));
+                }
                 g.key(
                     path,
                     line,
@@ -1391,6 +1465,18 @@ pub fn read(inputs: &[Input], libs: &[LibArg]) -> Result<Setup, InputError> {
         )));
     }
     let library = read_library(&mut g, &lib_arg, &mut masters)?;
+    let ttl = library.ttl_ms();
+    let least = if matches!(library, Library::Redisson { lease_ms: None, .. }) {
+        3
+    } else {
+        1
+    };
+    if !(least..=MAX_PERIOD_MS).contains(&ttl) {
+        return Err(InputError(format!(
+            "--lib {}: the lock's TTL of {ttl} ms is outside {least}..={MAX_PERIOD_MS} ms, the range assess runs (each finding runs several TTLs a seed)",
+            lib_arg.name
+        )));
+    }
 
     let mut defaults = std::mem::take(&mut g.defaults);
     // The topology: Redisson's section, else the Sentinel or replica files, else one node.
@@ -1460,7 +1546,10 @@ pub fn read(inputs: &[Input], libs: &[LibArg]) -> Result<Setup, InputError> {
         }
     };
     let min_replicas = match g.min_replicas_to_write {
-        Some(n) if n > 0 => Some((n, g.min_replicas_max_lag_s.unwrap_or(10))),
+        // "Setting one or the other to 0 disables the feature" (redis.conf).
+        Some(n) if n > 0 && g.min_replicas_max_lag_s != Some(0) => {
+            Some((n, g.min_replicas_max_lag_s.unwrap_or(10)))
+        }
         _ => None,
     };
     Ok(Setup {
