@@ -6,8 +6,8 @@
 //!   where the finding is violated, 0 where it held.
 //! - Every key read is listed with what it maps to; keys not understood are named with
 //!   their file and line, never dropped.
-//! - Bad input is a located error with exit 2; what is not modelled (Redis Cluster,
-//!   pottery) is said so with exit 3, not assessed.
+//! - Bad input is a located error with exit 2; what is not modelled (Redis Cluster) is
+//!   said so with exit 3, not assessed.
 //! - The setup's model (`--out`) is a normal model: `check` takes it.
 
 use std::path::{Path, PathBuf};
@@ -519,9 +519,9 @@ fn bad_inputs_are_located_errors_and_what_is_not_modelled_says_so() {
             "cl.yaml:1: clusterServersConfig: Redis Cluster is not modelled yet".into(),
         ),
         (
-            vec!["--lib".into(), "pottery:auto_release_time=10".into()],
-            3,
-            "pottery's Redlock is not modelled yet".into(),
+            vec!["--lib".into(), "pottery:auto_release_time=10000".into()],
+            2,
+            "pottery reads seconds since 3.0.0".into(),
         ),
     ];
     for (args, code, msg) in cases {
@@ -774,4 +774,33 @@ fn an_edges_two_replay_lines_run_as_pasted_and_differ_only_in_the_size() {
     assert_eq!(pause["edge"]["within_assumptions"], true);
     let step = finding(&j, "clock-step");
     assert_eq!(step["edge"]["within_assumptions"], false, "{step}");
+}
+
+#[test]
+fn pottery_on_three_masters_is_assessed_as_its_preset_and_a_crashed_holders_lock_comes_back() {
+    let d = dir("pottery");
+    let o = assess(
+        &[
+            "--lib",
+            "pottery:auto_release_time=10,masters=3",
+            "--json",
+            "--seeds",
+            "0..60",
+        ],
+        &d,
+    );
+    let j = json(&o);
+    assert_eq!(j["setup"]["topology"]["masters"], 3);
+    let model = std::fs::read_to_string(d.join("assess.ron")).unwrap();
+    assert!(model.contains("preset: \"pottery\""), "{model}");
+    let crash = finding(&j, "holder-crash");
+    assert_eq!(crash["verdict"], "held", "{crash}");
+    assert!(
+        crash["rests_on"]
+            .as_array()
+            .unwrap()
+            .contains(&"pottery-auto-release-time-units".into())
+    );
+    assert_eq!(finding(&j, "pause-past-ttl")["verdict"], "violated");
+    rests_on_catalogue_models(&j);
 }

@@ -162,11 +162,16 @@ fn client_group(s: &Setup, a: &Assumptions, n: &Names, how: Clients, extra: &str
             },
             _,
         ) => {
-            let mut o = format!(
-                "preset: \"{preset}\", retry_count: {attempts}, retry_delay: {}, retry_jitter: {}, drift_factor_ppm: {drift_ppm}",
-                ms(*retry_delay_ms),
-                ms(*retry_jitter_ms)
-            );
+            // A preset that retries until it acquires (pottery) keeps its own count and delays.
+            let mut o = if *attempts == u32::MAX {
+                format!("preset: \"{preset}\"")
+            } else {
+                format!(
+                    "preset: \"{preset}\", retry_count: {attempts}, retry_delay: {}, retry_jitter: {}, drift_factor_ppm: {drift_ppm}",
+                    ms(*retry_delay_ms),
+                    ms(*retry_jitter_ms)
+                )
+            };
             if let Some(t) = per_node_timeout_ms {
                 let _ = write!(o, ", per_node_timeout: {}", ms(*t));
             }
@@ -528,7 +533,12 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                 _ => "give the lock a TTL".into(),
             },
             held_note: "a crashed holder's key expires and the lock comes back".into(),
-            rests_on: vec!["redis-py-lock-no-timeout", "redis-py-lock-timeout"],
+            rests_on: match &s.library {
+                Library::Redlock { name: "pottery", .. } => {
+                    vec!["pottery-auto-release-time-units", "redis-py-lock-timeout"]
+                }
+                _ => vec!["redis-py-lock-no-timeout", "redis-py-lock-timeout"],
+            },
             stand_in: None,
             unreached_note: None,
             probe: None,

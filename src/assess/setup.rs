@@ -1400,9 +1400,113 @@ fn read_library(
             }
         }
         "pottery" => {
-            return Err(InputError(format!(
-                "{src}: pottery's Redlock is not modelled yet (nothing was assessed); the libraries modelled: redis-py, redisson, redsync, node-redlock"
-            )));
+            // pottery's Redlock (brainix/pottery@e2f4042, pottery/redlock.py): seconds since
+            // v3.0.0 (021c5a9, #627), milliseconds before.
+            let given = take("version");
+            let version = given.clone().unwrap_or_else(|| "3.0.1".into());
+            let seconds = version_at_least(&version, (3, 0));
+            if !seconds {
+                g.defaults.push(format!(
+                    "pottery {version} is assessed with 3.x's Redlock (e2f4042) in 2.x's units (ms): only the units were compared"
+                ));
+            }
+            if let Some(v) = &given {
+                mapped.push((
+                    "version".into(),
+                    v.clone(),
+                    format!(
+                        "auto_release_time in {}",
+                        if seconds {
+                            "seconds (since 3.0.0)"
+                        } else {
+                            "milliseconds (before 3.0.0)"
+                        }
+                    ),
+                ));
+            } else {
+                g.defaults
+                    .push("pottery 3.0.1 (no version= given): auto_release_time in seconds".into());
+            }
+            if let Some(v) = take("masters") {
+                let n = v
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=15).contains(n))
+                    .ok_or_else(|| {
+                        InputError(format!(
+                            "{src}: masters={v}: a number of masters from 1 to 15"
+                        ))
+                    })?;
+                mapped.push(("masters".into(), v, format!("{n} independent masters")));
+                *masters = Some(n);
+            } else {
+                g.defaults.push("masters: 1 (`masters={redis}`, as pottery's examples; masters=N says otherwise)".into());
+                *masters = Some(1);
+            }
+            let ttl_ms = match take("auto_release_time") {
+                None => 10_000,
+                Some(v) => {
+                    let ms = lib_ms(
+                        &src,
+                        "auto_release_time",
+                        &v,
+                        if seconds { 1000.0 } else { 1.0 },
+                    )?;
+                    if seconds && ms > MAX_PERIOD_MS {
+                        return Err(InputError(format!(
+                            "{src}: auto_release_time={v} is {} s: pottery reads seconds since 3.0.0 (021c5a9, #627), and a lock that long is more than assess runs; a 2.x value in milliseconds is {} in seconds (models/pottery-auto-release-time-units.ron)",
+                            ms / 1000,
+                            ms as f64 / 1e6
+                        )));
+                    }
+                    if ms == 0 {
+                        return Err(InputError(format!(
+                            "{src}: auto_release_time={v}: at least 1 ms"
+                        )));
+                    }
+                    mapped.push((
+                        "auto_release_time".into(),
+                        v,
+                        format!("the lock's TTL: {ms} ms"),
+                    ));
+                    ms
+                }
+            };
+            let mut attempts = u32::MAX;
+            if let Some(v) = take("context_manager_blocking") {
+                if !py_bool(&src, "context_manager_blocking", &v)? {
+                    attempts = 1;
+                    mapped.push((
+                        "context_manager_blocking".into(),
+                        v,
+                        "one attempt per round".into(),
+                    ));
+                } else {
+                    mapped.push((
+                        "context_manager_blocking".into(),
+                        v,
+                        "try until acquired (the default)".into(),
+                    ));
+                }
+            }
+            for k in ["context_manager_timeout", "timeout"] {
+                if let Some(v) = take(k) {
+                    g.key(&src, 0, k, &v, Status::NotModelled("the model's rounds count attempts, not time: it tries until it acquires".into()));
+                }
+            }
+            if let Some(v) = take("num_extensions") {
+                g.key(&src, 0, "num_extensions", &v, Status::NoBearing);
+            }
+            Library::Redlock {
+                name: "pottery",
+                preset: "pottery",
+                ttl_ms,
+                attempts,
+                retry_delay_ms: 200,
+                retry_jitter_ms: 0,
+                drift_ppm: 10_000,
+                per_node_timeout_ms: None,
+            }
         }
         other => {
             let near = crate::scenario::units::closest_name(other, LIBRARIES.iter().copied())
@@ -1626,7 +1730,7 @@ impl Setup {
             Topology::Replicated { replicas, .. } => {
                 format!("a master and {replicas} replica(s), no Sentinel (no failover)")
             }
-            Topology::Masters(n) => format!("{n} independent masters"),
+            Topology::Masters(n) => format!("{n} independent master(s)"),
         };
         let _ = writeln!(s, "setup: {topo}; {}", self.persistence.words());
         if let Some((n, lag)) = self.min_replicas {
@@ -1668,6 +1772,21 @@ impl Setup {
                     None =>
                         format!("lock() with the watchdog (lockWatchdogTimeout {watchdog_ms} ms)"),
                 }
+            ),
+            Library::Redlock {
+                name: "pottery",
+                ttl_ms,
+                attempts,
+                drift_ppm,
+                ..
+            } => format!(
+                "pottery Redlock: auto_release_time {ttl_ms} ms, {}, drift factor {}",
+                if *attempts == u32::MAX {
+                    "tries until acquired, uniform(0, 200 ms) apart".to_string()
+                } else {
+                    format!("{attempts} attempt(s) per round")
+                },
+                *drift_ppm as f64 / 1e6
             ),
             Library::Redlock {
                 name,

@@ -151,7 +151,7 @@ pub struct AutoExtend {
 
 impl RedlockOptions {
     /// Names accepted by `preset`.
-    pub const PRESETS: [&'static str; 9] = [
+    pub const PRESETS: [&'static str; 10] = [
         "redis-docs",
         "redlock-rb",
         "redlock-rb-2",
@@ -161,6 +161,7 @@ impl RedlockOptions {
         "node-redlock-using",
         "node-redlock-using-head",
         "redsync",
+        "pottery",
     ];
 
     /// Library defaults for a lock of `ttl_ms`. Presets model `acquire()` and leave extending
@@ -328,6 +329,25 @@ impl RedlockOptions {
                 retry_count: 32,
                 retry_delay_ms: 150,
                 retry_jitter_ms: 100,
+                ..base
+            },
+            // pottery's `Redlock` (brainix/pottery@e2f4042, v3.0.1 and later; the units are
+            // seconds since v3.0.0, 021c5a9 #627), pottery/redlock.py:
+            // - SET NX PX `auto_release_time` on every master at once (:278-285, 325-329), and
+            //   success as soon as a majority said yes with validity `auto_release_time -
+            //   drift - elapsed > 0` left (:330-348), drift `auto_release_time * 0.01 + .002`
+            //   (:230, 315-316): the success path of `fail_fast`; a failed attempt waits for
+            //   every reply before releasing (:350-352), where `fail_fast` decides at a
+            //   quorum of refusals (the next attempt comes that much earlier here);
+            // - elapsed on `timeit.default_timer`, the monotonic `perf_counter` (timer.py);
+            // - `acquire()` blocks with no limit by default (`timeout=-1`, :416-424),
+            //   `random.uniform(0, 0.2)` s apart (:231, 423): every attempt a round can make;
+            // - no per-node timeout of its own (redis-py's socket timeout): the docs' 50 ms,
+            //   as for the other libraries that set none.
+            "pottery" => RedlockOptions {
+                retry_count: u32::MAX,
+                random_delay: true,
+                fail_fast: true,
                 ..base
             },
             _ => return None,

@@ -97,6 +97,13 @@ checked here: see single-px-cad-fencing).",
         &[],
     ),
     (
+        "pottery-auto-release-time-units",
+        "Pass `auto_release_time` in seconds on pottery 3 (`auto_release_time=10`; it was \
+milliseconds up to 2.3.7, 021c5a9 #627): the variant shows the key coming back ten seconds \
+after the crash.",
+        &["redis-py-lock-timeout"],
+    ),
+    (
         "failover-lost-lock",
         "Nothing on the Redis side closes the window; WAIT only narrows it. Fence with a token that cannot repeat.",
         &["failover-wait-false-confidence", "consensus-pause-fencing"],
