@@ -206,11 +206,12 @@ fn abandoned_what_ifs_do_not_delay_the_next_page() {
     let srv = Server::start();
     for i in 0..20 {
         let mut s = srv.connect();
-        write!(
+        // The server may already have closed it (at its connection cap, or under the other
+        // tests' load): a refused what-if is abandoned too, so a failed write is no failure.
+        let _ = write!(
             s,
             "GET /model/bench-w1?seed={i}&fault=pause:c1:1:5 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-        )
-        .unwrap();
+        );
         let _ = s.shutdown(Shutdown::Both);
     }
     std::thread::sleep(Duration::from_millis(200));
