@@ -1357,3 +1357,48 @@ fn a_multibyte_char_literal_in_a_variant_is_left_to_the_model_parser_to_locate()
         "{err}"
     );
 }
+
+/// README.md's sample output is the program's own: the main command it gives, run again, prints
+/// what the README shows but for the two figures the host clock measures (wall time and seeds
+/// per second) and the worker count, which the README's run had as 2.
+#[test]
+fn the_readmes_sample_sweep_is_the_programs_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme
+        .find("## What the sweep prints\n\n```\n")
+        .expect("the sample's heading")
+        + "## What the sweep prints\n\n```\n".len();
+    let len = readme[start..].find("\n```").unwrap();
+    let sample = &readme[start..start + len + 1];
+    let o = bin()
+        .args([
+            "sweep",
+            "models/single-px-cad-pause.ron",
+            "--seeds",
+            "0..1000",
+            "--jobs",
+            "2",
+        ])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout)
+        .replace(env!("CARGO_BIN_EXE_distlock-sim"), "distlock-sim");
+    let mask = |s: &str| -> String {
+        s.lines()
+            .map(|l| match l.split_once(" in ") {
+                Some((head, rest)) if l.starts_with("model ") && rest.contains(" wall, ") => {
+                    let jobs = rest.rsplit_once(", jobs ").map_or("", |(_, j)| j);
+                    format!("{head} in <wall>, jobs {jobs}\n")
+                }
+                _ => format!("{l}\n"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        mask(sample),
+        mask(&out),
+        "README.md's sample differs from the program's output"
+    );
+}
