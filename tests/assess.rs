@@ -476,6 +476,16 @@ fn bad_inputs_are_located_errors_and_what_is_not_modelled_says_so() {
             "masters=99".into(),
         ),
         (
+            vec![
+                "--lib".into(),
+                "redis-py".into(),
+                "--clients".into(),
+                "1".into(),
+            ],
+            2,
+            "1 is not in 2..=16".into(),
+        ),
+        (
             vec!["--lib".into(), "redis-pie".into()],
             2,
             "did you mean \"redis-py\"".into(),

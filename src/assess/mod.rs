@@ -125,6 +125,12 @@ pub fn assess(
     program: &str,
     jobs: usize,
 ) -> Result<Report, String> {
+    if !(2..=16).contains(&assumptions.clients) {
+        return Err(format!(
+            "{} clients: assess runs 2 to 16 (one client has nobody to exclude)",
+            assumptions.clients
+        ));
+    }
     let base = pitfall::setup_model(&setup, &assumptions);
     scenario::load_str("assess", out, &base)
         .map_err(|e| format!("internal: the setup's model does not load: {e}\n{base}"))?;

@@ -348,7 +348,7 @@ fn header(s: &Setup, a: &Assumptions, title: &str, lines: &[&str]) -> Vec<String
 /// The setup as a model with no faults: what `--out` writes.
 pub fn setup_model(s: &Setup, a: &Assumptions) -> String {
     let n = names(s, a);
-    let checks = base_checks(s, a.clients);
+    let checks = base_checks();
     render(
         s,
         &n,
@@ -373,13 +373,9 @@ pub fn setup_model(s: &Setup, a: &Assumptions) -> String {
     )
 }
 
-fn base_checks(s: &Setup, clients: u32) -> Vec<&'static str> {
-    let mut c = vec!["mutual_exclusion"];
-    if clients > 1 {
-        c.push("resource_safety");
-    }
-    let _ = s;
-    c
+/// What the setup's own model checks (assess runs at least two clients: `--clients 2..=16`).
+fn base_checks() -> Vec<&'static str> {
+    vec!["mutual_exclusion", "resource_safety"]
 }
 
 /// A finding's run: two TTLs and a minute past the start at least (a lock taken, lost and
@@ -397,7 +393,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
     let mut out = Vec::new();
     let as_shipped = client_group(s, a, &n, Clients::AsShipped, "");
     let watchdog = matches!(s.library, Library::Redisson { lease_ms: None, .. });
-    let checks = base_checks(s, a.clients);
+    let checks = base_checks();
     let mk = |id: &'static str,
               title: &str,
               lines: &[&str],

@@ -22,8 +22,8 @@ pub struct Args {
     /// interrupted in Redisson's lock()).
     #[arg(long, default_value = assess::DEFAULT_FAULTS)]
     faults: String,
-    /// Clients contending for the lock.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=16))]
+    /// Clients contending for the lock (2 to 16: one client has nobody to exclude).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=16))]
     clients: u32,
     /// How long a critical section runs, A..B (drawn per round).
     #[arg(long, default_value = "1s..3s")]
