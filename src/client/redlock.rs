@@ -60,6 +60,14 @@ pub enum ElapsedClock {
 /// (mutex.go:276-283), so the late nodes are repaired all the same.
 pub const TOUCH_WITH_SET_NX_SRC: &str = "\n\tif redis.call(\"GET\", KEYS[1]) == ARGV[1] then\n\t\treturn redis.call(\"PEXPIRE\", KEYS[1], ARGV[2])\n\telseif redis.call(\"SET\", KEYS[1], ARGV[1], \"PX\", ARGV[2], \"NX\") then\n\t\treturn 1\n\telse\n\t\treturn 0\n\tend\n";
 
+/// redlock-rb 0.1.8's `EXTEND_LIFE_SCRIPT` (leandromoreira/redlock-rb tag 0.1.8,
+/// lib/redlock/client.rb:94-101, a `<<-eos` heredoc: its lines keep their indentation), the
+/// exact text `lock(res, ttl, extend: info, extend_life: true)` sends (:119-124): it compares
+/// the token, then `EXPIRE`s the key by the TTL in milliseconds — seconds to Redis, so a
+/// 10 s lock extended lives 10,000 s (redlock-rb#44) — and answers 0 on success, 1 otherwise.
+/// Gone in 0.2.0 (e364314 folded extending into the lock script).
+pub const EXTEND_LIFE_0_1_8_SRC: &str = "        if redis.call(\"get\", KEYS[1]) == ARGV[1] then\n          redis.call(\"expire\", KEYS[1], ARGV[2])\n          return 0\n        else\n          return 1\n        end\n";
+
 /// How a holder extends its lock on every node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExtendMode {
@@ -72,6 +80,9 @@ pub enum ExtendMode {
     /// token and `SET NX PX`es it where it is missing (`TOUCH_WITH_SET_NX_SRC`): resurrects
     /// an expired key.
     SetIfMissing,
+    /// redlock-rb 0.1.8's `extend_life`: `EXTEND_LIFE_0_1_8_SRC`, which gives the key a TTL
+    /// of `ttl_ms` *seconds*; 0 is its success.
+    ExpireMsAsSeconds,
 }
 
 /// The knobs in which Redlock implementations differ.
@@ -593,6 +604,7 @@ impl RedlockClient {
         let script_keys = Arc::new([config.key.clone()]);
         let extend_script = Script::new(match config.options.extend {
             Some((_, ExtendMode::SetIfMissing)) => TOUCH_WITH_SET_NX_SRC.as_bytes(),
+            Some((_, ExtendMode::ExpireMsAsSeconds)) => EXTEND_LIFE_0_1_8_SRC.as_bytes(),
             _ => EXTEND_SRC.as_bytes(),
         });
         let section = Section::new(
@@ -955,6 +967,10 @@ impl RedlockClient {
             // client's token is there; redsync counts `status != 0` (mutex.go:262-266).
             (FanOutKind::Extend, Some(ExtendMode::SetIfMissing)) => {
                 vote(matches!(reply, Reply::Int(n) if *n != 0))
+            }
+            // redlock-rb 0.1.8: `rc == 0` is success (client.rb:121-122).
+            (FanOutKind::Extend, Some(ExtendMode::ExpireMsAsSeconds)) => {
+                vote(matches!(reply, Reply::Int(0)))
             }
             (FanOutKind::Extend, _) => vote(matches!(reply, Reply::Int(1))),
         };

@@ -227,6 +227,12 @@ redlock/__init__.py:110-112 raises first).",
         &[],
     ),
     (
+        "redlock-rb-extend-life-seconds",
+        "Upgrade redlock-rb past 0.1.8 (0.2.0, e364314: extending goes through the lock \
+script's PX), or extend with a compare-and-PEXPIRE script: the variant below.",
+        &[],
+    ),
+    (
         "redlock-extend-resurrects",
         "Extend with the compare-and-pexpire script, which fails once the key is gone or \
 someone else's; and stop the critical section when an extend fails. What a pause across the \

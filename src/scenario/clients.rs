@@ -196,6 +196,7 @@ pub enum ExtendModeSpec {
     Script,
     ReSet,
     SetIfMissing,
+    ExpireMsAsSeconds,
 }
 
 impl RedlockSpec {
@@ -249,6 +250,7 @@ impl RedlockSpec {
                 ExtendModeSpec::Script => ExtendMode::Script,
                 ExtendModeSpec::ReSet => ExtendMode::ReSet,
                 ExtendModeSpec::SetIfMissing => ExtendMode::SetIfMissing,
+                ExtendModeSpec::ExpireMsAsSeconds => ExtendMode::ExpireMsAsSeconds,
             };
             o.extend = Some((e.every.ns() / NS_PER_MS, mode));
         }
