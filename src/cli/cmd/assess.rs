@@ -14,7 +14,7 @@ pub struct Args {
     files: Vec<PathBuf>,
     /// The library and its options in its own names: redis-py:timeout=10,blocking_timeout=5;
     /// redisson:version=3.52.0,leaseTime=10000; redsync:expiry=8s,tries=32;
-    /// node-redlock:duration=10000,retryCount=10,masters=5.
+    /// node-redlock:duration=10000,retryCount=10,masters=5; pottery:auto_release_time=10,masters=3.
     #[arg(long = "lib")]
     libs: Vec<LibArg>,
     /// The faults assumed: none, or a list of crash, failover, pause:<=D, clock_step:<=D,
