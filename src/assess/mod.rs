@@ -240,10 +240,6 @@ fn threshold_of(sc: &scenario::Scenario, seed: u64) -> Option<String> {
     ))
 }
 
-fn pct(x: f64) -> String {
-    rate::percent(x)
-}
-
 /// The report as text: the setup, the assumptions, one block per finding, and the keys.
 pub fn text(r: &Report) -> String {
     let mut s = String::new();
@@ -280,9 +276,9 @@ pub fn text(r: &Report) -> String {
                     p.property,
                     p.violating,
                     p.decided,
-                    pct(p.violating as f64 / p.decided.max(1) as f64),
-                    pct(lo),
-                    pct(hi)
+                    rate::percent(p.violating as f64 / p.decided.max(1) as f64),
+                    rate::percent(lo),
+                    rate::percent(hi)
                 );
             } else {
                 let _ = writeln!(
@@ -291,7 +287,7 @@ pub fn text(r: &Report) -> String {
                     p.property,
                     p.decided,
                     f.seeds,
-                    pct(hi)
+                    rate::percent(hi)
                 );
             }
         }

@@ -79,10 +79,34 @@ enum Clients {
     FollowsFailover,
 }
 
+/// A client group of a finding's model: its name and size, and what the finding adds to it —
+/// `options` inside the library's own block (`redisson: (...)`, `redlock: (...)`,
+/// `redis_py: (...)`), `fields` to the group itself (`start`, `rounds`).
+#[derive(Clone, Copy)]
+struct Group<'a> {
+    name: &'a str,
+    count: u32,
+    options: &'a str,
+    fields: &'a str,
+}
+
+impl Group<'_> {
+    /// Every client, as the setup has them (`c1`, `c2`, ...).
+    fn all(a: &Assumptions) -> Group<'static> {
+        Group {
+            name: "c",
+            count: a.clients,
+            options: "",
+            fields: "",
+        }
+    }
+}
+
 /// The model's `clients` entry for the setup's library.
-fn client_group(s: &Setup, a: &Assumptions, n: &Names, how: Clients, extra: &str) -> String {
+fn client_group(s: &Setup, a: &Assumptions, n: &Names, how: Clients, g: Group<'_>) -> String {
     let hold = format!("({}, {})", ms(a.hold_ms.0), ms(a.hold_ms.1));
-    let head = format!("name: \"c\", count: {}", a.clients);
+    let head = format!("name: \"{}\", count: {}", g.name, g.count);
+    let (options, fields) = (g.options, g.fields);
     match (&s.library, how) {
         (
             Library::RedisPy {
@@ -106,7 +130,7 @@ fn client_group(s: &Setup, a: &Assumptions, n: &Names, how: Clients, extra: &str
                 o.push_str(", thread_local: false");
             }
             format!(
-                "({head}, algorithm: \"redis-py\", node: \"{}\",\n     ttl: {}, hold: {hold}, think: (\"0ms\", \"500ms\"),\n     redis_py: ({o}){extra})",
+                "({head}, algorithm: \"redis-py\", node: \"{}\",\n     ttl: {}, hold: {hold}, think: (\"0ms\", \"500ms\"),\n     redis_py: ({o}{options}){fields})",
                 n.master,
                 ms(s.library.ttl_ms())
             )
@@ -143,7 +167,7 @@ fn client_group(s: &Setup, a: &Assumptions, n: &Names, how: Clients, extra: &str
                 o.push_str(", fenced: true");
             }
             format!(
-                "({head}, algorithm: \"redisson\", node: \"{}\",\n     ttl: {}, hold: {hold}, think: (\"0ms\", \"500ms\"), retry: (\"100ms\", \"300ms\"),\n     request_timeout: {},\n     redisson: ({o}{extra}))",
+                "({head}, algorithm: \"redisson\", node: \"{}\",\n     ttl: {}, hold: {hold}, think: (\"0ms\", \"500ms\"), retry: (\"100ms\", \"300ms\"),\n     request_timeout: {},\n     redisson: ({o}{options}){fields})",
                 n.master,
                 ms(*watchdog_ms),
                 ms(*timeout_ms)
@@ -176,7 +200,7 @@ fn client_group(s: &Setup, a: &Assumptions, n: &Names, how: Clients, extra: &str
                 let _ = write!(o, ", per_node_timeout: {}", ms(*t));
             }
             format!(
-                "({head}, algorithm: \"redlock\", nodes: {},\n     ttl: {}, hold: {hold}, think: (\"0ms\", \"500ms\"),\n     redlock: ({o}{extra}))",
+                "({head}, algorithm: \"redlock\", nodes: {},\n     ttl: {}, hold: {hold}, think: (\"0ms\", \"500ms\"),\n     redlock: ({o}{options}){fields})",
                 list(&n.nodes),
                 ms(*ttl_ms)
             )
@@ -215,7 +239,7 @@ fn client_group(s: &Setup, a: &Assumptions, n: &Names, how: Clients, extra: &str
                 _ => ("set-px-cad", 5_000, String::new()),
             };
             format!(
-                "({head}, algorithm: \"{algorithm}\", node: \"{}\", via_sentinels: true,\n     ttl: {}, hold: {hold}, think: (\"0ms\", \"500ms\"), retry: (\"100ms\", \"300ms\"),\n     request_timeout: {}{wait}{extra})",
+                "({head}, algorithm: \"{algorithm}\", node: \"{}\", via_sentinels: true,\n     ttl: {}, hold: {hold}, think: (\"0ms\", \"500ms\"), retry: (\"100ms\", \"300ms\"),\n     request_timeout: {}{wait}{options}{fields})",
                 n.master,
                 ms(s.library.ttl_ms()),
                 ms(timeout_ms)
@@ -363,7 +387,7 @@ pub fn setup_model(s: &Setup, a: &Assumptions) -> String {
             ),
             description: format!("assessed setup: {}", s.library_words()),
             duration_ms: 120_000,
-            clients: vec![client_group(s, a, &n, Clients::AsShipped, "")],
+            clients: vec![client_group(s, a, &n, Clients::AsShipped, Group::all(a))],
             faults: vec![],
             random_faults: vec![],
             triggers: vec![],
@@ -391,7 +415,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
     let n = names(s, a);
     let ttl = s.library.ttl_ms();
     let mut out = Vec::new();
-    let as_shipped = client_group(s, a, &n, Clients::AsShipped, "");
+    let as_shipped = client_group(s, a, &n, Clients::AsShipped, Group::all(a));
     let watchdog = matches!(s.library, Library::Redisson { lease_ms: None, .. });
     let checks = base_checks();
     let mk = |id: &'static str,
@@ -603,7 +627,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
             ..
         } = &s.topology
     {
-        let follows = client_group(s, a, &n, Clients::FollowsFailover, "");
+        let follows = client_group(s, a, &n, Clients::FollowsFailover, Group::all(a));
         let waits = follows.contains("set-px-wait-cad");
         let restart = se.down_after_ms * 2 + 10_000;
         let stand_in = match &s.library {
@@ -662,7 +686,7 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                 "split-brain",
                 "split brain: the old master and the promoted replica both grant",
                 &["The master and one client are cut off from the replicas, the sentinels and the other clients at 10 s."],
-                vec![client_group(s, a, &n, Clients::FollowsFailover, "")],
+                vec![client_group(s, a, &n, Clients::FollowsFailover, Group::all(a))],
                 vec![format!(
                     "partition(from: {}, to: {}, at: \"10s\", duration: {})",
                     list(&master_side),
@@ -738,7 +762,16 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                 "watchdog-starved",
                 "renewals starved while the work goes on",
                 &["Each renewal fires late by a delay drawn up to the assumption (a busy timer thread, redisson#5698)."],
-                vec![client_group(s, a, &n, Clients::AsShipped, &format!(", renewal_delay: (\"0ms\", {})", ms(d)))],
+                vec![client_group(
+                    s,
+                    a,
+                    &n,
+                    Clients::AsShipped,
+                    Group {
+                        options: &format!(", renewal_delay: (\"0ms\", {})", ms(d)),
+                        ..Group::all(a)
+                    },
+                )],
                 vec![],
                 vec![],
                 vec![],
@@ -768,30 +801,26 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
     {
         let one = client_group(
             s,
-            &Assumptions {
-                clients: 1,
-                ..a.clone()
-            },
+            a,
             &n,
             Clients::AsShipped,
-            ", interrupt_after: \"3ms\"",
-        )
-        .replacen("name: \"c\", count: 1", "name: \"one\", count: 1", 1)
-        .replacen("think: (\"0ms\", \"500ms\")", "rounds: 1", 1);
+            Group {
+                name: "one",
+                count: 1,
+                options: ", interrupt_after: \"3ms\"",
+                fields: ", rounds: 1",
+            },
+        );
         let rest = client_group(
             s,
-            &Assumptions {
-                clients: a.clients - 1,
-                ..a.clone()
-            },
+            a,
             &n,
             Clients::AsShipped,
-            "",
-        )
-        .replacen(
-            "retry: (\"100ms\", \"300ms\")",
-            "retry: (\"100ms\", \"300ms\"), start: (\"1s\", \"2s\")",
-            1,
+            Group {
+                count: a.clients - 1,
+                fields: ", start: (\"1s\", \"2s\")",
+                ..Group::all(a)
+            },
         );
         let mut model = mk(
             "redisson-interrupt-orphan",
@@ -876,24 +905,26 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
     {
         let first = client_group(
             s,
-            &Assumptions {
-                clients: 1,
-                ..a.clone()
-            },
+            a,
             &n,
             Clients::AsShipped,
-            ", start: (\"1ms\", \"100ms\")",
-        )
-        .replacen("name: \"c\", count: 1", "name: \"a\", count: 1", 1);
+            Group {
+                name: "a",
+                count: 1,
+                fields: ", start: (\"1ms\", \"100ms\")",
+                ..Group::all(a)
+            },
+        );
         let rest = client_group(
             s,
-            &Assumptions {
-                clients: a.clients - 1,
-                ..a.clone()
-            },
+            a,
             &n,
             Clients::AsShipped,
-            ", start: (\"2s\", \"3s\")",
+            Group {
+                count: a.clients - 1,
+                fields: ", start: (\"2s\", \"3s\")",
+                ..Group::all(a)
+            },
         );
         out.push(Pitfall {
             id: "redis-py-retried-acquire",
@@ -945,7 +976,10 @@ pub fn pitfalls(s: &Setup, a: &Assumptions) -> Vec<Pitfall> {
                         a,
                         &n,
                         Clients::AsShipped,
-                        &format!(", per_node_timeout: {}", ms(extra + 5_000)),
+                        Group {
+                            options: &format!(", per_node_timeout: {}", ms(extra + 5_000)),
+                            ..Group::all(a)
+                        },
                     ),
                     _ => as_shipped.clone(),
                 }],

@@ -249,6 +249,22 @@ pub const MAX_REPLICAS: u32 = 15;
 /// a few of them per seed, and a seed of an hour-long TTL would take minutes.
 pub const MAX_PERIOD_MS: u64 = 600_000;
 
+/// One more replica or sentinel named by a line (`replicaof`, `known-replica`, ...), at
+/// most `MAX_REPLICAS`.
+fn count_one(path: &str, line: usize, key: &str, n: &mut u32) -> Result<(), InputError> {
+    *n += 1;
+    if *n > MAX_REPLICAS {
+        return Err(located(
+            path,
+            line,
+            &format!(
+                "{key}: more than {MAX_REPLICAS} of these: assess models at most {MAX_REPLICAS} replicas and {MAX_REPLICAS} sentinels"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn yes_no(path: &str, line: usize, key: &str, v: &str) -> Result<bool, InputError> {
     match v.to_ascii_lowercase().as_str() {
         "yes" | "true" => Ok(true),
@@ -767,16 +783,7 @@ fn read_redis_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), Input
                 );
             }
             "replicaof" | "slaveof" => {
-                g.replicaof += 1;
-                if g.replicaof > MAX_REPLICAS {
-                    return Err(located(
-                        path,
-                        line,
-                        &format!(
-                            "{key}: more than {MAX_REPLICAS} of these: assess models at most {MAX_REPLICAS} replicas and {MAX_REPLICAS} sentinels"
-                        ),
-                    ));
-                }
+                count_one(path, line, &key, &mut g.replicaof)?;
                 g.key(
                     path,
                     line,
@@ -945,16 +952,7 @@ fn read_sentinel_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), In
                 ),
             ),
             "known-replica" | "known-slave" => {
-                g.known_replicas += 1;
-                if g.known_replicas > MAX_REPLICAS {
-                    return Err(located(
-                        path,
-                        line,
-                        &format!(
-                            "{key}: more than {MAX_REPLICAS} of these: assess models at most {MAX_REPLICAS} replicas and {MAX_REPLICAS} sentinels"
-                        ),
-                    ));
-                }
+                count_one(path, line, &key, &mut g.known_replicas)?;
                 g.key(
                     path,
                     line,
@@ -964,16 +962,7 @@ fn read_sentinel_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), In
                 );
             }
             "known-sentinel" => {
-                g.known_sentinels += 1;
-                if g.known_sentinels > MAX_REPLICAS {
-                    return Err(located(
-                        path,
-                        line,
-                        &format!(
-                            "{key}: more than {MAX_REPLICAS} of these: assess models at most {MAX_REPLICAS} replicas and {MAX_REPLICAS} sentinels"
-                        ),
-                    ));
-                }
+                count_one(path, line, &key, &mut g.known_sentinels)?;
                 g.key(
                     path,
                     line,
