@@ -443,3 +443,56 @@ fn one_fault_breaks_the_menus_sizes_miss_are_found_by_the_thresholds() {
         );
     }
 }
+
+#[test]
+fn the_stepper_says_each_faults_counterfactual_at_the_step_the_fault_opens() {
+    // The page's first run (the model as written): every counterfactual listed under the
+    // violations is said again by the stepper at the step of its fault, and nowhere else.
+    let rel = "models/single-px-cad-pause.ron";
+    let (sc, _) = load(rel);
+    let seed = 3;
+    let (w, faults) = sc.build_with(seed, distlock_sim::sim::TraceMode::Off, None);
+    let names = w.names();
+    let name = |p: distlock_sim::time::ProcId| names[p.index()].clone();
+    let cf = threshold::counterfactuals(&sc, seed, &faults, &name);
+    assert!(
+        cf.len() >= 2,
+        "{rel} seed {seed}: {} counterfactuals",
+        cf.len()
+    );
+    let out = std::env::temp_dir().join(format!("distlock-cf-{}.html", std::process::id()));
+    let st = Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+        .args(["replay", rel, "--seed", "3", "--format", "html", "--out"])
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        st.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let page = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let start = page.find(r#"class="steps""#).expect("a steps block");
+    let body = &page[start..];
+    let json = &body[body.find('>').unwrap() + 1..body.find("</script>").unwrap()];
+    let v: serde_json::Value = serde_json::from_str(&json.replace("<\\/", "</")).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    let saying: Vec<&serde_json::Value> = steps
+        .iter()
+        .filter(|s| s["s"].as_str().unwrap().contains("Counterfactual"))
+        .collect();
+    assert_eq!(saying.len(), cf.len(), "one step per counterfactual");
+    for (s, c) in saying.iter().zip(&cf) {
+        assert_eq!(
+            s["t"].as_u64(),
+            Some(c.at.0),
+            "at the fault's instant: {}",
+            c.sentence()
+        );
+        assert_eq!(s["k"].as_str(), Some("fault"), "a fault step");
+        assert!(s["s"].as_str().unwrap().contains(&c.sentence()));
+    }
+}

@@ -1922,19 +1922,28 @@ pub fn html(
     html_runs(seed, &runs, window)
 }
 
-/// Under a violating run's violations: how much smaller each of its faults would have to be
-/// for the run to hold, each figure checked by a run from time 0 (`threshold::counterfactuals`).
-fn counterfactuals_html(sc: &Scenario, seed: u64, names: &[String]) -> String {
+/// How much smaller each fault of a violating run would have to be for the run to hold, each
+/// figure checked by a run from time 0 (`threshold::counterfactuals`); empty for a run that
+/// held or whose faults alone do not replay its violation.
+fn counterfactuals(
+    sc: &Scenario,
+    seed: u64,
+    names: &[String],
+) -> Vec<crate::explore::threshold::Counterfactual> {
     let (_, faults) = sc.build_with(seed, crate::sim::TraceMode::Off, None);
     let name = |p: crate::time::ProcId| names[p.index()].clone();
-    let cf = crate::explore::threshold::counterfactuals(sc, seed, &faults, &name);
+    crate::explore::threshold::counterfactuals(sc, seed, &faults, &name)
+}
+
+/// The counterfactuals under the violations.
+fn counterfactuals_html(cf: &[crate::explore::threshold::Counterfactual]) -> String {
     if cf.is_empty() {
         return String::new();
     }
     let mut s = String::from(
         "<div class=\"counterfactuals\"><p>What would have saved this run — each fault made smaller alone, the others as they were, each figure checked by a run from time 0:</p><ul>\n",
     );
-    for c in &cf {
+    for c in cf {
         let _ = writeln!(s, "<li>{}</li>", esc(&c.sentence()));
     }
     s.push_str("</ul></div>\n");
@@ -1947,6 +1956,11 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
     let (sc, world, violations) = (base.sc, base.world, base.violations);
     let view = View::page(world, violations).on(window);
     let names = world.names();
+    let cf = if violations.is_empty() {
+        Vec::new()
+    } else {
+        counterfactuals(sc, seed, &names)
+    };
     let mut s = String::new();
     let _ = write!(
         s,
@@ -1984,7 +1998,7 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
             );
         }
         s.push_str("</ol>\n");
-        s.push_str(&counterfactuals_html(sc, seed, &names));
+        s.push_str(&counterfactuals_html(&cf));
     }
     s.push_str(
         r#"</header>
@@ -2076,14 +2090,25 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
         view.arrows_to
     );
     // The steps and their state, computed from each run's history (`explore::stepper`).
-    for r in runs {
+    // The fault's own step says its counterfactual too (the variants ran other faults' worth
+    // of messages: theirs are not computed).
+    let said: Vec<(SimTime, String)> = cf
+        .iter()
+        .map(|c| (c.at, format!("Counterfactual (this fault alone made smaller, checked by a run from time 0): {}.", c.sentence())))
+        .collect();
+    for (i, r) in runs.iter().enumerate() {
         let _ = writeln!(
             s,
             r#"<script type="application/json" class="steps" data-variant="{}" data-verdict="{}" data-ok="{}">{}</script>"#,
             esc(&r.name),
             esc(&verdict_text(r.violations)),
             r.violations.is_empty(),
-            crate::explore::stepper::steps_json(r.sc, r.world, r.violations)
+            crate::explore::stepper::steps_json(
+                r.sc,
+                r.world,
+                r.violations,
+                if i == 0 { &said } else { &[] }
+            )
         );
     }
     s.push_str("<script>\n");

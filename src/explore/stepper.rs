@@ -153,9 +153,24 @@ fn wall_secs(ms: i64) -> String {
     format!("{sign}{}.{:03} s", a / 1000, a % 1000)
 }
 
-/// The steps of a run and their state, as the JSON the page embeds.
-pub fn steps_json(sc: &Scenario, world: &World, violations: &[Violation]) -> String {
-    let (steps, frames, deltas, cut) = build(sc, world, violations);
+/// The steps of a run and their state, as the JSON the page embeds. Each of `said` (a
+/// fault's opening instant and a sentence about it: its counterfactual) is added to the first
+/// fault step at that instant.
+pub fn steps_json(
+    sc: &Scenario,
+    world: &World,
+    violations: &[Violation],
+    said: &[(SimTime, String)],
+) -> String {
+    let (mut steps, frames, deltas, cut) = build(sc, world, violations);
+    for (at, sentence) in said {
+        if let Some(step) = steps
+            .iter_mut()
+            .find(|s| s.at == *at && s.notable == Some(Notable::Fault))
+        {
+            step.sentence = format!("{} {sentence}", step.sentence);
+        }
+    }
     let names = world.names();
     let kinds: Vec<&str> = sc
         .procs

@@ -795,8 +795,10 @@ pub fn verdicts_from_zero(
 /// others kept as they were (`replay --format html` says it beside the violation).
 #[derive(Clone, Debug)]
 pub struct Counterfactual {
-    /// The fault as the timeline words it.
+    /// The fault as the timeline words it, and when it opened (the stepper's step there
+    /// says the sentence too).
     pub fault: String,
+    pub at: SimTime,
     pub unit: Unit,
     /// Its magnitude in the run.
     pub actual: i64,
@@ -913,6 +915,7 @@ pub fn counterfactuals(
         };
         out.push(Counterfactual {
             fault: f.describe(name),
+            at: f.at,
             unit,
             actual,
             holds_at,
