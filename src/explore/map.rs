@@ -12,6 +12,8 @@
 use std::fmt::Write as _;
 
 use crate::explore::rate::clopper_pearson;
+use crate::explore::systematic::ExploreConfig;
+use crate::explore::threshold::{self, Unit};
 use crate::explore::{self, Shard, SweepSummary};
 use crate::scenario::Scenario;
 use crate::scenario::clients::AlgorithmSpec;
@@ -122,6 +124,32 @@ fn duration_text(ns: i64) -> String {
     }
 }
 
+/// A magnitude short enough for a cell: `7.08s`, `+1200ms`.
+fn short(b: &Breaking) -> String {
+    if b.holds_at.is_none() {
+        // The smallest magnitude breaks it: the model is broken without this fault.
+        return "any".into();
+    }
+    match b.unit {
+        Unit::Ns => short_ns(b.violates_at),
+        Unit::Ms => format!("{:+}ms", b.violates_at),
+    }
+}
+
+/// A window as a cell shows it: `7.08s`, `12.5s`, `4.4ms`, `12us`.
+fn short_ns(ns: i64) -> String {
+    let v = ns as f64 / NS_PER_S as f64;
+    if v >= 10.0 {
+        format!("{v:.1}s")
+    } else if v >= 0.01 {
+        format!("{v:.2}s")
+    } else if v >= 1e-5 {
+        format!("{:.1}ms", v * 1e3)
+    } else {
+        format!("{}us", ns / NS_PER_US as i64)
+    }
+}
+
 fn trim_float(v: f64) -> String {
     let t = format!("{v:.6}");
     let t = t.trim_end_matches('0').trim_end_matches('.');
@@ -144,6 +172,44 @@ pub struct Cell {
     pub hazard_seeds: u64,
     /// The first violating seed (its replay command).
     pub first_violating: Option<u64>,
+    /// `map --thresholds`: per fault kind, the smallest magnitude that breaks the cell's
+    /// model (empty for a sweep's cell).
+    pub least: Vec<Breaking>,
+    /// Runs the cell's thresholds started.
+    pub runs: u64,
+}
+
+/// `map --thresholds`: the smallest magnitude of one fault kind that breaks a cell's model,
+/// at its most harmful one-fault start, over the cell's seeds and the kind's targets
+/// (`threshold::smallest` on each seed).
+#[derive(Clone, Debug)]
+pub struct Breaking {
+    /// The family as the thresholds name it ("pause", "clock step forward").
+    pub kind: String,
+    pub target: String,
+    pub seed: u64,
+    pub unit: Unit,
+    /// Signed, as `Threshold::violates_at`; `holds_at` the magnitude 1 µs (1 ms) short of it
+    /// that holds, `None` where the smallest magnitude already violates.
+    pub violates_at: i64,
+    pub holds_at: Option<i64>,
+    /// When the fault opens.
+    pub at_ns: u64,
+    /// The two commands (`None` with `holds_at`), and whether running them from time 0
+    /// held and violated.
+    pub replay_holds: Option<String>,
+    pub replay_violates: Option<String>,
+    pub confirmed: Option<bool>,
+    /// For a pause of a SET-NX-PX client: the textbook's edge, `ttl − longest hold` (a
+    /// pause before the hold's end that outlasts what is left of the TTL), for comparison.
+    pub textbook_ns: Option<i64>,
+}
+
+impl Breaking {
+    /// The magnitude as text ("7.079121s", "+1200ms").
+    pub fn text(&self) -> String {
+        self.unit.text(self.violates_at)
+    }
 }
 
 impl Cell {
@@ -187,6 +253,8 @@ pub struct Map {
     pub program: String,
     pub path: String,
     pub user_sets: Vec<String>,
+    /// `--thresholds`: the fault kind the picture draws (every kind is in the JSON).
+    pub family: Option<String>,
 }
 
 /// The `--set` words of cell (ix, iy): the user's, then the axes'. A range field (`hold`)
@@ -206,8 +274,9 @@ fn cell_sets(
     Ok(sets)
 }
 
-/// A cell's model: its place on the grid, and the model with its values.
-pub type CellModel = (usize, usize, Scenario);
+/// A cell's model: its place on the grid, the model with its values (its replay lines
+/// carry the cell's `--set`s), and the text it was read from.
+pub type CellModel = (usize, usize, Scenario, String);
 
 /// Every cell's model, loaded before anything runs.
 pub fn cells(
@@ -227,8 +296,13 @@ pub fn cells(
                 continue;
             }
             let sets = cell_sets(user, x, y, ix, iy)?;
-            let (cell, _) = load_with(&sc.name, &sc.path, text, &sets)?;
-            out.push((ix, iy, cell));
+            let (mut cell, patched) = load_with(&sc.name, &sc.path, text, &sets)?;
+            cell.replay_program = sc.replay_program.clone();
+            cell.replay_flags = sets
+                .iter()
+                .map(|s| format!(" --set {}", crate::scenario::model::shell_word(&s.arg)))
+                .collect();
+            out.push((ix, iy, cell, patched));
         }
     }
     Ok(out)
@@ -263,7 +337,130 @@ pub fn measure(
         rates,
         hazard_seeds: s.witnesses.values().map(|&(n, _)| n).max().unwrap_or(0),
         first_violating: s.first_violating_seed,
+        least: Vec::new(),
+        runs: s.seeds_run,
     }
+}
+
+/// Runs each cell's thresholds may start, per seed, unless `--budget` says otherwise.
+pub const CELL_BUDGET_RUNS: u64 = 200_000;
+
+/// One cell's thresholds (`map --thresholds`): on each seed, `threshold::smallest`; per
+/// fault kind, the smallest over seeds and targets. `violating` counts the seeds where some
+/// magnitude breaks the model, `inconclusive` those a budget cut short (their smallest may be
+/// too large).
+pub fn measure_thresholds(
+    cell: &CellModel,
+    seeds: std::ops::Range<u64>,
+    budget_runs: u64,
+    every_event: bool,
+    program: &str,
+) -> Result<Cell, String> {
+    let (ix, iy, sc, text) = cell;
+    let mut out = Cell {
+        ix: *ix,
+        iy: *iy,
+        seeds: 0,
+        violating: 0,
+        inconclusive: 0,
+        rates: Vec::new(),
+        hazard_seeds: 0,
+        first_violating: None,
+        least: Vec::new(),
+        runs: 0,
+    };
+    for seed in seeds {
+        let cfg = ExploreConfig {
+            faults: 1,
+            seed,
+            budget_runs,
+            ..ExploreConfig::default()
+        };
+        let r = threshold::smallest(sc, text, &cfg, program, every_event)?;
+        out.seeds += 1;
+        out.runs += r.runs;
+        if r.inconclusive() {
+            out.inconclusive += 1;
+        }
+        let least = r.least();
+        if !least.is_empty() {
+            out.violating += 1;
+            out.first_violating.get_or_insert(seed);
+        }
+        for l in least {
+            let replay = l
+                .threshold
+                .and_then(|i| r.replays.iter().find(|p| p.threshold == i));
+            let b = Breaking {
+                kind: l.kind,
+                target: l.target,
+                seed,
+                unit: l.unit,
+                violates_at: l.violates_at,
+                holds_at: l.threshold.map(|i| r.thresholds[i].holds_at),
+                at_ns: l.at.0,
+                replay_holds: replay.map(|p| p.holds_cmd.clone()),
+                replay_violates: replay.map(|p| p.violates_cmd.clone()),
+                confirmed: replay.and_then(|p| p.confirmed),
+                textbook_ns: None,
+            };
+            match out.least.iter_mut().find(|e| e.kind == b.kind) {
+                Some(e) if b.violates_at.abs() < e.violates_at.abs() => *e = b,
+                Some(_) => {}
+                None => out.least.push(b),
+            }
+        }
+    }
+    out.least.sort_by(|a, b| a.kind.cmp(&b.kind));
+    for b in &mut out.least {
+        if b.kind == "pause" {
+            b.textbook_ns = pause_textbook_ns(sc, &b.target);
+        }
+    }
+    Ok(out)
+}
+
+/// `ttl − longest hold` of the SET-NX-PX group client `target` belongs to (`c` of `c2`).
+fn pause_textbook_ns(sc: &Scenario, target: &str) -> Option<i64> {
+    let group = sc.model.clients.value.iter().find(|c| {
+        target == c.name.0
+            || target
+                .strip_prefix(c.name.0.as_str())
+                .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|ch| ch.is_ascii_digit()))
+    })?;
+    let AlgorithmSpec::Single { algorithm, .. } = &group.spec else {
+        return None;
+    };
+    if !matches!(
+        algorithm.name(),
+        "set-px-del" | "set-px-cad" | "set-px-get-del"
+    ) {
+        return None;
+    }
+    Some(group.ttl.value.ns() as i64 - group.hold.value.max.ns() as i64)
+}
+
+/// Cells measured over `jobs` threads, each cell whole on one thread: the result does not
+/// depend on `jobs`.
+pub fn measure_thresholds_all(
+    cells: &[CellModel],
+    seeds: std::ops::Range<u64>,
+    budget_runs: u64,
+    every_event: bool,
+    program: &str,
+    jobs: usize,
+) -> Result<Vec<Cell>, String> {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .map_err(|e| format!("--jobs {jobs}: {e}"))?;
+    pool.install(|| {
+        cells
+            .par_iter()
+            .map(|c| measure_thresholds(c, seeds.clone(), budget_runs, every_event, program))
+            .collect()
+    })
 }
 
 /// The longest pause the model declares for the clients of group `g` (random or scripted).
@@ -355,6 +552,35 @@ impl Map {
         self.cells.iter().find(|c| c.ix == ix && c.iy == iy)
     }
 
+    /// `--thresholds`: the drawn kind's smallest breaking magnitude in a cell.
+    fn least<'c>(&self, c: &'c Cell) -> Option<&'c Breaking> {
+        let f = self.family.as_deref()?;
+        c.least.iter().find(|b| b.kind == f)
+    }
+
+    /// The kind a thresholds map draws when none is named: `pause` if any cell has it, else
+    /// the first kind found (by name).
+    pub fn default_family(cells: &[Cell]) -> Option<String> {
+        let kinds: std::collections::BTreeSet<&str> = cells
+            .iter()
+            .flat_map(|c| c.least.iter().map(|b| b.kind.as_str()))
+            .collect();
+        if kinds.contains("pause") {
+            return Some("pause".into());
+        }
+        kinds.first().map(|k| k.to_string())
+    }
+
+    /// Whether a cell counts as broken (the boundary's two sides): for a sweep, a seed
+    /// violated; for thresholds, the drawn kind breaks it at some magnitude.
+    fn broken(&self, c: &Cell) -> bool {
+        if self.family.is_some() {
+            self.least(c).is_some()
+        } else {
+            c.violating > 0
+        }
+    }
+
     /// The replay command of a cell's first violating seed.
     pub fn replay(&self, c: &Cell) -> Option<String> {
         let seed = c.first_violating?;
@@ -396,6 +622,35 @@ impl Map {
                         )
                     })
                     .collect();
+                if self.family.is_some() {
+                    let least: serde_json::Map<String, serde_json::Value> = c
+                        .least
+                        .iter()
+                        .map(|b| {
+                            let unit = match b.unit {
+                                Unit::Ns => "ns",
+                                Unit::Ms => "ms",
+                            };
+                            (
+                                b.kind.clone(),
+                                json!({"target": b.target, "seed": b.seed, "at_ns": b.at_ns,
+                                       "unit": unit, "boundary": b.violates_at, "holds": b.holds_at,
+                                       "text": b.text(), "textbook_ns": b.textbook_ns,
+                                       "replay_holds": b.replay_holds, "replay_violates": b.replay_violates,
+                                       "replay_confirmed": b.confirmed}),
+                            )
+                        })
+                        .collect();
+                    return json!({
+                        "x": self.x.texts[c.ix],
+                        "y": self.y.as_ref().map(|a| a.texts[c.iy].clone()),
+                        "seeds": c.seeds,
+                        "violating": c.violating,
+                        "inconclusive": c.inconclusive,
+                        "runs": c.runs,
+                        "least": least,
+                    });
+                }
                 json!({
                     "x": self.x.texts[c.ix],
                     "y": self.y.as_ref().map(|a| a.texts[c.iy].clone()),
@@ -418,6 +673,8 @@ impl Map {
                 "seeds": format!("{}..{}", self.seeds.start, self.seeds.end),
                 "shard": format!("{}/{}", self.shard.index, self.shard.count),
                 "textbook": self.textbook.as_ref().map(|t| t.text.clone()),
+                "thresholds": self.family.is_some(),
+                "family": self.family,
             },
             "cells": cells,
         })
@@ -442,11 +699,22 @@ impl Map {
             }
         );
         let yname = self.y.as_ref().map_or("", |a| a.field.as_str());
-        let _ = writeln!(
-            t,
-            "violating seeds per cell; rows {yname}, columns {}",
-            self.x.field
-        );
+        match &self.family {
+            Some(f) => {
+                let _ = writeln!(
+                    t,
+                    "smallest {f} that breaks the model, at its worst one-fault start, per cell ('-': none up to the declared largest); rows {yname}, columns {}",
+                    self.x.field
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    t,
+                    "violating seeds per cell; rows {yname}, columns {}",
+                    self.x.field
+                );
+            }
+        }
         let w = self
             .x
             .texts
@@ -454,7 +722,7 @@ impl Map {
             .map(|s| s.len())
             .max()
             .unwrap_or(4)
-            .max(7);
+            .max(if self.family.is_some() { 11 } else { 7 });
         let yw = self
             .y
             .as_ref()
@@ -469,6 +737,14 @@ impl Map {
             let _ = write!(t, "{label:>yw$} ");
             for ix in 0..self.x.texts.len() {
                 let v = match self.cell(ix, iy) {
+                    Some(c) if self.family.is_some() => {
+                        let mark = if c.inconclusive > 0 { "?" } else { "" };
+                        match self.least(c) {
+                            Some(b) if b.holds_at.is_none() => format!("any{mark}"),
+                            Some(b) => format!("{}{mark}", b.text()),
+                            None => format!("-{mark}"),
+                        }
+                    }
                     Some(c) if c.inconclusive > 0 => format!("{}/{}?", c.violating, c.seeds),
                     Some(c) => format!("{}/{}", c.violating, c.seeds),
                     None => "-".into(),
@@ -479,6 +755,23 @@ impl Map {
         }
         if let Some(tb) = &self.textbook {
             let _ = writeln!(t, "textbook: {}", tb.text);
+        }
+        if let Some(f) = &self.family {
+            let broken = self.cells.iter().filter(|c| self.broken(c)).count();
+            let runs: u64 = self.cells.iter().map(|c| c.runs).sum();
+            let _ = writeln!(
+                t,
+                "{broken} cells broken by some {f}, {} not ({runs} runs); --json has every kind's smallest with its replay lines",
+                self.cells.len() - broken
+            );
+            let cut = self.cells.iter().filter(|c| c.inconclusive > 0).count();
+            if cut > 0 {
+                let _ = writeln!(
+                    t,
+                    "INCONCLUSIVE: {cut} cells stopped on a budget (marked ?): their smallest may be smaller"
+                );
+            }
+            return t;
         }
         let clean = self.cells.iter().filter(|c| c.violating == 0).count();
         let unmet = self
@@ -522,19 +815,66 @@ impl Map {
             s,
             r#"<defs><pattern id="unmet" width="6" height="6" patternUnits="userSpaceOnUse"><path d="M0,6 L6,0" stroke="rgb(170,170,170)" stroke-width="1"/></pattern></defs>"#
         );
-        let _ = writeln!(
-            s,
-            r#"<text x="{left}" y="20" font-size="13">{}: violating seeds of {} per cell</text>"#,
-            esc(&self.model),
-            self.seeds.end - self.seeds.start
-        );
+        match &self.family {
+            Some(f) => {
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{left}" y="20" font-size="13">{}: the smallest {} that breaks it, per cell (seeds {}..{})</text>"#,
+                    esc(&self.model),
+                    esc(f),
+                    self.seeds.start,
+                    self.seeds.end
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{left}" y="20" font-size="13">{}: violating seeds of {} per cell</text>"#,
+                    esc(&self.model),
+                    self.seeds.end - self.seeds.start
+                );
+            }
+        }
+        // Thresholds: the largest smallest magnitude drawn is the palest red.
+        let largest = self
+            .cells
+            .iter()
+            .filter_map(|c| self.least(c))
+            .map(|b| b.violates_at.unsigned_abs())
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
         // Cell (ix, iy) has its lower-left corner at (ix, iy) in grid units; y grows up.
         let px = |gx: f64| left + gx * cw;
         let py = |gy: f64| top + ch * ny as f64 - gy * ch;
         for c in &self.cells {
-            let r = c.rate();
+            // Red for all seeds violating (a sweep) or for breaking at the smallest magnitude
+            // (thresholds), white for none.
+            let (r, what) = match &self.family {
+                Some(f) => match self.least(c) {
+                    Some(b) => (
+                        1.0 - 0.8 * b.violates_at.unsigned_abs() as f64 / largest,
+                        format!(
+                            "a {f} of {} breaks it ({} from {}, seed {}){}",
+                            b.text(),
+                            b.target,
+                            crate::time::fmt_duration_ns(b.at_ns),
+                            b.seed,
+                            b.textbook_ns.map_or(String::new(), |t| format!(
+                                "; textbook ttl − hold {}",
+                                duration_text(t)
+                            ))
+                        ),
+                    ),
+                    None => (0.0, format!("no {f} up to the declared largest breaks it")),
+                },
+                None => (
+                    c.rate(),
+                    format!("{} of {} seeds violate", c.violating, c.seeds),
+                ),
+            };
             let shade = (255.0 * (1.0 - r)).round() as u8;
-            let fill = if c.violating == 0 {
+            let fill = if !self.broken(c) {
                 "rgb(255,255,255)".to_string()
             } else {
                 format!("rgb(255,{shade},{shade})")
@@ -542,7 +882,7 @@ impl Map {
             let (x0, y0) = (px(c.ix as f64), py(c.iy as f64 + 1.0));
             let _ = writeln!(
                 s,
-                r#"<rect x="{x0}" y="{y0}" width="{cw}" height="{ch}" fill="{fill}" stroke="rgb(220,220,220)"><title>{} = {}{}: {} of {} seeds violate</title></rect>"#,
+                r#"<rect x="{x0}" y="{y0}" width="{cw}" height="{ch}" fill="{fill}" stroke="rgb(220,220,220)"><title>{} = {}{}: {}</title></rect>"#,
                 esc(&self.x.field),
                 esc(&self.x.texts[c.ix]),
                 self.y.as_ref().map_or(String::new(), |a| format!(
@@ -550,10 +890,21 @@ impl Map {
                     esc(&a.field),
                     esc(&a.texts[c.iy])
                 )),
-                c.violating,
-                c.seeds
+                esc(&what)
             );
-            if c.violating == 0 && c.hazard_seeds == 0 {
+            if let Some(b) = self.least(c)
+                && cw >= 36.0
+                && ch >= 16.0
+            {
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{}" y="{}" text-anchor="middle" font-size="9">{}</text>"#,
+                    x0 + cw / 2.0,
+                    y0 + ch / 2.0 + 3.0,
+                    esc(&short(b))
+                );
+            }
+            if self.family.is_none() && c.violating == 0 && c.hazard_seeds == 0 {
                 let _ = writeln!(
                     s,
                     r#"<rect x="{x0}" y="{y0}" width="{cw}" height="{ch}" fill="url(#unmet)"/>"#
@@ -561,7 +912,7 @@ impl Map {
             }
         }
         // The boundary: every edge between a cell that held and a neighbour that violated.
-        let bad = |ix: usize, iy: usize| self.cell(ix, iy).map(|c| c.violating > 0);
+        let bad = |ix: usize, iy: usize| self.cell(ix, iy).map(|c| self.broken(c));
         let mut path = String::new();
         for ix in 0..nx {
             for iy in 0..ny {
@@ -672,29 +1023,50 @@ impl Map {
         }
         // Legend.
         let ly = py(0.0) + 52.0;
-        let _ = writeln!(
-            s,
-            r#"<rect x="{left}" y="{}" width="12" height="12" fill="rgb(255,0,0)"/><text x="{}" y="{}">all seeds violate</text>"#,
-            ly - 10.0,
-            left + 16.0,
-            ly
-        );
-        let _ = writeln!(
-            s,
-            r#"<rect x="{}" y="{}" width="12" height="12" fill="white" stroke="rgb(180,180,180)"/><text x="{}" y="{}">none</text>"#,
-            left + 130.0,
-            ly - 10.0,
-            left + 146.0,
-            ly
-        );
-        let _ = writeln!(
-            s,
-            r#"<rect x="{}" y="{}" width="12" height="12" fill="url(#unmet)" stroke="rgb(180,180,180)"/><text x="{}" y="{}">none, hazard never met</text>"#,
-            left + 190.0,
-            ly - 10.0,
-            left + 206.0,
-            ly
-        );
+        if self.family.is_some() {
+            // A cell's shade is 255·(1 − r), r = 1 − 0.8·v/largest: the largest is 204.
+            let palest = 204;
+            let _ = writeln!(
+                s,
+                r#"<rect x="{left}" y="{}" width="12" height="12" fill="rgb(255,0,0)"/><text x="{}" y="{}">breaks at the smallest</text><rect x="{}" y="{}" width="12" height="12" fill="rgb(255,{palest},{palest})"/><text x="{}" y="{}">at {}</text><rect x="{}" y="{}" width="12" height="12" fill="white" stroke="rgb(180,180,180)"/><text x="{}" y="{}">nothing declared breaks it</text>"#,
+                ly - 10.0,
+                left + 16.0,
+                ly,
+                left + 150.0,
+                ly - 10.0,
+                left + 166.0,
+                ly,
+                esc(&short_ns(largest as i64)),
+                left + 240.0,
+                ly - 10.0,
+                left + 256.0,
+                ly
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                r#"<rect x="{left}" y="{}" width="12" height="12" fill="rgb(255,0,0)"/><text x="{}" y="{}">all seeds violate</text>"#,
+                ly - 10.0,
+                left + 16.0,
+                ly
+            );
+            let _ = writeln!(
+                s,
+                r#"<rect x="{}" y="{}" width="12" height="12" fill="white" stroke="rgb(180,180,180)"/><text x="{}" y="{}">none</text>"#,
+                left + 130.0,
+                ly - 10.0,
+                left + 146.0,
+                ly
+            );
+            let _ = writeln!(
+                s,
+                r#"<rect x="{}" y="{}" width="12" height="12" fill="url(#unmet)" stroke="rgb(180,180,180)"/><text x="{}" y="{}">none, hazard never met</text>"#,
+                left + 190.0,
+                ly - 10.0,
+                left + 206.0,
+                ly
+            );
+        }
         let _ = writeln!(
             s,
             r#"<line x1="{left}" y1="{}" x2="{}" y2="{}" stroke="black" stroke-width="2.5"/><text x="{}" y="{}">boundary</text>"#,
@@ -723,6 +1095,9 @@ impl Map {
 
     /// The SVG in a page, with the cells' table (rates, intervals, replay lines) under it.
     pub fn html(&self) -> String {
+        if self.family.is_some() {
+            return self.html_thresholds();
+        }
         let mut rows = String::new();
         for c in &self.cells {
             let (lo, hi) = clopper_pearson(c.violating, c.seeds);
@@ -742,6 +1117,56 @@ impl Map {
         }
         format!(
             "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>map of {m}</title>\n<style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}</style></head>\n<body><h1>Safety map: {m}</h1>\n{svg}<p>Each cell: the model with <code>{x}</code>{y} set, seeds {a}..{b}. Rates with exact 95 % (Clopper–Pearson) intervals; a cell where no seed violated still has the upper bound shown.</p>\n<table><tr><th>{x}</th><th>{yf}</th><th>violating</th><th>rate [95 %]</th><th>seeds meeting its most met hazard</th><th>replay of the first violating seed</th></tr>\n{rows}</table></body></html>\n",
+            m = esc(&self.model),
+            svg = self.svg(),
+            x = esc(&self.x.field),
+            y = self.y.as_ref().map_or(String::new(), |a| format!(
+                " and <code>{}</code>",
+                esc(&a.field)
+            )),
+            yf = esc(self.y.as_ref().map_or("", |a| a.field.as_str())),
+            a = self.seeds.start,
+            b = self.seeds.end,
+        )
+    }
+}
+
+impl Map {
+    /// `--thresholds`: the picture and a row per cell and fault kind.
+    fn html_thresholds(&self) -> String {
+        let mut rows = String::new();
+        for c in &self.cells {
+            for b in &c.least {
+                let _ = writeln!(
+                    rows,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code><br><code>{}</code></td></tr>",
+                    esc(&self.x.texts[c.ix]),
+                    esc(self.y.as_ref().map_or("", |a| a.texts[c.iy].as_str())),
+                    esc(&b.kind),
+                    if b.holds_at.is_none() {
+                        "any (the smallest breaks it)".to_string()
+                    } else {
+                        esc(&b.text())
+                    },
+                    esc(&format!(
+                        "{} from {}, seed {}",
+                        b.target,
+                        crate::time::fmt_duration_ns(b.at_ns),
+                        b.seed
+                    )),
+                    b.textbook_ns.map_or(String::new(), duration_text),
+                    match b.confirmed {
+                        Some(true) => "yes",
+                        Some(false) => "NO",
+                        None => "",
+                    },
+                    esc(b.replay_holds.as_deref().unwrap_or("")),
+                    esc(b.replay_violates.as_deref().unwrap_or(""))
+                );
+            }
+        }
+        format!(
+            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>map of {m}</title>\n<style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}</style></head>\n<body><h1>Threshold map: {m}</h1>\n{svg}<p>Each cell: the model with <code>{x}</code>{y} set; on each of seeds {a}..{b}, one fault at every start, its magnitude bisected to 1 µs (a clock step to 1 ms); per kind, the smallest that breaks it. Each smallest's two commands run from time 0: the first holds, the second violates.</p>\n<table><tr><th>{x}</th><th>{yf}</th><th>fault kind</th><th>smallest that breaks it</th><th>where</th><th>textbook ttl − hold</th><th>confirmed</th><th>holds / violates</th></tr>\n{rows}</table></body></html>\n",
             m = esc(&self.model),
             svg = self.svg(),
             x = esc(&self.x.field),

@@ -58,7 +58,7 @@ impl Unit {
             Unit::Ms => 1,
         }
     }
-    fn text(self, m: i64) -> String {
+    pub fn text(self, m: i64) -> String {
         match self {
             Unit::Ns => fmt_duration_us(m as u64),
             Unit::Ms => format!("{m:+}ms"),
@@ -387,138 +387,299 @@ pub fn thresholds(
     cfg: &ExploreConfig,
     program: &str,
 ) -> Result<ThresholdReport, String> {
+    search(sc, original_text, cfg, program, Scope::EveryFlip)
+}
+
+/// Per family, only the smallest magnitude that breaks the model at any start (`map
+/// --thresholds`): the thresholds' grid and bisection, each start's range cut to below the
+/// smallest flip found so far and its grid stopped at its first violating point. The claim
+/// is the thresholds' own, for that one number: no start has a smaller violating magnitude
+/// on its grid (a start cut to nothing holds nothing smaller to find). The report's
+/// `thresholds` are the flips that lowered a family's smallest, its `pieces` the starts
+/// that ran.
+///
+/// `every_event`: start before every event of a client, as the thresholds do; otherwise only
+/// at the decision points (a lock acquired or granted, before a release, a command, a write:
+/// where a fault inside a hold is placed), which is where the smallest fault that breaks a
+/// lock is found in the catalogue's models and costs a tenth of the runs.
+pub fn smallest(
+    sc: &Scenario,
+    original_text: &str,
+    cfg: &ExploreConfig,
+    program: &str,
+    every_event: bool,
+) -> Result<ThresholdReport, String> {
+    search(
+        sc,
+        original_text,
+        cfg,
+        program,
+        Scope::Smallest { every_event },
+    )
+}
+
+/// What a thresholds search looks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Every flip at every start.
+    EveryFlip,
+    /// Per family, the smallest magnitude that violates; at every event's start, or only at
+    /// the decision points.
+    Smallest { every_event: bool },
+}
+
+/// The smallest magnitude of one family that violates (`smallest`'s answer): the flip that
+/// found it (an index into `thresholds`), or `None` where the smallest the grid has (1 µs, a
+/// step of 1 ms) already violates at some start.
+#[derive(Clone, Debug)]
+pub struct Least {
+    pub kind: String,
+    pub target: String,
+    pub unit: Unit,
+    /// Signed, as `Threshold::violates_at`.
+    pub violates_at: i64,
+    pub at: SimTime,
+    pub threshold: Option<usize>,
+}
+
+impl ThresholdReport {
+    /// Per family, the smallest violating magnitude found (by |magnitude|; the earliest
+    /// start among equals).
+    pub fn least(&self) -> Vec<Least> {
+        let mut out: BTreeMap<(String, String), Least> = BTreeMap::new();
+        let mut offer = |l: Least| {
+            let e = out
+                .entry((l.kind.clone(), l.target.clone()))
+                .or_insert_with(|| l.clone());
+            if l.violates_at.abs() < e.violates_at.abs() {
+                *e = l;
+            }
+        };
+        for (i, t) in self.thresholds.iter().enumerate() {
+            offer(Least {
+                kind: t.kind.clone(),
+                target: t.target.clone(),
+                unit: t.unit,
+                violates_at: t.violates_at,
+                at: t.at,
+                threshold: Some(i),
+            });
+        }
+        for p in self
+            .pieces
+            .iter()
+            .filter(|p| p.violated_at_lo && !p.inconclusive)
+        {
+            offer(Least {
+                kind: p.kind.clone(),
+                target: p.target.clone(),
+                unit: p.unit,
+                violates_at: p.lo,
+                at: p.at,
+                threshold: None,
+            });
+        }
+        out.into_values().collect()
+    }
+}
+
+fn search(
+    sc: &Scenario,
+    original_text: &str,
+    cfg: &ExploreConfig,
+    program: &str,
+    scope: Scope,
+) -> Result<ThresholdReport, String> {
     let (s, base) = Search::new(sc, cfg, None)?;
     let mut report = ThresholdReport {
         model: sc.name.clone(),
         seed: cfg.seed,
         ..ThresholdReport::default()
     };
-    let mut probe = base.clone();
-    probe.log_decisions();
-    let points = s.points(probe, None, sc.limits.max_time, true);
+    // The starts, in passes: looking for the smallest at every event, the decision points
+    // go first (on their own they find it in the catalogue's models, at a tenth of the
+    // runs), so the every-event pass has its ranges cut to below what they found.
+    let passes: &[bool] = match scope {
+        Scope::EveryFlip => &[true],
+        Scope::Smallest { every_event: false } => &[false],
+        Scope::Smallest { every_event: true } => &[false, true],
+    };
     let names = s.names.clone();
     let name = |p: ProcId| names[p.index()].clone();
     // Per family, the instant (or step) its last flip was found at: the next start's guess.
     let mut last: BTreeMap<(String, String), (SimTime, i64)> = BTreeMap::new();
-    let mut cursor = base;
-    cursor.stop_logging_decisions();
-    'starts: for (p, menu) in points {
-        let stop_at = SimTime(p.open_at.0 - 1);
-        if cursor.now() < stop_at && cursor.run_until(stop_at).is_some() {
-            break;
-        }
-        for (key, fam) in families(&s, &menu, &name) {
-            let summary = report.families.entry(key.clone()).or_default();
-            summary.starts += 1;
-            summary.max_text = fam.unit.text(fam.max);
-            let res = fam.unit.resolution();
-            let lo = res * fam.max.signum();
-            let mut grid: Vec<i64> = vec![lo, fam.max];
-            grid.extend(fam.menu.iter().copied());
-            grid.retain(|m| m.abs() >= lo.abs() && m.abs() <= fam.max.abs());
-            grid.sort_by_key(|m| m.abs());
-            grid.dedup();
-            let mut pr = Probe {
-                s: &s,
-                cursor: &cursor,
-                faults: &fam.faults,
-                report: &mut report,
-                seen: BTreeMap::new(),
-                mark_with: (fam.unit == Unit::Ns).then_some(fam.max),
-                start: p.open_at.0 as i64,
-                marks: Vec::new(),
-            };
-            // A window's run at its largest first: until the window ends, every shorter one
-            // runs as it does, so the verdict can change only where the end passes one of the
-            // things that run did (a client acquiring, a key leaving, a write): a grid point
-            // just past each of them brackets every such change.
-            if pr.verdict(fam.max).is_err() {
-                break 'starts;
-            }
-            grid.extend(pr.marks.iter().map(|&d| d + res));
-            grid.retain(|m| m.abs() >= lo.abs() && m.abs() <= fam.max.abs());
-            grid.sort_by_key(|m| m.abs());
-            grid.dedup();
-            let mut verdicts = Vec::new();
-            for &m in &grid {
-                match pr.verdict(m) {
-                    Ok(v) => verdicts.push(v),
-                    Err(OutOfBudget) => break 'starts,
-                }
-            }
-            let violated: Vec<bool> = verdicts.iter().map(|v| matches!(v, Ok(Some(_)))).collect();
-            let mut piece = Piece {
-                kind: key.0.clone(),
-                target: key.1.clone(),
-                point: p.label,
-                at: p.open_at,
-                unit: fam.unit,
-                lo,
-                max: fam.max,
-                faults: at_magnitude(&fam.faults, lo),
-                violated_at_lo: violated[0],
-                inconclusive: verdicts.iter().any(Result::is_err),
-            };
-            let mut flips = Vec::new();
-            for i in 1..grid.len() {
-                if piece.inconclusive {
-                    break;
-                }
-                if violated[i] == violated[i - 1] {
-                    continue;
-                }
-                // The guess: the same end instant as the last flip of this family (for a
-                // window), or the same step.
-                let guess = last.get(&key).map(|&(at, m)| match fam.unit {
-                    Unit::Ns => m + at.0 as i64 - p.open_at.0 as i64,
-                    Unit::Ms => m,
-                });
-                match pr.flip(grid[i - 1], grid[i], res, guess) {
-                    Ok(Some(pair)) => flips.push(pair),
-                    // A run of the bisection was cut short: where it flips is not known.
-                    Ok(None) => piece.inconclusive = true,
-                    Err(OutOfBudget) => break 'starts,
-                }
-            }
-            let seen = std::mem::take(&mut pr.seen);
-            let summary = report.families.get_mut(&key).expect("entered above");
-            let index = report.pieces.len();
-            if piece.inconclusive {
-                summary.inconclusive += 1;
-                report.pieces.push(piece);
+    // `Scope::Smallest`: per family, the smallest violating magnitude so far (signed).
+    let mut least: BTreeMap<(String, String), i64> = BTreeMap::new();
+    // Starts an earlier pass ran.
+    type StartId = (
+        SimTime,
+        &'static str,
+        ProcId,
+        crate::sim::decision::DecisionKind,
+        Option<ProcId>,
+    );
+    let mut ran: std::collections::BTreeSet<StartId> = Default::default();
+    'passes: for (pass, &arrivals) in passes.iter().enumerate() {
+        let mut probe = base.clone();
+        probe.log_decisions();
+        let points = s.points(probe, None, sc.limits.max_time, arrivals);
+        let mut cursor = base.clone();
+        cursor.stop_logging_decisions();
+        for (p, menu) in points {
+            // One point of a run is one decision: the same start met again in a later pass.
+            let id = (
+                p.open_at,
+                p.label,
+                p.decision.proc,
+                p.decision.kind,
+                p.decision.peer,
+            );
+            if !ran.insert(id) && pass > 0 {
                 continue;
             }
-            report.pieces.push(piece);
-            if flips.is_empty() {
-                if violated.iter().all(|&v| v) {
-                    summary.always_violates += 1;
-                } else {
-                    summary.always_holds += 1;
-                }
-                continue;
+            let stop_at = SimTime(p.open_at.0 - 1);
+            if cursor.now() < stop_at && cursor.run_until(stop_at).is_some() {
+                break;
             }
-            summary.flipping += 1;
-            for (a, b) in flips {
-                let verdict = |m: i64| seen.get(&m).cloned().and_then(Result::ok).flatten();
-                let (holds_at, violates_at, property) = match (verdict(a), verdict(b)) {
-                    (None, Some(prop)) => (a, b, prop),
-                    (Some(prop), None) => (b, a, prop),
-                    _ => unreachable!("a flip's two neighbours have two verdicts"),
+            for (key, fam) in families(&s, &menu, &name) {
+                let summary = report.families.entry(key.clone()).or_default();
+                summary.starts += 1;
+                summary.max_text = fam.unit.text(fam.max);
+                let res = fam.unit.resolution();
+                let lo = res * fam.max.signum();
+                // Looking for the smallest only: nothing at or above the smallest found matters.
+                let max = match least.get(&key) {
+                    Some(&b) if scope != Scope::EveryFlip => {
+                        if b.abs() <= lo.abs() {
+                            continue;
+                        }
+                        b - res * b.signum()
+                    }
+                    _ => fam.max,
                 };
-                last.insert(key.clone(), (p.open_at, violates_at));
-                report.thresholds.push(Threshold {
+                let mut grid: Vec<i64> = vec![lo, max];
+                grid.extend(fam.menu.iter().copied());
+                grid.retain(|m| m.abs() >= lo.abs() && m.abs() <= max.abs());
+                grid.sort_by_key(|m| m.abs());
+                grid.dedup();
+                let mut pr = Probe {
+                    s: &s,
+                    cursor: &cursor,
+                    faults: &fam.faults,
+                    report: &mut report,
+                    seen: BTreeMap::new(),
+                    mark_with: (fam.unit == Unit::Ns).then_some(max),
+                    start: p.open_at.0 as i64,
+                    marks: Vec::new(),
+                };
+                // A window's run at its largest first: until the window ends, every shorter one
+                // runs as it does, so the verdict can change only where the end passes one of the
+                // things that run did (a client acquiring, a key leaving, a write): a grid point
+                // just past each of them brackets every such change.
+                if pr.verdict(max).is_err() {
+                    break 'passes;
+                }
+                grid.extend(pr.marks.iter().map(|&d| d + res));
+                grid.retain(|m| m.abs() >= lo.abs() && m.abs() <= max.abs());
+                grid.sort_by_key(|m| m.abs());
+                grid.dedup();
+                let mut verdicts = Vec::new();
+                for &m in &grid {
+                    match pr.verdict(m) {
+                        Ok(v) => {
+                            let stop = scope != Scope::EveryFlip && matches!(v, Ok(Some(_)));
+                            verdicts.push(v);
+                            // Above the first violating point nothing smaller is to be found.
+                            if stop {
+                                break;
+                            }
+                        }
+                        Err(OutOfBudget) => break 'passes,
+                    }
+                }
+                grid.truncate(verdicts.len());
+                let violated: Vec<bool> =
+                    verdicts.iter().map(|v| matches!(v, Ok(Some(_)))).collect();
+                let mut piece = Piece {
                     kind: key.0.clone(),
                     target: key.1.clone(),
                     point: p.label,
                     at: p.open_at,
                     unit: fam.unit,
-                    holds_at,
-                    violates_at,
-                    holds: at_magnitude(&fam.faults, holds_at),
-                    violates: at_magnitude(&fam.faults, violates_at),
-                    property,
-                    piece: index,
-                });
+                    lo,
+                    max,
+                    faults: at_magnitude(&fam.faults, lo),
+                    violated_at_lo: violated[0],
+                    inconclusive: verdicts.iter().any(Result::is_err),
+                };
+                let mut flips = Vec::new();
+                for i in 1..grid.len() {
+                    if piece.inconclusive {
+                        break;
+                    }
+                    if violated[i] == violated[i - 1] {
+                        continue;
+                    }
+                    // The guess: the same end instant as the last flip of this family (for a
+                    // window), or the same step.
+                    let guess = last.get(&key).map(|&(at, m)| match fam.unit {
+                        Unit::Ns => m + at.0 as i64 - p.open_at.0 as i64,
+                        Unit::Ms => m,
+                    });
+                    match pr.flip(grid[i - 1], grid[i], res, guess) {
+                        Ok(Some(pair)) => flips.push(pair),
+                        // A run of the bisection was cut short: where it flips is not known.
+                        Ok(None) => piece.inconclusive = true,
+                        Err(OutOfBudget) => break 'passes,
+                    }
+                }
+                let seen = std::mem::take(&mut pr.seen);
+                let summary = report.families.get_mut(&key).expect("entered above");
+                let index = report.pieces.len();
+                if piece.inconclusive {
+                    summary.inconclusive += 1;
+                    report.pieces.push(piece);
+                    continue;
+                }
+                report.pieces.push(piece);
+                if violated[0] {
+                    least.insert(key.clone(), lo);
+                }
+                if flips.is_empty() {
+                    if violated.iter().all(|&v| v) {
+                        summary.always_violates += 1;
+                    } else {
+                        summary.always_holds += 1;
+                    }
+                    continue;
+                }
+                summary.flipping += 1;
+                for (a, b) in flips {
+                    let verdict = |m: i64| seen.get(&m).cloned().and_then(Result::ok).flatten();
+                    let (holds_at, violates_at, property) = match (verdict(a), verdict(b)) {
+                        (None, Some(prop)) => (a, b, prop),
+                        (Some(prop), None) => (b, a, prop),
+                        _ => unreachable!("a flip's two neighbours have two verdicts"),
+                    };
+                    last.insert(key.clone(), (p.open_at, violates_at));
+                    let e = least.entry(key.clone()).or_insert(violates_at);
+                    if violates_at.abs() < e.abs() {
+                        *e = violates_at;
+                    }
+                    report.thresholds.push(Threshold {
+                        kind: key.0.clone(),
+                        target: key.1.clone(),
+                        point: p.label,
+                        at: p.open_at,
+                        unit: fam.unit,
+                        holds_at,
+                        violates_at,
+                        holds: at_magnitude(&fam.faults, holds_at),
+                        violates: at_magnitude(&fam.faults, violates_at),
+                        property,
+                        piece: index,
+                    });
+                }
             }
         }
     }

@@ -19,9 +19,30 @@ pub struct Args {
     /// The second axis, as --x.
     #[arg(long)]
     y: Option<Axis>,
-    /// Seeds each cell runs, as A..B.
-    #[arg(long, default_value = "0..100")]
-    seeds: SeedRange,
+    /// Seeds each cell runs, as A..B (default 0..100; with --thresholds 0..1, each seed
+    /// being a search of its own).
+    #[arg(long)]
+    seeds: Option<SeedRange>,
+    /// Instead of a sweep, each cell's thresholds: per fault kind, the smallest magnitude
+    /// that breaks the cell's model at its worst one-fault start (explore --faults 1
+    /// --thresholds, cut to the smallest), drawn as a heat map of that magnitude.
+    #[arg(long)]
+    thresholds: bool,
+    /// With --thresholds: the fault kind the text grid and picture draw, as the thresholds
+    /// name it ("pause", "clock step forward", "crash (empty, host down)"); default pause if
+    /// any cell has one. Every kind is in --json.
+    #[arg(long, requires = "thresholds")]
+    family: Option<String>,
+    /// With --thresholds: most runs each seed of a cell may start (default 200000); a cell
+    /// cut short is marked inconclusive.
+    #[arg(long, requires = "thresholds")]
+    budget: Option<u64>,
+    /// With --thresholds: start faults only at the decision points (acquired, granted,
+    /// before a DEL or a resource write), not also before every event of a client as
+    /// explore --thresholds does: far fewer runs, and a smallest that may be too large
+    /// (docs/map.md says by how much on the models measured).
+    #[arg(long, requires = "thresholds")]
+    decision_points: bool,
     /// Worker threads for each cell's sweep (results do not depend on this).
     #[arg(long, default_value_t = cli::default_jobs(), value_parser = cli::parse_jobs)]
     jobs: usize,
@@ -62,21 +83,60 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
         Ok(c) => c,
         Err(e) => return bad_input(&e),
     };
-    let measured = cells
-        .iter()
-        .map(|(ix, iy, cell)| map::measure(*ix, *iy, cell, a.seeds.0.clone(), a.jobs))
-        .collect();
+    let seeds = a
+        .seeds
+        .map_or(if a.thresholds { 0..1 } else { 0..100 }, |s| s.0);
+    let measured: Vec<map::Cell> = if a.thresholds {
+        let budget = a.budget.unwrap_or(map::CELL_BUDGET_RUNS);
+        match map::measure_thresholds_all(
+            &cells,
+            seeds.clone(),
+            budget,
+            !a.decision_points,
+            &crate::cli::program_for_replay(),
+            a.jobs,
+        ) {
+            Ok(c) => c,
+            Err(e) => return bad_input(&e),
+        }
+    } else {
+        cells
+            .iter()
+            .map(|(ix, iy, cell, _)| map::measure(*ix, *iy, cell, seeds.clone(), a.jobs))
+            .collect()
+    };
+    let family = if a.thresholds {
+        match a.family {
+            Some(f) => {
+                let known: std::collections::BTreeSet<&str> = measured
+                    .iter()
+                    .flat_map(|c| c.least.iter().map(|b| b.kind.as_str()))
+                    .collect();
+                if !known.is_empty() && !known.contains(f.as_str()) {
+                    return bad_input(&format!(
+                        "--family {f}: no cell has it; the kinds that break a cell: {}",
+                        known.into_iter().collect::<Vec<_>>().join(", ")
+                    ));
+                }
+                Some(f)
+            }
+            None => Some(Map::default_family(&measured).unwrap_or_else(|| "pause".into())),
+        }
+    } else {
+        None
+    };
     let m = Map {
         model: sc.name.clone(),
         textbook: map::textbook(&sc, &a.x, a.y.as_ref()),
         x: a.x,
         y: a.y,
-        seeds: a.seeds.0.clone(),
+        seeds,
         shard,
         cells: measured,
         program: ctx.program.clone(),
         path: sc.path.clone(),
         user_sets: a.model.set.iter().map(|s| s.arg.clone()).collect(),
+        family,
     };
     if let (Some(p), Some(html)) = (&a.out, kind) {
         let page = if html { m.html() } else { m.svg() };
