@@ -210,7 +210,12 @@ fn a_threshold_maps_cells_are_the_hand_models_inequality_and_decision_points_alo
     // reaction through its 700 µs retry cycle, plus Redis's ms rounding) under 2 ms.
     let every = json(&map(&HAND));
     let hold_ns = 500_000_000i64;
-    for (c, got) in every["cells"].as_array().unwrap().iter().zip(least_pause_ns(&every)) {
+    for (c, got) in every["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(least_pause_ns(&every))
+    {
         let ttl_ns = (secs(&c["x"]) * 1e9).round() as i64;
         let got = got.unwrap_or_else(|| panic!("{c}: no pause breaks it"));
         let over = got - (ttl_ns - hold_ns);
@@ -234,12 +239,14 @@ fn a_threshold_maps_cells_are_the_hand_models_inequality_and_decision_points_alo
             None => larger += 1,
         }
     }
-    assert!(larger > 0, "the decision points' blind spot is not shown here any more");
+    assert!(
+        larger > 0,
+        "the decision points' blind spot is not shown here any more"
+    );
 }
 
 #[test]
-fn a_threshold_maps_replay_lines_hold_and_violate_as_pasted_and_jobs_and_shards_change_nothing()
-{
+fn a_threshold_maps_replay_lines_hold_and_violate_as_pasted_and_jobs_and_shards_change_nothing() {
     let one = json(&map(&[&HAND[..], &["--jobs", "1"]].concat()));
     let two = json(&map(&[&HAND[..], &["--jobs", "2"]].concat()));
     assert_eq!(one, two, "--jobs changed the map");
