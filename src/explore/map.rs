@@ -255,6 +255,8 @@ pub struct Map {
     pub user_sets: Vec<String>,
     /// `--thresholds`: the fault kind the picture draws (every kind is in the JSON).
     pub family: Option<String>,
+    /// `--thresholds --decision-points`: starts at the decision points only.
+    pub decision_points: bool,
 }
 
 /// The `--set` words of cell (ix, iy): the user's, then the axes'. A range field (`hold`)
@@ -675,6 +677,7 @@ impl Map {
                 "textbook": self.textbook.as_ref().map(|t| t.text.clone()),
                 "thresholds": self.family.is_some(),
                 "family": self.family,
+                "starts": self.family.as_ref().map(|_| self.starts_text()),
             },
             "cells": cells,
         })
@@ -1115,8 +1118,31 @@ impl Map {
                 esc(&self.replay(c).unwrap_or_default())
             );
         }
+        self.page(
+            "Safety map",
+            &format!(
+                "seeds {}..{}. Rates with exact 95 % (Clopper–Pearson) intervals; a cell where no seed violated still has the upper bound shown.",
+                self.seeds.start, self.seeds.end
+            ),
+            &[
+                "violating",
+                "rate [95 %]",
+                "seeds meeting its most met hazard",
+                "replay of the first violating seed",
+            ],
+            &rows,
+        )
+    }
+
+    /// The page around the SVG: a heading, what a cell is (`intro` after the cell's fields),
+    /// and a table with the axes' columns, then `columns`, then `rows` (already `<tr>`s).
+    fn page(&self, heading: &str, intro: &str, columns: &[&str], rows: &str) -> String {
+        let th: String = columns
+            .iter()
+            .map(|c| format!("<th>{}</th>", esc(c)))
+            .collect();
         format!(
-            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>map of {m}</title>\n<style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}</style></head>\n<body><h1>Safety map: {m}</h1>\n{svg}<p>Each cell: the model with <code>{x}</code>{y} set, seeds {a}..{b}. Rates with exact 95 % (Clopper–Pearson) intervals; a cell where no seed violated still has the upper bound shown.</p>\n<table><tr><th>{x}</th><th>{yf}</th><th>violating</th><th>rate [95 %]</th><th>seeds meeting its most met hazard</th><th>replay of the first violating seed</th></tr>\n{rows}</table></body></html>\n",
+            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>map of {m}</title>\n<style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}</style></head>\n<body><h1>{heading}: {m}</h1>\n{svg}<p>Each cell: the model with <code>{x}</code>{y} set, {intro}</p>\n<table><tr><th>{x}</th><th>{yf}</th>{th}</tr>\n{rows}</table></body></html>\n",
             m = esc(&self.model),
             svg = self.svg(),
             x = esc(&self.x.field),
@@ -1125,8 +1151,7 @@ impl Map {
                 esc(&a.field)
             )),
             yf = esc(self.y.as_ref().map_or("", |a| a.field.as_str())),
-            a = self.seeds.start,
-            b = self.seeds.end,
+            intro = esc(intro),
         )
     }
 }
@@ -1165,19 +1190,33 @@ impl Map {
                 );
             }
         }
-        format!(
-            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>map of {m}</title>\n<style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}</style></head>\n<body><h1>Threshold map: {m}</h1>\n{svg}<p>Each cell: the model with <code>{x}</code>{y} set; on each of seeds {a}..{b}, one fault at every start, its magnitude bisected to 1 µs (a clock step to 1 ms); per kind, the smallest that breaks it. Each smallest's two commands run from time 0: the first holds, the second violates.</p>\n<table><tr><th>{x}</th><th>{yf}</th><th>fault kind</th><th>smallest that breaks it</th><th>where</th><th>textbook ttl − hold</th><th>confirmed</th><th>holds / violates</th></tr>\n{rows}</table></body></html>\n",
-            m = esc(&self.model),
-            svg = self.svg(),
-            x = esc(&self.x.field),
-            y = self.y.as_ref().map_or(String::new(), |a| format!(
-                " and <code>{}</code>",
-                esc(&a.field)
-            )),
-            yf = esc(self.y.as_ref().map_or("", |a| a.field.as_str())),
-            a = self.seeds.start,
-            b = self.seeds.end,
+        self.page(
+            "Threshold map",
+            &format!(
+                "on each of seeds {}..{}, one fault at {}, its magnitude bisected to 1 µs (a clock step to 1 ms); per kind, the smallest that breaks it. Each smallest's two commands run from time 0: the first holds, the second violates.",
+                self.seeds.start,
+                self.seeds.end,
+                self.starts_text()
+            ),
+            &[
+                "fault kind",
+                "smallest that breaks it",
+                "where",
+                "textbook ttl − hold",
+                "confirmed",
+                "holds / violates",
+            ],
+            &rows,
         )
+    }
+
+    /// What starts a thresholds map tried.
+    fn starts_text(&self) -> &'static str {
+        if self.decision_points {
+            "each decision point only (acquired, granted, before a DEL or a resource write)"
+        } else {
+            "each decision point and before each event of a client"
+        }
     }
 }
 

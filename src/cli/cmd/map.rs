@@ -137,6 +137,7 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
         path: sc.path.clone(),
         user_sets: a.model.set.iter().map(|s| s.arg.clone()).collect(),
         family,
+        decision_points: a.decision_points,
     };
     if let (Some(p), Some(html)) = (&a.out, kind) {
         let page = if html { m.html() } else { m.svg() };
