@@ -15,14 +15,10 @@ use distlock_sim::scenario::{self, Expect};
 const CI_BUDGET_RUNS: u64 = 1_000;
 
 /// Unsafe models whose bug no fault at a decision point causes, and why.
-const NOT_AT_DECISION_POINTS: [(&str, &str); 4] = [
+const NOT_AT_DECISION_POINTS: [(&str, &str); 3] = [
     (
         "redlock-fixed-retry-livelock",
         "declares no fault: the livelock comes from the clients' retry timing on some seeds, not on seed 0",
-    ),
-    (
-        "redlock-no-validity-check",
-        "its only fault is a latency spike (network behaviour, not a decision-point fault)",
     ),
     (
         "redlock-wall-clock-step-client",

@@ -153,6 +153,128 @@ fn every_flip_of_the_hand_model_is_its_inequality_to_1us_and_the_textbook_one_la
     }
 }
 
+/// The hand models' fixed numbers (tests/models/threshold-*-by-hand.ron) and the instants
+/// they give: h's key set (t_set), h's reply (t_ack), the first ms the key is gone by the
+/// server's clock (`exp_local`: Redis stores `mstime() + PX` and expires a key once its ms
+/// clock is past it), and the instants w's SETs arrive at the server (every retry +
+/// 2 × latency from the first latency on).
+struct ByHand {
+    lat: i64,
+    period: i64,
+    t_set: i64,
+    t_ack: i64,
+    exp_local: i64,
+}
+
+fn by_hand(sc: &Scenario, ttl: i64) -> ByHand {
+    let (_, w) = distlock_sim::explore::run_world(sc, 0, distlock_sim::sim::TraceMode::Off);
+    let names = w.names();
+    let acks: Vec<i64> = w
+        .history
+        .records
+        .iter()
+        .filter(|rec| {
+            matches!(rec.obs, Observation::Acquired { .. }) && names[rec.proc.index()] == "h"
+        })
+        .map(|rec| rec.at.0 as i64)
+        .collect();
+    assert_eq!(acks.len(), 1, "h locks once");
+    let (lat, retry, ms) = (100_000i64, 500_000i64, 1_000_000i64);
+    let t_ack = acks[0];
+    let t_set = t_ack - lat;
+    ByHand {
+        lat,
+        period: retry + 2 * lat,
+        t_set,
+        t_ack,
+        exp_local: (t_set / ms) * ms + ttl + ms,
+    }
+}
+
+#[test]
+fn a_server_drift_flips_at_the_hand_models_rate_to_1ppm() {
+    let (sc, r) = thresholds("tests/models/threshold-drift-by-hand.ron");
+    let (ttl, hold) = (2_000_000_000i64, 1_500_000_000i64);
+    let h = by_hand(&sc, ttl);
+    // h releases at t_ack + hold; the last SET of w that can still take the key before that
+    // arrives at `last` (its reply, one latency later, must come no later than the release).
+    let release = h.t_ack + hold;
+    let k = (release - 2 * h.lat) / h.period;
+    let last = h.lat + k * h.period;
+    let flips: Vec<_> = r
+        .thresholds
+        .iter()
+        .filter(|t| t.at.0 as i64 > h.t_set)
+        .collect();
+    assert!(flips.len() >= 2, "flips after the SET: {:?}", r.thresholds);
+    for t in flips {
+        assert_eq!(
+            (t.kind.as_str(), t.target.as_str()),
+            ("drift fast", "redis")
+        );
+        assert_eq!(t.unit, Unit::Drift);
+        assert!(t.violates_above(), "{t:?}");
+        // Opened at s after the key was stored, a rate of r ppm brings the server's clock from
+        // s to exp_local by s + (exp_local − s) / (1 + r/10^6): the key is gone when `last`
+        // arrives iff that is ≤ last. The smallest whole r:
+        let s = t.at.0 as i64;
+        let (num, den) = (((h.exp_local - s) as i128) * 1_000_000, (last - s) as i128);
+        let hand = ((num + den - 1) / den - 1_000_000) as i64;
+        assert!(
+            (t.boundary() - hand).abs() <= 1,
+            "drift of redis from {s} ns ({}): flips at {}ppm, by hand {hand}ppm",
+            t.point,
+            t.boundary()
+        );
+        eprintln!(
+            "drift of redis from {s} ns ({}): flips at {:+}ppm; by hand {hand:+}ppm",
+            t.point,
+            t.boundary()
+        );
+    }
+}
+
+#[test]
+fn a_late_reply_flips_at_the_hand_models_extra_latency_to_1us_as_a_pause_before_it_does() {
+    let (sc, r) = thresholds("tests/models/threshold-latency-by-hand.ron");
+    let (ttl, hold) = (2_000_000_000i64, 500_000_000i64);
+    let h = by_hand(&sc, ttl);
+    // w takes the key with the first SET arriving at or after exp_local, and holds from its
+    // reply.
+    let k = (h.exp_local - h.lat + h.period - 1) / h.period;
+    let w_ack = h.lat + k * h.period + h.lat;
+    assert!(!r.thresholds.is_empty(), "no flip");
+    for t in &r.thresholds {
+        assert_eq!(
+            (t.kind.as_str(), t.target.as_str()),
+            ("latency spike", "[redis] -> [h]")
+        );
+        assert_eq!(t.unit, Unit::Latency);
+        assert!(t.violates_above(), "{t:?}");
+        // Opened before the server sent its reply: h holds from t_ack + e and still does
+        // when w acquires iff t_ack + e + hold ≥ w_ack — the pause-before-the-reply edge of
+        // threshold-pause-by-hand with the start at the server's send.
+        assert!(
+            t.at.0 as i64 <= h.t_set,
+            "{t:?}: a spike opened after the reply left"
+        );
+        let hand = w_ack - hold - h.t_ack;
+        assert!(
+            (0..1_000).contains(&(t.boundary() - hand)),
+            "spike from {} ns ({}): flips at {} ns, by hand {hand} ns",
+            t.at.0,
+            t.point,
+            t.boundary()
+        );
+        eprintln!(
+            "spike from {} ns ({}): flips at {} ns; by hand {hand} ns",
+            t.at.0,
+            t.point,
+            t.boundary()
+        );
+    }
+}
+
 fn sh(cmd: &str) -> i32 {
     // The command as printed, its first word (the program as it was started) this build's.
     let bin = env!("CARGO_BIN_EXE_distlock-sim");
@@ -236,8 +358,9 @@ fn draw(rng: &mut Prng, piece: &Piece, flips: &[&threshold::Threshold]) -> i64 {
     let lo = piece.lo.abs();
     let hi = piece.max.abs();
     let near = match piece.unit {
-        Unit::Ns => 2_000_000,
-        Unit::Ms => 2,
+        Unit::Window | Unit::Latency => 2_000_000,
+        Unit::Step => 2,
+        Unit::Drift => 2_000,
     };
     let m = if !flips.is_empty() && rng.below(2) == 0 {
         let t = flips[rng.below(flips.len() as u64) as usize];
@@ -323,6 +446,8 @@ fn random_magnitudes_inside_a_piece_give_the_verdict_its_flips_claim() {
         "models/watchdog-pause.ron",
         "models/single-clock-step-expires-locks.ron",
         "models/failover-lost-lock.ron",
+        "tests/models/threshold-drift-by-hand.ron",
+        "tests/models/threshold-latency-by-hand.ron",
     ] {
         let (same, cut, within, differ) = agree(rel, draws);
         eprintln!(
@@ -371,13 +496,14 @@ fn a_violating_runs_counterfactual_holds_at_its_figure_and_violates_just_above_i
             faults
                 .iter()
                 .enumerate()
-                .filter(|(_, f)| f.duration_ns.is_some_and(|d| d > 0) || matches!(f.kind, distlock_sim::sim::FaultKind::ClockStep { delta_ms, .. } if delta_ms != 0)),
+                .filter(|(_, f)| threshold::magnitude(f).is_some()),
         ) {
-            assert_eq!(c.fault, f.describe(&name), "{rel}: in the order of the faults");
-            let res = match c.unit {
-                Unit::Ns => 1_000,
-                Unit::Ms => 1,
-            };
+            assert_eq!(
+                c.fault,
+                f.describe(&name),
+                "{rel}: in the order of the faults"
+            );
+            let res = c.unit.resolution();
             let with = |m: i64| {
                 let mut fs = faults.clone();
                 fs[i] = threshold::at_magnitude(std::slice::from_ref(&faults[i]), m).remove(0);
@@ -387,13 +513,23 @@ fn a_violating_runs_counterfactual_holds_at_its_figure_and_violates_just_above_i
                 // "No smaller one saves it": at its smallest the run still violates.
                 let v = threshold::verdicts_from_zero(&sc, &cfg, &[with(res * c.actual.signum())])
                     .unwrap();
-                assert!(matches!(v[0], Ok(Some(_))), "{rel} seed {seed}: {}", c.sentence());
+                assert!(
+                    matches!(v[0], Ok(Some(_))),
+                    "{rel} seed {seed}: {}",
+                    c.sentence()
+                );
                 continue;
             };
             saved += 1;
-            let v = threshold::verdicts_from_zero(&sc, &cfg, &[with(h), with(h + res * h.signum())])
-                .unwrap();
-            assert_eq!(v[0], Ok(None), "{rel} seed {seed}: {} — holds at its figure", c.sentence());
+            let v =
+                threshold::verdicts_from_zero(&sc, &cfg, &[with(h), with(h + res * h.signum())])
+                    .unwrap();
+            assert_eq!(
+                v[0],
+                Ok(None),
+                "{rel} seed {seed}: {} — holds at its figure",
+                c.sentence()
+            );
             assert!(
                 matches!(v[1], Ok(Some(_))),
                 "{rel} seed {seed}: {} — violates one step above",

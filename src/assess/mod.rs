@@ -220,19 +220,21 @@ fn threshold_of(sc: &scenario::Scenario, seed: u64) -> Option<String> {
     let names = world.names();
     let name = |p: crate::time::ProcId| names[p.index()].clone();
     let cf = explore::threshold::counterfactuals(sc, seed, &faults, &name);
-    // A window's length is its magnitude for a pause or a crash; a latency spike's is how
-    // long the links stay slow, not how slow: no edge worth a sentence.
-    let c = cf.iter().find(|c| {
-        c.holds_at.is_some() && !c.fault.starts_with("latency") && !c.fault.starts_with("loss")
-    })?;
+    // Slow replies have an edge of their own (`slow-replies`, measured where they hurt
+    // most): a spike drawn by this seed is not where its finding's edge lies.
+    use explore::threshold::Unit;
+    let c = cf
+        .iter()
+        .find(|c| c.holds_at.is_some() && c.unit != Unit::Latency)?;
     let h = c.holds_at?;
     let edge = match c.unit {
-        explore::threshold::Unit::Ns => format!(
+        Unit::Window | Unit::Latency => format!(
             "{} holds, {} breaks it",
             crate::time::fmt_duration_us(h as u64),
             crate::time::fmt_duration_us((h as u64).saturating_add(1_000))
         ),
-        explore::threshold::Unit::Ms => format!("a step of {h:+}ms holds"),
+        Unit::Step => format!("a step of {h:+}ms holds"),
+        Unit::Drift => format!("a drift of {h:+}ppm holds"),
     };
     Some(format!(
         "on seed {seed}, {} (the edge: {edge}; this fault alone changed, the others as drawn)",

@@ -131,8 +131,9 @@ fn short(b: &Breaking) -> String {
         return "any".into();
     }
     match b.unit {
-        Unit::Ns => short_ns(b.violates_at),
-        Unit::Ms => format!("{:+}ms", b.violates_at),
+        Unit::Window => short_ns(b.violates_at),
+        Unit::Latency => format!("+{}", short_ns(b.violates_at)),
+        Unit::Step | Unit::Drift => b.unit.text(b.violates_at),
     }
 }
 
@@ -629,10 +630,7 @@ impl Map {
                         .least
                         .iter()
                         .map(|b| {
-                            let unit = match b.unit {
-                                Unit::Ns => "ns",
-                                Unit::Ms => "ms",
-                            };
+                            let unit = b.unit.name();
                             (
                                 b.kind.clone(),
                                 json!({"target": b.target, "seed": b.seed, "at_ns": b.at_ns,

@@ -210,9 +210,25 @@ struct Allowed {
     /// A cut declared only together with a crash of its node (`crash_after_grant`'s
     /// `isolate_from`): placed with that crash, never alone.
     crash_cuts: BTreeMap<ProcId, FaultKind>,
-    /// Kinds declared that no menu item places (drift, latency, loss, delayed replies):
-    /// named in the report.
+    /// Drift windows of a process's clock: the rates (ppm, signed) and how long a window
+    /// lasts at most (`None`: a scripted rate that holds from its instant on).
+    drift: BTreeMap<ProcId, ((i64, i64), Option<u64>)>,
+    /// Latency spikes as declared, on the links from each member of the first list to each of
+    /// the second: the range of the extra latency and the longest window.
+    spikes: Vec<Spike>,
+    /// Kinds declared that no menu item places (loss, delayed replies): named in the report.
     not_placed: std::collections::BTreeSet<&'static str>,
+}
+
+/// A latency spike the model declares: on the links from each of `from` to each of `to`.
+#[derive(Debug)]
+struct Spike {
+    from: Vec<ProcId>,
+    to: Vec<ProcId>,
+    /// The range of the extra latency (min, max).
+    extra_ns: (u64, u64),
+    /// The longest window declared.
+    max_window_ns: u64,
 }
 
 fn widen<T: Copy + Ord>(m: &mut BTreeMap<ProcId, (T, T)>, p: ProcId, r: (T, T)) {
@@ -291,6 +307,33 @@ impl Allowed {
             }
             None => a.cuts.push((kind, r)),
         };
+        // A drift window: its rates widened, its longest window kept (a rate set for good
+        // outlasts any window).
+        let drift = |a: &mut Allowed, p: ProcId, r: (i64, i64), dur: Option<u64>| {
+            let e = a.drift.entry(p).or_insert((r, dur));
+            e.0 = (e.0.0.min(r.0), e.0.1.max(r.1));
+            e.1 = match (e.1, dur) {
+                (Some(x), Some(y)) => Some(x.max(y)),
+                _ => None,
+            };
+        };
+        let spike =
+            |a: &mut Allowed, from: Vec<ProcId>, to: Vec<ProcId>, r: (u64, u64), dur| match a
+                .spikes
+                .iter_mut()
+                .find(|s| s.from == from && s.to == to)
+            {
+                Some(e) => {
+                    e.extra_ns = (e.extra_ns.0.min(r.0), e.extra_ns.1.max(r.1));
+                    e.max_window_ns = e.max_window_ns.max(dur);
+                }
+                None => a.spikes.push(Spike {
+                    from,
+                    to,
+                    extra_ns: r,
+                    max_window_ns: dur,
+                }),
+            };
         for f in &sc.model.faults {
             match f {
                 FaultSpec::Pause {
@@ -344,12 +387,23 @@ impl Allowed {
                     };
                     cut(&mut a, kind, duration.map(|d| (d.0, d.0)));
                 }
-                FaultSpec::Drift { .. } => {
-                    a.not_placed.insert("drift");
+                FaultSpec::Drift {
+                    target: t,
+                    ppm,
+                    duration,
+                    ..
+                } => {
+                    for p in target(t) {
+                        drift(&mut a, p, (ppm.0, ppm.0), duration.map(|d| d.0));
+                    }
                 }
-                FaultSpec::LatencySpike { .. } => {
-                    a.not_placed.insert("latency spikes");
-                }
+                FaultSpec::LatencySpike {
+                    from,
+                    to,
+                    duration,
+                    extra,
+                    ..
+                } => spike(&mut a, ids(from), ids(to), (extra.0, extra.0), duration.0),
                 FaultSpec::Loss { .. } => {
                     a.not_placed.insert("loss");
                 }
@@ -394,12 +448,31 @@ impl Allowed {
                         cut(&mut a, FaultKind::Isolate(p), Some(r));
                     }
                 }
-                R::Drift { .. } => {
-                    a.not_placed.insert("drift");
+                R::Drift {
+                    targets,
+                    duration,
+                    ppm,
+                    ..
+                } => {
+                    for p in ids(targets) {
+                        let (lo, hi) = (ppm.value.0.0, ppm.value.1.0);
+                        let r = (lo.min(hi), lo.max(hi));
+                        drift(&mut a, p, r, Some(duration.max.ns()));
+                    }
                 }
-                R::LatencySpike { .. } => {
-                    a.not_placed.insert("latency spikes");
-                }
+                R::LatencySpike {
+                    from,
+                    to,
+                    duration,
+                    extra,
+                    ..
+                } => spike(
+                    &mut a,
+                    ids(from),
+                    ids(to),
+                    (extra.min.ns(), extra.max.ns()),
+                    duration.max.ns(),
+                ),
                 R::Loss { .. } => {
                     a.not_placed.insert("loss");
                 }
@@ -589,6 +662,19 @@ impl Ctx {
                 let side = if *delta_ms > 0 { hi } else { lo };
                 (side.signum() == delta_ms.signum()).then_some(side)
             }
+            FaultKind::Drift { proc, drift_ppm } => {
+                let &((lo, hi), _) = self.allowed.drift.get(proc)?;
+                let side = if *drift_ppm > 0 { hi } else { lo };
+                (side.signum() == drift_ppm.signum()).then_some(side)
+            }
+            FaultKind::LatencySpike { from, to, .. } => {
+                let s = self
+                    .allowed
+                    .spikes
+                    .iter()
+                    .find(|s| s.from == *from && s.to == *to)?;
+                Some(s.extra_ns.1 as i64)
+            }
             kind => {
                 f.duration_ns?;
                 let (_, r) = self.allowed.cuts.iter().find(|(k, _)| k == kind)?;
@@ -674,6 +760,56 @@ impl Ctx {
                 )
             })
             .collect()
+    }
+
+    /// Drift windows of `p`'s clock as the model declares them: the fastest and the slowest
+    /// rate it allows (one of each sign it has), for its longest window.
+    fn drift_items(&self, p: ProcId, at: SimTime) -> Vec<Item> {
+        let Some(&((lo, hi), dur)) = self.allowed.drift.get(&p) else {
+            return Vec::new();
+        };
+        let mut rates = Vec::new();
+        rates.extend((hi > 0).then_some(hi));
+        rates.extend((lo < 0).then_some(lo));
+        rates
+            .into_iter()
+            .map(|drift_ppm| {
+                let f = Fault::new(at, dur, FaultKind::Drift { proc: p, drift_ppm });
+                let text = match dur {
+                    Some(d) => format!("drift {drift_ppm:+}ppm for {}", fmt_duration_ns(d)),
+                    None => format!("drift {drift_ppm:+}ppm from then on"),
+                };
+                (text, vec![f])
+            })
+            .collect()
+    }
+
+    /// The declared latency spikes that `pick` selects (by their links' two lists), for
+    /// extra latencies `want_ns` in their ranges, each open for its longest window.
+    fn spike_items(
+        &self,
+        at: SimTime,
+        want_ns: &[u64],
+        names: &[String],
+        pick: impl Fn(&[ProcId], &[ProcId]) -> bool,
+    ) -> Vec<Item> {
+        let mut items = Vec::new();
+        for s in &self.allowed.spikes {
+            if !pick(&s.from, &s.to) {
+                continue;
+            }
+            for extra_ns in fit(want_ns, s.extra_ns) {
+                let kind = FaultKind::LatencySpike {
+                    from: s.from.clone(),
+                    to: s.to.clone(),
+                    extra_ns,
+                };
+                let f = Fault::new(at, Some(s.max_window_ns), kind);
+                let text = f.describe(&|p: ProcId| names[p.index()].clone());
+                items.push((text, vec![f]));
+            }
+        }
+        items
     }
 
     /// Crashes of `p` as the model declares them (data kept or not, host up or down), with
@@ -788,6 +924,17 @@ impl Ctx {
                 || cut_blocks(k, c, n)
                 || replicas.iter().any(|&r| cut_blocks(k, n, r))
         }));
+        // Its clock drifting from the write on (the key's expiry counted at its rate), and a
+        // spike on its links to the client or to its replicas (the stream delayed).
+        items.extend(self.drift_items(n, at));
+        let link = |a: ProcId, b: ProcId, from: &[ProcId], to: &[ProcId]| {
+            from.contains(&a) && to.contains(&b)
+        };
+        items.extend(self.spike_items(at, &[ttl], names, |from, to| {
+            link(n, c, from, to)
+                || link(c, n, from, to)
+                || replicas.iter().any(|&r| link(n, r, from, to))
+        }));
         items
     }
 
@@ -813,6 +960,12 @@ impl Ctx {
                     want.extend(self.failover_down_ns);
                     items.extend(self.crash_items(q, at, &want, false));
                     items.extend(self.step_items(q, at, ttl));
+                    items.extend(self.drift_items(q, at));
+                    // A spike on a link from or to it: what it sends next, and the replies
+                    // to it, are late.
+                    items.extend(self.spike_items(at, &[ttl], names, |from, to| {
+                        from.contains(&q) || to.contains(&q)
+                    }));
                 }
                 if let Some(from) = d.peer {
                     let of_client = |k: &FaultKind| {
@@ -821,6 +974,12 @@ impl Ctx {
                     items.extend(self.cut_items(at, &[ttl], names, |k| {
                         cut_blocks(k, from, q) && of_client(k)
                     }));
+                    // A spike on the way back to a client: the reply this event sends is late.
+                    if !client && self.clients.contains(&from) {
+                        items.extend(self.spike_items(at, &[ttl], names, |f, t| {
+                            f.contains(&q) && t.contains(&from)
+                        }));
+                    }
                 }
             }
             DecisionKind::Acquired
@@ -840,7 +999,11 @@ impl Ctx {
                     // A client that dies holding its lock (restarted as the model says).
                     items.extend(self.crash_items(c, at, &[NS_PER_MS, ttl], false));
                     items.extend(self.step_items(c, at, ttl));
+                    items.extend(self.drift_items(c, at));
                     items.extend(self.cut_items(at, &[ttl], names, |k| cut_touches(k, c)));
+                    items.extend(self.spike_items(at, &[ttl], names, |from, to| {
+                        from.contains(&c) || to.contains(&c)
+                    }));
                 }
             }
             DecisionKind::Granted => {
@@ -1175,6 +1338,19 @@ pub(super) fn coverage_key(
             name(*proc),
             (*delta_ms, format!("{delta_ms:+}ms")),
         ),
+        FaultKind::Drift { proc, drift_ppm } => (
+            "drift".into(),
+            name(*proc),
+            (*drift_ppm, format!("{drift_ppm:+}ppm")),
+        ),
+        FaultKind::LatencySpike { from, to, extra_ns } => {
+            let list = |v: &[ProcId]| v.iter().map(|p| name(*p)).collect::<Vec<_>>().join(",");
+            (
+                "latency spike".into(),
+                format!("[{}] -> [{}]", list(from), list(to)),
+                (*extra_ns as i64, format!("+{}", fmt_duration_ns(*extra_ns))),
+            )
+        }
         other => {
             let described = Fault::new(SimTime::ZERO, None, other.clone()).describe(name);
             ("cut".into(), described, window())

@@ -1,16 +1,18 @@
 //! Thresholds (`explore MODEL --faults 1 --thresholds`): for each one-fault placement — fault
 //! kind, target and start — the magnitude at which the verdict flips ("pause of c1 from
 //! 12.300 s: violates iff duration ≥ 9.701234 s"), to 1 µs for a window (pause, crash
-//! downtime, cut) and to the model's 1 ms for a clock step.
+//! downtime, cut) and a latency spike's extra latency, to the model's 1 ms for a clock step
+//! and to 1 ppm for a drift's rate (`magnitude` says which number a fault varies).
 //!
 //! How (docs/explore.md, "Thresholds"):
 //! - the starts are the one-fault level's: every offset before an event of a client (and of
 //!   a server with `--every-offset`) and every decision point; what a fault does depends on
 //!   which event it meets first, so one start stands for the whole piece of time before it;
 //! - at each start, each fault family the model declares there is run at the magnitudes of
-//!   a grid — the smallest (1 µs; a step of ±1 ms), the menu's canonical ones, the largest
-//!   the model declares, and for a window (pause, downtime, cut) a point just past each
-//!   thing its largest run did while the window was open (a client acquiring, releasing or
+//!   a grid — the smallest (1 µs; a step of ±1 ms; ±1 ppm), the menu's canonical ones, the
+//!   largest the model declares, every decade of a drift, and for a window (pause, downtime,
+//!   cut) or a spike a point just past each thing its largest run did while the window
+//!   was open (a client acquiring, releasing or
 //!   losing a lock, a key leaving a node, a write to the resource): until a window ends,
 //!   every shorter one runs as the largest does, so its end passing one of those is where
 //!   the verdict can change. Between two neighbours of the grid whose verdicts differ, the
@@ -42,27 +44,54 @@ use crate::time::{NS_PER_US, ProcId, SimTime, fmt_duration_ns, fmt_duration_us};
 /// need 30,000 to 65,000.
 pub const DEFAULT_BUDGET_RUNS: u64 = 200_000;
 
-/// How a family's magnitude is counted.
+/// What a family's magnitude is, and how it is counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unit {
-    /// A window's duration in ns, resolved to 1 µs.
-    Ns,
+    /// A window's duration (pause, crash downtime, cut) in ns, resolved to 1 µs.
+    Window,
     /// A clock step's delta in ms (the model's own unit for it).
-    Ms,
+    Step,
+    /// A drift window's rate in ppm (signed: a clock running slow is negative), to 1 ppm.
+    Drift,
+    /// A latency spike's extra latency in ns, resolved to 1 µs (its window as declared).
+    Latency,
 }
 
 impl Unit {
-    fn resolution(self) -> i64 {
+    pub fn resolution(self) -> i64 {
         match self {
-            Unit::Ns => NS_PER_US as i64,
-            Unit::Ms => 1,
+            Unit::Window | Unit::Latency => NS_PER_US as i64,
+            Unit::Step | Unit::Drift => 1,
         }
     }
     pub fn text(self, m: i64) -> String {
         match self {
-            Unit::Ns => fmt_duration_us(m as u64),
-            Unit::Ms => format!("{m:+}ms"),
+            Unit::Window => fmt_duration_us(m as u64),
+            Unit::Latency => format!("+{}", fmt_duration_us(m as u64)),
+            Unit::Step => format!("{m:+}ms"),
+            Unit::Drift => format!("{m:+}ppm"),
         }
+    }
+    /// The unit a magnitude is written in (JSON's `unit`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Window | Unit::Latency => "ns",
+            Unit::Step => "ms",
+            Unit::Drift => "ppm",
+        }
+    }
+    /// What the magnitude is, in a sentence ("violates iff duration ≥ …").
+    fn quantity(self) -> &'static str {
+        match self {
+            Unit::Window => "duration",
+            Unit::Step => "the step",
+            Unit::Drift => "the drift",
+            Unit::Latency => "the extra latency",
+        }
+    }
+    /// A family whose sign matters: a step or drift forward and back are two families.
+    pub fn signed(self) -> bool {
+        matches!(self, Unit::Step | Unit::Drift)
     }
 }
 
@@ -124,15 +153,13 @@ impl Threshold {
     }
     /// "violates iff duration ≥ 9.701234 s".
     pub fn sentence(&self) -> String {
-        let what = match self.unit {
-            Unit::Ns => "duration",
-            Unit::Ms => "the step",
-        };
-        let (op, m) = match (self.unit, self.violates_above()) {
-            (Unit::Ms, true) if self.violates_at < 0 => ("≤", self.violates_at),
-            (Unit::Ms, false) if self.violates_at < 0 => ("≥", self.violates_at),
-            (_, true) => ("≥", self.violates_at),
-            (_, false) => ("≤", self.violates_at),
+        let what = self.unit.quantity();
+        let back = self.unit.signed() && self.violates_at < 0;
+        let (op, m) = match (back, self.violates_above()) {
+            (true, true) => ("≤", self.violates_at),
+            (true, false) => ("≥", self.violates_at),
+            (false, true) => ("≥", self.violates_at),
+            (false, false) => ("≤", self.violates_at),
         };
         format!("violates iff {what} {op} {}", self.unit.text(m))
     }
@@ -206,16 +233,27 @@ struct Family {
     max: i64,
 }
 
-fn magnitude(f: &Fault) -> (Unit, i64) {
-    match f.kind {
-        FaultKind::ClockStep { delta_ms, .. } => (Unit::Ms, delta_ms),
-        _ => (Unit::Ns, f.duration_ns.map_or(0, |d| d as i64)),
-    }
+/// A fault's magnitude, if it has one to vary: a window's length, a step's delta, a drift's
+/// rate, a spike's extra latency (its window stays as declared), a loss window's length (its
+/// chance is not varied). `None`: a crash never restarted, a cut never healed, a step or drift
+/// of 0.
+pub fn magnitude(f: &Fault) -> Option<(Unit, i64)> {
+    let m = match f.kind {
+        FaultKind::ClockStep { delta_ms, .. } => (Unit::Step, delta_ms),
+        FaultKind::Drift { drift_ppm, .. } => (Unit::Drift, drift_ppm),
+        FaultKind::LatencySpike { extra_ns, .. } => (Unit::Latency, extra_ns as i64),
+        FaultKind::Pause(_)
+        | FaultKind::Crash { .. }
+        | FaultKind::Partition { .. }
+        | FaultKind::Isolate(_)
+        | FaultKind::Loss { .. } => (Unit::Window, f.duration_ns? as i64),
+    };
+    (m.1 != 0).then_some(m)
 }
 
 /// `faults` (a threshold's `holds` or `violates`, a piece's `faults`) with their magnitude
-/// set to `m`: in ns for a window, in ms for a clock step (every fault of an item: a crash and
-/// the cut declared with it share their window).
+/// (`magnitude`'s) set to `m`: every fault of an item, as a crash and the cut declared with
+/// it share their window.
 pub fn at_magnitude(faults: &[Fault], m: i64) -> Vec<Fault> {
     faults
         .iter()
@@ -223,7 +261,13 @@ pub fn at_magnitude(faults: &[Fault], m: i64) -> Vec<Fault> {
         .map(|mut f| {
             match &mut f.kind {
                 FaultKind::ClockStep { delta_ms, .. } => *delta_ms = m,
-                _ => f.duration_ns = Some(m as u64),
+                FaultKind::Drift { drift_ppm, .. } => *drift_ppm = m,
+                FaultKind::LatencySpike { extra_ns, .. } => *extra_ns = m as u64,
+                FaultKind::Pause(_)
+                | FaultKind::Crash { .. }
+                | FaultKind::Partition { .. }
+                | FaultKind::Isolate(_)
+                | FaultKind::Loss { .. } => f.duration_ns = Some(m as u64),
             }
             f
         })
@@ -243,12 +287,16 @@ fn families(
         };
         let last = faults.last().expect("a menu item has a fault");
         let (kind, target, _) = coverage_key(last, name, faults.len());
-        let (unit, m) = magnitude(last);
-        // A step forward and a step back are two families: each has its own edge.
+        let Some((unit, m)) = magnitude(last) else {
+            continue;
+        };
+        // A step (a drift) forward and back are two families: each has its own edge.
         let kind = match (unit, m > 0) {
-            (Unit::Ms, true) => format!("{kind} forward"),
-            (Unit::Ms, false) => format!("{kind} back"),
-            (Unit::Ns, _) => kind,
+            (Unit::Step, true) => format!("{kind} forward"),
+            (Unit::Step, false) => format!("{kind} back"),
+            (Unit::Drift, true) => format!("{kind} fast"),
+            (Unit::Drift, false) => format!("{kind} slow"),
+            (Unit::Window | Unit::Latency, _) => kind,
         };
         let key = (kind, target);
         let fam = out.entry(key).or_insert_with(|| Family {
@@ -559,6 +607,11 @@ fn search(
                 };
                 let mut grid: Vec<i64> = vec![lo, max];
                 grid.extend(fam.menu.iter().copied());
+                // A rate has no run to take marks from (its effect grows with the time it
+                // runs): every decade of it, so that a flip between two is bracketed closer.
+                if fam.unit == Unit::Drift {
+                    grid.extend((1..7).map(|k| 10i64.pow(k) * max.signum()));
+                }
                 grid.retain(|m| m.abs() >= lo.abs() && m.abs() <= max.abs());
                 grid.sort_by_key(|m| m.abs());
                 grid.dedup();
@@ -568,7 +621,7 @@ fn search(
                     faults: &fam.faults,
                     report: &mut report,
                     seen: BTreeMap::new(),
-                    mark_with: (fam.unit == Unit::Ns).then_some(max),
+                    mark_with: matches!(fam.unit, Unit::Window | Unit::Latency).then_some(max),
                     start: p.open_at.0 as i64,
                     marks: Vec::new(),
                 };
@@ -623,8 +676,8 @@ fn search(
                     // The guess: the same end instant as the last flip of this family (for a
                     // window), or the same step.
                     let guess = last.get(&key).map(|&(at, m)| match fam.unit {
-                        Unit::Ns => m + at.0 as i64 - p.open_at.0 as i64,
-                        Unit::Ms => m,
+                        Unit::Window | Unit::Latency => m + at.0 as i64 - p.open_at.0 as i64,
+                        Unit::Step | Unit::Drift => m,
                     });
                     match pr.flip(grid[i - 1], grid[i], res, guess) {
                         Ok(Some(pair)) => flips.push(pair),
@@ -892,10 +945,12 @@ pub fn report_json_lines(r: &ThresholdReport) -> Vec<serde_json::Value> {
         .enumerate()
         .map(|(i, x)| {
             let rp = r.replays.iter().find(|rp| rp.threshold == i);
-            // A step's magnitude is a delta in ms; in ns here, as every other magnitude.
+            // A step's magnitude is a delta in ms; in ns here, as every other time. A drift's
+            // is a rate: no ns (`boundary` and `unit` give every magnitude as counted).
             let ns = |m: i64| match x.unit {
-                Unit::Ns => m,
-                Unit::Ms => m * crate::time::NS_PER_MS as i64,
+                Unit::Window | Unit::Latency => Some(m),
+                Unit::Step => Some(m * crate::time::NS_PER_MS as i64),
+                Unit::Drift => None,
             };
             let mut o = serde_json::json!({
                 "kind": x.kind,
@@ -904,6 +959,8 @@ pub fn report_json_lines(r: &ThresholdReport) -> Vec<serde_json::Value> {
                 "at_ns": x.at.0,
                 "boundary_ns": ns(x.boundary()),
                 "holds_ns": ns(x.holds_at),
+                "boundary": x.boundary(),
+                "unit": x.unit.name(),
                 "violates": if x.violates_above() { "above" } else { "below" },
                 "property": x.property,
                 "sentence": x.sentence(),
@@ -973,15 +1030,18 @@ impl Counterfactual {
     /// "pause c1 for 11.2s: 3.945312s shorter and the run holds".
     pub fn sentence(&self) -> String {
         let (smaller, what) = match self.unit {
-            Unit::Ns => ("shorter", "no shorter window"),
-            Unit::Ms => ("smaller", "no smaller step"),
+            Unit::Window => ("shorter", "no shorter window"),
+            Unit::Step => ("smaller", "no smaller step"),
+            Unit::Drift => ("smaller", "no smaller drift"),
+            Unit::Latency => ("smaller", "no smaller extra latency"),
         };
         match self.holds_at {
             Some(h) => {
                 let by = (self.actual - h).abs();
                 let by = match self.unit {
-                    Unit::Ns => fmt_duration_us(by as u64),
-                    Unit::Ms => format!("{by}ms"),
+                    Unit::Window | Unit::Latency => fmt_duration_us(by as u64),
+                    Unit::Step => format!("{by}ms"),
+                    Unit::Drift => format!("{by}ppm"),
                 };
                 format!("{}: {by} {smaller} and the run holds", self.fault)
             }
@@ -1032,13 +1092,8 @@ pub fn counterfactuals(
     }
     let mut out = Vec::new();
     for (i, f) in faults.iter().enumerate() {
-        let (unit, actual) = match f.kind {
-            FaultKind::ClockStep { delta_ms, .. } if delta_ms != 0 => (Unit::Ms, delta_ms),
-            FaultKind::ClockStep { .. } => continue,
-            _ => match f.duration_ns {
-                Some(d) if d > 0 => (Unit::Ns, d as i64),
-                _ => continue,
-            },
+        let Some((unit, actual)) = magnitude(f) else {
+            continue;
         };
         let res = unit.resolution();
         let at = |m: i64| {
