@@ -36,6 +36,7 @@ use crate::explore::systematic::{ExploreConfig, Item, Search, coverage_key};
 use crate::history::Observation;
 use crate::scenario::Scenario;
 use crate::scenario::model::shell_word;
+use crate::sim::decision::DecisionKind;
 use crate::sim::{Fault, FaultKind, World};
 use crate::time::{NS_PER_US, ProcId, SimTime, fmt_duration_ns, fmt_duration_us};
 
@@ -329,6 +330,30 @@ struct Probe<'s, 'a> {
     start: i64,
 }
 
+/// Whether a fault open across an event of `proc` (a delivery from `peer`, or a timer) can
+/// change what that event does: it stops `proc`, or cuts, slows or thins a link the event
+/// arrives on or what `proc` sends while handling it.
+fn affects(kind: &FaultKind, proc: ProcId, peer: Option<ProcId>) -> bool {
+    match kind {
+        FaultKind::Pause(p) | FaultKind::Crash { proc: p, .. } => proc == *p,
+        FaultKind::Isolate(p) => proc == *p || peer == Some(*p),
+        FaultKind::Partition {
+            from,
+            to,
+            both_ways,
+        } => {
+            let link = |a: &[ProcId], b: &[ProcId]| {
+                b.contains(&proc) && peer.is_some_and(|q| a.contains(&q))
+            };
+            link(from, to) || (*both_ways && link(to, from))
+        }
+        FaultKind::LatencySpike { from, to, .. } | FaultKind::Loss { from, to, .. } => {
+            from.contains(&proc) || (to.contains(&proc) && peer.is_some_and(|q| from.contains(&q)))
+        }
+        FaultKind::ClockStep { proc: p, .. } | FaultKind::Drift { proc: p, .. } => proc == *p,
+    }
+}
+
 /// The run ran out of the exploration's budget.
 struct OutOfBudget;
 
@@ -350,7 +375,12 @@ impl Probe<'_, '_> {
         } else {
             fresh(self.s, faults)
         };
-        w.stop_logging_decisions();
+        let marking = self.mark_with == Some(m);
+        if marking {
+            w.log_decisions();
+        } else {
+            w.stop_logging_decisions();
+        }
         let from = w.history.records.len();
         let v = if Search::run_to(&mut w, self.s.sc.limits.max_time) {
             self.report.inconclusive_runs += 1;
@@ -358,9 +388,20 @@ impl Probe<'_, '_> {
         } else {
             Ok(self.s.check(&w).first().map(|v| v.property.to_string()))
         };
-        if self.mark_with == Some(m) {
+        if marking {
             let start = self.start;
-            self.marks = w.history.records[from.min(w.history.records.len())..]
+            // What the window kept from its target: each event that reached a process it
+            // stops (or was sent on a link it slows or cuts) while it was open. A shorter
+            // window ends before or after each of them; between two, the world it leaves is
+            // the same, only later.
+            let missed: Vec<SimTime> = w
+                .take_decisions()
+                .into_iter()
+                .filter(|d| d.kind == DecisionKind::Arrival)
+                .filter(|d| self.faults.iter().any(|f| affects(&f.kind, d.proc, d.peer)))
+                .map(|d| d.at)
+                .collect();
+            let seen = w.history.records[from.min(w.history.records.len())..]
                 .iter()
                 .filter(|r| {
                     matches!(
@@ -372,9 +413,14 @@ impl Probe<'_, '_> {
                             | Observation::ResourceWrite { .. }
                     )
                 })
-                .map(|r| r.at.0 as i64 - start)
+                .map(|r| r.at);
+            self.marks = seen
+                .chain(missed)
+                .map(|at| at.0 as i64 - start)
                 .filter(|&d| 0 < d && d < m)
                 .collect();
+            self.marks.sort_unstable();
+            self.marks.dedup();
         }
         self.seen.insert(m, v.clone());
         Ok(v)
