@@ -3,7 +3,7 @@
 //! Layers, lowest first, dependencies pointing down (docs/ARCHITECTURE.md has the map;
 //! tests/layering.rs checks it): `time`; `rng`, `clock`; `net`, `proto`; `history`;
 //! `process`, `check`; `redis`; `client`; `sim`; `conformance`; `scenario`; `explore`;
-//! `assess`, `testing`; `cli`.
+//! `view`; `assess`, `testing`; `cli`.
 #![forbid(unsafe_code)]
 
 pub mod assess;
@@ -23,6 +23,7 @@ pub mod scenario;
 pub mod sim;
 pub mod testing;
 pub mod time;
+pub mod view;
 
 /// Guides whose code examples are compiled and run as tests.
 pub mod guide {

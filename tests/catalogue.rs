@@ -569,7 +569,7 @@ fn the_fencing_figure_grants_tokens_33_and_34_and_its_fencing_variant_holds_over
     );
     let (o, world) =
         distlock_sim::explore::run_world(&fenced, 0, distlock_sim::sim::TraceMode::Full);
-    let said: Vec<String> = distlock_sim::explore::stepper::steps(&fenced, &world, &o.violations)
+    let said: Vec<String> = distlock_sim::view::stepper::steps(&fenced, &world, &o.violations)
         .into_iter()
         .map(|s| s.sentence)
         .collect();

@@ -259,7 +259,7 @@ fn simulation_source_avoids_nondeterministic_apis() {
                     // write timeouts, a request's budget), at the host edge, never inside a
                     // run (its one `now()` reads it).
                     let cli_edge = p.parent().is_some_and(|d| d.ends_with("src/cli/cmd"));
-                    let serve_edge = p.ends_with("src/explore/serve.rs");
+                    let serve_edge = p.ends_with("src/view/serve.rs");
                     let allowed =
                         b == "Instant::now" && (p.ends_with("main.rs") || cli_edge || serve_edge);
                     if code.contains(b) && !allowed {

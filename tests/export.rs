@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use distlock_sim::explore::export::{chrome_trace, json_lines, validate_chrome_trace};
 use distlock_sim::explore::run_world;
 use distlock_sim::sim::TraceMode;
+use distlock_sim::view::export::{chrome_trace, json_lines, validate_chrome_trace};
 
 fn models() -> Vec<std::path::PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");

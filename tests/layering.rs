@@ -22,9 +22,10 @@ const LAYERS: &[(&str, u32)] = &[
     ("conformance", 8),
     ("scenario", 9),
     ("explore", 10),
-    ("assess", 11),
-    ("testing", 11),
-    ("cli", 12),
+    ("view", 11),
+    ("assess", 12),
+    ("testing", 12),
+    ("cli", 13),
 ];
 
 fn rank(m: &str) -> Option<u32> {

@@ -266,7 +266,7 @@ fn a_trace_past_its_cap_is_noted_and_the_verdict_still_covers_the_whole_run() {
     // The history, which the verdict reads, went on to the end of the run.
     assert!(world.history.records.last().unwrap().at > cap.at);
     let (text, _) =
-        distlock_sim::cli::run_report(&sc, 0, distlock_sim::explore::timeline::Messages::None);
+        distlock_sim::cli::run_report(&sc, 0, distlock_sim::view::timeline::Messages::None);
     assert!(
         text.contains("trace capped at 1000000 entries (~190 MB) at t="),
         "{}",

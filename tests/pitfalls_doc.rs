@@ -7,12 +7,12 @@ use std::path::Path;
 fn the_pitfall_guide_is_up_to_date_with_the_models_and_their_replays() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let guide = distlock_sim::explore::pitfalls::render(&root.join("models"), jobs)
-        .expect("catalogue loads");
+    let guide =
+        distlock_sim::view::pitfalls::render(&root.join("models"), jobs).expect("catalogue loads");
     let fresh = guide.markdown;
     let pictures = root
         .join("docs")
-        .join(distlock_sim::explore::pitfalls::PICTURE_DIR);
+        .join(distlock_sim::view::pitfalls::PICTURE_DIR);
     for (file, svg) in &guide.pictures {
         let committed = std::fs::read_to_string(pictures.join(file)).unwrap_or_default();
         assert!(
@@ -52,7 +52,7 @@ fn every_catalogue_model_but_the_benchmarks_has_a_section_a_picture_and_a_readme
         }
         assert!(
             guide.contains(&format!("\n## {name}\n")),
-            "docs/pitfalls.md has no section for models/{name}.ron (add it to ENTRIES in src/explore/pitfalls.rs)"
+            "docs/pitfalls.md has no section for models/{name}.ron (add it to ENTRIES in src/view/pitfalls.rs)"
         );
         assert!(
             root.join(format!("docs/pitfalls/{name}.svg")).exists(),

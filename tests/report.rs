@@ -1,12 +1,12 @@
-//! The pictures of a run (src/explore/report.rs): every catalogue model's SVG parses as XML
+//! The pictures of a run (src/view/report.rs): every catalogue model's SVG parses as XML
 //! and has a lane per actor; the HTML page is self-contained; a violation is drawn where it
 //! happened, with the two holders' bars overlapping in red.
 
 use std::path::{Path, PathBuf};
 
-use distlock_sim::explore::report::{html, svg};
 use distlock_sim::explore::run_world;
 use distlock_sim::sim::TraceMode;
+use distlock_sim::view::report::{html, svg};
 
 fn models() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
@@ -217,10 +217,10 @@ fn arrows_start_at_the_real_send_even_for_messages_parked_during_a_pause() {
 fn the_stepper_says_at_the_expiry_that_the_paused_holder_still_believes_it_holds_the_lock() {
     let sc = model("single-px-del-pause");
     let (o, world) = run_world(&sc, 0, TraceMode::Full);
-    let steps = distlock_sim::explore::stepper::steps(&sc, &world, &o.violations);
+    let steps = distlock_sim::view::stepper::steps(&sc, &world, &o.violations);
     let expiry = steps
         .iter()
-        .find(|s| s.notable == Some(distlock_sim::explore::stepper::Notable::Expiry))
+        .find(|s| s.notable == Some(distlock_sim::view::stepper::Notable::Expiry))
         .expect("the key expires");
     assert!(
         expiry
@@ -232,7 +232,7 @@ fn the_stepper_says_at_the_expiry_that_the_paused_holder_still_believes_it_holds
     // Every violation is a step of its own, after the records of its instant.
     let vs: Vec<_> = steps
         .iter()
-        .filter(|s| s.notable == Some(distlock_sim::explore::stepper::Notable::Violation))
+        .filter(|s| s.notable == Some(distlock_sim::view::stepper::Notable::Violation))
         .collect();
     assert_eq!(vs.len(), o.violations.len());
     assert!(vs[0].sentence.contains("lock `lock`"), "{}", vs[0].sentence);

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use distlock_sim::explore::site;
+use distlock_sim::view::site;
 
 fn rendered() -> Vec<(String, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");

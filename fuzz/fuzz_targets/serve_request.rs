@@ -1,4 +1,4 @@
-//! `serve`'s request-head parser on arbitrary bytes (`explore::http::parse_head` and
+//! `serve`'s request-head parser on arbitrary bytes (`view::http::parse_head` and
 //! `admit`): a head, "need more" within the byte bound, or a 4xx with a reason; never a panic.
 //! The checks are tests/fuzz/http_head.rs, shared with tests/fuzz.rs.
 #![no_main]

@@ -5,11 +5,11 @@ use std::fmt::Write as _;
 
 use crate::check::witness::Hazard;
 use crate::cli::args::SeedRange;
-use crate::explore::timeline::{self, Messages, TimelineOptions};
 use crate::explore::{self, Shard, SweepSummary};
 use crate::scenario::{Expect, Scenario};
 use crate::sim::{RunEnd, TraceMode};
 use crate::time::{fmt_duration_ns, fmt_signed_ns};
+use crate::view::timeline::{self, Messages, TimelineOptions};
 
 pub fn expect_text(e: Option<&Expect>) -> String {
     match e {

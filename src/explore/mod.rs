@@ -1,21 +1,16 @@
-//! Running models: one seed, sweeps over many seeds in parallel, replays with timelines.
+//! Running models and searching them: one seed, sweeps over many seeds in parallel with
+//! their rates, minimisation, the steered search, systematic exploration, thresholds and
+//! safety maps. What a person reads of a run (timelines, pages, the stepper, the site,
+//! `serve`, exports, the pitfall guide) is `view`, one layer up.
 
 pub mod determinism;
-pub mod export;
-pub mod http;
 pub mod map;
 pub mod minimize;
-pub mod pitfalls;
 pub mod rate;
-pub mod report;
 pub mod search;
-pub mod serve;
-pub mod site;
-pub mod stepper;
 pub mod stopping;
 pub mod systematic;
 pub mod threshold;
-pub mod timeline;
 pub mod variants;
 
 use std::collections::BTreeMap;

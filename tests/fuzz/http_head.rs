@@ -5,7 +5,7 @@
 //! reason; `admit` decides on every head without a panic, and never admits a Host that is
 //! not loopback.
 
-use distlock_sim::explore::http::{self, MAX_HEAD_BYTES};
+use distlock_sim::view::http::{self, MAX_HEAD_BYTES};
 
 /// Checks the parser on `data`; true when it gave a head (for the campaign's figures).
 pub fn check(data: &[u8]) -> bool {

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use crate::cli::{self, Ctx, bad_input, models_dir, out};
 use crate::explore;
+use crate::view;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -27,7 +28,7 @@ pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
     }
     // Progress on stderr, one line per model swept: the guide takes most of a minute.
     let mut progress = |i: usize, n: usize, name: &str| eprintln!("pitfalls: [{i}/{n}] {name}");
-    match explore::pitfalls::render_with_progress(&models_dir(), a.jobs, &mut progress) {
+    match view::pitfalls::render_with_progress(&models_dir(), a.jobs, &mut progress) {
         Ok(guide) => match a.out {
             Some(p) => match write_guide(&p, &guide) {
                 Ok(()) => {
@@ -50,13 +51,13 @@ pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
 }
 
 /// Writes the guide and, next to it, its pictures (replacing stale ones).
-fn write_guide(p: &Path, guide: &explore::pitfalls::Guide) -> Result<(), String> {
+fn write_guide(p: &Path, guide: &view::pitfalls::Guide) -> Result<(), String> {
     let err = |q: &Path, e: std::io::Error| format!("{}: {e}", q.display());
     std::fs::write(p, &guide.markdown).map_err(|e| err(p, e))?;
     let dir = p
         .parent()
         .unwrap_or(Path::new("."))
-        .join(explore::pitfalls::PICTURE_DIR);
+        .join(view::pitfalls::PICTURE_DIR);
     explore::create_dir_all(&dir)?;
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for e in entries.flatten() {

@@ -6,9 +6,10 @@ use std::process::ExitCode;
 
 use crate::cli::{self, Ctx, TimeWindow, bad_input, exit_with, out};
 use crate::explore;
-use crate::explore::timeline::Messages;
 use crate::scenario::Scenario;
 use crate::scenario::adversary::AdversaryStyle;
+use crate::view;
+use crate::view::timeline::Messages;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -78,7 +79,7 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
     let sc = if a.faults.is_empty() {
         sc
     } else {
-        match explore::serve::what_if_text(&sc, &text, &a.faults) {
+        match view::serve::what_if_text(&sc, &text, &a.faults) {
             Ok(w) => w,
             Err(e) => return bad_input(&e),
         }
@@ -104,10 +105,10 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
             }
             let w = a.window.map(|w| (w.0, w.1));
             let text = match format {
-                FormatArg::Json => explore::export::json_lines(&sc, seed, &world, v),
-                FormatArg::Chrome => explore::export::chrome_trace(&sc, seed, &world, v),
-                FormatArg::Html => explore::report::html(&sc, seed, &world, v, w),
-                _ => explore::report::svg(&sc, seed, &world, v, w),
+                FormatArg::Json => view::export::json_lines(&sc, seed, &world, v),
+                FormatArg::Chrome => view::export::chrome_trace(&sc, seed, &world, v),
+                FormatArg::Html => view::report::html(&sc, seed, &world, v, w),
+                _ => view::report::svg(&sc, seed, &world, v, w),
             };
             (
                 text,

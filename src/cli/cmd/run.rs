@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use crate::cli::{Ctx, exit_with, out, run_report};
 use crate::explore;
-use crate::explore::timeline::Messages;
+use crate::view::timeline::Messages;
 
 #[derive(clap::Args)]
 pub struct Args {

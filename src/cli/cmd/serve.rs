@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use crate::cli::{Ctx, bad_input, models_dir};
-use crate::explore;
+use crate::view;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -14,7 +14,7 @@ pub struct Args {
 }
 
 pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
-    match explore::serve::serve(&models_dir(), a.port) {
+    match view::serve::serve(&models_dir(), a.port) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => bad_input(&e),
     }

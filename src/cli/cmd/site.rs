@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cli::{Ctx, bad_input, models_dir, out};
-use crate::explore;
+use crate::view;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -15,7 +15,7 @@ pub struct Args {
 }
 
 pub fn exec(a: Args, _ctx: &Ctx) -> ExitCode {
-    match explore::site::write(&models_dir(), &a.out) {
+    match view::site::write(&models_dir(), &a.out) {
         Ok(n) => {
             out(&format!("wrote {n} pages to {}\n", a.out.display()));
             ExitCode::SUCCESS

@@ -8,6 +8,7 @@ use crate::cli::{self, Ctx, SeedRange, ShardArg, bad_input, exit_with, out};
 use crate::explore::stopping::StopRule;
 use crate::explore::{self, Shard};
 use crate::scenario::Scenario;
+use crate::view;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -163,7 +164,7 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
 /// `sweep --report DIR`: the page of one seed, written as DIR/MODEL-seedN.html.
 fn write_report(sc: &Scenario, seed: u64, dir: &Path) -> Result<PathBuf, String> {
     let (o, world) = explore::run_world(sc, seed, crate::sim::TraceMode::Full);
-    let page = explore::report::html(sc, seed, &world, &o.violations, None);
+    let page = view::report::html(sc, seed, &world, &o.violations, None);
     let path = dir.join(format!("{}-seed{seed}.html", sc.name));
     std::fs::write(&path, page).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)

@@ -704,7 +704,7 @@ fn scene(
                             accepted: *accepted,
                         }
                     },
-                    tip: crate::explore::timeline::resource_op(&r.obs, &names).unwrap_or_default(),
+                    tip: crate::view::timeline::resource_op(&r.obs, &names).unwrap_or_default(),
                     label: None,
                 })
             }
@@ -2103,7 +2103,7 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
             esc(&r.name),
             esc(&verdict_text(r.violations)),
             r.violations.is_empty(),
-            crate::explore::stepper::steps_json(
+            crate::view::stepper::steps_json(
                 r.sc,
                 r.world,
                 r.violations,

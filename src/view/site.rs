@@ -8,10 +8,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::check::Violation;
-use crate::explore::stepper::{self, Notable};
-use crate::explore::{report, run_world};
+use crate::explore::run_world;
 use crate::scenario::Scenario;
 use crate::sim::{TraceMode, World};
+use crate::view::report;
+use crate::view::stepper::{self, Notable};
 
 /// Seeds tried per model for a failing one (the pitfall guide's pictures use the same span).
 const SEEDS: u64 = 20;
@@ -363,7 +364,7 @@ pub fn render(dir: &Path) -> Result<Site, String> {
             .unwrap_or(0);
         let (o, world) = run_world(&sc, seed, TraceMode::Full);
         let mut page = report::html(&sc, seed, &world, &o.violations, None);
-        let story = crate::explore::pitfalls::header(p);
+        let story = crate::view::pitfalls::header(p);
         let mut lesson = String::new();
         let _ = write!(
             lesson,

@@ -20,11 +20,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::explore::http;
+use crate::view::http;
 
-use crate::explore::report::{PageRun, html_runs};
 use crate::explore::run_world_while;
 use crate::sim::TraceMode;
+use crate::view::report::{PageRun, html_runs};
 
 /// Faults one what-if may add.
 pub const MAX_ADDED_FAULTS: usize = 16;

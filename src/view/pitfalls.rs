@@ -9,10 +9,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::check::Property;
-use crate::explore::timeline::{self, Messages, TimelineOptions};
 use crate::explore::{Shard, run_world, sweep};
 use crate::scenario::{self, Expect, Scenario};
 use crate::sim::TraceMode;
+use crate::view::timeline::{self, Messages, TimelineOptions};
 
 /// Seeds swept per model for the document (the catalogue test's number).
 pub const DOC_SEEDS: u64 = 200;
@@ -439,7 +439,7 @@ the model's header, each verdict a sweep over seeds 0..{DOC_SEEDS}, each timelin
             (0..PICTURE_SEEDS)
                 .find(|s| {
                     let (_, world) = run_world(&sc, *s, TraceMode::Off);
-                    crate::explore::report::first_safeguard(&world).is_some()
+                    crate::view::report::first_safeguard(&world).is_some()
                 })
                 .unwrap_or(0)
         });
@@ -454,7 +454,7 @@ the model's header, each verdict a sweep over seeds 0..{DOC_SEEDS}, each timelin
             );
             pictures.push((
                 file,
-                crate::explore::report::svg(&sc, picture_seed, &world, &outcome.violations, None),
+                crate::view::report::svg(&sc, picture_seed, &world, &outcome.violations, None),
             ));
         }
         match first {
