@@ -157,7 +157,11 @@ fn minimize_reduces_a_failing_schedule_to_the_fault_that_matters() {
 #[test]
 fn the_three_adversary_styles_time_the_same_faults_differently() {
     use distlock_sim::scenario::adversary::AdversaryStyle as A;
-    use distlock_sim::scenario::model::{RandomFaultSpec, TriggerSpec};
+    use distlock_sim::scenario::faults::{Event, FaultEntry, KindSpec, On, When};
+    let event = |t: &FaultEntry| match &t.when {
+        When::On(On { event, .. }) => Some(event.clone()),
+        _ => None,
+    };
     let load = |m: &str| {
         scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("models/{m}.ron")))
             .unwrap()
@@ -176,17 +180,15 @@ fn the_three_adversary_styles_time_the_same_faults_differently() {
         .with_adversary(A::Triggered)
         .unwrap();
     assert!(cad.model.random_faults.is_empty());
-    assert!(matches!(
-        cad.model.triggers[..],
-        [TriggerSpec::PauseAfterRead { .. }]
-    ));
+    assert_eq!(cad.model.triggers.len(), 1);
+    assert_eq!(event(&cad.model.triggers[0]), Some(Event::AfterRead));
+    assert!(matches!(cad.model.triggers[0].kind, KindSpec::Pause { .. }));
     let del = load("single-px-del-pause")
         .with_adversary(A::Triggered)
         .unwrap();
-    assert!(matches!(
-        del.model.triggers[..],
-        [TriggerSpec::PauseAfterAcquire { .. }]
-    ));
+    assert_eq!(del.model.triggers.len(), 1);
+    assert_eq!(event(&del.model.triggers[0]), Some(Event::AfterAcquire));
+    assert!(matches!(del.model.triggers[0].kind, KindSpec::Pause { .. }));
     let lost = load("failover-lost-lock")
         .with_adversary(A::Triggered)
         .unwrap();
@@ -194,13 +196,17 @@ fn the_three_adversary_styles_time_the_same_faults_differently() {
         lost.model
             .random_faults
             .iter()
-            .all(|f| !matches!(f, RandomFaultSpec::Crash { .. }))
+            .all(|f| !matches!(f.kind, KindSpec::Crash { .. }))
     );
-    match &lost.model.triggers[..] {
-        [TriggerSpec::CrashAfterGrant { isolate_from, .. }] => {
+    match (
+        &lost.model.triggers[..],
+        lost.model.triggers.first().and_then(event),
+    ) {
+        ([t], Some(Event::AfterGrant { isolate_from, .. })) => {
+            assert!(matches!(t.kind, KindSpec::Crash { .. }));
             assert_eq!(isolate_from.len(), 1)
         }
-        t => panic!("{t:?}"),
+        (t, _) => panic!("{t:?}"),
     }
 }
 
@@ -287,39 +293,51 @@ fn replies_held_until_just_before_the_ttl_give_redlock_without_validity_check_tw
 fn pauses_before_the_del_or_the_write_and_crashes_after_the_follow_up_find_the_last_four_pitfalls()
 {
     use distlock_sim::scenario::adversary::AdversaryStyle as A;
-    use distlock_sim::scenario::model::{MessageSpec, TriggerSpec};
+    use distlock_sim::scenario::faults::MessageSpec;
+    use distlock_sim::scenario::faults::{Event, FaultEntry, KindSpec, On, When};
     let load = |m: &str| {
         scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("models/{m}.ron")))
             .unwrap()
             .with_adversary(A::Triggered)
             .unwrap()
     };
-    type IsExpected = fn(&TriggerSpec) -> bool;
+    type IsExpected = fn(&FaultEntry) -> bool;
+    let crash_after_follow_up: IsExpected = |t| {
+        matches!(
+            (&t.when, &t.kind),
+            (
+                When::On(On {
+                    event: Event::AfterGrant { after: Some(_), .. },
+                    ..
+                }),
+                KindSpec::Crash { .. }
+            )
+        )
+    };
     let cases: [(&str, IsExpected); 4] = [
         ("single-px-get-del-race", |t| {
             matches!(
-                t,
-                TriggerSpec::PauseBeforeSend {
-                    message: MessageSpec::Del,
+                &t.when,
+                When::On(On {
+                    event: Event::BeforeSend(MessageSpec::Del),
                     ..
-                }
+                })
             )
         }),
         ("consensus-pause-no-fencing", |t| {
             matches!(
-                t,
-                TriggerSpec::PauseBeforeSend {
-                    message: MessageSpec::ResourceWrite,
+                &t.when,
+                When::On(On {
+                    event: Event::BeforeSend(MessageSpec::ResourceWrite),
                     ..
-                }
+                })
             )
         }),
-        ("failover-wait-false-confidence", |t| {
-            matches!(t, TriggerSpec::CrashAfterGrant { after: Some(_), .. })
-        }),
-        ("fencing-incr-regresses-after-failover", |t| {
-            matches!(t, TriggerSpec::CrashAfterGrant { after: Some(_), .. })
-        }),
+        ("failover-wait-false-confidence", crash_after_follow_up),
+        (
+            "fencing-incr-regresses-after-failover",
+            crash_after_follow_up,
+        ),
     ];
     for (name, expected) in cases {
         let sc = load(name);

@@ -508,7 +508,7 @@ fn a_violating_runs_counterfactual_holds_at_its_figure_and_violates_just_above_i
             faults
                 .iter()
                 .enumerate()
-                .filter(|(_, f)| threshold::magnitude(f).is_some()),
+                .filter(|(_, f)| f.magnitude().is_some()),
         ) {
             assert_eq!(
                 c.fault,

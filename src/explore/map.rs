@@ -15,7 +15,7 @@ use crate::explore::threshold::{self, Unit};
 use crate::explore::{self, Shard, SweepSummary};
 use crate::scenario::Scenario;
 use crate::scenario::clients::AlgorithmSpec;
-use crate::scenario::model::{FaultSpec, RandomFaultSpec, Target};
+use crate::scenario::faults::{KindSpec, Span, Target};
 use crate::scenario::overrides::{Override, load_with};
 use crate::scenario::units::parse_duration_ns;
 use crate::time::{NS_PER_MS, NS_PER_S, NS_PER_US};
@@ -445,24 +445,17 @@ fn pause_max_ns(sc: &Scenario, g: &str) -> Option<u64> {
                 .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit()))
     };
     let mut best: Option<u64> = None;
-    for f in &sc.model.random_faults {
-        if let RandomFaultSpec::Pause {
-            targets, duration, ..
-        } = f
-            && targets.iter().any(|t| ours(&t.0))
-        {
+    for f in sc.model.random_faults.iter().chain(&sc.model.faults) {
+        let KindSpec::Pause { duration } = &f.kind else {
+            continue;
+        };
+        let hits = match &f.span {
+            Span::One(Target::Proc(t)) => ours(&t.0),
+            Span::Each(targets) => targets.iter().any(|t| ours(&t.0)),
+            Span::One(_) | Span::Links { .. } => false,
+        };
+        if hits {
             best = best.max(Some(duration.max.ns()));
-        }
-    }
-    for f in &sc.model.faults {
-        if let FaultSpec::Pause {
-            target: Target::Proc(t),
-            duration,
-            ..
-        } = f
-            && ours(&t.0)
-        {
-            best = best.max(Some(duration.ns()));
         }
     }
     best

@@ -12,197 +12,14 @@ use std::fmt::Write as _;
 use crate::check::Property;
 use crate::explore::run_world;
 use crate::scenario::Scenario;
-use crate::scenario::model::{FaultSpec, HostSpec, Target, crash_host_up};
-use crate::scenario::units::{Bounded, Dur, Name, SignedDur};
-use crate::sim::{Fault, FaultKind, TraceMode};
+use crate::scenario::faults::{FaultEntry, KindSpec, Span};
+use crate::scenario::units::{Dur, DurRange, SignedDur, SignedDurRange};
+use crate::sim::TraceMode;
 use crate::time::{NS_PER_MS, ProcId};
 
-/// A fault of the realised schedule as a model states it (`faults: [...]` entry).
-pub fn fault_spec(f: &Fault, name: &dyn Fn(ProcId) -> String) -> FaultSpec {
-    let n = |p: &ProcId| Name::new(name(*p));
-    let list = |v: &[ProcId]| v.iter().map(n).collect::<Vec<_>>();
-    let at = Dur(f.at.0);
-    let dur = f.duration_ns.map(Dur);
-    match &f.kind {
-        FaultKind::Pause(p) => FaultSpec::Pause {
-            target: Target::Proc(n(p)),
-            at,
-            duration: Dur(f.duration_ns.expect("a realised pause has a duration")),
-        },
-        FaultKind::Crash {
-            proc,
-            keep_data,
-            host_up,
-        } => FaultSpec::Crash {
-            target: Target::Proc(n(proc)),
-            at,
-            restart_after: dur,
-            keep_data: Some(*keep_data),
-            host: Some(HostSpec::of(*host_up)),
-        },
-        FaultKind::ClockStep { proc, delta_ms } => FaultSpec::ClockStep {
-            target: Target::Proc(n(proc)),
-            at,
-            delta: SignedDur(delta_ms * NS_PER_MS as i64),
-        },
-        FaultKind::Drift { proc, drift_ppm } => FaultSpec::Drift {
-            target: Target::Proc(n(proc)),
-            at,
-            ppm: Bounded(*drift_ppm),
-            duration: dur,
-        },
-        FaultKind::Partition {
-            from,
-            to,
-            both_ways,
-        } => FaultSpec::Partition {
-            from: list(from),
-            to: list(to),
-            at,
-            duration: dur,
-            one_way: !both_ways,
-        },
-        FaultKind::Isolate(p) => FaultSpec::Isolate {
-            target: Target::Proc(n(p)),
-            at,
-            duration: dur,
-        },
-        FaultKind::LatencySpike { from, to, extra_ns } => FaultSpec::LatencySpike {
-            from: list(from),
-            to: list(to),
-            at,
-            duration: Dur(f.duration_ns.expect("a realised spike has a duration")),
-            extra: Dur(*extra_ns),
-        },
-        FaultKind::Loss { from, to, loss } => FaultSpec::Loss {
-            from: list(from),
-            to: list(to),
-            at,
-            duration: Dur(f
-                .duration_ns
-                .expect("a realised loss window has a duration")),
-            loss_ppm: Bounded(i64::from(loss.num()) * 1_000_000 / i64::from(loss.den())),
-        },
-    }
-}
-
-fn dur(ns: u64) -> String {
-    // Exact decimal seconds, trailing zeros trimmed: "33.863461406s", "12s", "0.5s".
-    let secs = ns / 1_000_000_000;
-    let frac = ns % 1_000_000_000;
-    if frac == 0 {
-        return format!("\"{secs}s\"");
-    }
-    let f = format!("{frac:09}");
-    format!("\"{secs}.{}s\"", f.trim_end_matches('0'))
-}
-
-/// RON text of one scripted fault, as a `faults` entry.
-pub fn fault_ron(f: &FaultSpec) -> String {
-    let list = |v: &[Name]| {
-        v.iter()
-            .map(|p| format!("\"{}\"", p.0))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let opt =
-        |key: &str, d: &Option<Dur>| d.map_or(String::new(), |d| format!(", {key}: {}", dur(d.0)));
-    match f {
-        FaultSpec::Pause {
-            target,
-            at,
-            duration,
-        } => format!(
-            "pause(target: \"{}\", at: {}, duration: {})",
-            target.text(),
-            dur(at.0),
-            dur(duration.0)
-        ),
-        FaultSpec::Crash {
-            target,
-            at,
-            restart_after,
-            keep_data,
-            host,
-        } => format!(
-            "crash(target: \"{}\", at: {}{}, keep_data: {}, host: {})",
-            target.text(),
-            dur(at.0),
-            opt("restart_after", restart_after),
-            keep_data.unwrap_or(false),
-            host.unwrap_or(HostSpec::of(crash_host_up(*keep_data, None)))
-                .as_str()
-        ),
-        FaultSpec::ClockStep { target, at, delta } => format!(
-            "clock_step(target: \"{}\", at: {}, delta: \"{:+}ms\")",
-            target.text(),
-            dur(at.0),
-            delta.ms()
-        ),
-        FaultSpec::Drift {
-            target,
-            at,
-            ppm,
-            duration,
-        } => format!(
-            "drift(target: \"{}\", at: {}, ppm: {}{})",
-            target.text(),
-            dur(at.0),
-            ppm.0,
-            opt("duration", duration)
-        ),
-        FaultSpec::Isolate {
-            target,
-            at,
-            duration,
-        } => format!(
-            "isolate(target: \"{}\", at: {}{})",
-            target.text(),
-            dur(at.0),
-            opt("duration", duration)
-        ),
-        FaultSpec::Partition {
-            from,
-            to,
-            at,
-            duration,
-            one_way,
-        } => format!(
-            "partition(from: [{}], to: [{}], at: {}{}, one_way: {one_way})",
-            list(from),
-            list(to),
-            dur(at.0),
-            opt("duration", duration)
-        ),
-        FaultSpec::LatencySpike {
-            from,
-            to,
-            at,
-            duration,
-            extra,
-        } => format!(
-            "latency_spike(from: [{}], to: [{}], at: {}, duration: {}, extra: {})",
-            list(from),
-            list(to),
-            dur(at.0),
-            dur(duration.0),
-            dur(extra.0)
-        ),
-        FaultSpec::Loss {
-            from,
-            to,
-            at,
-            duration,
-            loss_ppm,
-        } => format!(
-            "loss(from: [{}], to: [{}], at: {}, duration: {}, loss_ppm: {})",
-            list(from),
-            list(to),
-            dur(at.0),
-            dur(duration.0),
-            loss_ppm.0
-        ),
-    }
+/// RON text of one scripted entry, as a `faults` list writes it.
+pub fn fault_ron(f: &FaultEntry) -> String {
+    f.ron().expect("minimisation writes scripted entries only")
 }
 
 /// Removes a top-level `key: <value>,` from RON text (brackets matched, strings and comments
@@ -268,7 +85,7 @@ pub fn remove_field(text: &str, key: &str) -> String {
 /// the user's own text (comments, layout) with those fields replaced. Only the final model is
 /// written this way; the search runs on the typed model (`Scenario::with_scripted_faults`),
 /// and `minimize` checks that this text reads back as exactly that model.
-pub fn scripted_text(original: &str, faults: &[FaultSpec], header: &str) -> String {
+pub fn scripted_text(original: &str, faults: &[FaultEntry], header: &str) -> String {
     let mut t = original.to_string();
     // `variants` first: a variant may carry its own `expect` (and faults), which the
     // scripted model does not declare, and it is not this schedule's story.
@@ -312,8 +129,8 @@ pub fn scripted_text(original: &str, faults: &[FaultSpec], header: &str) -> Stri
 #[derive(Clone, Debug)]
 pub struct Minimized {
     pub property: Property,
-    pub before: Vec<FaultSpec>,
-    pub after: Vec<FaultSpec>,
+    pub before: Vec<FaultEntry>,
+    pub after: Vec<FaultEntry>,
     pub model_text: String,
     pub runs: u64,
 }
@@ -327,15 +144,15 @@ pub fn minimize(sc: &Scenario, original_text: &str, seed: u64) -> Result<Minimiz
     let property = first.property;
     let names = world.names();
     let name = |p: ProcId| names[p.index()].clone();
-    let before: Vec<FaultSpec> = world
+    let before: Vec<FaultEntry> = world
         .applied_faults
         .iter()
-        .map(|f| fault_spec(f, &name))
+        .map(|f| FaultEntry::realised(f, &name))
         .collect();
     let mut runs = 0u64;
     // A schedule the typed model refuses is a bug of this module, not "does not fail".
     let mut writer_bug: Option<String> = None;
-    let mut fails = |faults: &[FaultSpec]| -> bool {
+    let mut fails = |faults: &[FaultEntry]| -> bool {
         runs += 1;
         match sc.with_scripted_faults(faults.to_vec()) {
             Ok(s) => run_world(&s, seed, TraceMode::Off)
@@ -364,14 +181,14 @@ pub fn minimize(sc: &Scenario, original_text: &str, seed: u64) -> Result<Minimiz
     let mut n = 2usize;
     while cur.len() >= 2 {
         let chunk = cur.len().div_ceil(n);
-        let mut reduced: Option<Vec<FaultSpec>> = None;
+        let mut reduced: Option<Vec<FaultEntry>> = None;
         for i in 0..n {
             let lo = i * chunk;
             if lo >= cur.len() {
                 break;
             }
             let hi = (lo + chunk).min(cur.len());
-            let complement: Vec<FaultSpec> = cur[..lo].iter().chain(&cur[hi..]).cloned().collect();
+            let complement: Vec<FaultEntry> = cur[..lo].iter().chain(&cur[hi..]).cloned().collect();
             if fails(&complement) {
                 reduced = Some(complement);
                 break;
@@ -393,20 +210,21 @@ pub fn minimize(sc: &Scenario, original_text: &str, seed: u64) -> Result<Minimiz
     for i in 0..cur.len() {
         for _ in 0..12 {
             let mut trial = cur.clone();
-            let changed = match &mut trial[i] {
-                FaultSpec::Pause { duration: d, .. }
-                | FaultSpec::LatencySpike { duration: d, .. }
-                | FaultSpec::Partition {
+            let changed = match &mut trial[i].kind {
+                KindSpec::Pause { duration: d }
+                | KindSpec::LatencySpike { duration: d, .. }
+                | KindSpec::Partition {
                     duration: Some(d), ..
                 }
-                | FaultSpec::Isolate {
-                    duration: Some(d), ..
-                } if d.0 > NS_PER_MS => {
-                    d.0 /= 2;
+                | KindSpec::Isolate { duration: Some(d) }
+                    if d.min.0 > NS_PER_MS =>
+                {
+                    *d = DurRange::fixed(Dur(d.min.0 / 2));
                     true
                 }
-                FaultSpec::ClockStep { delta, .. } if delta.ms().abs() > 1 => {
-                    delta.0 = delta.ms() / 2 * NS_PER_MS as i64;
+                KindSpec::ClockStep { delta } if delta.min.ms().abs() > 1 => {
+                    let d = SignedDur(delta.min.ms() / 2 * NS_PER_MS as i64);
+                    *delta = SignedDurRange { min: d, max: d };
                     true
                 }
                 _ => false,
@@ -417,13 +235,14 @@ pub fn minimize(sc: &Scenario, original_text: &str, seed: u64) -> Result<Minimiz
             cur = trial;
         }
         // Fewer affected processes: drop members of a cut one by one.
-        if let FaultSpec::Partition { from, to, .. } = &cur[i] {
+        if let (KindSpec::Partition { .. }, Span::Links { from, to }) = (&cur[i].kind, &cur[i].span)
+        {
             let (from, to) = (from.clone(), to.clone());
             for side in 0..2 {
                 let members = if side == 0 { from.clone() } else { to.clone() };
                 for m in members {
                     let mut trial = cur.clone();
-                    if let FaultSpec::Partition { from: f, to: t, .. } = &mut trial[i] {
+                    if let Span::Links { from: f, to: t } = &mut trial[i].span {
                         let v = if side == 0 { f } else { t };
                         if v.len() > 1 {
                             v.retain(|q| *q != m);

@@ -26,11 +26,11 @@
 //! search.
 
 use crate::check::margin::release_slack;
-use crate::explore::minimize::{fault_spec, scripted_text};
+use crate::explore::minimize::scripted_text;
 use crate::explore::{RunOutcome, run_world};
 use crate::rng::{Prng, Seed};
 use crate::scenario::Scenario;
-use crate::scenario::model::FaultSpec;
+use crate::scenario::faults::FaultEntry;
 use crate::sim::{Fault, TraceMode};
 use crate::time::{NS_PER_MS, ProcId, SimTime};
 
@@ -78,7 +78,7 @@ pub struct Found {
     pub property: String,
     pub message: String,
     pub at: SimTime,
-    pub specs: Vec<FaultSpec>,
+    pub specs: Vec<FaultEntry>,
     /// The scripted model of the schedule.
     pub model_text: String,
     /// Replaying the scripted model from time 0 violated the same property.
@@ -134,9 +134,12 @@ impl Searcher<'_> {
         self.report.runs >= self.cfg.budget_runs
     }
 
-    fn specs(&self, faults: &[Fault]) -> Vec<FaultSpec> {
+    fn specs(&self, faults: &[Fault]) -> Vec<FaultEntry> {
         let name = |p: ProcId| self.names[p.index()].clone();
-        faults.iter().map(|f| fault_spec(f, &name)).collect()
+        faults
+            .iter()
+            .map(|f| FaultEntry::realised(f, &name))
+            .collect()
     }
 
     /// Runs `seed` with `faults` (None: the seed's own draw), noting the closest run. `None`

@@ -18,10 +18,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::check::{Property, Violation};
-use crate::explore::minimize::{fault_ron, fault_spec, scripted_text};
+use crate::explore::minimize::{fault_ron, scripted_text};
 use crate::rng::Seed;
 use crate::scenario::clients::AlgorithmSpec;
-use crate::scenario::model::{ClientFactory, ClientKind, FaultSpec, HostSpec, crash_host_up};
+use crate::scenario::faults::{FaultEntry, HostSpec, crash_host_up};
+use crate::scenario::model::{ClientFactory, ClientKind};
 use crate::scenario::{ProcKind, Scenario};
 use crate::sim::decision::{Decision, DecisionKind};
 use crate::sim::{Fault, FaultKind, TraceMode, World};
@@ -97,7 +98,7 @@ pub struct Found {
     pub placed: Vec<Placed>,
     pub violations: Vec<Violation>,
     /// The schedule as a scripted model's `faults` (the model's kept faults first).
-    pub scripted: Vec<FaultSpec>,
+    pub scripted: Vec<FaultEntry>,
     pub model_text: String,
     /// Whether the scripted model, run from the start for its whole duration, violates the
     /// same property (it should: `false` is reported, never hidden).
@@ -236,34 +237,10 @@ fn widen<T: Copy + Ord>(m: &mut BTreeMap<ProcId, (T, T)>, p: ProcId, r: (T, T)) 
     *e = (e.0.min(r.0), e.1.max(r.1));
 }
 
-/// Whether a cut of this shape blocks the directed link `from` → `to`.
-fn cut_blocks(kind: &FaultKind, from: ProcId, to: ProcId) -> bool {
-    match kind {
-        FaultKind::Isolate(p) => *p == from || *p == to,
-        FaultKind::Partition {
-            from: a,
-            to: b,
-            both_ways,
-        } => {
-            (a.contains(&from) && b.contains(&to))
-                || (*both_ways && b.contains(&from) && a.contains(&to))
-        }
-        _ => false,
-    }
-}
-
-/// Whether a cut of this shape touches process `p` at all.
-fn cut_touches(kind: &FaultKind, p: ProcId) -> bool {
-    match kind {
-        FaultKind::Isolate(x) => *x == p,
-        FaultKind::Partition { from, to, .. } => from.contains(&p) || to.contains(&p),
-        _ => false,
-    }
-}
-
 impl Allowed {
     fn of(sc: &Scenario) -> Allowed {
-        use crate::scenario::model::{RandomFaultSpec as R, Target, TriggerSpec as T};
+        use crate::scenario::faults::{Event, KindSpec, Span, Target, When};
+        use crate::scenario::units::DurRange;
         let mut a = Allowed::default();
         let kind_of = |i: usize| sc.procs[i].1;
         let all = |k: ProcKind| -> Vec<ProcId> {
@@ -334,191 +311,48 @@ impl Allowed {
                     max_window_ns: dur,
                 }),
             };
-        for f in &sc.model.faults {
-            match f {
-                FaultSpec::Pause {
-                    target: t,
-                    duration,
-                    ..
-                } => {
-                    for p in target(t) {
-                        widen(&mut a.pause_ns, p, (duration.0, duration.0));
+        let swarm = sc.model.swarm.iter().flat_map(|sw| sw.faults.iter());
+        let entries = (sc.model.faults.iter())
+            .chain(&sc.model.random_faults)
+            .chain(swarm)
+            .chain(&sc.model.triggers);
+        let range = |d: &DurRange| (d.min.ns(), d.max.ns());
+        for f in entries {
+            // Who it falls on: a scripted role on every process that can hold it.
+            let procs = match &f.span {
+                Span::One(t) => target(t),
+                Span::Each(v) => ids(v),
+                Span::Links { from, .. } => ids(from),
+            };
+            let on = match &f.when {
+                When::On(on) => Some(&on.event),
+                When::At(_) | When::Every { .. } => None,
+            };
+            match (&f.kind, &f.span) {
+                // A spike that starts with each attempt: no point of its own places it.
+                (_, _) if on == Some(&Event::AfterAttempt) => {
+                    a.not_placed.insert("delayed replies");
+                }
+                (KindSpec::Pause { duration }, _) => {
+                    for p in procs {
+                        widen(&mut a.pause_ns, p, range(duration));
                     }
                 }
-                FaultSpec::Crash {
-                    target: t,
-                    restart_after,
-                    keep_data,
-                    host,
-                    ..
-                } => {
-                    for p in target(t) {
-                        let keep = how(*keep_data, *host);
-                        crash(&mut a, p, keep, restart_after.map(|d| (d.0, d.0)));
-                    }
-                }
-                FaultSpec::ClockStep {
-                    target: t, delta, ..
-                } => {
-                    for p in target(t) {
-                        widen(&mut a.step_ms, p, (delta.ms(), delta.ms()));
-                    }
-                }
-                FaultSpec::Isolate {
-                    target: t,
-                    duration,
-                    ..
-                } => {
-                    for p in target(t) {
-                        cut(&mut a, FaultKind::Isolate(p), duration.map(|d| (d.0, d.0)));
-                    }
-                }
-                FaultSpec::Partition {
-                    from,
-                    to,
-                    duration,
-                    one_way,
-                    ..
-                } => {
-                    let kind = FaultKind::Partition {
-                        from: ids(from),
-                        to: ids(to),
-                        both_ways: !one_way,
-                    };
-                    cut(&mut a, kind, duration.map(|d| (d.0, d.0)));
-                }
-                FaultSpec::Drift {
-                    target: t,
-                    ppm,
-                    duration,
-                    ..
-                } => {
-                    for p in target(t) {
-                        drift(&mut a, p, (ppm.0, ppm.0), duration.map(|d| d.0));
-                    }
-                }
-                FaultSpec::LatencySpike {
-                    from,
-                    to,
-                    duration,
-                    extra,
-                    ..
-                } => spike(&mut a, ids(from), ids(to), (extra.0, extra.0), duration.0),
-                FaultSpec::Loss { .. } => {
-                    a.not_placed.insert("loss");
-                }
-            }
-        }
-        let mut randoms: Vec<&R> = sc.model.random_faults.iter().collect();
-        if let Some(sw) = &sc.model.swarm {
-            randoms.extend(sw.faults.iter());
-        }
-        for f in randoms {
-            match f {
-                R::Pause {
-                    targets, duration, ..
-                } => {
-                    for p in ids(targets) {
-                        widen(&mut a.pause_ns, p, (duration.min.ns(), duration.max.ns()));
-                    }
-                }
-                R::Crash {
-                    targets,
-                    down,
-                    keep_data,
-                    host,
-                    ..
-                } => {
-                    for p in ids(targets) {
-                        let keep = how(*keep_data, *host);
-                        crash(&mut a, p, keep, Some((down.min.ns(), down.max.ns())));
-                    }
-                }
-                R::ClockStep { targets, delta, .. } => {
-                    for p in ids(targets) {
-                        widen(&mut a.step_ms, p, (delta.min.ms(), delta.max.ms()));
-                    }
-                }
-                // A random partition isolates each of its targets (`scenario` lowers it so).
-                R::Partition {
-                    targets, duration, ..
-                } => {
-                    for p in ids(targets) {
-                        let r = (duration.min.ns(), duration.max.ns());
-                        cut(&mut a, FaultKind::Isolate(p), Some(r));
-                    }
-                }
-                R::Drift {
-                    targets,
-                    duration,
-                    ppm,
-                    ..
-                } => {
-                    for p in ids(targets) {
-                        let (lo, hi) = (ppm.value.0.0, ppm.value.1.0);
-                        let r = (lo.min(hi), lo.max(hi));
-                        drift(&mut a, p, r, Some(duration.max.ns()));
-                    }
-                }
-                R::LatencySpike {
-                    from,
-                    to,
-                    duration,
-                    extra,
-                    ..
-                } => spike(
-                    &mut a,
-                    ids(from),
-                    ids(to),
-                    (extra.min.ns(), extra.max.ns()),
-                    duration.max.ns(),
-                ),
-                R::Loss { .. } => {
-                    a.not_placed.insert("loss");
-                }
-            }
-        }
-        for t in &sc.model.triggers {
-            match t {
-                T::PauseBeforeSend {
-                    targets, duration, ..
-                }
-                | T::PauseAfterAcquire {
-                    targets, duration, ..
-                }
-                | T::PauseAfterRead {
-                    targets, duration, ..
-                } => {
-                    for p in ids(targets) {
-                        widen(&mut a.pause_ns, p, (duration.min.ns(), duration.max.ns()));
-                    }
-                }
-                // The trigger isolates the client that acquired (`sim::adversary`).
-                T::PartitionAfterAcquire {
-                    targets, duration, ..
-                } => {
-                    for p in ids(targets) {
-                        let r = (duration.min.ns(), duration.max.ns());
-                        cut(&mut a, FaultKind::Isolate(p), Some(r));
-                    }
-                }
-                T::ClockStepAfterGrant { targets, delta, .. } => {
-                    for p in ids(targets) {
-                        widen(&mut a.step_ms, p, (delta.min.ms(), delta.max.ms()));
-                    }
-                }
-                T::CrashAfterGrant {
-                    targets,
-                    isolate_from,
-                    restart_after,
-                    keep_data,
-                    host,
-                    ..
-                } => {
-                    for p in ids(targets) {
-                        // The trigger cuts the node from `isolate_from` as it crashes it (the
-                        // stream in flight is lost): a second fault, declared with the first.
-                        if !isolate_from.is_empty() {
+                (
+                    KindSpec::Crash {
+                        down,
+                        keep_data,
+                        host,
+                    },
+                    _,
+                ) => {
+                    for p in procs {
+                        // A triggered crash cuts the node from `isolate_from` as it crashes
+                        // it (the stream in flight is lost): a second fault, declared with
+                        // the first.
+                        if let Some(Event::AfterGrant { isolate_from, .. }) = on
+                            && !isolate_from.is_empty()
+                        {
                             a.crash_cuts.insert(
                                 p,
                                 FaultKind::Partition {
@@ -528,16 +362,44 @@ impl Allowed {
                                 },
                             );
                         }
-                        crash(
-                            &mut a,
-                            p,
-                            how(*keep_data, *host),
-                            restart_after.map(|d| (d.ns(), d.ns())),
-                        );
+                        crash(&mut a, p, how(*keep_data, *host), down.as_ref().map(range));
                     }
                 }
-                T::DelayRepliesAfterAttempt { .. } => {
-                    a.not_placed.insert("delayed replies");
+                (KindSpec::ClockStep { delta }, _) => {
+                    for p in procs {
+                        widen(&mut a.step_ms, p, (delta.min.ms(), delta.max.ms()));
+                    }
+                }
+                // A random partition and a triggered one isolate each target, as a scripted
+                // `isolate` does (`scenario::faults` reads them so).
+                (KindSpec::Isolate { duration }, _) => {
+                    for p in procs {
+                        cut(&mut a, FaultKind::Isolate(p), duration.as_ref().map(range));
+                    }
+                }
+                (KindSpec::Partition { duration, one_way }, Span::Links { from, to }) => {
+                    let kind = FaultKind::Partition {
+                        from: ids(from),
+                        to: ids(to),
+                        both_ways: !one_way,
+                    };
+                    cut(&mut a, kind, duration.as_ref().map(range));
+                }
+                (KindSpec::Drift { ppm, duration }, _) => {
+                    let (lo, hi) = (ppm.0.0, ppm.1.0);
+                    for p in procs {
+                        let window = duration.map(|d| d.max.ns());
+                        drift(&mut a, p, (lo.min(hi), lo.max(hi)), window);
+                    }
+                }
+                (KindSpec::LatencySpike { extra, duration }, Span::Links { from, to }) => {
+                    spike(&mut a, ids(from), ids(to), range(extra), duration.max.ns())
+                }
+                (KindSpec::Loss { .. }, _) => {
+                    a.not_placed.insert("loss");
+                }
+                (KindSpec::Partition { .. } | KindSpec::LatencySpike { .. }, _) => {
+                    unreachable!("a link fault spans links (`scenario::faults`)")
                 }
             }
         }
@@ -675,7 +537,9 @@ impl Ctx {
                     .find(|s| s.from == *from && s.to == *to)?;
                 Some(s.extra_ns.1 as i64)
             }
-            kind => {
+            kind @ (FaultKind::Partition { .. }
+            | FaultKind::Isolate(_)
+            | FaultKind::Loss { .. }) => {
                 f.duration_ns?;
                 let (_, r) = self.allowed.cuts.iter().find(|(k, _)| k == kind)?;
                 window(*r)
@@ -876,7 +740,7 @@ impl Ctx {
         self.allowed
             .cuts
             .iter()
-            .find(|(k, _)| replicas.iter().any(|&r| cut_blocks(k, m, r)))
+            .find(|(k, _)| replicas.iter().any(|&r| k.cuts(m, r)))
             .map(|(k, _)| k.clone())
     }
 
@@ -920,9 +784,7 @@ impl Ctx {
         // A cut between the client and the node, or of the node from its replicas.
         let replicas = self.replicas.get(&n).cloned().unwrap_or_default();
         items.extend(self.cut_items(at, &[ttl], names, |k| {
-            cut_blocks(k, n, c)
-                || cut_blocks(k, c, n)
-                || replicas.iter().any(|&r| cut_blocks(k, n, r))
+            k.cuts(n, c) || k.cuts(c, n) || replicas.iter().any(|&r| k.cuts(n, r))
         }));
         // Its clock drifting from the write on (the key's expiry counted at its rate), and a
         // spike on its links to the client or to its replicas (the stream delayed).
@@ -969,11 +831,11 @@ impl Ctx {
                 }
                 if let Some(from) = d.peer {
                     let of_client = |k: &FaultKind| {
-                        self.every_offset || self.clients.iter().any(|&c| cut_touches(k, c))
+                        self.every_offset || self.clients.iter().any(|&c| k.cut_touches(c))
                     };
-                    items.extend(self.cut_items(at, &[ttl], names, |k| {
-                        cut_blocks(k, from, q) && of_client(k)
-                    }));
+                    items.extend(
+                        self.cut_items(at, &[ttl], names, |k| k.cuts(from, q) && of_client(k)),
+                    );
                     // A spike on the way back to a client: the reply this event sends is late.
                     if !client && self.clients.contains(&from) {
                         items.extend(self.spike_items(at, &[ttl], names, |f, t| {
@@ -1000,7 +862,7 @@ impl Ctx {
                     items.extend(self.crash_items(c, at, &[NS_PER_MS, ttl], false));
                     items.extend(self.step_items(c, at, ttl));
                     items.extend(self.drift_items(c, at));
-                    items.extend(self.cut_items(at, &[ttl], names, |k| cut_touches(k, c)));
+                    items.extend(self.cut_items(at, &[ttl], names, |k| k.cut_touches(c)));
                     items.extend(self.spike_items(at, &[ttl], names, |from, to| {
                         from.contains(&c) || to.contains(&c)
                     }));
@@ -1351,7 +1213,7 @@ pub(super) fn coverage_key(
                 (*extra_ns as i64, format!("+{}", fmt_duration_ns(*extra_ns))),
             )
         }
-        other => {
+        other @ (FaultKind::Partition { .. } | FaultKind::Isolate(_) | FaultKind::Loss { .. }) => {
             let described = Fault::new(SimTime::ZERO, None, other.clone()).describe(name);
             ("cut".into(), described, window())
         }
@@ -1437,14 +1299,14 @@ fn found(
     violations: Vec<Violation>,
 ) -> Result<Found, String> {
     let name = |p: ProcId| s.names[p.index()].clone();
-    let mut scripted: Vec<FaultSpec> = if s.cfg.keep_scripted {
+    let mut scripted: Vec<FaultEntry> = if s.cfg.keep_scripted {
         s.sc.model.faults.clone()
     } else {
         Vec::new()
     };
     for p in &placed {
         for f in &p.faults {
-            scripted.push(fault_spec(f, &name));
+            scripted.push(FaultEntry::realised(f, &name));
         }
     }
     let property = violations[0].property;

@@ -31,70 +31,22 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::explore::minimize::{fault_ron, fault_spec};
+use crate::explore::minimize::fault_ron;
 use crate::explore::systematic::{ExploreConfig, Item, Search, coverage_key};
 use crate::history::Observation;
 use crate::scenario::Scenario;
+use crate::scenario::faults::FaultEntry;
 use crate::scenario::model::shell_word;
 use crate::sim::decision::DecisionKind;
-use crate::sim::{Fault, FaultKind, World};
-use crate::time::{NS_PER_US, ProcId, SimTime, fmt_duration_ns, fmt_duration_us};
+use crate::sim::{Fault, World};
+use crate::time::{ProcId, SimTime, fmt_duration_ns, fmt_duration_us};
 
 /// Runs the thresholds start unless told otherwise (`--budget`): each start costs one run
 /// per point of its grid and about two per flip; the catalogue's largest single-node models
 /// need 30,000 to 65,000.
 pub const DEFAULT_BUDGET_RUNS: u64 = 200_000;
 
-/// What a family's magnitude is, and how it is counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    /// A window's duration (pause, crash downtime, cut) in ns, resolved to 1 µs.
-    Window,
-    /// A clock step's delta in ms (the model's own unit for it).
-    Step,
-    /// A drift window's rate in ppm (signed: a clock running slow is negative), to 1 ppm.
-    Drift,
-    /// A latency spike's extra latency in ns, resolved to 1 µs (its window as declared).
-    Latency,
-}
-
-impl Unit {
-    pub fn resolution(self) -> i64 {
-        match self {
-            Unit::Window | Unit::Latency => NS_PER_US as i64,
-            Unit::Step | Unit::Drift => 1,
-        }
-    }
-    pub fn text(self, m: i64) -> String {
-        match self {
-            Unit::Window => fmt_duration_us(m as u64),
-            Unit::Latency => format!("+{}", fmt_duration_us(m as u64)),
-            Unit::Step => format!("{m:+}ms"),
-            Unit::Drift => format!("{m:+}ppm"),
-        }
-    }
-    /// The unit a magnitude is written in (JSON's `unit`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Unit::Window | Unit::Latency => "ns",
-            Unit::Step => "ms",
-            Unit::Drift => "ppm",
-        }
-    }
-    /// What the magnitude is, in a sentence ("violates iff duration ≥ …").
-    fn quantity(self) -> &'static str {
-        match self {
-            Unit::Window => "duration",
-            Unit::Step => "the step",
-            Unit::Drift => "the drift",
-            Unit::Latency => "the extra latency",
-        }
-    }
-    /// A family whose sign matters: a step or drift forward and back are two families.
-    pub fn signed(self) -> bool {
-        matches!(self, Unit::Step | Unit::Drift)
-    }
-}
+pub use crate::sim::fault::Unit;
 
 /// Where the verdict flips at one start of one fault family.
 #[derive(Clone, Debug)]
@@ -234,45 +186,11 @@ struct Family {
     max: i64,
 }
 
-/// A fault's magnitude, if it has one to vary: a window's length, a step's delta, a drift's
-/// rate, a spike's extra latency (its window stays as declared), a loss window's length (its
-/// chance is not varied). `None`: a crash never restarted, a cut never healed, a step or drift
-/// of 0.
-pub fn magnitude(f: &Fault) -> Option<(Unit, i64)> {
-    let m = match f.kind {
-        FaultKind::ClockStep { delta_ms, .. } => (Unit::Step, delta_ms),
-        FaultKind::Drift { drift_ppm, .. } => (Unit::Drift, drift_ppm),
-        FaultKind::LatencySpike { extra_ns, .. } => (Unit::Latency, extra_ns as i64),
-        FaultKind::Pause(_)
-        | FaultKind::Crash { .. }
-        | FaultKind::Partition { .. }
-        | FaultKind::Isolate(_)
-        | FaultKind::Loss { .. } => (Unit::Window, f.duration_ns? as i64),
-    };
-    (m.1 != 0).then_some(m)
-}
-
 /// `faults` (a threshold's `holds` or `violates`, a piece's `faults`) with their magnitude
-/// (`magnitude`'s) set to `m`: every fault of an item, as a crash and the cut declared with
-/// it share their window.
+/// (`Fault::magnitude`'s) set to `m`: every fault of an item, as a crash and the cut declared
+/// with it share their window.
 pub fn at_magnitude(faults: &[Fault], m: i64) -> Vec<Fault> {
-    faults
-        .iter()
-        .cloned()
-        .map(|mut f| {
-            match &mut f.kind {
-                FaultKind::ClockStep { delta_ms, .. } => *delta_ms = m,
-                FaultKind::Drift { drift_ppm, .. } => *drift_ppm = m,
-                FaultKind::LatencySpike { extra_ns, .. } => *extra_ns = m as u64,
-                FaultKind::Pause(_)
-                | FaultKind::Crash { .. }
-                | FaultKind::Partition { .. }
-                | FaultKind::Isolate(_)
-                | FaultKind::Loss { .. } => f.duration_ns = Some(m as u64),
-            }
-            f
-        })
-        .collect()
+    faults.iter().map(|f| f.with_magnitude(m)).collect()
 }
 
 /// The families of a start's menu, by (kind, target, sign of a step).
@@ -288,7 +206,7 @@ fn families(
         };
         let last = faults.last().expect("a menu item has a fault");
         let (kind, target, _) = coverage_key(last, name, faults.len());
-        let Some((unit, m)) = magnitude(last) else {
+        let Some((unit, m)) = last.magnitude() else {
             continue;
         };
         // A step (a drift) forward and back are two families: each has its own edge.
@@ -328,30 +246,6 @@ struct Probe<'s, 'a> {
     marks: Vec<i64>,
     /// When the fault opens (ns).
     start: i64,
-}
-
-/// Whether a fault open across an event of `proc` (a delivery from `peer`, or a timer) can
-/// change what that event does: it stops `proc`, or cuts, slows or thins a link the event
-/// arrives on or what `proc` sends while handling it.
-fn affects(kind: &FaultKind, proc: ProcId, peer: Option<ProcId>) -> bool {
-    match kind {
-        FaultKind::Pause(p) | FaultKind::Crash { proc: p, .. } => proc == *p,
-        FaultKind::Isolate(p) => proc == *p || peer == Some(*p),
-        FaultKind::Partition {
-            from,
-            to,
-            both_ways,
-        } => {
-            let link = |a: &[ProcId], b: &[ProcId]| {
-                b.contains(&proc) && peer.is_some_and(|q| a.contains(&q))
-            };
-            link(from, to) || (*both_ways && link(to, from))
-        }
-        FaultKind::LatencySpike { from, to, .. } | FaultKind::Loss { from, to, .. } => {
-            from.contains(&proc) || (to.contains(&proc) && peer.is_some_and(|q| from.contains(&q)))
-        }
-        FaultKind::ClockStep { proc: p, .. } | FaultKind::Drift { proc: p, .. } => proc == *p,
-    }
 }
 
 /// The run ran out of the exploration's budget.
@@ -398,7 +292,7 @@ impl Probe<'_, '_> {
                 .take_decisions()
                 .into_iter()
                 .filter(|d| d.kind == DecisionKind::Arrival)
-                .filter(|d| self.faults.iter().any(|f| affects(&f.kind, d.proc, d.peer)))
+                .filter(|d| self.faults.iter().any(|f| f.kind.affects(d.proc, d.peer)))
                 .map(|d| d.at)
                 .collect();
             let seen = w.history.records[from.min(w.history.records.len())..]
@@ -794,7 +688,11 @@ fn replay_sets(s: &Search<'_>, faults: &[Fault], name: &dyn Fn(ProcId) -> String
     } else {
         Vec::new()
     };
-    entries.extend(faults.iter().map(|f| fault_ron(&fault_spec(f, name))));
+    entries.extend(
+        faults
+            .iter()
+            .map(|f| fault_ron(&FaultEntry::realised(f, name))),
+    );
     let mut sets = vec![format!("faults=[{}]", entries.join(", "))];
     if !s.sc.model.random_faults.is_empty() {
         sets.push("random_faults=[]".into());
@@ -1138,7 +1036,7 @@ pub fn counterfactuals(
     }
     let mut out = Vec::new();
     for (i, f) in faults.iter().enumerate() {
-        let Some((unit, actual)) = magnitude(f) else {
+        let Some((unit, actual)) = f.magnitude() else {
             continue;
         };
         let res = unit.resolution();

@@ -13,9 +13,8 @@
 //! Kinds and magnitudes are the model's own in all three: only the timing changes, which
 //! is what makes the comparison fair.
 
-use super::model::{
-    ClientKind, Invalid, MessageSpec, ProcKind, RandomFaultSpec, Scenario, SwarmSpec, TriggerSpec,
-};
+use super::faults::{Event, FaultEntry, KindSpec, MessageSpec, On, Span, When};
+use super::model::{ClientKind, Invalid, ProcKind, Scenario, SwarmSpec};
 use super::units::{Bounded, Dur, DurRange, Name};
 use crate::check::Property;
 use crate::client::Algorithm;
@@ -46,7 +45,7 @@ impl Scenario {
             return Ok(self.clone());
         }
         let mut m = self.model.clone();
-        let mut all: Vec<RandomFaultSpec> = std::mem::take(&mut m.random_faults);
+        let mut all: Vec<FaultEntry> = std::mem::take(&mut m.random_faults);
         let enable_ppm = m.swarm.as_ref().and_then(|s| s.enable_ppm);
         if let Some(sw) = m.swarm.take() {
             all.extend(sw.faults);
@@ -72,7 +71,9 @@ impl Scenario {
                         Some(mut t) => {
                             // The same fault budget: as many firings as the random fault
                             // would have had in a run, on average.
-                            *t.max_mut() = Some(Bounded(self.expected_firings(&f)));
+                            if let Some(max) = t.max_mut() {
+                                *max = Some(Bounded(self.expected_firings(&f)));
+                            }
                             m.triggers.push(t)
                         }
                         None => m.random_faults.push(f),
@@ -101,8 +102,11 @@ impl Scenario {
 
     /// How many times a random fault fires in a run on average: for each target, the run's
     /// duration over the mean of its `every` range (at least once in all).
-    fn expected_firings(&self, f: &RandomFaultSpec) -> i64 {
-        let (targets, every) = (f.targets(), f.every());
+    fn expected_firings(&self, f: &FaultEntry) -> i64 {
+        let targets = f.targets();
+        let every = f
+            .every()
+            .map_or(DurRange::fixed(self.model.duration.value), |e| e.value);
         let mean_ns = (every.min.ns() / 2 + every.max.ns() / 2).max(1);
         let per_target = self.model.duration.ns() / mean_ns;
         (per_target.saturating_mul(targets.len() as u64) as i64).clamp(1, 1_000_000)
@@ -133,75 +137,58 @@ impl Scenario {
     }
 
     /// The protocol trigger that fires this random fault's kind at its worst moment, if
-    /// there is one for every target.
-    fn trigger_for(&self, f: &RandomFaultSpec) -> Option<TriggerSpec> {
+    /// there is one for every target: the same entry, its kind and magnitude kept, struck
+    /// `On` that event instead of `Every`.
+    fn trigger_for(&self, f: &FaultEntry) -> Option<FaultEntry> {
         let all = |targets: &[Name], k: ProcKind| {
             !targets.is_empty() && targets.iter().all(|t| self.kind_of(t) == Some(k))
         };
-        match f {
+        let Span::Each(targets) = &f.span else {
+            return None;
+        };
+        let on = |event| {
+            Some(FaultEntry {
+                when: When::On(On {
+                    event,
+                    chance_ppm: None,
+                    max: None,
+                }),
+                span: f.span.clone(),
+                kind: f.kind.clone(),
+            })
+        };
+        match &f.kind {
             // Where a client's pause does harm depends on what it does next: a GET-then-DEL
             // unlock needs it between the GET and the DEL; a consensus client (which hears of
             // its expired session as soon as it resumes) needs it between deciding to write and
             // the write; a lost update otherwise needs it between read and write; a second
             // holder needs it anywhere after acquiring.
-            RandomFaultSpec::Pause {
-                targets, duration, ..
-            } if all(targets, ProcKind::Client) => {
-                let targets = targets.clone();
-                let duration = *duration;
-                let kind = self.common_client_kind(&targets);
+            KindSpec::Pause { .. } if all(targets, ProcKind::Client) => {
+                let kind = self.common_client_kind(targets);
                 let resource_safety = self
                     .model
                     .check
                     .iter()
                     .any(|p| p.0 == Property::ResourceSafety);
-                Some(match kind {
+                on(match kind {
                     Some(ClientKind::Single(Algorithm::SetPxGetDel)) => {
-                        TriggerSpec::PauseBeforeSend {
-                            targets,
-                            message: MessageSpec::Del,
-                            duration,
-                            chance_ppm: None,
-                            max: None,
-                        }
+                        Event::BeforeSend(MessageSpec::Del)
                     }
                     Some(ClientKind::Consensus) if resource_safety => {
-                        TriggerSpec::PauseBeforeSend {
-                            targets,
-                            message: MessageSpec::ResourceWrite,
-                            duration,
-                            chance_ppm: None,
-                            max: None,
-                        }
+                        Event::BeforeSend(MessageSpec::ResourceWrite)
                     }
-                    _ if resource_safety => TriggerSpec::PauseAfterRead {
-                        targets,
-                        duration,
-                        chance_ppm: None,
-                        max: None,
-                    },
-                    _ => TriggerSpec::PauseAfterAcquire {
-                        targets,
-                        duration,
-                        chance_ppm: None,
-                        max: None,
-                    },
+                    _ if resource_safety => Event::AfterRead,
+                    _ => Event::AfterAcquire,
                 })
             }
-            RandomFaultSpec::ClockStep { targets, delta, .. } if all(targets, ProcKind::Redis) => {
-                Some(TriggerSpec::ClockStepAfterGrant {
-                    targets: targets.clone(),
-                    delta: *delta,
-                    chance_ppm: None,
-                    max: None,
-                })
-            }
-            RandomFaultSpec::Crash {
-                targets,
+            KindSpec::ClockStep { .. } if all(targets, ProcKind::Redis) => on(Event::AfterGrant {
+                after: None,
+                isolate_from: Vec::new(),
+            }),
+            KindSpec::Crash {
                 down,
                 keep_data,
                 host,
-                ..
             } if all(targets, ProcKind::Redis) => {
                 // Cut from its replicas first, so the write in flight is lost with it.
                 let isolate_from = self
@@ -223,26 +210,20 @@ impl Scenario {
                         Algorithm::SetPxWaitCad | Algorithm::SetPxCadFencing
                     ))
                 );
-                Some(TriggerSpec::CrashAfterGrant {
-                    targets: targets.clone(),
-                    isolate_from,
+                let mut t = on(Event::AfterGrant {
                     after: follow_up.then_some(CRASH_AFTER_FOLLOW_UP),
-                    restart_after: Some(down.min),
+                    isolate_from,
+                })?;
+                // Restarted after the shortest downtime the random entry draws.
+                t.kind = KindSpec::Crash {
+                    down: down.map(|d| DurRange::fixed(d.min)),
                     keep_data: *keep_data,
                     host: *host,
-                    chance_ppm: None,
-                    max: None,
-                })
+                };
+                Some(t)
             }
             // Cut off right after acquiring: it cannot renew, extend or unlock.
-            RandomFaultSpec::Partition {
-                targets, duration, ..
-            } if all(targets, ProcKind::Client) => Some(TriggerSpec::PartitionAfterAcquire {
-                targets: targets.clone(),
-                duration: *duration,
-                chance_ppm: None,
-                max: None,
-            }),
+            KindSpec::Isolate { .. } if all(targets, ProcKind::Client) => on(Event::AfterAcquire),
             _ => None,
         }
     }

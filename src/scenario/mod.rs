@@ -5,6 +5,7 @@ pub mod adversary;
 pub mod clients;
 pub mod custom;
 pub mod expectation;
+pub mod faults;
 pub mod marks;
 pub mod model;
 pub mod overrides;

@@ -18,11 +18,11 @@ pub use crate::scenario::clients::{
     AlgName, AlgorithmSpec, ClientGroup, ClientKind, ElapsedClockSpec, ExtendModeSpec, ExtendSpec,
     RedlockSpec, Retrying, WaitSpec, WatchdogSpec,
 };
+use crate::scenario::faults::{self, FaultEntry, KindSpec, Span, Target, When};
 use crate::scenario::marks::{Mark, Pos};
-use crate::scenario::units::{Bounded, Dur, DurRange, Name, SignedDur, SignedDurRange};
-use crate::sim::adversary::{SendKind, Trigger, TriggerKind};
-use crate::sim::fault::Aim;
-use crate::sim::{Actor, Fault, FaultKind, Limits, ProcSpec, TraceMode, World};
+use crate::scenario::units::{Bounded, Dur, DurRange, Name, SignedDur};
+use crate::sim::adversary::Trigger;
+use crate::sim::{Actor, Fault, Limits, ProcSpec, TraceMode, World};
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime};
 
 /// Limits on model sizes: a model beyond them is refused, not run out of memory.
@@ -63,13 +63,15 @@ pub struct Model {
     pub consensus: Option<ConsensusSpec>,
     #[serde(default)]
     pub network: NetworkSpec,
-    #[serde(default)]
-    pub faults: Vec<FaultSpec>,
-    #[serde(default)]
-    pub random_faults: Vec<RandomFaultSpec>,
+    /// Faults at an instant (`scenario::faults`: one entry shape for every list).
+    #[serde(default, deserialize_with = "faults::scripted")]
+    pub faults: Vec<FaultEntry>,
+    /// Faults drawn per seed.
+    #[serde(default, deserialize_with = "faults::random")]
+    pub random_faults: Vec<FaultEntry>,
     /// Faults fired by protocol events (triggered adversaries).
-    #[serde(default)]
-    pub triggers: Vec<TriggerSpec>,
+    #[serde(default, deserialize_with = "faults::triggered")]
+    pub triggers: Vec<FaultEntry>,
     #[serde(default)]
     pub swarm: Option<SwarmSpec>,
     /// Properties to check.
@@ -272,349 +274,6 @@ impl Default for NetworkSpec {
     }
 }
 
-/// The process a scripted fault falls on: a name, or a role resolved when the fault starts —
-/// `"@holder"`: the client that most recently acquired a lock and still believes it holds
-/// it; `"@master"`: the Redis node that is master now (the most recently promoted one, if
-/// several believe they are). With nobody in the role then, the fault does nothing.
-#[derive(Clone, Debug)]
-pub enum Target {
-    Proc(Name),
-    /// With the mark of where it was read (not part of its identity).
-    Holder(Mark),
-    Master(Mark),
-}
-
-impl<'de> Deserialize<'de> for Target {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mark = Mark::take()?;
-        let s = String::deserialize(d)?;
-        match s.as_str() {
-            "@holder" => Ok(Target::Holder(mark)),
-            "@master" => Ok(Target::Master(mark)),
-            _ if s.starts_with('@') => Err(serde::de::Error::custom(format!(
-                "unknown role {s:?}: a fault may aim at \"@holder\" or \"@master\", or name a process"
-            ))),
-            _ => {
-                use serde::de::IntoDeserializer;
-                let d: serde::de::value::StringDeserializer<D::Error> = s.into_deserializer();
-                Name::deserialize(d).map(|n| Target::Proc(Name(n.0, mark)))
-            }
-        }
-    }
-}
-
-impl PartialEq for Target {
-    fn eq(&self, other: &Target) -> bool {
-        match (self, other) {
-            (Target::Proc(a), Target::Proc(b)) => a == b,
-            (Target::Holder(_), Target::Holder(_)) | (Target::Master(_), Target::Master(_)) => true,
-            _ => false,
-        }
-    }
-}
-impl Eq for Target {}
-
-impl Target {
-    /// As a model writes it.
-    pub fn text(&self) -> &str {
-        match self {
-            Target::Proc(n) => &n.0,
-            Target::Holder(_) => "@holder",
-            Target::Master(_) => "@master",
-        }
-    }
-}
-
-/// Whether a crash took its host down with it (`host:` on crash faults).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HostSpec {
-    /// Only the process died (`kill -9`, a segfault, the OOM killer): the host's kernel
-    /// answers connections to its port with a refusal (RST), so clients and sentinels learn
-    /// at once.
-    Up,
-    /// The host went down too (power loss, a kernel panic): requests vanish, and callers
-    /// find out only by their timeouts.
-    Down,
-}
-
-impl HostSpec {
-    pub fn of(host_up: bool) -> HostSpec {
-        if host_up {
-            HostSpec::Up
-        } else {
-            HostSpec::Down
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HostSpec::Up => "up",
-            HostSpec::Down => "down",
-        }
-    }
-}
-
-/// A crash entry's host: as written, else `down` when the entry says `keep_data: false`
-/// (the spelling the format has always documented as a power loss), else `up` — a plain
-/// `crash` is what `kill -9` is. docs/model-format.md, "Faults", says why.
-pub fn crash_host_up(keep_data: Option<bool>, host: Option<HostSpec>) -> bool {
-    match host {
-        Some(h) => h == HostSpec::Up,
-        None => keep_data != Some(false),
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum FaultSpec {
-    Pause {
-        target: Target,
-        at: Dur,
-        duration: Dur,
-    },
-    Crash {
-        target: Target,
-        at: Dur,
-        #[serde(default)]
-        restart_after: Option<Dur>,
-        #[serde(default)]
-        keep_data: Option<bool>,
-        #[serde(default)]
-        host: Option<HostSpec>,
-    },
-    ClockStep {
-        target: Target,
-        at: Dur,
-        delta: SignedDur,
-    },
-    /// Without `duration`: the node's drift rate from `at` on. With: `ppm` added to the rate
-    /// for that long (windows add up).
-    Drift {
-        target: Target,
-        at: Dur,
-        ppm: Bounded<-500_000, 500_000>,
-        #[serde(default)]
-        duration: Option<Dur>,
-    },
-    /// Cut `target` off from every other process, both ways.
-    Isolate {
-        target: Target,
-        at: Dur,
-        #[serde(default)]
-        duration: Option<Dur>,
-    },
-    Partition {
-        from: Vec<Name>,
-        to: Vec<Name>,
-        at: Dur,
-        #[serde(default)]
-        duration: Option<Dur>,
-        #[serde(default)]
-        one_way: bool,
-    },
-    LatencySpike {
-        from: Vec<Name>,
-        to: Vec<Name>,
-        at: Dur,
-        duration: Dur,
-        extra: Dur,
-    },
-    Loss {
-        from: Vec<Name>,
-        to: Vec<Name>,
-        at: Dur,
-        duration: Dur,
-        loss_ppm: Bounded<0, 1_000_000>,
-    },
-}
-
-/// Faults drawn per seed: each target independently suffers the fault at intervals drawn
-/// from `every` (one stream per entry and target). With `at_once: N`, each draw instead picks
-/// N distinct targets of the list and hits them at the same instant (two nodes' clocks in
-/// one draw; one stream per entry). Link faults (`latency_spike`, `loss`) hit every link
-/// from a member of `from` to a member of `to` at each draw.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum RandomFaultSpec {
-    Pause {
-        targets: Vec<Name>,
-        every: Pos<DurRange>,
-        duration: DurRange,
-        #[serde(default)]
-        at_once: Option<Pos<Bounded<1, 64>>>,
-    },
-    Crash {
-        targets: Vec<Name>,
-        every: Pos<DurRange>,
-        down: DurRange,
-        #[serde(default)]
-        keep_data: Option<bool>,
-        #[serde(default)]
-        host: Option<HostSpec>,
-        #[serde(default)]
-        at_once: Option<Pos<Bounded<1, 64>>>,
-    },
-    ClockStep {
-        targets: Vec<Name>,
-        every: Pos<DurRange>,
-        delta: SignedDurRange,
-        #[serde(default)]
-        at_once: Option<Pos<Bounded<1, 64>>>,
-    },
-    /// Cut a target off from every other process (both ways) for `duration`.
-    Partition {
-        targets: Vec<Name>,
-        every: Pos<DurRange>,
-        duration: DurRange,
-        #[serde(default)]
-        at_once: Option<Pos<Bounded<1, 64>>>,
-    },
-    /// Add `ppm` (drawn in the range) to a node's drift rate for `duration`.
-    Drift {
-        targets: Vec<Name>,
-        every: Pos<DurRange>,
-        duration: DurRange,
-        ppm: Pos<(Bounded<-500_000, 500_000>, Bounded<-500_000, 500_000>)>,
-        #[serde(default)]
-        at_once: Option<Pos<Bounded<1, 64>>>,
-    },
-    /// Add `extra` latency to the links from `from` to `to` for `duration`.
-    LatencySpike {
-        from: Vec<Name>,
-        to: Vec<Name>,
-        every: Pos<DurRange>,
-        duration: DurRange,
-        extra: DurRange,
-    },
-    /// Drop messages on the links from `from` to `to` with a chance drawn in `loss_ppm`.
-    Loss {
-        from: Vec<Name>,
-        to: Vec<Name>,
-        every: Pos<DurRange>,
-        duration: DurRange,
-        loss_ppm: Pos<(Bounded<0, 1_000_000>, Bounded<0, 1_000_000>)>,
-    },
-}
-
-impl FaultSpec {
-    /// Where the entry was read: the mark of the first process it names.
-    fn mark(&self) -> Mark {
-        match self {
-            FaultSpec::Pause { target, .. }
-            | FaultSpec::Crash { target, .. }
-            | FaultSpec::ClockStep { target, .. }
-            | FaultSpec::Drift { target, .. }
-            | FaultSpec::Isolate { target, .. } => match target {
-                Target::Proc(n) => n.1,
-                Target::Holder(m) | Target::Master(m) => *m,
-            },
-            FaultSpec::Partition { from, to, .. }
-            | FaultSpec::LatencySpike { from, to, .. }
-            | FaultSpec::Loss { from, to, .. } => {
-                from.iter().chain(to).next().map_or(Mark::NONE, |n| n.1)
-            }
-        }
-    }
-}
-
-impl RandomFaultSpec {
-    /// The entry's kind as the model names it.
-    pub fn kind_name(&self) -> &'static str {
-        match self {
-            RandomFaultSpec::Pause { .. } => "pause",
-            RandomFaultSpec::Crash { .. } => "crash",
-            RandomFaultSpec::ClockStep { .. } => "clock_step",
-            RandomFaultSpec::Partition { .. } => "partition",
-            RandomFaultSpec::Drift { .. } => "drift",
-            RandomFaultSpec::LatencySpike { .. } => "latency_spike",
-            RandomFaultSpec::Loss { .. } => "loss",
-        }
-    }
-
-    /// The processes it falls on (for link faults, the senders).
-    pub fn targets(&self) -> &[Name] {
-        match self {
-            RandomFaultSpec::Pause { targets, .. }
-            | RandomFaultSpec::Crash { targets, .. }
-            | RandomFaultSpec::ClockStep { targets, .. }
-            | RandomFaultSpec::Partition { targets, .. }
-            | RandomFaultSpec::Drift { targets, .. } => targets,
-            RandomFaultSpec::LatencySpike { from, .. } | RandomFaultSpec::Loss { from, .. } => from,
-        }
-    }
-
-    /// Every name it mentions, to be checked.
-    pub fn names(&self) -> Vec<&Name> {
-        match self {
-            RandomFaultSpec::LatencySpike { from, to, .. }
-            | RandomFaultSpec::Loss { from, to, .. } => from.iter().chain(to).collect(),
-            _ => self.targets().iter().collect(),
-        }
-    }
-
-    pub fn every(&self) -> DurRange {
-        self.every_pos().value
-    }
-
-    /// `every` with the mark of where it was read.
-    pub fn every_pos(&self) -> Pos<DurRange> {
-        match self {
-            RandomFaultSpec::Pause { every, .. }
-            | RandomFaultSpec::Crash { every, .. }
-            | RandomFaultSpec::ClockStep { every, .. }
-            | RandomFaultSpec::Partition { every, .. }
-            | RandomFaultSpec::Drift { every, .. }
-            | RandomFaultSpec::LatencySpike { every, .. }
-            | RandomFaultSpec::Loss { every, .. } => *every,
-        }
-    }
-
-    fn every_mut(&mut self) -> &mut Pos<DurRange> {
-        match self {
-            RandomFaultSpec::Pause { every, .. }
-            | RandomFaultSpec::Crash { every, .. }
-            | RandomFaultSpec::ClockStep { every, .. }
-            | RandomFaultSpec::Partition { every, .. }
-            | RandomFaultSpec::Drift { every, .. }
-            | RandomFaultSpec::LatencySpike { every, .. }
-            | RandomFaultSpec::Loss { every, .. } => every,
-        }
-    }
-
-    /// `at_once`: how many targets one draw hits together (None: each target on its own).
-    pub fn at_once(&self) -> Option<usize> {
-        match self {
-            RandomFaultSpec::Pause { at_once, .. }
-            | RandomFaultSpec::Crash { at_once, .. }
-            | RandomFaultSpec::ClockStep { at_once, .. }
-            | RandomFaultSpec::Partition { at_once, .. }
-            | RandomFaultSpec::Drift { at_once, .. } => at_once.map(|b| b.value.0 as usize),
-            RandomFaultSpec::LatencySpike { .. } | RandomFaultSpec::Loss { .. } => None,
-        }
-    }
-
-    /// Where `at_once` was read.
-    fn at_once_mark(&self) -> Mark {
-        match self {
-            RandomFaultSpec::Pause { at_once, .. }
-            | RandomFaultSpec::Crash { at_once, .. }
-            | RandomFaultSpec::ClockStep { at_once, .. }
-            | RandomFaultSpec::Partition { at_once, .. }
-            | RandomFaultSpec::Drift { at_once, .. } => at_once.map_or(Mark::NONE, |b| b.mark),
-            RandomFaultSpec::LatencySpike { .. } | RandomFaultSpec::Loss { .. } => Mark::NONE,
-        }
-    }
-
-    /// Independent streams of draws the entry uses: one per target, or one in all.
-    fn streams(&self) -> usize {
-        match self {
-            RandomFaultSpec::LatencySpike { .. } | RandomFaultSpec::Loss { .. } => 1,
-            _ if self.at_once().is_some() => 1,
-            _ => self.targets().len(),
-        }
-    }
-}
-
 /// Swarm testing: each seed draws which of these fault kinds are on (each with
 /// `enable_ppm`, default 50 %) and how hard (a busier `every` and a larger magnitude, drawn
 /// within the given ranges), as FoundationDB and TigerBeetle do. The drawn configuration is
@@ -624,153 +283,8 @@ impl RandomFaultSpec {
 pub struct SwarmSpec {
     #[serde(default)]
     pub enable_ppm: Option<Bounded<0, 1_000_000>>,
-    pub faults: Vec<RandomFaultSpec>,
-}
-
-/// A triggered adversary. `chance_ppm` (default 1,000,000: always) is the chance that a
-/// matching event fires it; `max` (default 1) bounds its firings per run.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum TriggerSpec {
-    /// Pause a client right before it sends `message`; the message leaves when it resumes —
-    /// the stop-the-world pause between deciding and acting (after its GET said the lock is
-    /// its own and before its DEL; after its lease check and before its write).
-    PauseBeforeSend {
-        targets: Vec<Name>,
-        message: MessageSpec,
-        duration: DurRange,
-        #[serde(default)]
-        chance_ppm: Option<Bounded<0, 1_000_000>>,
-        #[serde(default)]
-        max: Option<Bounded<1, 1_000_000>>,
-    },
-    /// Pause a client right after it reports it acquired the lock.
-    PauseAfterAcquire {
-        targets: Vec<Name>,
-        duration: DurRange,
-        #[serde(default)]
-        chance_ppm: Option<Bounded<0, 1_000_000>>,
-        #[serde(default)]
-        max: Option<Bounded<1, 1_000_000>>,
-    },
-    /// Pause a client right after the resource serves it a read: between the read and the
-    /// write of its critical section, the moment a lost update needs.
-    PauseAfterRead {
-        targets: Vec<Name>,
-        duration: DurRange,
-        #[serde(default)]
-        chance_ppm: Option<Bounded<0, 1_000_000>>,
-        #[serde(default)]
-        max: Option<Bounded<1, 1_000_000>>,
-    },
-    /// Cut a client off from every other process (both ways) for `duration` right after it
-    /// reports it acquired — for Redlock, right after its quorum is reached: it can neither
-    /// renew, extend nor unlock, while it believes it holds.
-    PartitionAfterAcquire {
-        targets: Vec<Name>,
-        duration: DurRange,
-        #[serde(default)]
-        chance_ppm: Option<Bounded<0, 1_000_000>>,
-        #[serde(default)]
-        max: Option<Bounded<1, 1_000_000>>,
-    },
-    /// When a client in `targets` starts an attempt, delay the replies of the nodes in
-    /// `from` to it by `delay` (for `window`, default 100 ms, long enough to cover its
-    /// requests): a reply held until just before the TTL, so the client acquires a lock
-    /// that is about to expire.
-    DelayRepliesAfterAttempt {
-        targets: Vec<Name>,
-        from: Vec<Name>,
-        delay: DurRange,
-        #[serde(default)]
-        window: Option<Dur>,
-        #[serde(default)]
-        chance_ppm: Option<Bounded<0, 1_000_000>>,
-        #[serde(default)]
-        max: Option<Bounded<1, 1_000_000>>,
-    },
-    /// Step a node's wall clock right after it grants a lock (stores a client's write).
-    ClockStepAfterGrant {
-        targets: Vec<Name>,
-        delta: SignedDurRange,
-        #[serde(default)]
-        chance_ppm: Option<Bounded<0, 1_000_000>>,
-        #[serde(default)]
-        max: Option<Bounded<1, 1_000_000>>,
-    },
-    /// Crash a node right after it grants, before its write reaches `isolate_from` (its
-    /// replicas): the master that replied OK and died before replicating. `after` delays the
-    /// crash (and the cut) so that the client's next commands — its `WAIT`, its fencing
-    /// `INCR` — run first.
-    CrashAfterGrant {
-        targets: Vec<Name>,
-        isolate_from: Vec<Name>,
-        #[serde(default)]
-        after: Option<DurRange>,
-        #[serde(default)]
-        restart_after: Option<Dur>,
-        #[serde(default)]
-        keep_data: Option<bool>,
-        #[serde(default)]
-        host: Option<HostSpec>,
-        #[serde(default)]
-        chance_ppm: Option<Bounded<0, 1_000_000>>,
-        #[serde(default)]
-        max: Option<Bounded<1, 1_000_000>>,
-    },
-}
-
-impl TriggerSpec {
-    /// Where the entry was read: the mark of its first target.
-    fn mark(&self) -> Mark {
-        match self {
-            TriggerSpec::PauseBeforeSend { targets, .. }
-            | TriggerSpec::PauseAfterAcquire { targets, .. }
-            | TriggerSpec::PauseAfterRead { targets, .. }
-            | TriggerSpec::PartitionAfterAcquire { targets, .. }
-            | TriggerSpec::DelayRepliesAfterAttempt { targets, .. }
-            | TriggerSpec::ClockStepAfterGrant { targets, .. }
-            | TriggerSpec::CrashAfterGrant { targets, .. } => {
-                targets.first().map_or(Mark::NONE, |n| n.1)
-            }
-        }
-    }
-
-    /// The declared bound on firings per run (None: the default, 1).
-    pub fn max(&self) -> Option<Bounded<1, 1_000_000>> {
-        match self {
-            TriggerSpec::PauseBeforeSend { max, .. }
-            | TriggerSpec::PauseAfterAcquire { max, .. }
-            | TriggerSpec::PauseAfterRead { max, .. }
-            | TriggerSpec::PartitionAfterAcquire { max, .. }
-            | TriggerSpec::DelayRepliesAfterAttempt { max, .. }
-            | TriggerSpec::ClockStepAfterGrant { max, .. }
-            | TriggerSpec::CrashAfterGrant { max, .. } => *max,
-        }
-    }
-
-    /// At most this many firings per run (default 1).
-    pub fn max_mut(&mut self) -> &mut Option<Bounded<1, 1_000_000>> {
-        match self {
-            TriggerSpec::PauseBeforeSend { max, .. }
-            | TriggerSpec::PauseAfterAcquire { max, .. }
-            | TriggerSpec::PauseAfterRead { max, .. }
-            | TriggerSpec::PartitionAfterAcquire { max, .. }
-            | TriggerSpec::DelayRepliesAfterAttempt { max, .. }
-            | TriggerSpec::ClockStepAfterGrant { max, .. }
-            | TriggerSpec::CrashAfterGrant { max, .. } => max,
-        }
-    }
-}
-
-/// A message a `pause_before_send` trigger waits for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MessageSpec {
-    /// The write of a critical section, to the protected resource.
-    ResourceWrite,
-    /// A `DEL` to a Redis node.
-    Del,
+    #[serde(deserialize_with = "faults::random")]
+    pub faults: Vec<FaultEntry>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -1241,15 +755,10 @@ impl Scenario {
         let entry_marks: Vec<Mark> = model
             .faults
             .iter()
-            .map(FaultSpec::mark)
-            .chain(
-                model
-                    .random_faults
-                    .iter()
-                    .chain(swarm_entries)
-                    .map(|f| f.every_pos().mark),
-            )
-            .chain(model.triggers.iter().map(TriggerSpec::mark))
+            .chain(&model.random_faults)
+            .chain(swarm_entries)
+            .chain(&model.triggers)
+            .map(FaultEntry::mark)
             .collect();
         let beyond =
             |limit: usize| Locator::Mark(entry_marks.get(limit).copied().unwrap_or(Mark::NONE));
@@ -1260,58 +769,21 @@ impl Scenario {
             ));
         }
         for f in &model.faults {
-            match f {
-                FaultSpec::Pause { target, .. }
-                | FaultSpec::Crash { target, .. }
-                | FaultSpec::ClockStep { target, .. }
-                | FaultSpec::Drift { target, .. }
-                | FaultSpec::Isolate { target, .. } => {
-                    if let Target::Proc(n) = target {
-                        lookup(n)?;
-                    }
-                    if let Target::Master(m) = target
-                        && model.nodes.is_empty()
-                    {
-                        return Err(invalid(
-                            "a fault aims at \"@master\" but the model has no Redis node",
-                            Locator::Mark(*m),
-                        ));
-                    }
-                }
-                FaultSpec::Partition { from, to, .. }
-                | FaultSpec::LatencySpike { from, to, .. }
-                | FaultSpec::Loss { from, to, .. } => {
-                    for n in from.iter().chain(to) {
-                        lookup(n)?;
-                    }
-                }
+            for n in f.names() {
+                lookup(n)?;
+            }
+            if let Span::One(Target::Master(m)) = &f.span
+                && model.nodes.is_empty()
+            {
+                return Err(invalid(
+                    "a fault aims at \"@master\" but the model has no Redis node",
+                    Locator::Mark(*m),
+                ));
             }
         }
         for t in &model.triggers {
-            match t {
-                TriggerSpec::PauseBeforeSend { targets, .. }
-                | TriggerSpec::PauseAfterAcquire { targets, .. }
-                | TriggerSpec::PauseAfterRead { targets, .. }
-                | TriggerSpec::PartitionAfterAcquire { targets, .. }
-                | TriggerSpec::ClockStepAfterGrant { targets, .. } => {
-                    for n in targets {
-                        lookup(n)?;
-                    }
-                }
-                TriggerSpec::CrashAfterGrant {
-                    targets,
-                    isolate_from,
-                    ..
-                } => {
-                    for n in targets.iter().chain(isolate_from) {
-                        lookup(n)?;
-                    }
-                }
-                TriggerSpec::DelayRepliesAfterAttempt { targets, from, .. } => {
-                    for n in targets.iter().chain(from) {
-                        lookup(n)?;
-                    }
-                }
+            for n in t.names() {
+                lookup(n)?;
             }
         }
         let swarm_faults = model.swarm.as_ref().map_or(&[][..], |s| &s.faults[..]);
@@ -1328,7 +800,7 @@ impl Scenario {
         // queue it fills) is bounded before the run, whatever the model says.
         let mut drawable: u64 = model.faults.len() as u64;
         for f in model.random_faults.iter().chain(swarm_faults) {
-            let kind = f.kind_name();
+            let kind = f.name();
             for n in f.names() {
                 lookup(n)?;
             }
@@ -1338,7 +810,7 @@ impl Scenario {
                     quoted(dup),
                 ));
             }
-            if let RandomFaultSpec::LatencySpike { to, .. } | RandomFaultSpec::Loss { to, .. } = f
+            if let Span::Links { to, .. } = &f.span
                 && let Some(dup) = first_repeat(to)
             {
                 return Err(invalid(
@@ -1353,18 +825,19 @@ impl Scenario {
                 ));
             }
             if let Some(k) = f.at_once()
-                && k > f.targets().len()
+                && k.value.0 as usize > f.targets().len()
             {
                 return Err(invalid(
                     format!(
-                        "random {kind}: at_once {k} is more than its {} targets",
+                        "random {kind}: at_once {} is more than its {} targets",
+                        k.value.0,
                         f.targets().len()
                     ),
-                    Locator::Mark(f.at_once_mark()),
+                    Locator::Mark(k.mark),
                 ));
             }
-            let every = f.every();
-            let every_at = Locator::Mark(f.every_pos().mark);
+            let every = f.every().expect("a random entry has `every`");
+            let every_at = Locator::Mark(every.mark);
             if every.min.ns() < NS_PER_MS {
                 return Err(invalid(
                     "`every` must be at least 1ms (faults need time between them)",
@@ -1381,7 +854,7 @@ impl Scenario {
                     every_at,
                 ));
             }
-            let per_draw = f.at_once().unwrap_or(1) as u64;
+            let per_draw = f.at_once().map_or(1, |k| k.value.0 as u64);
             drawable += (per_stream + 1) * per_draw * f.streams() as u64;
             // Located at the entry that takes the schedule over the limit.
             if drawable > MAX_SCHEDULED_FAULTS {
@@ -1394,7 +867,7 @@ impl Scenario {
             }
         }
         for f in model.random_faults.iter().chain(swarm_faults) {
-            if let RandomFaultSpec::Drift { ppm, .. } = f
+            if let KindSpec::Drift { ppm, .. } = &f.kind
                 && ppm.0.0 > ppm.1.0
             {
                 return Err(invalid(
@@ -1402,7 +875,7 @@ impl Scenario {
                     Locator::Mark(ppm.mark),
                 ));
             }
-            if let RandomFaultSpec::Loss { loss_ppm, .. } = f
+            if let KindSpec::Loss { loss_ppm, .. } = &f.kind
                 && loss_ppm.0.0 > loss_ppm.1.0
             {
                 return Err(invalid(
@@ -1413,7 +886,11 @@ impl Scenario {
         }
         let mut firings: i64 = 0;
         for t in &model.triggers {
-            firings += t.max().map_or(1, |m| m.0);
+            let max = match &t.when {
+                When::On(on) => on.max,
+                When::At(_) | When::Every { .. } => None,
+            };
+            firings += max.map_or(1, |m| m.0);
             // Located at the trigger that takes the total over the limit.
             if firings > MAX_TRIGGER_FIRINGS {
                 return Err(invalid(
@@ -1506,7 +983,7 @@ impl Scenario {
 
     /// This model with exactly these scripted faults and no other source of faults (random,
     /// swarm, triggers) and no expectation: what minimisation runs, on the typed model.
-    pub fn with_scripted_faults(&self, faults: Vec<FaultSpec>) -> Result<Scenario, Invalid> {
+    pub fn with_scripted_faults(&self, faults: Vec<FaultEntry>) -> Result<Scenario, Invalid> {
         let mut m = self.model.clone();
         m.faults = faults;
         m.random_faults.clear();
@@ -1687,98 +1164,12 @@ impl Scenario {
         (world, schedule)
     }
 
-    fn trigger(&self, t: &TriggerSpec, seed: Seed, index: u64) -> Trigger {
-        let (chance, max) = match t {
-            TriggerSpec::PauseBeforeSend {
-                chance_ppm, max, ..
-            }
-            | TriggerSpec::PauseAfterAcquire {
-                chance_ppm, max, ..
-            }
-            | TriggerSpec::PauseAfterRead {
-                chance_ppm, max, ..
-            }
-            | TriggerSpec::PartitionAfterAcquire {
-                chance_ppm, max, ..
-            }
-            | TriggerSpec::DelayRepliesAfterAttempt {
-                chance_ppm, max, ..
-            }
-            | TriggerSpec::ClockStepAfterGrant {
-                chance_ppm, max, ..
-            }
-            | TriggerSpec::CrashAfterGrant {
-                chance_ppm, max, ..
-            } => (chance_ppm, max),
+    fn trigger(&self, t: &FaultEntry, seed: Seed, index: u64) -> Trigger {
+        let When::On(on) = &t.when else {
+            unreachable!("`triggers` reads only triggered entries")
         };
-        let kind = match t {
-            TriggerSpec::PauseBeforeSend {
-                targets,
-                message,
-                duration,
-                ..
-            } => TriggerKind::PauseBeforeSend {
-                targets: self.ids(targets),
-                message: match message {
-                    MessageSpec::ResourceWrite => SendKind::ResourceWrite,
-                    MessageSpec::Del => SendKind::Del,
-                },
-                pause_ns: (duration.min.ns(), duration.max.ns()),
-            },
-            TriggerSpec::PauseAfterAcquire {
-                targets, duration, ..
-            } => TriggerKind::PauseAfterAcquire {
-                targets: self.ids(targets),
-                pause_ns: (duration.min.ns(), duration.max.ns()),
-            },
-            TriggerSpec::PauseAfterRead {
-                targets, duration, ..
-            } => TriggerKind::PauseAfterRead {
-                targets: self.ids(targets),
-                pause_ns: (duration.min.ns(), duration.max.ns()),
-            },
-            TriggerSpec::PartitionAfterAcquire {
-                targets, duration, ..
-            } => TriggerKind::PartitionAfterAcquire {
-                targets: self.ids(targets),
-                cut_ns: (duration.min.ns(), duration.max.ns()),
-            },
-            TriggerSpec::DelayRepliesAfterAttempt {
-                targets,
-                from,
-                delay,
-                window,
-                ..
-            } => TriggerKind::DelayRepliesAfterAttempt {
-                targets: self.ids(targets),
-                from: self.ids(from),
-                delay_ns: (delay.min.ns(), delay.max.ns()),
-                window_ns: window.map_or(100 * NS_PER_MS, |w| w.ns()),
-            },
-            TriggerSpec::ClockStepAfterGrant { targets, delta, .. } => {
-                TriggerKind::ClockStepAfterGrant {
-                    targets: self.ids(targets),
-                    delta_ms: (delta.min.ms(), delta.max.ms()),
-                }
-            }
-
-            TriggerSpec::CrashAfterGrant {
-                targets,
-                isolate_from,
-                after,
-                restart_after,
-                keep_data,
-                host,
-                ..
-            } => TriggerKind::CrashAfterGrant {
-                targets: self.ids(targets),
-                isolate_from: self.ids(isolate_from),
-                after_ns: after.map(|a| (a.min.ns(), a.max.ns())),
-                restart_after_ns: restart_after.map(|d| d.ns()),
-                keep_data: keep_data.unwrap_or(false),
-                host_up: crash_host_up(*keep_data, *host),
-            },
-        };
+        let (chance, max) = (on.chance_ppm, on.max);
+        let kind = t.trigger_kind(&|n: &Name| self.proc_id(&n.0));
         Trigger {
             kind,
             chance: Ratio::per_million(chance.map_or(1_000_000, |c| c.0 as u32)).expect("bounded"),
@@ -1792,79 +1183,20 @@ impl Scenario {
 
     /// This seed's swarm: for each swarm entry, `None` (off) or the entry narrowed to the
     /// intensity drawn (a shorter `every` and a larger magnitude within the given ranges).
-    pub fn swarm_draw(&self, seed: Seed) -> Vec<Option<RandomFaultSpec>> {
+    pub fn swarm_draw(&self, seed: Seed) -> Vec<Option<FaultEntry>> {
         let Some(sw) = &self.model.swarm else {
             return Vec::new();
         };
         let enable =
             Ratio::per_million(sw.enable_ppm.map_or(500_000, |b| b.0 as u32)).expect("bounded");
         let mut rng = seed.stream("swarm", 0);
-        let narrow = |rng: &mut crate::rng::Prng, r: DurRange| -> DurRange {
-            DurRange {
-                min: r.min,
-                max: Dur(rng.range_inclusive(r.min.ns(), r.max.ns())),
-            }
-        };
         sw.faults
             .iter()
             .map(|f| {
                 // Draw every entry's values whether on or off, so that one entry's switch
                 // does not shift what the others draw.
                 let on = rng.chance(enable);
-                let every = |rng: &mut crate::rng::Prng, e: DurRange| {
-                    // Busier = a shorter upper bound of the gap between faults.
-                    DurRange {
-                        min: e.min,
-                        max: Dur(rng.range_inclusive(e.min.ns(), e.max.ns())),
-                    }
-                };
-                let mut drawn = f.clone();
-                *drawn.every_mut() = Pos {
-                    value: every(&mut rng, f.every()),
-                    mark: f.every_pos().mark,
-                };
-                match &mut drawn {
-                    RandomFaultSpec::Pause { duration, .. }
-                    | RandomFaultSpec::Partition { duration, .. } => {
-                        *duration = narrow(&mut rng, *duration)
-                    }
-                    RandomFaultSpec::Crash { down, .. } => *down = narrow(&mut rng, *down),
-                    RandomFaultSpec::ClockStep { delta, .. } => {
-                        let hi = rng.range_i64(delta.min.0.max(0).min(delta.max.0), delta.max.0);
-                        let lo = rng.range_i64(delta.min.0, delta.max.0.min(0).max(delta.min.0));
-                        *delta = SignedDurRange {
-                            min: SignedDur(lo.min(hi)),
-                            max: SignedDur(hi.max(lo)),
-                        };
-                    }
-                    RandomFaultSpec::Drift { duration, ppm, .. } => {
-                        *duration = narrow(&mut rng, *duration);
-                        // Harder = a wider range around zero, within the given one.
-                        let (lo, hi) = (ppm.0.0, ppm.1.0);
-                        let h = rng.range_i64(lo.max(0).min(hi), hi);
-                        let l = rng.range_i64(lo, hi.min(0).max(lo));
-                        *ppm = Pos {
-                            value: (Bounded(l.min(h)), Bounded(h.max(l))),
-                            mark: ppm.mark,
-                        };
-                    }
-                    RandomFaultSpec::LatencySpike {
-                        duration, extra, ..
-                    } => {
-                        *duration = narrow(&mut rng, *duration);
-                        *extra = narrow(&mut rng, *extra);
-                    }
-                    RandomFaultSpec::Loss {
-                        duration, loss_ppm, ..
-                    } => {
-                        *duration = narrow(&mut rng, *duration);
-                        let hi = rng.range_i64(loss_ppm.0.0, loss_ppm.1.0);
-                        *loss_ppm = Pos {
-                            value: (loss_ppm.0, Bounded(hi)),
-                            mark: loss_ppm.mark,
-                        };
-                    }
-                }
+                let drawn = f.narrowed(&mut rng);
                 on.then_some(drawn)
             })
             .collect()
@@ -1876,42 +1208,17 @@ impl Scenario {
             .iter()
             .zip(self.model.swarm.iter().flat_map(|s| s.faults.iter()))
             .map(|(d, f)| {
-                let kind = f.kind_name();
+                let kind = f.name();
                 let Some(d) = d else {
                     return format!("{kind}: off");
                 };
-                let every = d.every();
-                let what = match &d {
-                    RandomFaultSpec::Pause { duration, .. }
-                    | RandomFaultSpec::Partition { duration, .. } => {
-                        format!("{}..{}", duration.min, duration.max)
-                    }
-                    RandomFaultSpec::Crash { down, .. } => {
-                        format!("down {}..{}", down.min, down.max)
-                    }
-                    RandomFaultSpec::ClockStep { delta, .. } => format!(
-                        "delta {}..{}",
-                        crate::time::fmt_signed_ns(delta.min.0),
-                        crate::time::fmt_signed_ns(delta.max.0)
-                    ),
-                    RandomFaultSpec::Drift { duration, ppm, .. } => format!(
-                        "{}..{}, {:+}..{:+}ppm",
-                        duration.min, duration.max, ppm.0.0, ppm.1.0
-                    ),
-                    RandomFaultSpec::LatencySpike {
-                        duration, extra, ..
-                    } => format!(
-                        "{}..{}, +{}..{}",
-                        duration.min, duration.max, extra.min, extra.max
-                    ),
-                    RandomFaultSpec::Loss {
-                        duration, loss_ppm, ..
-                    } => format!(
-                        "{}..{}, {}..{}ppm",
-                        duration.min, duration.max, loss_ppm.0.0, loss_ppm.1.0
-                    ),
-                };
-                format!("{kind}: every {}..{}, {what}", every.min, every.max)
+                let every = d.every().expect("a swarm entry is random").value;
+                format!(
+                    "{kind}: every {}..{}, {}",
+                    every.min,
+                    every.max,
+                    d.describe_magnitude()
+                )
             })
             .collect()
     }
@@ -1921,7 +1228,7 @@ impl Scenario {
     /// `at_once` and link faults, whose draws hit several targets together).
     fn random_faults(
         &self,
-        f: &RandomFaultSpec,
+        f: &FaultEntry,
         prefix: &str,
         i: u64,
         seed: Seed,
@@ -1929,15 +1236,20 @@ impl Scenario {
     ) {
         let end = self.limits.max_time;
         // Stream names as they were when each kind had its own spelling: unchanged draws.
-        let kind = match f {
-            RandomFaultSpec::ClockStep { .. } => "clock-step",
-            RandomFaultSpec::LatencySpike { .. } => "latency-spike",
-            other => other.kind_name(),
+        let kind = match f.name() {
+            "clock_step" => "clock-step",
+            "latency_spike" => "latency-spike",
+            other => other,
         };
         let stream = format!("{prefix}-{kind}");
         let thin_stream = format!("{prefix}-{kind}-thin");
         let targets = self.ids(f.targets());
-        let every = f.every();
+        let every = f.every().expect("a random entry has `every`").value;
+        let links = match &f.span {
+            Span::Links { to, .. } => Some(self.ids(to)),
+            Span::One(_) | Span::Each(_) => None,
+        };
+        let links = links.as_deref();
         for j in 0..f.streams() {
             let mut rng = seed.stream(&stream, (i << 32) | j as u64);
             // Thinning draws from its own stream: a thinned schedule is a subset of the full
@@ -1951,12 +1263,14 @@ impl Scenario {
                     break;
                 }
                 let keep = thin.as_mut().is_none_or(|r| r.chance(self.fault_keep));
-                // Who this draw hits: the stream's own target, or `at_once` of the list.
-                let hit: Vec<ProcId> = match f.at_once() {
-                    None => vec![targets[j]],
-                    Some(k) => {
+                // Who this draw hits: the stream's own target, `at_once` of the list, or
+                // (a link fault) the links from all of them at once.
+                let hit: Vec<ProcId> = match (f.at_once(), links) {
+                    (_, Some(_)) => vec![targets[0]],
+                    (None, None) => vec![targets[j]],
+                    (Some(k), None) => {
                         let mut pool = targets.clone();
-                        (0..k)
+                        (0..k.value.0)
                             .map(|_| pool.swap_remove(rng.below(pool.len() as u64) as usize))
                             .collect()
                     }
@@ -1964,99 +1278,9 @@ impl Scenario {
                 let first = out.len();
                 let mut window = 0;
                 for p in hit {
-                    let fault = match f {
-                        RandomFaultSpec::Pause { duration, .. } => {
-                            window = rng.range_inclusive(duration.min.ns(), duration.max.ns());
-                            Fault::new(t, Some(window), FaultKind::Pause(p))
-                        }
-                        RandomFaultSpec::Crash {
-                            down,
-                            keep_data,
-                            host,
-                            ..
-                        } => {
-                            window = rng.range_inclusive(down.min.ns(), down.max.ns());
-                            Fault::new(
-                                t,
-                                Some(window),
-                                FaultKind::Crash {
-                                    proc: p,
-                                    keep_data: keep_data.unwrap_or(false),
-                                    host_up: crash_host_up(*keep_data, *host),
-                                },
-                            )
-                        }
-                        RandomFaultSpec::ClockStep { delta, .. } => {
-                            let d = rng.range_i64(delta.min.0, delta.max.0) / NS_PER_MS as i64;
-                            Fault::new(
-                                t,
-                                None,
-                                FaultKind::ClockStep {
-                                    proc: p,
-                                    delta_ms: d,
-                                },
-                            )
-                        }
-                        RandomFaultSpec::Partition { duration, .. } => {
-                            window = rng.range_inclusive(duration.min.ns(), duration.max.ns());
-                            Fault::new(t, Some(window), FaultKind::Isolate(p))
-                        }
-                        RandomFaultSpec::Drift { duration, ppm, .. } => {
-                            window = rng.range_inclusive(duration.min.ns(), duration.max.ns());
-                            let d = rng.range_i64(ppm.0.0, ppm.1.0);
-                            Fault::new(
-                                t,
-                                Some(window),
-                                FaultKind::Drift {
-                                    proc: p,
-                                    drift_ppm: d,
-                                },
-                            )
-                        }
-                        RandomFaultSpec::LatencySpike {
-                            to,
-                            duration,
-                            extra,
-                            ..
-                        } => {
-                            window = rng.range_inclusive(duration.min.ns(), duration.max.ns());
-                            let x = rng.range_inclusive(extra.min.ns(), extra.max.ns());
-                            Fault::new(
-                                t,
-                                Some(window),
-                                FaultKind::LatencySpike {
-                                    from: targets.clone(),
-                                    to: self.ids(to),
-                                    extra_ns: x,
-                                },
-                            )
-                        }
-                        RandomFaultSpec::Loss {
-                            to,
-                            duration,
-                            loss_ppm,
-                            ..
-                        } => {
-                            window = rng.range_inclusive(duration.min.ns(), duration.max.ns());
-                            let ppm = rng.range_inclusive(loss_ppm.0.0 as u64, loss_ppm.1.0 as u64);
-                            Fault::new(
-                                t,
-                                Some(window),
-                                FaultKind::Loss {
-                                    from: targets.clone(),
-                                    to: self.ids(to),
-                                    loss: Ratio::per_million(ppm as u32).expect("bounded"),
-                                },
-                            )
-                        }
-                    };
-                    out.push(fault);
-                    if matches!(
-                        f,
-                        RandomFaultSpec::LatencySpike { .. } | RandomFaultSpec::Loss { .. }
-                    ) {
-                        break;
-                    }
+                    let (kind, open) = f.draw(p, &targets, links, &mut rng);
+                    window = open.unwrap_or(0);
+                    out.push(Fault::new(t, open, kind));
                 }
                 // The next fault of this stream comes after this one's window (the longest of
                 // the draw's): a target's own faults never overlap each other.
@@ -2094,137 +1318,7 @@ impl Scenario {
     }
 
     /// A scripted fault as the loop runs it.
-    pub fn scripted(&self, f: &FaultSpec) -> Fault {
-        let fault = self.scripted_kind(f);
-        let aim = match f {
-            FaultSpec::Pause { target, .. }
-            | FaultSpec::Crash { target, .. }
-            | FaultSpec::ClockStep { target, .. }
-            | FaultSpec::Drift { target, .. }
-            | FaultSpec::Isolate { target, .. } => match target {
-                Target::Proc(_) => None,
-                Target::Holder(_) => Some(Aim::Holder),
-                Target::Master(_) => Some(Aim::Master),
-            },
-            _ => None,
-        };
-        Fault { aim, ..fault }
-    }
-
-    /// The process a target names; a role's placeholder until the loop resolves it.
-    fn target_id(&self, t: &Target) -> ProcId {
-        match t {
-            Target::Proc(n) => self.proc_id(&n.0),
-            Target::Holder(_) | Target::Master(_) => ProcId(0),
-        }
-    }
-
-    fn scripted_kind(&self, f: &FaultSpec) -> Fault {
-        let at = |d: &Dur| SimTime(d.ns());
-        match f {
-            FaultSpec::Pause {
-                target,
-                at: t,
-                duration,
-            } => Fault::new(
-                at(t),
-                Some(duration.ns()),
-                FaultKind::Pause(self.target_id(target)),
-            ),
-            FaultSpec::Crash {
-                target,
-                at: t,
-                restart_after,
-                keep_data,
-                host,
-            } => Fault::new(
-                at(t),
-                restart_after.map(|d| d.ns()),
-                FaultKind::Crash {
-                    proc: self.target_id(target),
-                    keep_data: keep_data.unwrap_or(false),
-                    host_up: crash_host_up(*keep_data, *host),
-                },
-            ),
-            FaultSpec::ClockStep {
-                target,
-                at: t,
-                delta,
-            } => Fault::new(
-                at(t),
-                None,
-                FaultKind::ClockStep {
-                    proc: self.target_id(target),
-                    delta_ms: delta.ms(),
-                },
-            ),
-            FaultSpec::Drift {
-                target,
-                at: t,
-                ppm,
-                duration,
-            } => Fault::new(
-                at(t),
-                duration.map(|d| d.ns()),
-                FaultKind::Drift {
-                    proc: self.target_id(target),
-                    drift_ppm: ppm.0,
-                },
-            ),
-            FaultSpec::Partition {
-                from,
-                to,
-                at: t,
-                duration,
-                one_way,
-            } => Fault::new(
-                at(t),
-                duration.map(|d| d.ns()),
-                FaultKind::Partition {
-                    from: self.ids(from),
-                    to: self.ids(to),
-                    both_ways: !one_way,
-                },
-            ),
-            FaultSpec::Isolate {
-                target,
-                at: t,
-                duration,
-            } => Fault::new(
-                at(t),
-                duration.map(|d| d.ns()),
-                FaultKind::Isolate(self.target_id(target)),
-            ),
-            FaultSpec::LatencySpike {
-                from,
-                to,
-                at: t,
-                duration,
-                extra,
-            } => Fault::new(
-                at(t),
-                Some(duration.ns()),
-                FaultKind::LatencySpike {
-                    from: self.ids(from),
-                    to: self.ids(to),
-                    extra_ns: extra.ns(),
-                },
-            ),
-            FaultSpec::Loss {
-                from,
-                to,
-                at: t,
-                duration,
-                loss_ppm,
-            } => Fault::new(
-                at(t),
-                Some(duration.ns()),
-                FaultKind::Loss {
-                    from: self.ids(from),
-                    to: self.ids(to),
-                    loss: Ratio::per_million(loss_ppm.0 as u32).expect("bounded"),
-                },
-            ),
-        }
+    pub fn scripted(&self, f: &FaultEntry) -> Fault {
+        f.scripted_fault(&|n: &Name| self.proc_id(&n.0))
     }
 }

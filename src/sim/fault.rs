@@ -12,7 +12,7 @@
 //!   the windows add to.
 
 use crate::rng::Ratio;
-use crate::time::{ProcId, SimTime, fmt_duration_ns};
+use crate::time::{NS_PER_US, ProcId, SimTime, fmt_duration_ns, fmt_duration_us};
 
 /// One fault: what happens, when it starts, and how long it lasts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -208,6 +208,183 @@ impl FaultKind {
                 list(from),
                 list(to)
             ),
+        }
+    }
+}
+
+/// What a family's magnitude is, and how it is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// A window's duration (pause, crash downtime, cut) in ns, resolved to 1 µs.
+    Window,
+    /// A clock step's delta in ms (the model's own unit for it).
+    Step,
+    /// A drift window's rate in ppm (signed: a clock running slow is negative), to 1 ppm.
+    Drift,
+    /// A latency spike's extra latency in ns, resolved to 1 µs (its window as declared).
+    Latency,
+}
+
+impl Unit {
+    pub fn resolution(self) -> i64 {
+        match self {
+            Unit::Window | Unit::Latency => NS_PER_US as i64,
+            Unit::Step | Unit::Drift => 1,
+        }
+    }
+    pub fn text(self, m: i64) -> String {
+        match self {
+            Unit::Window => fmt_duration_us(m as u64),
+            Unit::Latency => format!("+{}", fmt_duration_us(m as u64)),
+            Unit::Step => format!("{m:+}ms"),
+            Unit::Drift => format!("{m:+}ppm"),
+        }
+    }
+    /// The unit a magnitude is written in (JSON's `unit`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Window | Unit::Latency => "ns",
+            Unit::Step => "ms",
+            Unit::Drift => "ppm",
+        }
+    }
+    /// What the magnitude is, in a sentence ("violates iff duration ≥ …").
+    pub fn quantity(self) -> &'static str {
+        match self {
+            Unit::Window => "duration",
+            Unit::Step => "the step",
+            Unit::Drift => "the drift",
+            Unit::Latency => "the extra latency",
+        }
+    }
+    /// A family whose sign matters: a step or drift forward and back are two families.
+    pub fn signed(self) -> bool {
+        matches!(self, Unit::Step | Unit::Drift)
+    }
+}
+
+impl Fault {
+    /// Its magnitude, if it has one to vary (`explore --thresholds`, counterfactuals): a
+    /// window's length, a step's delta, a drift's rate, a spike's extra latency (its window
+    /// stays as declared), a loss window's length (its chance is not varied). `None`: a crash
+    /// never restarted, a cut never healed, a step or drift of 0.
+    pub fn magnitude(&self) -> Option<(Unit, i64)> {
+        let m = match self.kind {
+            FaultKind::ClockStep { delta_ms, .. } => (Unit::Step, delta_ms),
+            FaultKind::Drift { drift_ppm, .. } => (Unit::Drift, drift_ppm),
+            FaultKind::LatencySpike { extra_ns, .. } => (Unit::Latency, extra_ns as i64),
+            FaultKind::Pause(_)
+            | FaultKind::Crash { .. }
+            | FaultKind::Partition { .. }
+            | FaultKind::Isolate(_)
+            | FaultKind::Loss { .. } => (Unit::Window, self.duration_ns? as i64),
+        };
+        (m.1 != 0).then_some(m)
+    }
+
+    /// The same fault with its magnitude (`magnitude`'s) set to `m`.
+    pub fn with_magnitude(&self, m: i64) -> Fault {
+        let mut f = self.clone();
+        match &mut f.kind {
+            FaultKind::ClockStep { delta_ms, .. } => *delta_ms = m,
+            FaultKind::Drift { drift_ppm, .. } => *drift_ppm = m,
+            FaultKind::LatencySpike { extra_ns, .. } => *extra_ns = m as u64,
+            FaultKind::Pause(_)
+            | FaultKind::Crash { .. }
+            | FaultKind::Partition { .. }
+            | FaultKind::Isolate(_)
+            | FaultKind::Loss { .. } => f.duration_ns = Some(m as u64),
+        }
+        f
+    }
+}
+
+/// What a fault does to the links it spans (`FaultKind::links`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkEffect {
+    /// Nothing passes.
+    Cut,
+    /// Messages are late or lost.
+    Slowed,
+}
+
+impl FaultKind {
+    /// Whether it cuts the directed link `from` → `to`.
+    pub fn cuts(&self, from: ProcId, to: ProcId) -> bool {
+        match self {
+            FaultKind::Isolate(p) => *p == from || *p == to,
+            FaultKind::Partition {
+                from: a,
+                to: b,
+                both_ways,
+            } => {
+                (a.contains(&from) && b.contains(&to))
+                    || (*both_ways && b.contains(&from) && a.contains(&to))
+            }
+            FaultKind::Pause(_)
+            | FaultKind::Crash { .. }
+            | FaultKind::ClockStep { .. }
+            | FaultKind::Drift { .. }
+            | FaultKind::LatencySpike { .. }
+            | FaultKind::Loss { .. } => false,
+        }
+    }
+
+    /// Whether it cuts any link of process `p`.
+    pub fn cut_touches(&self, p: ProcId) -> bool {
+        match self {
+            FaultKind::Isolate(x) => *x == p,
+            FaultKind::Partition { from, to, .. } => from.contains(&p) || to.contains(&p),
+            FaultKind::Pause(_)
+            | FaultKind::Crash { .. }
+            | FaultKind::ClockStep { .. }
+            | FaultKind::Drift { .. }
+            | FaultKind::LatencySpike { .. }
+            | FaultKind::Loss { .. } => false,
+        }
+    }
+
+    /// For a fault of links: the processes whose lanes show it (the smaller side: with one
+    /// process cut from the rest, that one) and what it does to them; `None` for a fault of
+    /// a process (a pause, a crash, a clock's).
+    pub fn links(&self) -> Option<(&[ProcId], &[ProcId], LinkEffect)> {
+        match self {
+            FaultKind::Partition { from, to, .. } => Some((from, to, LinkEffect::Cut)),
+            FaultKind::Isolate(p) => Some((std::slice::from_ref(p), &[], LinkEffect::Cut)),
+            FaultKind::LatencySpike { from, to, .. } | FaultKind::Loss { from, to, .. } => {
+                Some((from, to, LinkEffect::Slowed))
+            }
+            FaultKind::Pause(_)
+            | FaultKind::Crash { .. }
+            | FaultKind::ClockStep { .. }
+            | FaultKind::Drift { .. } => None,
+        }
+    }
+}
+
+impl FaultKind {
+    /// Whether this fault, open across an event of `proc` (a delivery from `peer`, or a
+    /// timer), can change what that event does: it stops `proc`, or cuts, slows or thins a
+    /// link the event arrives on or what `proc` sends while handling it.
+    pub fn affects(&self, proc: ProcId, peer: Option<ProcId>) -> bool {
+        match self {
+            FaultKind::Pause(p) | FaultKind::Crash { proc: p, .. } => proc == *p,
+            FaultKind::Isolate(p) => proc == *p || peer == Some(*p),
+            FaultKind::Partition {
+                from,
+                to,
+                both_ways,
+            } => {
+                let link = |a: &[ProcId], b: &[ProcId]| {
+                    b.contains(&proc) && peer.is_some_and(|q| a.contains(&q))
+                };
+                link(from, to) || (*both_ways && link(to, from))
+            }
+            FaultKind::LatencySpike { from, to, .. } | FaultKind::Loss { from, to, .. } => {
+                from.contains(&proc)
+                    || (to.contains(&proc) && peer.is_some_and(|q| from.contains(&q)))
+            }
+            FaultKind::ClockStep { proc: p, .. } | FaultKind::Drift { proc: p, .. } => proc == *p,
         }
     }
 }

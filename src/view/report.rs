@@ -16,7 +16,7 @@ use crate::history::{Observation, Removal};
 use crate::proto::{Bytes, Msg};
 use crate::scenario::{ProcKind, Scenario};
 use crate::sim::World;
-use crate::sim::fault::FaultKind;
+use crate::sim::fault::{FaultKind, LinkEffect};
 use crate::sim::trace::{TraceKind, describe_msg};
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime, fmt_duration_ns};
 
@@ -984,21 +984,24 @@ fn network_fault_spans(world: &World, names: &[String], spans: &mut Vec<Span>) {
             .join(",")
     };
     for f in &world.applied_faults {
-        let (marked, kind, links): (&[ProcId], SpanKind, String) = match &f.kind {
-            // The smaller side is the one cut off: with a partition of one process from the
-            // rest, that single process's lane is marked.
-            FaultKind::Partition { from, to, .. } => (
+        let Some((from, to, effect)) = f.kind.links() else {
+            // Drawn from the history: pauses and downs as state spans, clock changes as
+            // marks on their lanes.
+            continue;
+        };
+        // The smaller side is the one cut off: with a partition of one process from the
+        // rest, that single process's lane is marked.
+        let (marked, links) = if to.is_empty() {
+            (from, String::new())
+        } else {
+            (
                 if from.len() <= to.len() { from } else { to },
-                SpanKind::Partition,
                 format!(" ({} → {})", list(from), list(to)),
-            ),
-            FaultKind::Isolate(p) => (std::slice::from_ref(p), SpanKind::Partition, String::new()),
-            FaultKind::LatencySpike { from, to, .. } | FaultKind::Loss { from, to, .. } => (
-                if from.len() <= to.len() { from } else { to },
-                SpanKind::Slow,
-                format!(" ({} → {})", list(from), list(to)),
-            ),
-            _ => continue,
+            )
+        };
+        let kind = match effect {
+            LinkEffect::Cut => SpanKind::Partition,
+            LinkEffect::Slowed => SpanKind::Slow,
         };
         let until = f.end().map_or(world.now(), |e| e.min(world.now()));
         let what = format!("{}{links}", world.describe_fault(f));

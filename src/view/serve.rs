@@ -23,7 +23,10 @@ use std::time::{Duration, Instant};
 use crate::view::http;
 
 use crate::explore::run_world_while;
+use crate::scenario::faults::{FaultEntry, KindSpec, Span, Target, When};
+use crate::scenario::units::{Dur, DurRange, Name, SignedDur, SignedDurRange};
 use crate::sim::TraceMode;
+use crate::time::NS_PER_MS;
 use crate::view::report::{PageRun, html_runs};
 
 /// Faults one what-if may add.
@@ -31,8 +34,8 @@ pub const MAX_ADDED_FAULTS: usize = 16;
 /// Largest time or duration in a fault word, in seconds (a day).
 const MAX_SECONDS: f64 = 86_400.0;
 
-/// A fault as the address writes it: `KIND:TARGET:AT[:ARG]` (seconds), as RON for the
-/// model's `faults` list. Kinds: `pause` (ARG: how long), `clock` (ARG: the step, signed),
+/// A fault as the address writes it: `KIND:TARGET:AT[:ARG]` (seconds), read into the model's
+/// one fault entry and written as RON for its `faults` list. Kinds: `pause` (ARG: how long), `clock` (ARG: the step, signed),
 /// `crash` (ARG: restart after, optional), `isolate` (ARG: how long).
 pub fn fault_ron(word: &str) -> Result<String, String> {
     let parts: Vec<&str> = word.split(':').collect();
@@ -64,32 +67,37 @@ pub fn fault_ron(word: &str) -> Result<String, String> {
     let at = secs(parts[2], false)?;
     let arg = parts.get(3).copied();
     let need = |what: &str| arg.ok_or_else(|| format!("fault {word:?}: {what} is missing"));
-    Ok(match parts[0] {
-        "pause" => format!(
-            r#"pause(target: "{target}", at: "{at}ms", duration: "{}ms")"#,
-            secs(need("the pause's length")?, false)?
-        ),
-        "clock" => {
-            let d = secs(need("the clock step")?, true)?;
-            format!(r#"clock_step(target: "{target}", at: "{at}ms", delta: "{d:+}ms")"#)
-        }
-        "crash" => match arg {
-            Some(a) => format!(
-                r#"crash(target: "{target}", at: "{at}ms", restart_after: "{}ms")"#,
-                secs(a, false)?
-            ),
-            None => format!(r#"crash(target: "{target}", at: "{at}ms")"#),
+    let ms = |v: i64| DurRange::fixed(Dur(v as u64 * NS_PER_MS));
+    let kind = match parts[0] {
+        "pause" => KindSpec::Pause {
+            duration: ms(secs(need("the pause's length")?, false)?),
         },
-        "isolate" => format!(
-            r#"isolate(target: "{target}", at: "{at}ms", duration: "{}ms")"#,
-            secs(need("how long")?, false)?
-        ),
+        "clock" => {
+            let d = SignedDur(secs(need("the clock step")?, true)? * NS_PER_MS as i64);
+            KindSpec::ClockStep {
+                delta: SignedDurRange { min: d, max: d },
+            }
+        }
+        "crash" => KindSpec::Crash {
+            down: arg.map(|a| secs(a, false)).transpose()?.map(ms),
+            keep_data: None,
+            host: None,
+        },
+        "isolate" => KindSpec::Isolate {
+            duration: Some(ms(secs(need("how long")?, false)?)),
+        },
         k => {
             return Err(format!(
                 "fault {word:?}: unknown kind {k:?} (pause, clock, crash, isolate)"
             ));
         }
-    })
+    };
+    let entry = FaultEntry {
+        when: When::At(Dur(at as u64 * NS_PER_MS)),
+        span: Span::One(Target::Proc(Name::new(target))),
+        kind,
+    };
+    Ok(entry.ron().expect("a scripted entry"))
 }
 
 /// The model at `path` with the fault words added (and its variants left out).
@@ -667,11 +675,11 @@ mod tests {
     fn fault_words_become_the_models_fault_entries_and_bad_ones_are_refused() {
         assert_eq!(
             fault_ron("pause:c1:43.2:5").unwrap(),
-            r#"pause(target: "c1", at: "43200ms", duration: "5000ms")"#
+            r#"pause(target: "c1", at: "43.2s", duration: "5s")"#
         );
         assert_eq!(
             fault_ron("clock:r1:10:-2.5").unwrap(),
-            r#"clock_step(target: "r1", at: "10000ms", delta: "-2500ms")"#
+            r#"clock_step(target: "r1", at: "10s", delta: "-2500ms")"#
         );
         for bad in [
             "pause:c1",
