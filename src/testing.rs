@@ -265,7 +265,7 @@ pub fn assert_explored_holds(
 pub fn assert_explored_holds_with(
     path: impl AsRef<Path>,
     faults: usize,
-    custom: Option<&crate::scenario::model::ClientFactory>,
+    custom: Option<&crate::scenario::clients::ClientFactory>,
 ) -> crate::explore::systematic::ExploreReport {
     use crate::explore::systematic as sys;
     let path = path.as_ref();

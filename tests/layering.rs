@@ -552,11 +552,6 @@ const KNOWN_CYCLES: &[(&[&str], &str)] = &[
          RedisProcess, Caller and the error texts and cron constants of node.rs: the \
          children extend RedisNode and need the node's state below them to stop",
     ),
-    (
-        &["scenario/clients.rs", "scenario/model.rs"],
-        "model lowers client groups through clients::Lowering; clients uses model's Invalid, \
-         quoted, ClockSpec, ClientFactory and Scenario: those move to a file below both",
-    ),
 ];
 
 /// Within one top-level module, the files (`m/f.rs`, `m/f/g.rs`, `m/mod.rs`, each its own)

@@ -177,10 +177,10 @@ pub fn find(
         }
     }
     let replay = |size: u64| {
-        let mut c = format!("{program} replay {}", scenario::model::shell_word(path));
+        let mut c = format!("{program} replay {}", scenario::names::shell_word(path));
         for s in sets(&at(size)) {
             c.push_str(" --set ");
-            c.push_str(&scenario::model::shell_word(&s.arg));
+            c.push_str(&scenario::names::shell_word(&s.arg));
         }
         c.push_str(&format!(" --seed {seed}"));
         c

@@ -195,7 +195,7 @@ pub fn assess(
             held_note: p.held_note,
             replay: format!(
                 "{program} replay {} --seed {seed}",
-                scenario::model::shell_word(&path)
+                scenario::names::shell_word(&path)
             ),
             model_path: path,
             rests_on: p.rests_on,

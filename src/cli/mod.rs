@@ -116,7 +116,7 @@ impl Ctx {
         sc.replay_flags = m
             .set
             .iter()
-            .map(|s| format!(" --set {}", scenario::model::shell_word(&s.arg)))
+            .map(|s| format!(" --set {}", scenario::names::shell_word(&s.arg)))
             .collect();
         Ok((sc, text))
     }
@@ -153,7 +153,7 @@ pub fn program_for_replay() -> String {
     }
     std::env::current_exe()
         .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| scenario::model::DEFAULT_REPLAY_PROGRAM.to_string())
+        .unwrap_or_else(|_| scenario::names::DEFAULT_REPLAY_PROGRAM.to_string())
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.

@@ -274,7 +274,7 @@ pub fn cells(
             cell.replay_program = sc.replay_program.clone();
             cell.replay_flags = sets
                 .iter()
-                .map(|s| format!(" --set {}", crate::scenario::model::shell_word(&s.arg)))
+                .map(|s| format!(" --set {}", crate::scenario::names::shell_word(&s.arg)))
                 .collect();
             out.push((ix, iy, cell, patched));
         }
@@ -558,12 +558,12 @@ impl Map {
         }
         let words: String = sets
             .iter()
-            .map(|s| format!(" --set {}", crate::scenario::model::shell_word(s)))
+            .map(|s| format!(" --set {}", crate::scenario::names::shell_word(s)))
             .collect();
         Some(format!(
             "{} replay {}{words} --seed {seed}",
             self.program,
-            crate::scenario::model::shell_word(&self.path)
+            crate::scenario::names::shell_word(&self.path)
         ))
     }
 

@@ -145,7 +145,7 @@ pub fn run_world_with(
     sc: &Scenario,
     seed: u64,
     trace: TraceMode,
-    custom: Option<&crate::scenario::model::ClientFactory>,
+    custom: Option<&crate::scenario::clients::ClientFactory>,
 ) -> (RunOutcome, World) {
     let (mut world, faults) = sc.build_with(seed, trace, custom);
     let end = world.run();

@@ -36,7 +36,7 @@ use crate::explore::systematic::{ExploreConfig, Item, Search, coverage_key};
 use crate::history::Observation;
 use crate::scenario::Scenario;
 use crate::scenario::faults::FaultEntry;
-use crate::scenario::model::shell_word;
+use crate::scenario::names::shell_word;
 use crate::sim::decision::DecisionKind;
 use crate::sim::{Fault, World};
 use crate::time::{ProcId, SimTime, fmt_duration_ns, fmt_duration_us};

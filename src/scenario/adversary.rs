@@ -13,8 +13,11 @@
 //! Kinds and magnitudes are the model's own in all three: only the timing changes, which
 //! is what makes the comparison fair.
 
+use super::clients::ClientKind;
+use super::errors::Invalid;
 use super::faults::{Event, FaultEntry, KindSpec, MessageSpec, On, Span, When};
-use super::model::{ClientKind, Invalid, ProcKind, Scenario, SwarmSpec};
+use super::model::{ProcKind, Scenario};
+use super::schema::SwarmSpec;
 use super::units::{Bounded, Dur, DurRange, Name};
 use crate::check::Property;
 use crate::client::Algorithm;

@@ -21,9 +21,9 @@ use crate::client::watchdog::{WatchdogClient, WatchdogConfig};
 use crate::client::{Algorithm, ClientConfig, LockClient, NsRange};
 use crate::proto::Bytes;
 use crate::rng::Seed;
+use crate::scenario::errors::{Invalid, invalid, quoted};
 use crate::scenario::marks::{Mark, Pos, located};
-use crate::scenario::model::{ClientFactory, ClockSpec, Invalid, Model, Scenario, invalid, quoted};
-use crate::scenario::units::{Bounded, Dur, DurRange, Name};
+use crate::scenario::units::{Bounded, ClockSpec, Dur, DurRange, Name};
 use crate::sim::{Actor, ProcSpec};
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime};
 
@@ -915,10 +915,10 @@ impl ClientGroup {
     }
 
     /// Checks what needs the rest of the model (nodes, services) and the values' ranges.
-    pub(crate) fn validate(&self, model: &Model) -> Result<(), Invalid> {
+    pub(crate) fn validate(&self, model: &Neighbours<'_>) -> Result<(), Invalid> {
         let g = &self.name.0;
         let known = |n: &Name| -> Result<(), Invalid> {
-            if model.nodes.iter().any(|x| x.name == *n) {
+            if model.nodes.contains(n) {
                 Ok(())
             } else {
                 Err(invalid(
@@ -936,16 +936,14 @@ impl ClientGroup {
                 ..
             } => {
                 known(node)?;
-                if *algorithm == Algorithm::SetPxCadFencing
-                    && model.resource.as_ref().is_none_or(|r| !r.fencing)
-                {
+                if *algorithm == Algorithm::SetPxCadFencing && !model.fencing_resource {
                     return Err(invalid(
                         "algorithm \"set-px-cad-fencing\" needs a `resource` with `fencing: true` to present its tokens to",
                         self.algorithm_mark,
                     ));
                 }
                 if let Some(m) = via_sentinels
-                    && model.sentinels.is_none()
+                    && !model.sentinels
                 {
                     return Err(invalid(
                         "via_sentinels: true needs a `sentinels` section",
@@ -997,7 +995,7 @@ impl ClientGroup {
                         redisson.version.mark,
                     ));
                 }
-                if redisson.fenced && model.resource.as_ref().is_none_or(|r| !r.fencing) {
+                if redisson.fenced && !model.fencing_resource {
                     return Err(invalid(
                         "redisson `fenced: true` (RFencedLock) needs a `resource` with `fencing: true` to present its tokens to",
                         redisson.version.mark,
@@ -1020,7 +1018,7 @@ impl ClientGroup {
                 Some(retrying)
             }
             AlgorithmSpec::Consensus { retrying, .. } => {
-                if model.consensus.is_none() {
+                if !model.consensus {
                     return Err(invalid(
                         "algorithm \"consensus\" needs a `consensus: (name: ...)` service",
                         self.algorithm_mark,
@@ -1095,12 +1093,11 @@ impl ClientGroup {
             .think
             .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns()));
         let rounds = self.rounds.map(|b| b.0 as u64);
-        let sc = cx.scenario;
         // redis-py, thread_local=False: the members are threads sharing one Lock object.
         let group_token = SharedToken::new();
         for member in self.members() {
             let name = member.0;
-            let id = sc.proc_id(&name);
+            let id = (cx.proc_id)(&name);
             let actor = match &self.spec {
                 AlgorithmSpec::Single {
                     algorithm,
@@ -1115,7 +1112,7 @@ impl ClientGroup {
                         algorithm: *algorithm,
                         lock,
                         key: key.clone(),
-                        redis: sc.proc_id(&node.0),
+                        redis: (cx.proc_id)(&node.0),
                         resource: cx.resource,
                         ttl_ms: self.ttl.ns() / NS_PER_MS,
                         hold,
@@ -1158,7 +1155,7 @@ impl ClientGroup {
                         algorithm: Algorithm::SetPxCad,
                         lock,
                         key: key.clone(),
-                        redis: sc.proc_id(&node.0),
+                        redis: (cx.proc_id)(&node.0),
                         resource: cx.resource,
                         ttl_ms: self.ttl.ns() / NS_PER_MS,
                         hold,
@@ -1188,7 +1185,7 @@ impl ClientGroup {
                     Actor::Redlock(Box::new(RedlockClient::new(RedlockConfig {
                         lock,
                         key: key.clone(),
-                        nodes: nodes.iter().map(|n| sc.proc_id(&n.0)).collect(),
+                        nodes: nodes.iter().map(|n| (cx.proc_id)(&n.0)).collect(),
                         resource: cx.resource,
                         hold,
                         think,
@@ -1203,7 +1200,7 @@ impl ClientGroup {
                     watchdog,
                 } => {
                     let mut config =
-                        WatchdogConfig::new(lock, key.clone(), sc.proc_id(&node.0), &name);
+                        WatchdogConfig::new(lock, key.clone(), (cx.proc_id)(&node.0), &name);
                     config.resource = cx.resource;
                     config.lease_ms = self.ttl.ns() / NS_PER_MS;
                     config.renew_every_ms = watchdog
@@ -1226,8 +1223,13 @@ impl ClientGroup {
                     redisson,
                 } => {
                     let version = redisson.version().expect("validated");
-                    let mut config =
-                        RedissonConfig::new(lock, key.clone(), sc.proc_id(&node.0), version, &name);
+                    let mut config = RedissonConfig::new(
+                        lock,
+                        key.clone(),
+                        (cx.proc_id)(&node.0),
+                        version,
+                        &name,
+                    );
                     config.resource = cx.resource;
                     config.watchdog_timeout_ms = self.ttl.ns() / NS_PER_MS;
                     config.lease_ms = redisson.lease.map(|d| d.ns() / NS_PER_MS);
@@ -1284,7 +1286,7 @@ impl ClientGroup {
             specs.push(ProcSpec {
                 name,
                 actor,
-                clock: sc.clock(&self.clock),
+                clock: self.clock.clock(cx.epoch_unix_ms),
                 start_at,
             });
         }
@@ -1295,9 +1297,27 @@ fn range(r: DurRange) -> NsRange {
     NsRange::new(r.min.ns(), r.max.ns())
 }
 
+/// What a client group's checks need of the rest of the model.
+pub(crate) struct Neighbours<'a> {
+    /// The Redis nodes' names.
+    pub nodes: &'a [Name],
+    /// The model has a resource that checks fencing tokens.
+    pub fencing_resource: bool,
+    /// The model has sentinels.
+    pub sentinels: bool,
+    /// The model has the consensus lock service.
+    pub consensus: bool,
+}
+
+/// Makes a user's client process from the configuration a model gives a client.
+pub type ClientFactory = dyn Fn(&ClientConfig) -> Box<dyn crate::process::Process>;
+
 /// What lowering a client group needs from the rest of the world.
 pub(crate) struct Lowering<'a> {
-    pub scenario: &'a Scenario,
+    /// The process a name stands for.
+    pub proc_id: &'a dyn Fn(&str) -> ProcId,
+    /// The Unix time (ms) at true time 0.
+    pub epoch_unix_ms: i64,
     pub seed: Seed,
     pub resource: Option<ProcId>,
     pub sentinels: &'a [ProcId],

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::model::Expect;
+use super::schema::Expect;
 use crate::check::Property;
 
 impl Expect {
@@ -85,7 +85,7 @@ fn names(ps: &[Property]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::model::PropName;
+    use crate::scenario::schema::PropName;
 
     fn violates(ps: &[Property]) -> Expect {
         Expect::Violates(

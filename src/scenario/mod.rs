@@ -4,18 +4,25 @@
 pub mod adversary;
 pub mod clients;
 pub mod custom;
+pub mod errors;
 pub mod expectation;
 pub mod faults;
+pub mod lower;
 pub mod marks;
 pub mod model;
+pub mod names;
 pub mod overrides;
+pub mod schema;
 pub mod units;
+pub mod validate;
 pub mod variants;
 
 use std::fmt;
 use std::path::Path;
 
-pub use model::{Expect, Locator, Model, ProcKind, Scenario};
+pub use errors::Locator;
+pub use model::{ProcKind, Scenario};
+pub use schema::{Expect, Model};
 
 /// Largest model file accepted.
 pub const MAX_MODEL_BYTES: u64 = 1024 * 1024;

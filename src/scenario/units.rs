@@ -339,3 +339,25 @@ mod tests {
         assert!(parse_duration_ns("").is_err());
     }
 }
+
+/// A process's clock as a node or client group sets it: an offset from true time and a
+/// drift rate.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockSpec {
+    #[serde(default)]
+    pub offset: Option<SignedDur>,
+    #[serde(default)]
+    pub drift_ppm: Option<Bounded<-500_000, 500_000>>,
+}
+
+impl ClockSpec {
+    /// The clock it describes, counted from the model's Unix epoch at true time 0.
+    pub fn clock(&self, epoch_unix_ms: i64) -> crate::clock::NodeClock {
+        crate::clock::NodeClock::new(
+            epoch_unix_ms,
+            self.offset.map_or(0, |o| o.ms()),
+            self.drift_ppm.map_or(0, |d| d.0),
+        )
+    }
+}
