@@ -13,7 +13,7 @@ use crate::sim::fault::FaultKind;
 use crate::sim::trace::{TraceKind, describe_msg};
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime, fmt_duration_ns};
 
-use super::expiry::{Gap, expiry_words};
+use super::expiry::{Gap, KeyLife, Validity, explain};
 
 /// Width of the picture in pixels.
 pub(super) const WIDTH_PX: f64 = 1200.0;
@@ -400,16 +400,13 @@ pub(super) fn scene(
     // (client, lock, token, fence, start)
     let mut holds: Vec<(usize, u32, Bytes, Option<u64>, SimTime)> = Vec::new();
     let mut closed_holds: Vec<(usize, u32, SimTime, SimTime)> = Vec::new();
-    // (node, key, value, writer, start, expire_at_ms)
-    type OpenKey = (usize, Bytes, Bytes, Option<usize>, SimTime, Option<i64>);
-    let mut keys: Vec<OpenKey> = Vec::new();
+    let mut keys: Vec<KeyLife> = Vec::new();
     let mut paused: Vec<(usize, SimTime)> = Vec::new();
     let mut token_owner: Vec<(Bytes, usize)> = Vec::new();
-    let mut crashed_keys: Vec<OpenKey> = Vec::new();
+    let mut crashed_keys: Vec<KeyLife> = Vec::new();
     let mut down: Vec<(usize, SimTime)> = Vec::new();
-    // (token, client, believed until): the belief each token's key stands for, to set a
-    // key's expiry beside the end of that belief.
-    let mut token_belief: Vec<(Bytes, usize, SimTime)> = Vec::new();
+    // The validity each token's key stands for, to set a key's expiry beside its end.
+    let mut token_belief: Vec<Validity> = Vec::new();
     let mut gaps: Vec<Gap> = Vec::new();
 
     let close_hold = |spans: &mut Vec<Span>,
@@ -437,9 +434,17 @@ pub(super) fn scene(
         });
         closed.push((c, lock, start, at));
     };
-    let close_key = |spans: &mut Vec<Span>, k: OpenKey, at: SimTime, how: String| {
-        let (node, key, value, writer, start, expire) = k;
-        let expire = expire.map_or(String::from(", no expiry"), |e| {
+    let close_key = |spans: &mut Vec<Span>, k: KeyLife, at: SimTime, how: String| {
+        let KeyLife {
+            node,
+            key,
+            value,
+            writer,
+            shown_from: start,
+            expire_at_ms,
+            ..
+        } = k;
+        let expire = expire_at_ms.map_or(String::from(", no expiry"), |e| {
             format!(
                 ", expires at node wall +{}",
                 fmt_duration_ns(((e - sc.epoch_unix_ms).max(0) as u64) * NS_PER_MS)
@@ -483,7 +488,15 @@ pub(super) fn scene(
                 }
                 holds.push((p, *lock, token.clone(), *fence, at));
                 if let Some(u) = believed_until {
-                    token_belief.push((token.clone(), p, *u));
+                    if let Some(v) = validity_ns {
+                        token_belief.push(Validity {
+                            client: p,
+                            token: token.clone(),
+                            from: at,
+                            validity_ns: *v,
+                            until: *u,
+                        });
+                    }
                     beliefs.push(p, at, *u);
                     marks.push(Mark {
                         proc: p,
@@ -502,10 +515,19 @@ pub(super) fn scene(
             }
             Observation::Extended {
                 believed_until: Some(u),
+                validity_ns,
                 token,
                 ..
             } => {
-                token_belief.push((token.clone(), p, *u));
+                if let Some(v) = validity_ns {
+                    token_belief.push(Validity {
+                        client: p,
+                        token: token.clone(),
+                        from: at,
+                        validity_ns: *v,
+                        until: *u,
+                    });
+                }
                 beliefs.push(p, at, *u);
             }
             Observation::Extended { .. } => {}
@@ -554,7 +576,7 @@ pub(super) fn scene(
                 }
                 // A down node serves no key; what survives shows again if it restarts with
                 // its data (the restart's load writes it back).
-                while let Some(i) = keys.iter().position(|k| k.0 == p) {
+                while let Some(i) = keys.iter().position(|k| k.node == p) {
                     let k = keys.swap_remove(i);
                     crashed_keys.push(k.clone());
                     close_key(&mut spans, k, at, "the node crashed".into());
@@ -562,10 +584,10 @@ pub(super) fn scene(
                 down.push((p, at));
             }
             Observation::Restarted { with_data } => {
-                while let Some(i) = crashed_keys.iter().position(|k| k.0 == p) {
+                while let Some(i) = crashed_keys.iter().position(|k| k.node == p) {
                     let mut k = crashed_keys.swap_remove(i);
                     if *with_data {
-                        k.4 = at;
+                        k.shown_from = at;
                         keys.push(k);
                     }
                 }
@@ -592,7 +614,7 @@ pub(super) fn scene(
                 expire_at_ms,
                 by,
             } if lock_keys.contains(key) => {
-                if let Some(i) = keys.iter().position(|k| k.0 == p && k.1 == *key) {
+                if let Some(i) = keys.iter().position(|k| k.node == p && k.key == *key) {
                     let k = keys.swap_remove(i);
                     close_key(&mut spans, k, at, "overwritten".into());
                 }
@@ -609,12 +631,21 @@ pub(super) fn scene(
                         .find(|(t, _)| t == value)
                         .map(|(_, c)| *c),
                 };
-                keys.push((p, key.clone(), value.clone(), writer, at, *expire_at_ms));
+                keys.push(KeyLife {
+                    node: p,
+                    key: key.clone(),
+                    value: value.clone(),
+                    writer,
+                    shown_from: at,
+                    written: at,
+                    expire_at_ms: *expire_at_ms,
+                    copied: by.is_none(),
+                });
             }
             Observation::KeyRemoved { key, how, by, .. } if lock_keys.contains(key) => {
-                if let Some(i) = keys.iter().position(|k| k.0 == p && k.1 == *key) {
+                if let Some(i) = keys.iter().position(|k| k.node == p && k.key == *key) {
                     let k = keys.swap_remove(i);
-                    let writer = k.3;
+                    let writer = k.writer;
                     // When the key stopped existing for readers: its removal, or for an
                     // expiry the instant its TTL ran out on the node's clock (the active
                     // expiry cycle frees the memory up to 100 ms later).
@@ -628,25 +659,24 @@ pub(super) fn scene(
                             None => ("deleted (its master's DEL, replicated)".into(), false),
                         },
                         Removal::Expired => {
-                            dead_at = expiry_instant(world, p, k.4, at, k.5);
-                            let (label, tip, gap) = expiry_words(
-                                sc,
+                            let e = explain(
+                                world,
                                 &names,
-                                p,
+                                sc.epoch_unix_ms,
                                 &k,
-                                dead_at,
                                 at,
-                                token_belief.iter().rev().find(|(t, _, _)| *t == k.2),
-                                holds.iter().any(|h| h.2 == k.2),
+                                token_belief.iter().rev().find(|b| b.token == k.value),
+                                holds.iter().any(|h| h.2 == k.value),
                             );
+                            dead_at = e.at;
                             marks.push(Mark {
                                 proc: p,
                                 at: dead_at,
                                 kind: MarkKind::Expiry,
-                                tip,
-                                label: Some(label),
+                                tip: e.tip,
+                                label: Some(e.label),
                             });
-                            gaps.extend(gap);
+                            gaps.extend(e.gap);
                             ("expired".into(), false)
                         }
                         Removal::Overwritten => ("overwritten".into(), false),
@@ -663,7 +693,7 @@ pub(super) fn scene(
                                 "{}: {} deleted a lock key holding another client's token ({})",
                                 names[p],
                                 by.map_or("?", |b| names[b.index()].as_str()),
-                                text_of(&k.2)
+                                text_of(&k.value)
                             ),
                             label: None,
                         });
@@ -816,45 +846,6 @@ pub(super) fn scene(
         arrows: arrows(world, &names, view, violations),
     }
 }
-
-/// The words for a lock key's expiry: the label beside its mark, the tooltip, and the gap
-/// to the belief of the client whose token it held. The belief is measured on the client's
-/// clock from before its SET; the key's TTL on the node's clock from the write: the two ends
-/// differ by the round trip and by what the two clocks did, and the lesson of most pitfalls
-/// is which comes first.
-/// The first true instant in `written..=removed` at which `node`'s wall clock is past
-
-/// `expire_at_ms` (Redis: a key is expired once `mstime() > when`); `removed` without one.
-pub(super) fn expiry_instant(
-    world: &World,
-    node: usize,
-    written: SimTime,
-    removed: SimTime,
-    expire_at_ms: Option<i64>,
-) -> SimTime {
-    let Some(when) = expire_at_ms else {
-        return removed;
-    };
-    let clock = world.clock(ProcId(node as u32));
-    let (mut lo, mut hi) = (written.0, removed.0);
-    if clock.wall_ms(SimTime(hi)) <= when {
-        return removed;
-    }
-    // Invariant: the clock is past `when` at `hi`, and not at `lo` unless lo == written.
-    if clock.wall_ms(SimTime(lo)) > when {
-        return written;
-    }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if clock.wall_ms(SimTime(mid)) > when {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    SimTime(hi)
-}
-
 
 pub(super) fn trying_span(names: &[String], p: usize, s: SimTime, e: SimTime, how: &str) -> Span {
     Span {

@@ -9,7 +9,8 @@ use crate::check::Violation;
 use crate::scenario::{ProcKind, Scenario};
 use crate::sim::World;
 use crate::sim::fault::FaultKind;
-use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime, fmt_duration_ns};
+use crate::check::margin::removal_margin_ns;
+use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime, fmt_duration_ns, fmt_signed_ns};
 
 use super::scene::{
     LANE_PX, MarkKind, PLOT_X0, PLOT_X1, Scene, SpanKind, View, WIDTH_PX, client_colour,
@@ -410,7 +411,7 @@ pub(super) fn draw_spans(s: &mut String, l: &Layout<'_>, scene: &Scene) {
             l.x(*a),
             l.x(e),
             title(&format!(
-                "{} believes its lock valid from {a} until {u}",
+                "{}'s believed validity: from {a} until {u}",
                 l.world.names()[*c]
             )),
         );
@@ -424,7 +425,7 @@ pub(super) fn draw_spans(s: &mut String, l: &Layout<'_>, scene: &Scene) {
                 y - 4.0,
                 y + 22.0,
                 title(&format!(
-                    "{}'s belief ran out at {u} while it still held the lock (until {hold_end})",
+                    "{}'s believed validity ended at {u} while it still held the lock (until {hold_end})",
                     l.world.names()[*c]
                 ))
             );
@@ -557,20 +558,29 @@ pub(super) fn draw_arrows(s: &mut String, l: &Layout<'_>, scene: &Scene) {
 pub(super) fn draw_gaps(s: &mut String, l: &Layout<'_>, scene: &Scene) {
     for g in &scene.gaps {
         if !l.keep(
-            g.believed_until.min(g.expired_at),
-            g.believed_until.max(g.expired_at),
+            g.believed_until.min(g.removed_at),
+            g.believed_until.max(g.removed_at),
         ) {
             continue;
         }
+        let names = l.world.names();
         let _ = writeln!(
             s,
-            r#"<line class="gap" data-t0="{}" data-t1="{}" x1="{:.1}" x2="{:.1}" y1="{}" y2="{}"/>"#,
+            r#"<line class="gap" data-t0="{}" data-t1="{}" x1="{:.1}" x2="{:.1}" y1="{}" y2="{}">{}</line>"#,
             g.believed_until.0,
-            g.expired_at.0,
+            g.removed_at.0,
             l.x(g.believed_until),
-            l.x(g.expired_at),
+            l.x(g.removed_at),
             l.lane_y(g.client) + 8.0,
             l.lane_y(g.node) + 20.0,
+            title(&format!(
+                "safety margin {}: {} removed the key at {}; {}'s believed validity ended at {}",
+                fmt_signed_ns(removal_margin_ns(g.removed_at, g.believed_until)),
+                names[g.node],
+                g.removed_at,
+                names[g.client],
+                g.believed_until
+            ))
         );
     }
 }
@@ -663,8 +673,8 @@ pub(super) fn draw_violations(s: &mut String, l: &Layout<'_>, violations: &[Viol
 pub(super) fn legend(s: &mut String, mut y: f64) -> f64 {
     let top = y;
     let items: [(&str, &str); 12] = [
-        ("hold", "holds the lock (its own belief)"),
-        ("belief", "validity it believes in"),
+        ("hold", "holds the lock, as far as it knows"),
+        ("belief", "its believed validity"),
         ("key", "lock key on a node (writer's colour)"),
         ("trying", "trying"),
         ("paused", "paused"),
@@ -674,7 +684,7 @@ pub(super) fn legend(s: &mut String, mut y: f64) -> f64 {
         ("msg req", "message"),
         ("overlap", "two holders"),
         ("clock", "wall − true time"),
-        ("mark expiry", "key expires (dotted: to the belief's end)"),
+        ("mark expiry", "TTL runs out (dotted: safety margin)"),
     ];
     let mut x = 10.0;
     for (class, text) in items {

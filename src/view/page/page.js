@@ -209,7 +209,7 @@
       });
       h += '<tr><td>' + esc(names[p]) + '</td><td>' + esc(nd.role) + (nd.down ? ' <span class="gone">DOWN</span>' : '') + '</td><td>' + wall(Math.floor(now)) + off(+p) + '</td><td>' + (keys.length ? keys.join('<br>') : '<span class="when">no lock key</span>') + '</td></tr>';
     }
-    h += '</table></div><div><h4>Clients: what each believes</h4><table><tr><th>client</th><th>doing</th><th>belief</th><th>its clock reads</th></tr>';
+    h += '</table></div><div><h4>Clients: what each believes</h4><table><tr><th>client</th><th>doing</th><th>what it believes</th><th>its clock reads</th></tr>';
     for (const p in st.c) {
       const c = st.c[p], now = clock(+p);
       const doing = c.down ? 'down' : c.paused ? 'PAUSED' : c.holds.length ? 'in its critical section' : c.trying ? 'trying to lock' : 'idle';
@@ -217,7 +217,7 @@
         let b = 'holds lock ' + esc(hd.lock) + ' with token ' + esc(hd.token) + (hd.fence !== null ? ' (fencing token ' + hd.fence + ')' : '');
         if (hd.until_own !== null) {
           b += ', until ' + wall(hd.until_own) + ' on ' + esc(names[p]) + '\'s clock';
-          if (hd.until !== null && hd.until <= t) b += ' — <span class="gone">its belief ran out ' + dur(t - hd.until) + ' ago</span>';
+          if (hd.until !== null && hd.until <= t) b += ' — <span class="gone">its believed validity ran out ' + dur(t - hd.until) + ' ago</span>';
         } else b += ', with no end it checks';
         const present = Object.values(st.n).some(nd => Object.values(nd.keys).some(kv => kv[0] === hd.token));
         if (Object.keys(st.n).length && !present) b += ' — <span class="gone">its key is gone</span>';
