@@ -40,6 +40,8 @@ pub fn svg(
 pub struct PageRun<'a> {
     /// "as written" for the model itself, else the variant's name.
     pub name: String,
+    /// The model's sentence about this run (a variant's `note:`).
+    pub note: Option<String>,
     pub sc: &'a Scenario,
     pub world: &'a World,
     pub violations: &'a [Violation],
@@ -56,6 +58,36 @@ fn verdict_text(violations: &[Violation]) -> String {
     }
 }
 
+/// What a reader needs to know of a variant's run beside the model's: where the two runs
+/// part (before the first fault: the change alone made them differ, so the faults land on
+/// another run) and the model's own sentence about it.
+pub fn variant_words(base: &PageRun<'_>, r: &PageRun<'_>) -> String {
+    use crate::explore::variants::{first_fault, parts_at};
+    // The earlier of the two runs' first faults: a variant may bring its own (a drift in
+    // place of a step), and a run that parts there parts by a fault, not by the change alone.
+    let fault = first_fault(base.world).into_iter().chain(first_fault(r.world)).min();
+    let parting = match (parts_at(base.world, r.world), fault) {
+        (None, _) => "the same run as the model's, step for step.".to_string(),
+        (Some(t), None) => format!("its run parts from the model's at {t} (no fault in either)."),
+        (Some(t), Some(f)) if t < f => format!(
+            "its run parts from the model's at {t}, before the first fault (at {f}): the change alone made them differ, so the same faults meet another run."
+        ),
+        (Some(t), Some(f)) => {
+            format!("its run parts from the model's at {t}, after the first fault (at {f}).")
+        }
+    };
+    match &r.note {
+        Some(n) => format!("{} {}", upper_first(&parting), n),
+        None => upper_first(&parting),
+    }
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+}
+
 /// The page: one self-contained HTML file (inline SVG, CSS and script; nothing fetched),
 /// opened on `window` or by default on the static picture's window. The model's variants
 /// (`variants:` in the model) run on the same seed and show beside it.
@@ -69,6 +101,7 @@ pub fn html(
     let variants = crate::explore::variants::run_variants(sc, seed);
     let mut runs = vec![PageRun {
         name: "as written".into(),
+        note: None,
         sc,
         world,
         violations,
@@ -76,6 +109,7 @@ pub fn html(
     for v in &variants {
         runs.push(PageRun {
             name: v.name.clone(),
+            note: v.note.clone(),
             sc: &v.sc,
             world: &v.world,
             violations: &v.outcome.violations,
@@ -185,7 +219,19 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
                 esc(&verdict_text(r.violations))
             );
         }
-        s.push_str("</div>\n");
+        s.push_str("<ul class=\"vnotes\">");
+        for r in &runs[1..] {
+            let _ = write!(
+                s,
+                r#"<li data-variant="{}"><b>{}</b> <span class="{}">({})</span>: {}</li>"#,
+                esc(&r.name),
+                esc(&r.name),
+                if r.violations.is_empty() { "ok" } else { "bad" },
+                esc(&verdict_text(r.violations)),
+                esc(&variant_words(base, r))
+            );
+        }
+        s.push_str("</ul></div>\n");
     }
     let _ = writeln!(
         s,
