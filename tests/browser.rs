@@ -438,7 +438,7 @@ fn a_reader_steps_to_the_expiry_reads_the_state_and_flips_to_the_fix() {
     );
     assert!(state.contains("PAUSED"), "{state}");
     assert!(state.contains("its key is gone"), "{state}");
-    assert!(state.contains("its belief ran out"), "{state}");
+    assert!(state.contains("its believed validity ran out"), "{state}");
     assert!(state.contains("redis\tmaster"), "{state}");
     cdp.screenshot(&dir.join("single-px-del-pause-expiry-1280.png"), false);
     // Shift+→ stops at the next notable event only.

@@ -1343,14 +1343,15 @@ fn a_multibyte_char_literal_in_a_variant_is_left_to_the_model_parser_to_locate()
     )
     .unwrap()
     .replace(
-        "        name: \"fencing tokens\",\n",
-        "        name: \"fencing tokens\",\n        check: ['é'],\n",
+        "            name: \"fencing tokens\",\n",
+        "            name: \"fencing tokens\",\n            check: ['é'],\n",
     );
+    let line = 1 + model.lines().position(|l| l.contains("['é']")).unwrap();
     let p = scratch("char-literal.ron", &model);
     let o = run(&["check", p.to_str().unwrap()]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("char-literal.ron:45:"), "{err}");
+    assert!(err.contains(&format!("char-literal.ron:{line}:")), "{err}");
     assert!(err.contains("in variant \"fencing tokens\""), "{err}");
     assert!(
         !err.contains("unbalanced") && !err.contains("unclosed"),
@@ -1400,5 +1401,46 @@ fn the_readmes_sample_sweep_is_the_programs_output() {
         mask(sample),
         mask(&out),
         "README.md's sample differs from the program's output"
+    );
+}
+
+#[test]
+fn a_variant_runs_by_name_its_replay_line_carries_it_and_an_unknown_one_exits_2_naming_them() {
+    // single-px-del-pause's unlock script: the foreign unlock is gone, the pause's two
+    // holders are not.
+    let o = run(&[
+        "sweep",
+        "single-px-del-pause",
+        "--variant",
+        "compare-and-delete unlock",
+        "--seeds",
+        "0..50",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(out.contains("foreign_unlock     held in all 50 seeds"), "{out}");
+    let cmd = out
+        .lines()
+        .find_map(|l| l.split("replay: ").nth(1))
+        .expect("replay line");
+    assert!(
+        cmd.ends_with(" --variant 'compare-and-delete unlock'"),
+        "{cmd}"
+    );
+    let o = sh(cmd);
+    let (replay, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(replay.contains("\nheld     foreign_unlock\n"), "{replay}");
+    assert!(
+        replay.contains("expected: violates(mutual_exclusion) —"),
+        "the variant's own expectation: {replay}"
+    );
+    // A name the model does not declare: bad input, naming the ones it does.
+    let o = run(&["run", "single-px-del-pause", "--variant", "nope"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(r#"no variant "nope" (it declares "compare-and-delete unlock", "fencing tokens")"#),
+        "{err}"
     );
 }

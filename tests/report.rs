@@ -290,3 +290,204 @@ fn a_variant_with_a_bad_value_is_refused_at_that_value_with_exit_2() {
         "{err}"
     );
 }
+
+/// The seed a lesson shows: the first of 0..20 that violates, else 0 (as `site` picks it).
+fn lesson_seed(sc: &distlock_sim::scenario::Scenario) -> u64 {
+    (0..20)
+        .find(|s| run_world(sc, *s, TraceMode::Off).0.violated())
+        .unwrap_or(0)
+}
+
+/// Every hover of a page (the SVG's `<title>`s) and every step's sentence, unescaped.
+fn words_of_page(page: &str) -> Vec<String> {
+    let unescape = |s: &str| {
+        s.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&")
+    };
+    let mut out: Vec<String> = page
+        .split("<title>")
+        .skip(1)
+        .filter_map(|s| s.split("</title>").next())
+        .map(unescape)
+        .collect();
+    for script in page.split(r#"<script type="application/json" class="steps""#).skip(1) {
+        let json = script
+            .split_once('>')
+            .and_then(|(_, rest)| rest.split("</script>").next())
+            .expect("a steps script");
+        let v: serde_json::Value = serde_json::from_str(&json.replace("<\\/", "</")).unwrap();
+        for s in v["steps"].as_array().unwrap() {
+            out.push(s["s"].as_str().unwrap().to_string());
+        }
+    }
+    out
+}
+
+/// What a run had that a sentence may blame: per process, whether its clock ever drifted,
+/// stepped, and whether it was paused; whether any latency spike opened.
+struct Causes {
+    names: Vec<String>,
+    drifted: Vec<bool>,
+    stepped: Vec<bool>,
+    paused: Vec<bool>,
+    spike: bool,
+}
+
+fn causes(world: &distlock_sim::sim::World) -> Causes {
+    use distlock_sim::sim::fault::FaultKind;
+    use distlock_sim::time::{ProcId, SimTime};
+    let names = world.names();
+    let n = names.len();
+    let (mut drifted, mut stepped, mut paused) = (vec![false; n], vec![false; n], vec![false; n]);
+    let mut spike = false;
+    for p in 0..n {
+        drifted[p] = world.clock(ProcId(p as u32)).drift_ppm(SimTime::ZERO) != 0;
+    }
+    for f in &world.applied_faults {
+        match &f.kind {
+            FaultKind::Drift { proc, .. } => drifted[proc.index()] = true,
+            FaultKind::ClockStep { proc, .. } => stepped[proc.index()] = true,
+            FaultKind::Pause(p) => paused[p.index()] = true,
+            FaultKind::LatencySpike { .. } => spike = true,
+            _ => {}
+        }
+    }
+    Causes {
+        names,
+        drifted,
+        stepped,
+        paused,
+        spike,
+    }
+}
+
+/// Where `phrase` occurs in `sentence` as words (not inside a longer name: "one is paused"
+/// does not say "e is paused").
+fn word_at(sentence: &str, phrase: &str) -> Vec<usize> {
+    sentence
+        .match_indices(phrase)
+        .map(|(i, _)| i)
+        .filter(|&i| {
+            !sentence[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_')
+        })
+        .collect()
+}
+
+/// The causes `sentence` names that the run did not have.
+fn absent_causes(sentence: &str, c: &Causes) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let any_drift = c.drifted.iter().any(|d| *d);
+    for word in ["ran slow", "ran fast", "drifted", "drift "] {
+        if sentence.contains(word) && !any_drift {
+            wrong.push(format!("{word:?} in a run where no clock drifted"));
+        }
+    }
+    for (i, name) in c.names.iter().enumerate() {
+        let clock = format!("{name}'s clock ");
+        for at in word_at(sentence, &clock) {
+            let rest = &sentence[at + clock.len()..];
+            let drift = ["ran slow", "ran fast", "drifted"].iter().any(|w| rest.starts_with(w));
+            if drift && !c.drifted[i] {
+                wrong.push(format!("{name}'s clock drifting, but it never did"));
+            }
+            if rest.starts_with("stepped") && !c.stepped[i] {
+                wrong.push(format!("{name}'s clock stepping, but it never did"));
+            }
+        }
+        for pause in [
+            format!("{name} was paused"),
+            format!("{name} is paused"),
+            format!("for {name} to resume from a pause"),
+        ] {
+            if !word_at(sentence, &pause).is_empty() && !c.paused[i] {
+                wrong.push(format!("{pause:?}, but {name} was never paused"));
+            }
+        }
+    }
+    if sentence.contains("latency spike") && !c.spike {
+        wrong.push("a latency spike in a run that had none".into());
+    }
+    wrong
+}
+
+#[test]
+fn no_hover_or_step_of_any_catalogue_page_names_a_cause_its_run_did_not_have() {
+    // A false lesson is the worst bug a teaching tool can have: this page once blamed drift
+    // ("its clock ran slow, or the node's ran fast") for the gap a reply's trip made.
+    let mut checked = 0;
+    for p in models() {
+        let sc = distlock_sim::scenario::load(&p).unwrap();
+        let seed = lesson_seed(&sc);
+        let (o, world) = run_world(&sc, seed, TraceMode::Full);
+        let page = html(&sc, seed, &world, &o.violations, None);
+        // The variants' runs are on the page too: a sentence may be about any of them.
+        let mut runs = vec![causes(&world)];
+        for v in distlock_sim::explore::variants::run_variants(&sc, seed) {
+            runs.push(causes(&v.world));
+        }
+        for w in words_of_page(&page) {
+            // True of some run on the page (the model's or a variant's).
+            let wrong: Vec<Vec<String>> = runs.iter().map(|c| absent_causes(&w, c)).collect();
+            if wrong.iter().all(|x| !x.is_empty()) {
+                panic!("{} seed {seed}: {:?}\n  in: {w}", sc.name, wrong[0]);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 10_000, "only {checked} sentences checked");
+}
+
+#[test]
+fn the_page_names_the_same_safety_margin_as_the_text_timeline_at_every_expiry() {
+    // One margin, defined once (check::margin::removal_margin_ns): the page's hover and the
+    // timeline's `[margin …]` line at the same removal say the same figure.
+    for (name, seed) in [
+        ("single-px-del-pause", 0),
+        ("redlock-drift-beyond-factor", 0),
+        ("single-clock-step-expires-locks", 0),
+        ("failover-replica-clock-ahead", 0),
+    ] {
+        let sc = model(name);
+        let (o, world) = run_world(&sc, seed, TraceMode::Full);
+        let page = html(&sc, seed, &world, &o.violations, None);
+        let timeline = distlock_sim::view::timeline::render(
+            &world,
+            &o.violations,
+            &sc.lock_keys(),
+            sc.epoch_unix_ms,
+            distlock_sim::view::timeline::TimelineOptions {
+                messages: distlock_sim::view::timeline::Messages::None,
+            },
+        );
+        // The model's own chart only (the variants' charts follow it, as timeline-1, ...).
+        let own = page.split(r#"id="timeline-1""#).next().unwrap();
+        let own = own.split(r#"<script type="application/json""#).next().unwrap();
+        let mut compared = 0;
+        for w in words_of_page(own) {
+            let Some((_, rest)) = w.split_once("Safety margin ") else {
+                continue;
+            };
+            let margin = rest.split(' ').next().unwrap();
+            let removed = rest
+                .split_once(" at ")
+                .and_then(|(_, r)| r.split(' ').next())
+                .unwrap();
+            let line = timeline
+                .lines()
+                .find(|l| l.trim_start().starts_with(removed) && l.contains("[margin "))
+                .unwrap_or_else(|| panic!("{name}: no timeline line at {removed} for {w}"));
+            assert!(
+                line.contains(&format!("[margin {margin} ")),
+                "{name}: the page says {margin} at {removed}, the timeline: {line}"
+            );
+            compared += 1;
+        }
+        assert!(compared > 0, "{name}: no margin on the page");
+    }
+}

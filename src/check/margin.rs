@@ -81,9 +81,31 @@ impl Default for Belief {
     }
 }
 
+/// The safety margin of one removal: when the key left its node (the removal's record,
+/// `removed_at`) minus the end of the validity its holder believed in (`believed_until`),
+/// in ns; negative: the belief outlived the key. The one definition: sweeps (the smallest
+/// over an acquisition's removals), the text timeline (`[margin …]` at each removal) and the
+/// page (its hover and its dotted line) all compute a margin here.
+///
+/// A key whose TTL ran out is gone for readers from that instant, but leaves its node when
+/// Redis removes it: lazily, on the next command that touches it (a waiting client's SET NX
+/// among them), or by the expiry cycle up to 100 ms later. The margin is measured to the
+/// removal, so it goes negative exactly when the key was removed (and so could be taken)
+/// while its holder still believed in it.
+pub fn removal_margin_ns(removed_at: SimTime, believed_until: SimTime) -> i64 {
+    removed_at.0 as i64 - believed_until.0 as i64
+}
+
+/// Whether a removal of a key that holds `holder`'s token is a loss of that holder's lock:
+/// anything but its own unlock (a DEL by the holder) or a replica applying its master's DEL
+/// (`by` unknown: the master's own removal is what counts).
+pub fn is_loss(how: Removal, by: Option<ProcId>, holder: ProcId) -> bool {
+    !(how == Removal::Del && by.is_none_or(|b| b == holder))
+}
+
 /// The margin of a belief whose key was lost somewhere.
 fn margin_ns(b: &Belief, losses: &[(ProcId, SimTime, Removal)]) -> Option<i64> {
-    first_loss(losses).map(|first| first.0 as i64 - b.believed_until.0 as i64)
+    first_loss(losses).map(|first| removal_margin_ns(first, b.believed_until))
 }
 
 /// When the key of a belief first left a node.
@@ -162,10 +184,7 @@ impl Margins {
                 let Some(e) = self.beliefs.get(t.index()).filter(|e| e.seq != 0) else {
                     return;
                 };
-                // The holder's own unlock is not a loss; nor is a replica applying its master's
-                // DEL (`by` unknown): the master's own removal is what counts.
-                let not_a_loss = *how == Removal::Del && by.is_none_or(|b| e.client == b);
-                if !not_a_loss {
+                if is_loss(*how, *by, e.client) {
                     let id = t.index() as u32;
                     self.losses
                         .entry(id)

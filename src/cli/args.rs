@@ -128,4 +128,9 @@ pub struct ModelArg {
     /// --set duration=120s. Repeatable; printed replay lines carry it.
     #[arg(long = "set", value_name = "NAME.FIELD=VALUE")]
     pub set: Vec<crate::scenario::overrides::Override>,
+    /// Run the model's variant NAME (an entry of its `variants:`, usually the fix) instead
+    /// of the model as written: the same edit to the file its variant stands for, after any
+    /// --set. Printed replay lines carry it.
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
 }

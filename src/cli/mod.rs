@@ -99,6 +99,15 @@ impl Ctx {
     /// was read from (the file's, overridden), for commands that write scripted models from
     /// it. Bad input is reported (exit 2).
     pub fn load_model(&self, m: &ModelArg) -> Result<(Scenario, String), ExitCode> {
+        let (sc, text) = self.load_overridden(m)?;
+        match &m.variant {
+            None => Ok((sc, text)),
+            Some(name) => variant_of(sc, name),
+        }
+    }
+
+    /// `load_model` before `--variant`.
+    fn load_overridden(&self, m: &ModelArg) -> Result<(Scenario, String), ExitCode> {
         if m.set.is_empty() {
             let sc = self.load(&m.file)?;
             let text = std::fs::read_to_string(&sc.path)
@@ -120,6 +129,33 @@ impl Ctx {
             .collect();
         Ok((sc, text))
     }
+}
+
+/// The variant `name` of `sc` as a scenario of its own, with the text it was read from; its
+/// replay lines carry `sc`'s flags and `--variant NAME`. A name the model does not declare is
+/// bad input, listing those it does.
+fn variant_of(sc: Scenario, name: &str) -> Result<(Scenario, String), ExitCode> {
+    let Some(v) = sc.variants.iter().find(|v| v.name == name) else {
+        let names: Vec<String> = sc.variants.iter().map(|v| format!("{:?}", v.name)).collect();
+        return Err(bad_input(&format!(
+            "{}: no variant {name:?} ({})",
+            sc.path,
+            if names.is_empty() {
+                "the model declares none".to_string()
+            } else {
+                format!("it declares {}", names.join(", "))
+            }
+        )));
+    };
+    let mut vsc = scenario::load_str(&sc.name, &sc.path, &v.text)
+        .map_err(|e| bad_input(&format!("in variant {name:?}: {e}")))?;
+    vsc.replay_program = sc.replay_program.clone();
+    vsc.replay_flags = format!(
+        "{} --variant {}",
+        sc.replay_flags,
+        scenario::names::shell_word(name)
+    );
+    Ok((vsc, v.text.clone()))
 }
 
 /// `--out FILE` of a search that may find a scripted model (`explore`, `search`): writes

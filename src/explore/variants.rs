@@ -10,6 +10,8 @@ use super::{RunOutcome, run_world};
 /// One variant's run.
 pub struct VariantRun {
     pub name: String,
+    /// The model's sentence about it (`note:`).
+    pub note: Option<String>,
     pub sc: Scenario,
     pub world: World,
     pub outcome: RunOutcome,
@@ -25,10 +27,28 @@ pub fn run_variants(sc: &Scenario, seed: u64) -> Vec<VariantRun> {
             let (outcome, world) = run_world(&vsc, seed, TraceMode::Full);
             Some(VariantRun {
                 name: v.name.clone(),
+                note: v.note.clone(),
                 sc: vsc,
                 world,
                 outcome,
             })
         })
         .collect()
+}
+
+/// Where two runs of one seed part: the instant of the first record in which their histories
+/// differ (what the stepper shows differs from there on), or `None` when they are the same
+/// record for record.
+pub fn parts_at(a: &World, b: &World) -> Option<crate::time::SimTime> {
+    let (ra, rb) = (&a.history.records, &b.history.records);
+    match ra.iter().zip(rb).find(|(x, y)| x != y) {
+        Some((x, y)) => Some(x.at.min(y.at)),
+        // One is a prefix of the other: they part at the first record only one has.
+        None => ra.get(rb.len()).or_else(|| rb.get(ra.len())).map(|r| r.at),
+    }
+}
+
+/// When the first fault of a run opened.
+pub fn first_fault(w: &World) -> Option<crate::time::SimTime> {
+    w.applied_faults.iter().map(|f| f.at).min()
 }

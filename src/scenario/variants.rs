@@ -15,6 +15,10 @@ use crate::scenario::marks::skip_ws;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Variant {
     pub name: String,
+    /// One sentence a page says beside the variant's run (`note: "..."`): why it still
+    /// fails, why it parts from the model's run before any fault, or that nothing on the
+    /// Redis side fixes the pitfall and this is the nearest safe setup.
+    pub note: Option<String>,
     /// The model's text with the variant's fields spliced in (and no `variants`).
     pub text: String,
     /// Byte offset of the variant's name in the model file (where its errors point).
@@ -380,8 +384,12 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
                 ),
             ));
         }
+        let note = match vfs.iter().find(|f| f.name == "note") {
+            None => None,
+            Some(f) => Some(note_value(text, f, &name)?),
+        };
         let mut edits = vec![Edit { ..cut_clone(&cut) }];
-        for f in vfs.iter().filter(|f| f.name != "name") {
+        for f in vfs.iter().filter(|f| f.name != "name" && f.name != "note") {
             if vfs.iter().filter(|g| g.name == f.name).count() > 1 {
                 return Err((f.name_at, format!("variant {name:?} sets {} twice", f.name)));
             }
@@ -444,7 +452,11 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
                         ));
                     };
                     for pf in pfs.iter().filter(|g| g.name != "name") {
-                        edits.push(set_field(b, &gfs, gclose, pf, gs));
+                        if pf.name == "remove" {
+                            edits.extend(removals(text, pf, &gfs, &name, &pn.0)?);
+                        } else {
+                            edits.push(set_field(b, &gfs, gclose, pf, gs));
+                        }
                     }
                 }
             } else if MODEL_FIELDS.contains(&f.name.as_str()) {
@@ -453,7 +465,7 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
                 return Err((
                     f.name_at,
                     format!(
-                        "unknown field {:?} in variant {name:?}; a variant changes fields of the model: {}",
+                        "unknown field {:?} in variant {name:?}; a variant has a name, may have a note, and changes fields of the model: {}",
                         f.name,
                         MODEL_FIELDS.join(", ")
                     ),
@@ -495,12 +507,71 @@ pub fn parse(text: &str) -> Result<Vec<Variant>, Located> {
         t.push_str(&text[last..]);
         out.push(Variant {
             name,
+            note,
             text: t,
             name_at: nf.value_at,
             spliced,
         });
     }
     Ok(out)
+}
+
+/// A client patch's `remove: ["node", "via_sentinels"]`: edits that cut those fields out of
+/// the group (with the comma after each), so that a variant can give a group another
+/// algorithm that does not read them.
+fn removals(
+    text: &str,
+    f: &Field,
+    group: &[Field],
+    variant: &str,
+    name: &str,
+) -> Result<Vec<Edit>, Located> {
+    let b = text.as_bytes();
+    let bad = |at: usize, why: String| (at, format!("variant {variant:?}: {why}"));
+    let names: Vec<String> = ron::from_str(&text[f.value_at..f.value_end]).map_err(|_| {
+        bad(
+            f.value_at,
+            "remove is a list of field names: remove: [\"node\"]".into(),
+        )
+    })?;
+    let mut out = Vec::new();
+    for n in names {
+        let Some(g) = group.iter().find(|g| g.name == n) else {
+            return Err(bad(
+                f.value_at,
+                format!("client group {name:?} has no field {n:?} to remove"),
+            ));
+        };
+        let mut end = skip_ws(b, g.value_end);
+        if b.get(end) == Some(&b',') {
+            end = skip_ws(b, end + 1);
+        }
+        out.push(Edit {
+            start: g.name_at,
+            end,
+            prefix: String::new(),
+            src: (0, 0),
+            suffix: String::new(),
+            name_src: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Longest `note` a variant may carry (one sentence, not an essay).
+pub const MAX_NOTE_CHARS: usize = 600;
+
+/// A variant's `note`: a RON string of at most `MAX_NOTE_CHARS` characters.
+fn note_value(text: &str, f: &Field, name: &str) -> Result<String, Located> {
+    let bad = |why: &str| (f.value_at, format!("variant {name:?}: note {why}"));
+    let v: String = ron::from_str(&text[f.value_at..f.value_end])
+        .map_err(|_| bad("is a string: note: \"...\""))?;
+    if v.trim().is_empty() || v.chars().count() > MAX_NOTE_CHARS {
+        return Err(bad(&format!(
+            "is one sentence, of 1 to {MAX_NOTE_CHARS} characters"
+        )));
+    }
+    Ok(v)
 }
 
 fn cut_clone(e: &Edit) -> Edit {
@@ -662,6 +733,38 @@ mod tests {
         assert_eq!(group_end(text.as_bytes(), 0), Ok(close + 1));
         // A lone quote opens nothing: the group still closes where it does.
         assert_eq!(group_end(b"[a ' b]", 0), Ok(7));
+    }
+
+    #[test]
+    fn a_note_is_kept_apart_and_a_removed_field_is_cut_from_its_group() {
+        let m = MODEL.replace(
+            r#"(name: "fenced", resource: (name: "db", fencing: true)),"#,
+            r#"(name: "fenced", note: "a \"quoted\" note", clients: [(name: "c", remove: ["hold", "ttl"])]),"#,
+        );
+        let vs = parse(&m).unwrap();
+        assert_eq!(vs[0].note, None);
+        assert_eq!(vs[1].note.as_deref(), Some(r#"a "quoted" note"#));
+        assert!(!vs[1].text.contains("note"), "{}", vs[1].text);
+        assert!(!vs[1].text.contains("hold:"), "{}", vs[1].text);
+        assert!(!vs[1].text.contains("ttl:"), "{}", vs[1].text);
+        assert!(vs[1].text.contains(r#"node: "redis""#), "{}", vs[1].text);
+        // A field the group lacks, a note that is no string or is empty: errors there.
+        for bad in [
+            r#"clients: [(name: "c", remove: ["nope"])]"#,
+            r#"note: 3"#,
+            r#"note: """#,
+        ] {
+            let m = MODEL.replace(
+                r#"resource: (name: "db", fencing: true)"#,
+                bad,
+            );
+            let (at, why) = parse(&m).unwrap_err();
+            assert!(
+                why.contains("note") || why.contains("has no field \"nope\""),
+                "{bad}: {why}"
+            );
+            assert!(m[..at].contains(r#"name: "fenced""#), "{bad}: located at {at}");
+        }
     }
 
     #[test]

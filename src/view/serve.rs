@@ -273,6 +273,7 @@ pub fn respond_while(
     };
     let mut runs = vec![PageRun {
         name: "as written".into(),
+        note: None,
         sc: &sc,
         world: &world,
         violations: &o.violations,
@@ -295,6 +296,7 @@ pub fn respond_while(
     if let (Some(w), Some((o2, world2))) = (&what, &ran) {
         runs.push(PageRun {
             name: format!("what if: {}", words.join(", ")),
+            note: None,
             sc: w,
             world: world2,
             violations: &o2.violations,

@@ -17,7 +17,8 @@ use crate::history::{Fact, Observation, Removal};
 use crate::proto::Bytes;
 use crate::scenario::{ProcKind, Scenario};
 use crate::sim::World;
-use crate::time::{NS_PER_MS, ProcId, SimTime, fmt_duration_ns};
+use crate::check::margin::removal_margin_ns;
+use crate::time::{NS_PER_MS, ProcId, SimTime, fmt_duration_ns, fmt_signed_ns};
 
 /// A full snapshot every this many steps: reaching a step costs at most this many deltas.
 pub const FRAME_EVERY: usize = 200;
@@ -338,7 +339,7 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                     let fence = fence.map_or(String::new(), |f| format!(", fencing token {f}"));
                     let belief = match (validity_ns, h.until_own_ms) {
                         (Some(v), Some(u)) => format!(
-                            "it believes it holds it for {}, until {} on its own clock",
+                            "it believes the lock valid for {}, until {} on its own clock",
                             fmt_duration_ns(*v),
                             wall_secs(u)
                         ),
@@ -527,15 +528,26 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                             let after = match believer {
                                 Some((h, paused, until, until_own)) => {
                                     let hn = &names[h];
+                                    // The margin the timeline prints at this removal.
+                                    let margin = |u: u64| {
+                                        fmt_signed_ns(removal_margin_ns(at, SimTime(u)))
+                                    };
                                     let until = match (until, until_own) {
                                         (Some(u), Some(o)) if u > at.0 => format!(
-                                            " until {} on its own clock, {} from now",
+                                            ": its believed validity ends at {} on its own clock, {} from now (safety margin {})",
                                             wall_secs(o),
-                                            fmt_duration_ns(u - at.0)
+                                            fmt_duration_ns(u - at.0),
+                                            margin(u)
                                         ),
                                         (Some(u), _) => format!(
-                                            " (its belief ran out {} ago, and it never checked)",
-                                            fmt_duration_ns(at.0.saturating_sub(u))
+                                            ", though its believed validity ended {} ago (safety margin {}){}",
+                                            fmt_duration_ns(at.0.saturating_sub(u)),
+                                            margin(u),
+                                            if paused {
+                                                ": paused, it cannot notice"
+                                            } else {
+                                                ": it has not stopped"
+                                            }
                                         ),
                                         _ => String::new(),
                                     };
@@ -640,7 +652,10 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                                 h.lock
                             );
                             if let Some(u) = h.until_own_ms {
-                                s = format!("{s} (until {} on its own clock)", wall_secs(u));
+                                s = format!(
+                                    "{s} (its believed validity ends at {} on its own clock)",
+                                    wall_secs(u)
+                                );
                             }
                             s = format!("{s}, and cannot notice anything while paused");
                         }
@@ -664,7 +679,7 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                                     "{s} and carries on as the holder of lock {} — {}",
                                     h.lock,
                                     if present {
-                                        "though its belief has run out"
+                                        "though its believed validity has run out"
                                     } else {
                                         "though its key is gone"
                                     }

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::check::Violation;
+use crate::check::margin::{is_loss, removal_margin_ns};
 use crate::history::{Observation, Removal};
 use crate::proto::{Bytes, Msg};
 use crate::sim::World;
@@ -311,19 +312,12 @@ pub fn render(
                         };
                         // Belief against reality: the key is gone; when did its holder think it
                         // would be?
-                        let margin = match (*how, believed.get(value)) {
-                            // The holder's own unlock, or a replica echoing its master's DEL: not
-                            // a loss of the lock.
-                            (Removal::Del, _)
-                                if by.is_none_or(|b| {
-                                    believed.get(value).is_some_and(|(c, _)| *c == b)
-                                }) =>
-                            {
-                                String::new()
-                            }
-                            (_, Some((c, until))) => format!(
+                        // The holder's own unlock, or a replica echoing its master's DEL, is
+                        // not a loss of the lock (`check::margin` says which removals are).
+                        let margin = match believed.get(value) {
+                            Some((c, until)) if is_loss(*how, *by, *c) => format!(
                                 " [margin {} vs {}'s belief]",
-                                crate::time::fmt_signed_ns(at.0 as i64 - until.0 as i64),
+                                crate::time::fmt_signed_ns(removal_margin_ns(at, *until)),
                                 names[c.index()]
                             ),
                             _ => String::new(),
