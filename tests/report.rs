@@ -341,11 +341,11 @@ fn causes(world: &distlock_sim::sim::World) -> Causes {
     use distlock_sim::time::{ProcId, SimTime};
     let names = world.names();
     let n = names.len();
-    let (mut drifted, mut stepped, mut paused) = (vec![false; n], vec![false; n], vec![false; n]);
+    let mut drifted: Vec<bool> = (0..n)
+        .map(|p| world.clock(ProcId(p as u32)).drift_ppm(SimTime::ZERO) != 0)
+        .collect();
+    let (mut stepped, mut paused) = (vec![false; n], vec![false; n]);
     let mut spike = false;
-    for p in 0..n {
-        drifted[p] = world.clock(ProcId(p as u32)).drift_ppm(SimTime::ZERO) != 0;
-    }
     for f in &world.applied_faults {
         match &f.kind {
             FaultKind::Drift { proc, .. } => drifted[proc.index()] = true,
