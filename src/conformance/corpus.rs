@@ -14,7 +14,10 @@
 //! ```
 //!
 //! In master-replica cases a command names its node (`@0 master: GET k -> (nil)`), and the
-//! directives `@T link replica master` and `@T wait-sync` (no reply) may appear.
+//! directives `@T link replica master` and `@T wait-sync` (no reply) may appear. A command
+//! may name a client connection of its own (`@0 [b] BLPOP l 0`, after the node prefix if
+//! any; unnamed, it is the case's default connection); a command that blocks is written
+//! `-> (blocked)`, and its reply, when it comes, on a line `@T [b] <- REPLY` of its own.
 //! Arguments are split like redis-cli's `sdssplitargs`; the reply is everything after the
 //! first bare `->` token. `{unix_ms+N}` / `{unix_s+N}` placeholders stand for the case start
 //! time and are kept symbolic here ([`Arg`], [`IntPattern`]); the runner resolves them with
@@ -84,12 +87,28 @@ pub struct Step {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StepKind {
-    /// `@T [NODE:] COMMAND ARG... -> REPLY`.
+    /// `@T [NODE:] [[CONN]] COMMAND ARG... -> REPLY`.
     Command {
         /// `None` in single-topology cases, always `Some` in master-replica cases.
         node: Option<NodeRole>,
+        /// The client connection (`[name]`); `None`: the case's default one.
+        conn: Option<String>,
         /// The command name and its arguments (never empty).
         argv: Vec<Arg>,
+        expect: Expect,
+    },
+    /// `@T [NODE:] [[CONN]] COMMAND ARG... -> (blocked)`: no reply before the connection's
+    /// `<-` line; the steps in between are sent meanwhile, on other connections.
+    Blocked {
+        node: Option<NodeRole>,
+        conn: Option<String>,
+        argv: Vec<Arg>,
+    },
+    /// `@T [NODE:] [[CONN]] <- REPLY`: the reply of the connection's blocked command has
+    /// come, by @T and after the step before this line was sent.
+    Await {
+        node: Option<NodeRole>,
+        conn: Option<String>,
         expect: Expect,
     },
     /// `@T link replica master`: the replica runs `REPLICAOF <master>`.
@@ -282,6 +301,8 @@ impl fmt::Display for Arg {
             Arg::Bytes(b) => {
                 let bare = !b.is_empty()
                     && b.as_slice() != b"->"
+                    && b.as_slice() != b"<-"
+                    && !b.starts_with(b"[")
                     && !b.starts_with(b"{unix")
                     && !b.ends_with(b":")
                     && b.iter()
@@ -362,13 +383,56 @@ struct OpenCase {
     line: usize,
     topology: Option<Topology>,
     steps: Vec<Step>,
+    /// Connections with a blocked command not yet answered: (node, connection, its line).
+    blocked: Vec<(Option<NodeRole>, Option<String>, usize)>,
 }
 
 impl OpenCase {
+    /// A connection sends nothing while blocked; each `<-` answers one blocked command.
+    fn check_connection(&mut self, kind: &StepKind, line: usize) -> Result<(), String> {
+        let (node, conn) = match kind {
+            StepKind::Command { node, conn, .. }
+            | StepKind::Blocked { node, conn, .. }
+            | StepKind::Await { node, conn, .. } => (node, conn),
+            StepKind::Link | StepKind::WaitSync => return Ok(()),
+        };
+        let pos = self
+            .blocked
+            .iter()
+            .position(|(n, c, _)| n == node && c == conn);
+        match (kind, pos) {
+            (StepKind::Await { .. }, Some(i)) => {
+                self.blocked.remove(i);
+                Ok(())
+            }
+            (StepKind::Await { .. }, None) => {
+                Err("'<-' on a connection with no blocked command".to_string())
+            }
+            (_, Some(i)) => Err(format!(
+                "the connection is blocked since line {} (its '<-' line comes first)",
+                self.blocked[i].2
+            )),
+            (StepKind::Blocked { .. }, None) => {
+                self.blocked.push((*node, conn.clone(), line));
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn finish(self) -> Result<Case, ParseError> {
         let Some(topology) = self.topology else {
             return Err(missing_topology(&self.name, self.line));
         };
+        if let Some((_, _, line)) = self.blocked.first() {
+            return Err(ParseError::new(
+                *line,
+                format!(
+                    "case '{}': the command blocked here has no '<-' line",
+                    self.name
+                ),
+            ));
+        }
         if self.steps.is_empty() {
             return Err(ParseError::new(
                 self.line,
@@ -464,6 +528,7 @@ pub fn parse(text: &str) -> Result<Corpus, ParseError> {
                         line: line_no,
                         topology: None,
                         steps: Vec::new(),
+                        blocked: Vec::new(),
                     });
                 }
                 Header::Topology(value) => {
@@ -508,6 +573,8 @@ pub fn parse(text: &str) -> Result<Corpus, ParseError> {
                 return Err(missing_topology(&case.name, case.line));
             };
             let step = parse_step(line, topology).map_err(|m| ParseError::new(line_no, m))?;
+            case.check_connection(&step.1, line_no)
+                .map_err(|m| ParseError::new(line_no, m))?;
             let step = Step {
                 at_ms: step.0,
                 line: line_no,
@@ -579,8 +646,10 @@ fn parse_step(line: &str, topology: Topology) -> Result<(u64, StepKind), String>
     let mut lexer = ArgLexer::new(body);
     let mut tokens: Vec<Token> = Vec::new();
     let mut reply: Option<&str> = None;
+    let mut awaits = false;
     while let Some(tok) = lexer.next_token()? {
-        if !tok.quoted && tok.bytes == b"->" {
+        if !tok.quoted && (tok.bytes == b"->" || tok.bytes == b"<-") {
+            awaits = tok.bytes == b"<-";
             reply = Some(lexer.rest());
             break;
         }
@@ -646,18 +715,62 @@ fn parse_step(line: &str, topology: Topology) -> Result<(u64, StepKind), String>
         );
     }
 
+    let conn = match tokens.first() {
+        Some(t) if !t.quoted && t.bytes.starts_with(b"[") => Some(conn_name(&t.bytes)?),
+        _ => None,
+    };
+    if conn.is_some() {
+        tokens.remove(0);
+    }
+    if awaits {
+        if !tokens.is_empty() {
+            return Err("'<-' takes no command: '@T [CONN] <- REPLY'".to_string());
+        }
+        let expect = parse_reply(reply.unwrap_or_default())?;
+        return Ok((at_ms, StepKind::Await { node, conn, expect }));
+    }
     if tokens.is_empty() {
         return Err("empty command".to_string());
     }
     let Some(reply) = reply else {
         return Err("command without '->' and a reply".to_string());
     };
-    let expect = parse_reply(reply)?;
     let argv = tokens
         .into_iter()
         .map(token_to_arg)
         .collect::<Result<Vec<Arg>, String>>()?;
-    Ok((at_ms, StepKind::Command { node, argv, expect }))
+    if reply.trim() == "(blocked)" {
+        return Ok((at_ms, StepKind::Blocked { node, conn, argv }));
+    }
+    let expect = parse_reply(reply)?;
+    Ok((
+        at_ms,
+        StepKind::Command {
+            node,
+            conn,
+            argv,
+            expect,
+        },
+    ))
+}
+
+/// A connection token `[name]`: 1 to 32 letters, digits, `_` or `-`.
+fn conn_name(token: &[u8]) -> Result<String, String> {
+    let name = token
+        .strip_prefix(b"[")
+        .and_then(|t| t.strip_suffix(b"]"))
+        .filter(|n| {
+            (1..=32).contains(&n.len())
+                && n.iter()
+                    .all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+        });
+    match name {
+        Some(n) => Ok(String::from_utf8_lossy(n).into_owned()),
+        None => Err(format!(
+            "bad connection '{}' (expected [name]: 1 to 32 letters, digits, '_' or '-')",
+            snippet_bytes(token)
+        )),
+    }
 }
 
 fn token_to_arg(tok: Token) -> Result<Arg, String> {

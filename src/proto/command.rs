@@ -264,6 +264,12 @@ pub enum Command {
         password: Bytes,
     },
     RandomKey,
+    /// BLPOP key [key ...] timeout: the timeout stays as sent (seconds, a long double Redis
+    /// reads in the command, after processCommand's refusals); the node reads it.
+    BLPop {
+        keys: Vec<Bytes>,
+        timeout: Bytes,
+    },
 }
 
 /// GETEX's option, as given. The amount stays as sent: Redis 7.0 parses it only after the
@@ -496,6 +502,7 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("readwrite", 1, false),
     ("auth", -2, false),
     ("randomkey", 1, false),
+    ("blpop", -3, true),
 ];
 
 /// Redis command flags the model needs: is `name` (lower-case) a write command?
@@ -527,6 +534,7 @@ pub fn is_denied_in_scripts(name: &str) -> bool {
             | "punsubscribe"
             | "role"
             | "auth"
+            | "blpop"
     )
 }
 
@@ -562,6 +570,7 @@ impl Command {
                 | Command::HMSet(..)
                 | Command::LPush(..)
                 | Command::LPop(..)
+                | Command::BLPop { .. }
         )
     }
 
@@ -849,6 +858,10 @@ impl Command {
                 _ => return Err(syntax()),
             },
             "randomkey" => Command::RandomKey,
+            "blpop" => Command::BLPop {
+                keys: a[..a.len() - 1].to_vec(),
+                timeout: a[a.len() - 1].clone(),
+            },
             _ => unreachable!("every table entry has a parser arm"),
         };
         Ok(cmd)
@@ -1086,6 +1099,10 @@ impl Command {
                 v
             }
             Command::RandomKey => vec![b("RANDOMKEY")],
+            Command::BLPop { keys, timeout } => std::iter::once(b("BLPOP"))
+                .chain(keys.iter().cloned())
+                .chain([timeout.clone()])
+                .collect(),
         }
     }
 }

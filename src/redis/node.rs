@@ -11,6 +11,7 @@ use crate::proto::command::{
     hex, parse_i64_strict, sha1_of,
 };
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
+use crate::redis::blocked::Blocking;
 use crate::redis::keyspace::{
     DICT_INITIAL_SLOTS, DbTables, ELEMENT_OVERHEAD_BYTES, Entry, Keyspace, Value, glob_match,
 };
@@ -19,6 +20,7 @@ use crate::redis::node::connection::{Conn, ConnId, DATABASES, is_connection_comm
 use crate::redis::node::pubsub::{PubSub, SubKind, subscribed_mode_error};
 use crate::redis::replication::{Disk, ReplState, Role};
 
+mod blocking;
 pub mod connection;
 pub mod cron;
 mod hashes;
@@ -147,6 +149,8 @@ pub struct RedisNode {
     pub(crate) repl: ReplState,
     pub(crate) disk: Disk,
     waiters: Vec<Waiter>,
+    /// Clients blocked in BLPOP (blocking.rs).
+    pub(crate) blocking: Blocking,
     /// Observations produced while executing; drained into the loop by the process wrapper.
     pub(crate) pending: Vec<Observation>,
     /// Channel and pattern subscriptions (lost on a crash).
@@ -192,6 +196,7 @@ impl RedisNode {
             repl: ReplState::default(),
             disk: Disk::default(),
             waiters: Vec::new(),
+            blocking: Blocking::default(),
             pending: Vec::new(),
             pubsub: PubSub::default(),
             wrote: false,
@@ -416,8 +421,14 @@ impl RedisNode {
                         return r;
                     }
                 }
-                let reply = self.exec(now_ms, cmd, caller, None);
+                let reply = match cmd {
+                    Command::BLPop { keys, timeout } => {
+                        self.blpop(now_ms, keys, timeout, caller.proc, true)
+                    }
+                    _ => self.exec(now_ms, cmd, caller, None),
+                };
                 self.flush_effects(caller.proc, false);
+                self.serve_ready(now_ms);
                 reply
             }
         }
@@ -500,6 +511,7 @@ impl RedisNode {
         let reply = self.eval(now_ms, script, keys, args, *read_only, by);
         // A script's effects are one unit (MULTI/EXEC around more than one).
         self.flush_effects(by, true);
+        self.serve_ready(now_ms);
         reply
     }
 
@@ -705,6 +717,7 @@ impl RedisNode {
                             expire_at_ms: None,
                         };
                         self.keyspace.insert(k.clone(), entry);
+                        self.signal_list_added(k);
                         Reply::Int(vals.len() as i64)
                     }
                 };
@@ -814,6 +827,8 @@ impl RedisNode {
             Command::ClusterReadMode(_) => Self::cluster_read_mode(),
             Command::Auth { user, .. } => Self::auth(user.as_ref()),
             Command::RandomKey => self.random_key(now),
+            // Queued in a transaction (scripts may not call it): never blocks.
+            Command::BLPop { keys, timeout } => self.blpop(now, keys, timeout, by, false),
         }
     }
 
@@ -1343,7 +1358,11 @@ impl RedisNode {
             self.request_acks();
             return None;
         }
-        Some(self.execute(now_ms, cmd, Caller { proc: Some(from) }))
+        let reply = self.execute(now_ms, cmd, Caller { proc: Some(from) });
+        if self.park(Some(from), id) {
+            return None;
+        }
+        Some(reply)
     }
 
     /// The cron tick (every 100 ms): active expiry, persistence, replication acks, WAIT
@@ -1354,6 +1373,7 @@ impl RedisNode {
         self.flush_propagation(None);
         self.persistence_cron(now_mono_ns);
         self.replication_cron(now_mono_ns);
+        self.before_sleep(now_ms);
         let mut done = Vec::new();
         if self.waiters.is_empty() {
             return done;
@@ -1395,6 +1415,7 @@ impl RedisNode {
             && self.repl.replicas.is_empty()
             && self.other_dbs.is_empty()
             && self.waiters.is_empty()
+            && self.blocking.is_empty()
     }
 
     /// What skipped light ticks read: the sizes the expire cycle sees (constant between
@@ -1417,13 +1438,14 @@ impl RedisNode {
         self.tables != before
     }
 
-    /// The node needs every tick: its replication cron sends, or WAIT clients time out on
-    /// it, or keys outside db 0 expire (`earliest_expiry_ms` reads db 0 only).
+    /// The node needs every tick: its replication cron sends, or WAIT or BLPOP clients time
+    /// out on it, or keys outside db 0 expire (`earliest_expiry_ms` reads db 0 only).
     #[inline]
     pub(crate) fn cron_must_tick(&self) -> bool {
         self.is_replica()
             || !self.repl.replicas.is_empty()
             || !self.waiters.is_empty()
+            || self.blocking.has_deadline()
             || !self.other_dbs.is_empty()
     }
 
@@ -1499,6 +1521,7 @@ impl RedisNode {
         self.scripts.clear();
         self.lua = None;
         self.waiters.clear();
+        self.forget_blocked();
         // Connections die with the process: every subscriber has to subscribe again.
         self.pubsub = PubSub::default();
         self.active_expire = true;
@@ -1536,7 +1559,7 @@ impl RedisNode {
         }
     }
 
-    /// Messages the node wants sent (replication traffic, late WAIT replies).
+    /// Messages the node wants sent (replication traffic, late WAIT and BLPOP replies).
     pub fn drain_outbox(&mut self) -> std::vec::Drain<'_, (ProcId, Msg)> {
         self.repl.outbox.drain(..)
     }
@@ -1726,6 +1749,9 @@ impl Process for RedisProcess {
                 self.node.on_repl(cx.wall_ms, cx.mono_ns, from, m);
             }
             _ => {}
+        }
+        if !self.node.blocking.is_empty() {
+            self.node.before_sleep(cx.wall_ms);
         }
         self.flush(cx);
         self.cron_after_event(cx);

@@ -108,7 +108,10 @@ fn corpus_spot_checks() {
         let c0 = &corpus.cases[0];
         assert_eq!((c0.name.as_str(), c0.line), ("set-get-basic", 23));
         assert_eq!(c0.steps.len(), 10);
-        let StepKind::Command { argv, expect, node } = &c0.steps[5].kind else {
+        let StepKind::Command {
+            argv, expect, node, ..
+        } = &c0.steps[5].kind
+        else {
             panic!()
         };
         assert_eq!(*node, None);
@@ -141,7 +144,10 @@ fn corpus_spot_checks() {
         let c0 = &corpus.cases[0];
         assert_eq!(c0.steps[0].kind, StepKind::Link);
         assert_eq!(c0.steps[1].kind, StepKind::WaitSync);
-        let StepKind::Command { node, argv, expect } = &c0.steps[2].kind else {
+        let StepKind::Command {
+            node, argv, expect, ..
+        } = &c0.steps[2].kind
+        else {
             panic!()
         };
         assert_eq!(*node, Some(NodeRole::Master));
@@ -476,6 +482,63 @@ fn steps_and_directives() {
     assert_eq!(c.cases[1].steps.len(), 2);
     assert_eq!(parse("").unwrap().cases.len(), 0);
     assert_eq!(parse("# only comments\n\n").unwrap().cases.len(), 0);
+}
+
+#[test]
+fn a_named_connection_may_block_and_take_its_reply_on_a_line_of_its_own() {
+    let c = parse(&mr(
+        "@0 replica: [b] BLPOP l 0 -> (blocked)\n@5 master: [w-2] GET k -> (nil)\n@9 replica: [b] <- [\"l\", \"x\"]",
+    ))
+    .unwrap();
+    let kinds: Vec<&StepKind> = c.cases[0].steps.iter().map(|s| &s.kind).collect();
+    assert_eq!(
+        kinds[0],
+        &StepKind::Blocked {
+            node: Some(NodeRole::Replica),
+            conn: Some("b".into()),
+            argv: vec![
+                Arg::Bytes(b"BLPOP".to_vec()),
+                Arg::Bytes(b"l".to_vec()),
+                Arg::Bytes(b"0".to_vec())
+            ],
+        }
+    );
+    assert!(matches!(kinds[1], StepKind::Command { conn: Some(n), .. } if n == "w-2"));
+    assert_eq!(
+        kinds[2],
+        &StepKind::Await {
+            node: Some(NodeRole::Replica),
+            conn: Some("b".into()),
+            expect: Expect::Array(vec![
+                Expect::Bulk(b"l".to_vec()),
+                Expect::Bulk(b"x".to_vec())
+            ]),
+        }
+    );
+    // The default connection may block too; `[x]` as an argument is written quoted.
+    assert!(parse(&single("@0 BLPOP l 0.5 -> (blocked)\n@700 <- (nil)")).is_ok());
+    assert_eq!(Arg::Bytes(b"[x]".to_vec()).to_string(), "\"[x]\"");
+    assert_eq!(Arg::Bytes(b"<-".to_vec()).to_string(), "\"<-\"");
+}
+
+#[test]
+fn a_blocked_connection_sends_nothing_until_its_reply_line() {
+    assert_err(&single("@0 [b] BLPOP l 0 -> (blocked)"), 3, "no '<-' line");
+    assert_err(&single("@0 [b] <- (nil)"), 3, "no blocked command");
+    assert_err(
+        &single("@0 [b] BLPOP l 0 -> (blocked)\n@1 [b] PING -> PONG\n@2 [b] <- (nil)"),
+        4,
+        "blocked since line 3",
+    );
+    assert_err(&single("@0 [b] PING <- (nil)"), 3, "takes no command");
+    assert_err(&single("@0 [b c] PING -> PONG"), 3, "bad connection");
+    assert_err(&single("@0 [] PING -> PONG"), 3, "bad connection");
+    // Another case starts clean only once the blocked command was answered.
+    assert_err(
+        "# case: a\n# topology: single\n@0 [b] BLPOP l 0 -> (blocked)\n# case: b\n# topology: single\n@0 PING -> PONG\n",
+        3,
+        "no '<-' line",
+    );
 }
 
 #[test]

@@ -117,6 +117,8 @@ fn typed_commands_round_trip_through_argv() {
         "AUTH pw",
         "AUTH default pw",
         "RANDOMKEY",
+        "BLPOP l 0",
+        "BLPOP a b 0.5",
     ] {
         let c = Command::parse(&argv(s)).unwrap();
         assert_eq!(Command::parse(&c.to_argv()).unwrap(), c, "{s}");
@@ -205,6 +207,7 @@ fn the_new_commands_are_writes_exactly_when_redis_flags_them_write() {
         ("READWRITE", false),
         ("AUTH pw", false),
         ("RANDOMKEY", false),
+        ("BLPOP l 0", true),
     ] {
         let c = Command::parse(&argv(s)).unwrap();
         assert_eq!(c.is_write(), write, "{s}");
@@ -264,7 +267,7 @@ fn issue_27_argument_errors_have_redis_7_0_15s_texts_and_kinds() {
         copy_options(&[b("bogus"), b("db"), b("16")]),
         Err(ParseError::Reply(ERR_SYNTAX.into()))
     );
-    for name in ["role", "auth"] {
+    for name in ["role", "auth", "blpop"] {
         assert!(is_denied_in_scripts(name), "{name}");
     }
 }

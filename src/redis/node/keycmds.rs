@@ -195,6 +195,7 @@ impl RedisNode {
         self.keyspace.insert(dst.clone(), entry);
         self.keyspace.set_sticky(dst, sticky);
         self.note_written(dst, by);
+        self.signal_list_added(dst);
         self.propagate(|| cmd.clone());
         done()
     }
@@ -236,6 +237,7 @@ impl RedisNode {
         self.keyspace.set_sticky(dst, sticky);
         self.note_written(dst, by);
         self.touch_key(dst);
+        self.signal_list_added(dst);
         self.switch_db(src_db);
         self.propagate(|| cmd.clone());
         Reply::Int(1)
@@ -310,6 +312,7 @@ impl RedisNode {
                         expire_at_ms: None,
                     },
                 );
+                self.signal_list_added(key);
                 vals.len()
             }
         };
