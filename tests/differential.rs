@@ -201,7 +201,7 @@ const GATED_COMMANDS: [&str; 11] = [
 /// Issue 27's commands (strings, keys, hashes, lists, connection and server commands): sent
 /// by `more_op` (BLPOP by `blpop_op`), each only once the model parses it, like
 /// `GATED_COMMANDS`.
-const MORE_COMMANDS: [&str; 21] = [
+const MORE_COMMANDS: [&str; 22] = [
     "strlen",
     "append",
     "setrange",
@@ -223,6 +223,7 @@ const MORE_COMMANDS: [&str; 21] = [
     "auth",
     "randomkey",
     "blpop",
+    "hincrbyfloat",
 ];
 
 /// The db COPY's `DB n` copies into: no SELECT of the mix goes there, and only values
@@ -1359,6 +1360,12 @@ impl Gen {
             "hstrlen" => {
                 op.keys.push(h);
                 vec![b("HSTRLEN"), b(h), b(field(self))]
+            }
+            "hincrbyfloat" => {
+                // Fields hold the mix's values: integers, `3.5`, text that is no float.
+                op.keys.push(h);
+                let by = self.pick(&["1", "0.1", "-2.5", "10.5", "1e3", "0x10", "abc", "inf"]);
+                vec![b("HINCRBYFLOAT"), b(h), b(field(self)), b(by)]
             }
             "hsetnx" => {
                 op.keys.push(h);

@@ -187,6 +187,9 @@ pub enum Command {
     HGet(Bytes, Bytes),
     HExists(Bytes, Bytes),
     HIncrBy(Bytes, Bytes, i64),
+    /// HINCRBYFLOAT key field increment: the increment stays as sent (a long double the
+    /// node reads, after processCommand's refusals); propagated as HSET of the result.
+    HIncrByFloat(Bytes, Bytes, Bytes),
     HDel(Bytes, Vec<Bytes>),
     HGetAll(Bytes),
     HLen(Bytes),
@@ -465,6 +468,7 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("hget", 3, false),
     ("hexists", 3, false),
     ("hincrby", 4, true),
+    ("hincrbyfloat", 4, true),
     ("hdel", -3, true),
     ("hgetall", 2, false),
     ("hlen", 2, false),
@@ -559,6 +563,7 @@ impl Command {
                 | Command::RPush(..)
                 | Command::HSet(..)
                 | Command::HIncrBy(..)
+                | Command::HIncrByFloat(..)
                 | Command::HDel(..)
                 | Command::GetDel(_)
                 | Command::GetEx(..)
@@ -586,6 +591,7 @@ impl Command {
                 | Command::RPush(..)
                 | Command::HSet(..)
                 | Command::HIncrBy(..)
+                | Command::HIncrByFloat(..)
                 | Command::Append(..)
                 | Command::SetRange(..)
                 | Command::Copy { .. }
@@ -801,6 +807,7 @@ impl Command {
             "hget" => Command::HGet(a[0].clone(), a[1].clone()),
             "hexists" => Command::HExists(a[0].clone(), a[1].clone()),
             "hincrby" => Command::HIncrBy(a[0].clone(), a[1].clone(), int_arg(&a[2])?),
+            "hincrbyfloat" => Command::HIncrByFloat(a[0].clone(), a[1].clone(), a[2].clone()),
             "hdel" => Command::HDel(a[0].clone(), a[1..].to_vec()),
             "hgetall" => Command::HGetAll(a[0].clone()),
             "hlen" => Command::HLen(a[0].clone()),
@@ -1012,6 +1019,9 @@ impl Command {
             Command::HGet(k, f) => vec![b("HGET"), k.clone(), f.clone()],
             Command::HExists(k, f) => vec![b("HEXISTS"), k.clone(), f.clone()],
             Command::HIncrBy(k, f, by) => vec![b("HINCRBY"), k.clone(), f.clone(), n(*by)],
+            Command::HIncrByFloat(k, f, by) => {
+                vec![b("HINCRBYFLOAT"), k.clone(), f.clone(), by.clone()]
+            }
             Command::HDel(k, fields) => [b("HDEL"), k.clone()]
                 .into_iter()
                 .chain(fields.iter().cloned())

@@ -746,6 +746,7 @@ impl RedisNode {
             | Command::HLen(_)
             | Command::HMGet(..) => self.hash_read(now, cmd),
             Command::HIncrBy(key, field, delta) => self.hincrby(now, key, field, *delta, by),
+            Command::HIncrByFloat(key, field, raw) => self.hincrbyfloat(now, key, field, raw, by),
             Command::HDel(key, fields) => self.hdel(now, key, fields, cmd, by),
             Command::GetDel(key) => match self.lookup(key, now) {
                 None => Reply::Nil,

@@ -118,6 +118,8 @@ fn typed_commands_round_trip_through_argv() {
         "AUTH default pw",
         "RANDOMKEY",
         "BLPOP l 0",
+        "HINCRBYFLOAT h f 10.5",
+        "HINCRBYFLOAT h f abc",
         "BLPOP a b 0.5",
     ] {
         let c = Command::parse(&argv(s)).unwrap();
@@ -208,6 +210,7 @@ fn the_new_commands_are_writes_exactly_when_redis_flags_them_write() {
         ("AUTH pw", false),
         ("RANDOMKEY", false),
         ("BLPOP l 0", true),
+        ("HINCRBYFLOAT h f 1.5", true),
     ] {
         let c = Command::parse(&argv(s)).unwrap();
         assert_eq!(c.is_write(), write, "{s}");

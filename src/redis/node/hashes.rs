@@ -1,5 +1,5 @@
-//! The hash commands: HSET/HMSET, HGET-family reads, HINCRBY, HDEL, HSETNX, HKEYS, HVALS,
-//! HSTRLEN, as Redis 7.0.15's `t_hash.c` runs them (the order of checks, replies and error
+//! The hash commands: HSET/HMSET, HGET-family reads, HINCRBY, HINCRBYFLOAT, HDEL, HSETNX,
+//! HKEYS, HVALS, HSTRLEN, as Redis 7.0.15's `t_hash.c` runs them (the order of checks, replies and error
 //! texts, the propagated effect), and the listpack-to-hashtable conversion OBJECT ENCODING
 //! shows. A child of node: it only adds `impl` blocks to `RedisNode`.
 
@@ -10,6 +10,7 @@ use crate::redis::keyspace::{
     ELEMENT_OVERHEAD_BYTES, Entry, HASH_MAX_LISTPACK_ENTRIES, HASH_MAX_LISTPACK_VALUE, Sticky,
     Value,
 };
+use crate::redis::long_double::LongDouble;
 use crate::redis::node::{ERR_OVERFLOW, RedisNode, WRONGTYPE};
 use crate::time::ProcId;
 
@@ -178,25 +179,81 @@ impl RedisNode {
             return self.drop_if_empty_hash(key, Reply::err(ERR_OVERFLOW));
         };
         let text = Bytes::from_slice(next.to_string().as_bytes());
-        let grew = match slot {
-            Some(j) => {
-                let was = fields[j].1.len();
-                let grew = text.len() as i64 - was as i64;
-                fields[j].1 = text;
-                grew
-            }
-            None => {
-                let grew = (ELEMENT_OVERHEAD_BYTES + (field.len() + text.len()) as u64) as i64;
-                fields.push((field.clone(), text));
-                grew
-            }
-        };
-        self.keyspace.resized(grew);
+        self.store_field(i, field, text);
         // hashTypeSet converts a listpack for a long field (its value is a number).
         self.note_hash_field_written(key, field);
         self.note_written(key, by);
         self.propagate(|| Command::HIncrBy(key.clone(), field.clone(), delta));
         Reply::Int(next)
+    }
+
+    /// HINCRBYFLOAT (`hincrbyfloatCommand`): the increment is read first (a long double,
+    /// neither NaN nor infinite), then the key's type, then the field's value (a long
+    /// double too); the sum is stored as `%.17Lf` with its zeros trimmed, and propagated as
+    /// HSET of that text, so that replicas need not add floats themselves.
+    pub(super) fn hincrbyfloat(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        field: &Bytes,
+        raw: &[u8],
+        by: Option<ProcId>,
+    ) -> Reply {
+        let Some(incr) = LongDouble::parse(raw) else {
+            return Reply::err("ERR value is not a valid float");
+        };
+        if incr.is_inf() {
+            return Reply::err("ERR value is NaN or Infinity");
+        }
+        let i = match self.hash_for_write(key, now) {
+            Ok(i) => i,
+            Err(e) => return e,
+        };
+        let Value::Hash(fields) = self.keyspace.value_at_mut(i) else {
+            unreachable!("hash_for_write returns a hash")
+        };
+        let current = match fields.iter().find(|(f, _)| f == field) {
+            None => LongDouble::ZERO,
+            Some((_, v)) => match LongDouble::parse(v) {
+                Some(v) => v,
+                None => {
+                    let e = Reply::err("ERR hash value is not a float");
+                    return self.drop_if_empty_hash(key, e);
+                }
+            },
+        };
+        let Some(sum) = current.plus(incr).filter(|s| !s.is_inf()) else {
+            let e = Reply::err("ERR increment would produce NaN or Infinity");
+            return self.drop_if_empty_hash(key, e);
+        };
+        let text = Bytes::from_slice(sum.to_human().as_bytes());
+        self.store_field(i, field, text.clone());
+        let pair = [(field.clone(), text.clone())];
+        self.note_hash_encoding(key, &pair);
+        self.note_written(key, by);
+        self.propagate(|| Command::HSet(key.clone(), pair.to_vec()));
+        Reply::Bulk(text.to_vec())
+    }
+
+    /// Sets `field` of the hash at position `i` to `value` (added last when missing), and
+    /// the keyspace's weight with it.
+    fn store_field(&mut self, i: usize, field: &Bytes, value: Bytes) {
+        let Value::Hash(fields) = self.keyspace.value_at_mut(i) else {
+            unreachable!("store_field of a hash")
+        };
+        let grew = match fields.iter_mut().find(|(f, _)| f == field) {
+            Some(slot) => {
+                let grew = value.len() as i64 - slot.1.len() as i64;
+                slot.1 = value;
+                grew
+            }
+            None => {
+                let grew = (ELEMENT_OVERHEAD_BYTES + (field.len() + value.len()) as u64) as i64;
+                fields.push((field.clone(), value));
+                grew
+            }
+        };
+        self.keyspace.resized(grew);
     }
 
     /// An error after `hash_for_write` created a hash: an empty hash is never left stored
