@@ -382,3 +382,146 @@ fn batches_expire_with_the_same_stragglers_with_and_without_sleeping_crons() {
     }
     assert!(due < every, "{due} of {every}");
 }
+
+/// Clients that BLPOP keys `q0`..`q2` with timeouts of 0 to 900 ms (or none) and push to
+/// them at random moments: each is a process of its own, so the node keeps one blocked
+/// request per client.
+#[derive(Clone)]
+struct Poppers {
+    next_id: u64,
+}
+
+impl Process for Poppers {
+    fn on_start(&mut self, cx: &mut Cx<'_>) {
+        let first = cx.rng.below(50 * NS_PER_MS);
+        cx.set_timer(first, 0);
+    }
+    fn on_message(&mut self, _cx: &mut Cx<'_>, _from: ProcId, _msg: Msg) {}
+    fn on_timer(&mut self, cx: &mut Cx<'_>, _tag: u64) {
+        self.next_id += 1;
+        let key = |cx: &mut Cx<'_>| Bytes::from(format!("q{}", cx.rng.below(3)).as_str());
+        let cmd = if cx.rng.below(2) == 0 {
+            let timeout = match cx.rng.below(5) {
+                0 => "0".to_string(),
+                _ => format!("0.{:03}", cx.rng.below(900)),
+            };
+            Command::BLPop {
+                keys: vec![key(cx), key(cx)],
+                timeout: Bytes::from(timeout.as_str()),
+            }
+        } else {
+            Command::LPush(key(cx), vec![Bytes::from("x")])
+        };
+        cx.send(
+            ProcId(0),
+            Msg::Request {
+                id: self.next_id,
+                cmd,
+            },
+        );
+        let next = 20 * NS_PER_MS + cx.rng.below(700 * NS_PER_MS);
+        cx.set_timer(next, 0);
+    }
+    fn on_restart(&mut self, _keep_data: bool) {}
+    fn clone_box(&self) -> Option<Box<dyn Process>> {
+        Some(Box::new(self.clone()))
+    }
+}
+
+fn popper_world(seed: u64, mode: CronMode) -> World {
+    let redis = RedisProcess::new(RedisConfig::default())
+        .with_cron_phase(Seed(seed).stream("cron-phase", 0));
+    let mut procs = vec![ProcSpec {
+        name: "redis".into(),
+        actor: Actor::Redis(Box::new(redis)),
+        clock: NodeClock::new(1_700_000_000_000, 0, 2_003),
+        start_at: SimTime::ZERO,
+    }];
+    for i in 0..4 {
+        procs.push(ProcSpec {
+            name: format!("popper{i}"),
+            actor: Actor::Custom(Box::new(Poppers { next_id: 0 })),
+            clock: NodeClock::perfect(1_700_000_000_000),
+            start_at: SimTime::ZERO,
+        });
+    }
+    let limits = Limits {
+        max_time: SimTime::from_ms(15_000),
+        max_events: 10_000_000,
+    };
+    let link = LinkSpec::new(100_000, 2 * NS_PER_MS, Ratio::new(0, 1).unwrap());
+    let mut w = with_mode(
+        World::new(Seed(seed), limits, link, procs, TraceMode::Full),
+        mode,
+    );
+    // Clock steps (deadlines are on the node's wall clock), pauses and crashes of the node.
+    let mut rng = Seed(seed).stream("cron-test-faults", 0);
+    let node = ProcId(0);
+    for _ in 0..8 {
+        let at = SimTime(rng.below(14_000 * NS_PER_MS));
+        let (kind, duration) = match rng.below(3) {
+            0 => (
+                FaultKind::ClockStep {
+                    proc: node,
+                    delta_ms: rng.below(2_000) as i64 - 1_000,
+                },
+                None,
+            ),
+            1 => (
+                FaultKind::Pause(node),
+                Some(NS_PER_MS + rng.below(500 * NS_PER_MS)),
+            ),
+            _ => (
+                FaultKind::Crash {
+                    proc: node,
+                    keep_data: true,
+                    host_up: true,
+                },
+                Some(NS_PER_MS + rng.below(300 * NS_PER_MS)),
+            ),
+        };
+        w.schedule(Fault::new(at, duration, kind));
+    }
+    w.run();
+    w
+}
+
+/// The BLPOP replies the poppers got: (served, timed out).
+fn popper_replies(w: &World) -> (usize, usize) {
+    let mut served = (0, 0);
+    for e in &w.trace.entries {
+        if let TraceKind::Recv {
+            msg: Msg::Reply { reply, .. },
+            ..
+        } = &e.kind
+        {
+            match reply {
+                distlock_sim::proto::Reply::Array(_) => served.0 += 1,
+                distlock_sim::proto::Reply::Nil => served.1 += 1,
+                _ => {}
+            }
+        }
+    }
+    served
+}
+
+#[test]
+fn blpop_clients_time_out_and_are_served_the_same_with_and_without_sleeping_crons() {
+    let (mut every, mut due) = (0, 0);
+    let (mut served, mut timed_out) = (0, 0);
+    for seed in 0..12 {
+        let a = popper_world(seed, CronMode::EveryTick);
+        let b = popper_world(seed, CronMode::WhenDue);
+        assert_eq!(transcript(&a), transcript(&b), "seed {seed}");
+        every += cron_ticks(&a);
+        due += cron_ticks(&b);
+        let (s, t) = popper_replies(&b);
+        served += s;
+        timed_out += t;
+    }
+    assert!(due < every, "{due} of {every}");
+    assert!(
+        served > 100 && timed_out > 100,
+        "{served} served, {timed_out} timed out"
+    );
+}

@@ -22,7 +22,12 @@
 //! - GT/LT never compare two deadlines closer than [`DEADLINE_GAP_MS`];
 //! - TTL/EXPIRETIME (rounded to whole seconds) near a rounding edge are sent as PTTL /
 //!   PEXPIRETIME instead;
-//! - ms-valued replies (PTTL, PEXPIRETIME, a script's pttl) compare as the corpus's `~N`.
+//! - ms-valued replies (PTTL, PEXPIRETIME, a script's pttl) compare as the corpus's `~N`;
+//! - a BLPOP that may block goes on a second connection (`[b]`, [`BLOCKER`]): at most one
+//!   is parked at a time, its reply is read when the model has answered it (a push, a
+//!   RENAME, a COPY, a script or transaction of the main connection) and looked for
+//!   otherwise; no command is sent from [`DANGER_MS`] before its deadline until a cron
+//!   tick and [`PAST_MARGIN_MS`] after it (both sides time it out on their own tick).
 //!
 //! The sequence a seed produces depends on those time probes, so the recorded case, not the
 //! seed, is what reproduces a run exactly.
@@ -40,7 +45,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use distlock_sim::conformance::corpus::{Arg, Expect, IntPattern, resolve_arg};
 use distlock_sim::conformance::runner::CASE_START_UNIX_MS;
-use distlock_sim::conformance::{NodeReplay, run_text};
+use distlock_sim::conformance::{NodeReplay, Sent, run_text};
 use distlock_sim::proto::Reply;
 use distlock_sim::rng::Prng;
 use sha1::{Digest, Sha1};
@@ -194,8 +199,9 @@ const GATED_COMMANDS: [&str; 11] = [
 ];
 
 /// Issue 27's commands (strings, keys, hashes, lists, connection and server commands): sent
-/// by `more_op`, each only once the model parses it, like `GATED_COMMANDS`.
-const MORE_COMMANDS: [&str; 20] = [
+/// by `more_op` (BLPOP by `blpop_op`), each only once the model parses it, like
+/// `GATED_COMMANDS`.
+const MORE_COMMANDS: [&str; 22] = [
     "strlen",
     "append",
     "setrange",
@@ -216,11 +222,31 @@ const MORE_COMMANDS: [&str; 20] = [
     "readwrite",
     "auth",
     "randomkey",
+    "blpop",
+    "hincrbyfloat",
 ];
 
 /// The db COPY's `DB n` copies into: no SELECT of the mix goes there, and only values
 /// without a deadline are copied there, so no key of it is ever near its expiry.
 const COPY_DB: &str = "3";
+
+/// The connection a BLPOP that may block is sent on.
+const BLOCKER: &str = "b";
+/// The key every BLPOP of the mix names: no other command names it, so it is a list or
+/// missing, and a push to it ends a BLPOP without a timeout at the end of a seed.
+const QUEUE_KEY: &str = "q";
+/// BLPOP's timeouts: the text and the model's ms (`None`: none, `-0.0005` included: its
+/// ceiling is zero).
+const BLPOP_TIMEOUTS: [(&str, Option<u64>); 6] = [
+    ("0", None),
+    ("0.3", Some(300)),
+    ("0.5", Some(500)),
+    ("1", Some(1000)),
+    ("1.5", Some(1500)),
+    ("-0.0005", None),
+];
+/// The cron period: a timeout passes at the first tick after its deadline.
+const CRON_MS: u64 = 100;
 
 /// A db no other command of the mix writes: RANDOMKEY's 0- and 1-key cases are sent there
 /// when the selected db holds more keys.
@@ -426,6 +452,9 @@ if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('renamenx', KEYS
 return redis.call('copy', KEYS[1], KEYS[2], 'replace')";
 const USER_ROLE: &str = "local r = redis.pcall('role')
 return {r['err'], redis.call('echo', ARGV[1])}";
+/// BLPOP refused in a script (NOSCRIPT), beside a non-blocking pop of the queue.
+const USER_BLPOP: &str = "local r = redis.pcall('blpop', KEYS[1], 0)
+return {r['err'], redis.call('lpop', 'q')}";
 
 /// Users' scripts: cjson (encode with nested tables and `cjson.null`, decode of whatever the
 /// key holds, its errors caught by pcall), bit operations on a stored number, a cmsgpack
@@ -494,6 +523,14 @@ const USER_SCRIPTS: &[LibScript] = &[
         args: ScriptArgs::Token,
         returns_pttl: false,
         needs: &["echo"],
+    },
+    LibScript {
+        name: "user-blpop",
+        src: USER_BLPOP,
+        max_keys: 1,
+        args: ScriptArgs::Token,
+        returns_pttl: false,
+        needs: &["blpop", "lpop"],
     },
 ];
 
@@ -610,6 +647,12 @@ impl Resp {
 
     /// Sends an array of bulk strings, reads one reply.
     fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
+        self.send(argv);
+        self.reply()
+    }
+
+    /// Sends an array of bulk strings without reading (a command that may block).
+    fn send(&mut self, argv: &[Vec<u8>]) {
         let mut req = format!("*{}\r\n", argv.len()).into_bytes();
         for a in argv {
             req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
@@ -617,7 +660,34 @@ impl Resp {
             req.extend_from_slice(b"\r\n");
         }
         self.out.write_all(&req).expect("send to redis-server");
-        self.reply()
+    }
+
+    /// Has a reply come, or does one within `wait`?
+    fn ready(&mut self, wait: Duration) -> bool {
+        if !self.input.buffer().is_empty() {
+            return true;
+        }
+        let stream = self.input.get_ref();
+        stream
+            .set_read_timeout(Some(wait.max(Duration::from_micros(1))))
+            .unwrap();
+        let got = match self.input.fill_buf() {
+            Ok(b) => !b.is_empty(),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                false
+            }
+            Err(e) => panic!("read from redis-server: {e}"),
+        };
+        self.input
+            .get_ref()
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        got
     }
 
     fn line(&mut self) -> String {
@@ -677,6 +747,8 @@ enum Timing {
 
 #[derive(Default)]
 struct Op {
+    /// `Some(BLOCKER)`: a BLPOP sent on the blocking connection.
+    conn: Option<&'static str>,
     argv: Vec<Arg>,
     /// Keys it reads or writes (each must be away from its expiry edge). For the head of a
     /// transaction block: every key of the block.
@@ -718,6 +790,8 @@ struct Gen {
     gated: Vec<&'static str>,
     /// The `MORE_COMMANDS` the model knows.
     more: Vec<&'static str>,
+    /// A BLPOP is parked on the blocking connection: no other is sent there.
+    blocker_busy: bool,
 }
 
 impl Gen {
@@ -727,6 +801,16 @@ impl Gen {
     fn chance(&mut self, per_hundred: u64) -> bool {
         self.rng.below(100) < per_hundred
     }
+    /// A key for a list command: "s" (the mix's key that may be a list) mostly, the queue
+    /// key a parked BLPOP waits on now and then, another key rarely.
+    fn list_key(&mut self) -> &'static str {
+        match self.rng.below(10) {
+            0..=5 => "s",
+            6..=8 => QUEUE_KEY,
+            _ => self.key(),
+        }
+    }
+
     fn key(&mut self) -> &'static str {
         // "n" holds integers most of the time, "s" is the one that may become a list.
         self.pick(&KEYS)
@@ -769,6 +853,7 @@ impl Gen {
         match self.rng.below(100) {
             0..=2 => return self.select_op(),
             3..=8 => return self.transaction(t),
+            9..=13 if self.more.contains(&"blpop") => return self.blpop_op(Some(model), at_ms),
             _ => {}
         }
         let mut op = Op::default();
@@ -1091,6 +1176,7 @@ impl Gen {
                     self.more_op(&mut op, None, 0);
                     op
                 }
+                7 if self.more.contains(&"blpop") => self.blpop_op(None, 0),
                 _ => {
                     let mut op = Op::default();
                     self.script_op(&mut op);
@@ -1275,6 +1361,12 @@ impl Gen {
                 op.keys.push(h);
                 vec![b("HSTRLEN"), b(h), b(field(self))]
             }
+            "hincrbyfloat" => {
+                // Fields hold the mix's values: integers, `3.5`, text that is no float.
+                op.keys.push(h);
+                let by = self.pick(&["1", "0.1", "-2.5", "10.5", "1e3", "0x10", "abc", "inf"]);
+                vec![b("HINCRBYFLOAT"), b(h), b(field(self)), b(by)]
+            }
             "hsetnx" => {
                 op.keys.push(h);
                 vec![b("HSETNX"), b(h), b(field(self)), b(self.pick(&VALUES))]
@@ -1291,8 +1383,9 @@ impl Gen {
                 v
             }
             "lpush" => {
-                // "s" mostly: the key that may be a list.
-                let k = if self.chance(80) { "s" } else { self.key() };
+                // "s" mostly: the key that may be a list; the queue key a parked BLPOP waits
+                // on, now and then.
+                let k = self.list_key();
                 op.keys.push(k);
                 let mut v = vec![b("LPUSH"), b(k), b(self.pick(&TOKENS))];
                 if self.chance(30) {
@@ -1301,7 +1394,7 @@ impl Gen {
                 v
             }
             "lpop" => {
-                let k = if self.chance(80) { "s" } else { self.key() };
+                let k = self.list_key();
                 op.keys.push(k);
                 let mut v = vec![b("LPOP"), b(k)];
                 if self.chance(50) {
@@ -1310,7 +1403,7 @@ impl Gen {
                 v
             }
             "llen" => {
-                let k = if self.chance(80) { "s" } else { self.key() };
+                let k = self.list_key();
                 op.keys.push(k);
                 vec![b("LLEN"), b(k)]
             }
@@ -1362,6 +1455,56 @@ impl Gen {
         if cmd == "object" && op.argv.len() == 3 {
             op.label = "OBJECT ENCODING".into();
         }
+    }
+
+    /// BLPOP on the queue key and another of the mix's keys. On the blocking connection
+    /// when it is free (`model`: `Some`, not in a MULTI block), where it may block; on the
+    /// main one only when it cannot (a key exists, or the timeout is refused) or inside a
+    /// MULTI block (`model`: `None`), where it never blocks.
+    fn blpop_op(&mut self, model: Option<&mut NodeReplay>, at_ms: u64) -> Op {
+        let keys: Vec<&'static str> = match self.rng.below(4) {
+            0 => vec![QUEUE_KEY],
+            1 => vec!["s", QUEUE_KEY],
+            2 => vec![QUEUE_KEY, "s"],
+            _ => vec![self.key(), QUEUE_KEY],
+        };
+        let mut timeout = self.pick(&BLPOP_TIMEOUTS).0;
+        if self.chance(5) {
+            timeout = self.pick(&["abc", "-1", "nan", "1e300"]);
+        }
+        let mut op = Op {
+            keys: keys.clone(),
+            label: "BLPOP".into(),
+            ..Op::default()
+        };
+        op.argv = std::iter::once(b("BLPOP"))
+            .chain(keys.iter().map(|k| b(k)))
+            .chain([b(timeout)])
+            .collect();
+        let Some(model) = model else {
+            return op;
+        };
+        if !self.blocker_busy && self.chance(70) {
+            op.conn = Some(BLOCKER);
+            op.label = "[b] BLPOP".into();
+        } else if self.blocker_busy && self.chance(50) {
+            // A push by another client, which serves the parked one (on db 0).
+            let cmd = self.pick(&["LPUSH", "RPUSH"]);
+            op.argv = vec![b(cmd), b(QUEUE_KEY), b(self.pick(&TOKENS))];
+            if self.chance(30) {
+                op.argv.push(b(self.pick(&TOKENS)));
+            }
+            op.label = cmd.into();
+        } else if keys
+            .iter()
+            .all(|k| probe_int(model, at_ms, "EXISTS", k) == 0)
+            && BLPOP_TIMEOUTS.iter().any(|(t, _)| *t == timeout)
+        {
+            // It would block the main connection: a refused timeout instead.
+            let last = op.argv.len() - 1;
+            op.argv[last] = b("abc");
+        }
+        op
     }
 
     fn script_op(&mut self, op: &mut Op) {
@@ -1500,13 +1643,15 @@ fn render_args(argv: &[Arg]) -> String {
 #[derive(Default)]
 struct Totals {
     commands: usize,
+    /// Replies of parked BLPOPs compared (`<-` lines).
+    awaited: usize,
     waits: usize,
     wait_ms: i64,
     covered: BTreeMap<String, usize>,
 }
 
 /// Runs one seed against both; returns the recorded case text.
-fn run_seed(seed: u64, server: &mut Resp, totals: &mut Totals) -> String {
+fn run_seed(seed: u64, server: &mut Resp, blocker: &mut Resp, totals: &mut Totals) -> String {
     assert_eq!(server.call(&[b"FLUSHALL".to_vec()]), Reply::Ok);
     assert_eq!(
         server.call(&[b"SCRIPT".to_vec(), b"FLUSH".to_vec()]),
@@ -1515,7 +1660,6 @@ fn run_seed(seed: u64, server: &mut Resp, totals: &mut Totals) -> String {
     // The connection outlives a seed: back to db 0 with nothing watched.
     assert_eq!(server.call(&[b"SELECT".to_vec(), b"0".to_vec()]), Reply::Ok);
     assert_eq!(server.call(&[b"UNWATCH".to_vec()]), Reply::Ok);
-    let mut model = NodeReplay::new();
     let mut g = Gen {
         rng: Prng::new(seed, 0xd1ff),
         scripts: SCRIPTS
@@ -1531,27 +1675,40 @@ fn run_seed(seed: u64, server: &mut Resp, totals: &mut Totals) -> String {
             .into_iter()
             .filter(|c| model_knows(c))
             .collect(),
+        blocker_busy: false,
     };
     // The case starts on the whole second before now, as every corpus case does.
     let start = unix_ms_now() / 1000 * 1000;
-    let mut case = format!("# case: differential-seed-{seed}\n# topology: single\n");
-    let elapsed = || (unix_ms_now() - start) as u64;
-    while totals_here(&case) < COMMANDS_PER_SEED {
+    let mut run = SeedRun {
+        seed,
+        start,
+        model: NodeReplay::new(),
+        case: format!("# case: differential-seed-{seed}\n# topology: single\n"),
+        sent: 0,
+        last_ms: 0,
+        server,
+        blocker,
+        parked: None,
+        totals,
+    };
+    while run.sent < COMMANDS_PER_SEED {
         let (at_ms, mut op) = loop {
-            let at_ms = elapsed();
-            let op = g.op(&mut model, at_ms);
+            run.await_timeout_if_near();
+            let at_ms = run.now_ms();
+            g.blocker_busy = run.parked.is_some();
+            let op = g.op(&mut run.model, at_ms);
             // A key about to expire is not touched: wait until it is well past.
             let wait = op
                 .keys
                 .iter()
-                .map(|k| probe_int(&mut model, at_ms, "PTTL", k))
+                .map(|k| probe_int(&mut run.model, at_ms, "PTTL", k))
                 .filter(|r| (0..DANGER_MS).contains(r))
                 .max();
             match wait {
                 None => break (at_ms, op),
                 Some(r) => {
-                    totals.waits += 1;
-                    totals.wait_ms += r + PAST_MARGIN_MS;
+                    run.totals.waits += 1;
+                    run.totals.wait_ms += r + PAST_MARGIN_MS;
                     std::thread::sleep(Duration::from_millis((r + PAST_MARGIN_MS) as u64));
                 }
             }
@@ -1560,39 +1717,229 @@ fn run_seed(seed: u64, server: &mut Resp, totals: &mut Totals) -> String {
         let mut at_ms = at_ms;
         for (i, op) in std::iter::once(op).chain(rest).enumerate() {
             if i > 0 {
-                at_ms = elapsed().max(at_ms);
+                at_ms = run.now_ms().max(at_ms);
             }
-            let real_argv: Vec<Vec<u8>> = op.argv.iter().map(|a| resolve_arg(a, start)).collect();
-            let real = server.call(&real_argv);
-            let got = model.execute(at_ms, &op.argv);
-            let expect = expect_of(&real, op.timing, start);
-            let line = format!("@{at_ms} {} -> {expect}\n", render_args(&op.argv));
-            if !expect.matches(&got, CASE_START_UNIX_MS) {
-                panic!(
-                    "seed {seed}: the model and redis-server differ\n\
-                     command: {}\n\
-                     redis-server: {real}\n\
-                     model:        {got}\n\
-                     sequence so far (corpus syntax, the last line as the server answered):\n{case}{line}",
-                    render_args(&op.argv)
-                );
-            }
-            case.push_str(&line);
-            totals.commands += 1;
-            let label = if op.label.is_empty() {
-                label_of(&op.argv)
+            if op.conn == Some(BLOCKER) {
+                run.send_blocker(at_ms, op);
             } else {
-                op.label
-            };
-            *totals.covered.entry(label).or_default() += 1;
+                run.send_main(at_ms, op);
+                run.check_blocker(at_ms);
+            }
         }
     }
-    case
+    run.finish_blocker();
+    run.case
 }
 
-/// Commands in a case so far (a transaction block may end a seed a few past the count).
-fn totals_here(case: &str) -> usize {
-    case.lines().filter(|l| l.starts_with('@')).count()
+/// A BLPOP parked on the blocking connection.
+struct Parked {
+    /// The model's deadline, ms since the case start (`None`: it has none).
+    deadline_ms: Option<u64>,
+}
+
+/// One seed as it runs: the model, the server's two connections, the recording so far.
+struct SeedRun<'a> {
+    seed: u64,
+    /// The case start, unix ms (a whole second).
+    start: i64,
+    model: NodeReplay,
+    case: String,
+    /// Commands sent so far (a transaction block may end a seed a few past the count).
+    sent: usize,
+    // Invariant: the @T of the last line recorded (virtual time never goes back).
+    last_ms: u64,
+    server: &'a mut Resp,
+    blocker: &'a mut Resp,
+    parked: Option<Parked>,
+    totals: &'a mut Totals,
+}
+
+impl SeedRun<'_> {
+    /// Ms since the case start, never before the last line's.
+    fn now_ms(&self) -> u64 {
+        ((unix_ms_now() - self.start).max(0) as u64).max(self.last_ms)
+    }
+
+    fn real_argv(&self, op: &Op) -> Vec<Vec<u8>> {
+        op.argv.iter().map(|a| resolve_arg(a, self.start)).collect()
+    }
+
+    /// Fails the test with the seed, the sequence so far and both replies.
+    fn differ(&self, what: &str, real: &str, got: &str, line: &str) -> ! {
+        panic!(
+            "seed {}: the model and redis-server differ\n\
+             command: {what}\n\
+             redis-server: {real}\n\
+             model:        {got}\n\
+             sequence so far (corpus syntax, the last line as the server answered):\n{}{line}",
+            self.seed, self.case
+        );
+    }
+
+    fn record(&mut self, at_ms: u64, line: String, label: String) {
+        self.last_ms = at_ms;
+        self.case.push_str(&line);
+        *self.totals.covered.entry(label).or_default() += 1;
+    }
+
+    fn count_command(&mut self) {
+        self.sent += 1;
+        self.totals.commands += 1;
+    }
+
+    fn send_main(&mut self, at_ms: u64, op: Op) {
+        let real = self.server.call(&self.real_argv(&op));
+        let got = self.model.execute(at_ms, &op.argv);
+        let expect = expect_of(&real, op.timing, self.start);
+        let line = format!("@{at_ms} {} -> {expect}\n", render_args(&op.argv));
+        if !expect.matches(&got, CASE_START_UNIX_MS) {
+            self.differ(
+                &render_args(&op.argv),
+                &real.to_string(),
+                &got.to_string(),
+                &line,
+            );
+        }
+        self.count_command();
+        let label = if op.label.is_empty() {
+            label_of(&op.argv)
+        } else {
+            op.label
+        };
+        self.record(at_ms, line, label);
+    }
+
+    /// A BLPOP on the blocking connection: answered at once by both, or parked by both.
+    fn send_blocker(&mut self, at_ms: u64, op: Op) {
+        let real_argv = self.real_argv(&op);
+        self.blocker.send(&real_argv);
+        let text = format!("[{BLOCKER}] {}", render_args(&op.argv));
+        self.count_command();
+        match self.model.send(Some(BLOCKER), at_ms, &op.argv) {
+            Sent::Reply(got) => {
+                let real = self.blocker.reply();
+                let expect = expect_of(&real, Timing::Exact, self.start);
+                let line = format!("@{at_ms} {text} -> {expect}\n");
+                if !expect.matches(&got, CASE_START_UNIX_MS) {
+                    self.differ(&text, &real.to_string(), &got.to_string(), &line);
+                }
+                self.record(at_ms, line, op.label);
+            }
+            Sent::Blocked => {
+                let line = format!("@{at_ms} {text} -> (blocked)\n");
+                if self.blocker.ready(Duration::from_millis(20)) {
+                    let real = self.blocker.reply();
+                    self.differ(&text, &real.to_string(), "(blocked)", &line);
+                }
+                let timeout_ms = BLPOP_TIMEOUTS
+                    .iter()
+                    .find(|(t, _)| Some(&b(t)) == op.argv.last())
+                    .and_then(|(_, ms)| *ms);
+                self.parked = Some(Parked {
+                    deadline_ms: timeout_ms.map(|ms| at_ms + ms),
+                });
+                self.record(at_ms, line, format!("{} (blocked)", op.label));
+            }
+        }
+    }
+
+    /// After a command of the main connection: the parked BLPOP is answered by both (the
+    /// server's reply read) or by neither.
+    fn check_blocker(&mut self, at_ms: u64) {
+        if self.parked.is_none() {
+            return;
+        }
+        if self.model.has_reply(Some(BLOCKER)) {
+            self.take_blocker_reply(at_ms);
+        } else if self.blocker.ready(Duration::from_millis(2)) {
+            let real = self.blocker.reply();
+            let line = format!("@{at_ms} [{BLOCKER}] <- {real}\n");
+            self.differ(
+                &format!("[{BLOCKER}] <-"),
+                &real.to_string(),
+                "(blocked)",
+                &line,
+            );
+        }
+    }
+
+    /// The parked BLPOP's reply from both; the model's must have come.
+    fn take_blocker_reply(&mut self, at_ms: u64) {
+        let got = self.model.take_reply(Some(BLOCKER));
+        let real = self.blocker.reply();
+        let expect = expect_of(&real, Timing::Exact, self.start);
+        let line = format!("@{at_ms} [{BLOCKER}] <- {expect}\n");
+        let got = got.map_or("(blocked)".to_string(), |g| {
+            if expect.matches(&g, CASE_START_UNIX_MS) {
+                String::new()
+            } else {
+                g.to_string()
+            }
+        });
+        if !got.is_empty() {
+            self.differ(&format!("[{BLOCKER}] <-"), &real.to_string(), &got, &line);
+        }
+        self.parked = None;
+        self.totals.awaited += 1;
+        self.record(at_ms, line, format!("[{BLOCKER}] <-"));
+    }
+
+    /// Near a parked BLPOP's deadline: nothing is sent until both sides' cron ticks have
+    /// timed it out, then its replies are compared.
+    fn await_timeout_if_near(&mut self) {
+        let Some(deadline) = self.parked.as_ref().and_then(|p| p.deadline_ms) else {
+            return;
+        };
+        if self.now_ms() + (DANGER_MS as u64) < deadline {
+            return;
+        }
+        let past = deadline + CRON_MS + PAST_MARGIN_MS as u64;
+        let now = self.now_ms();
+        if past > now {
+            std::thread::sleep(Duration::from_millis(past - now));
+        }
+        let at_ms = self.now_ms();
+        self.model.advance(at_ms);
+        self.take_blocker_reply(at_ms);
+    }
+
+    /// At the end of a seed nothing stays parked: a timeout is waited for, a BLPOP
+    /// without one is served by a push to the queue key.
+    fn finish_blocker(&mut self) {
+        let Some(p) = &self.parked else {
+            return;
+        };
+        if let Some(deadline) = p.deadline_ms {
+            let now = self.now_ms();
+            let near = deadline.saturating_sub(DANGER_MS as u64);
+            if near > now {
+                std::thread::sleep(Duration::from_millis(near - now));
+            }
+            self.await_timeout_if_near();
+            return;
+        }
+        // The mix selects other dbs on the main connection: the push goes to db 0's queue.
+        let back = self.model.selected_db().to_string();
+        for argv in [
+            vec![b("SELECT"), b("0")],
+            vec![b("LPUSH"), b(QUEUE_KEY), b("end")],
+            vec![b("SELECT"), b(&back)],
+        ] {
+            let at_ms = self.now_ms();
+            self.send_main(
+                at_ms,
+                Op {
+                    argv,
+                    ..Op::default()
+                },
+            );
+            self.check_blocker(at_ms);
+        }
+        assert!(
+            self.parked.is_none(),
+            "the push to the queue key served the BLPOP"
+        );
+    }
 }
 
 fn extra_seeds() -> u64 {
@@ -1624,6 +1971,7 @@ fn seeded_command_sequences_get_the_same_replies_from_the_model_as_from_redis_se
     let data = dir.join(format!("server-{}", std::process::id()));
     let mut server = Server::start(&bin, &data);
     let mut conn = server.connect();
+    let mut blocker = server.connect();
     let version = match conn.call(&[b"INFO".to_vec(), b"server".to_vec()]) {
         Reply::Bulk(info) => String::from_utf8_lossy(&info)
             .lines()
@@ -1645,12 +1993,13 @@ fn seeded_command_sequences_get_the_same_replies_from_the_model_as_from_redis_se
     );
     let started = Instant::now();
     for &seed in &seeds {
-        let case = run_seed(seed, &mut conn, &mut totals);
+        let case = run_seed(seed, &mut conn, &mut blocker, &mut totals);
         recorded.push_str(&case);
         recorded.push('\n');
     }
     let elapsed = started.elapsed();
     drop(conn);
+    drop(blocker);
     drop(server);
 
     let out = dir.join("recorded.txt");
@@ -1685,11 +2034,21 @@ fn seeded_command_sequences_get_the_same_replies_from_the_model_as_from_redis_se
     } else {
         format!("; left out (the model lacks them): {}", left_out.join(", "))
     };
+    // A label's command name: its first word, past a connection's `[b]`.
+    let names: std::collections::BTreeSet<&str> = totals
+        .covered
+        .keys()
+        .filter_map(|l| l.split(' ').find(|w| !w.starts_with('[')))
+        .collect();
     say(&format!(
-        "differential: {} commands over {} seeds against redis-server {version}: 0 differences; \
+        "differential: {} commands and {} replies of parked BLPOPs over {} seeds against \
+         redis-server {version}: 0 differences; {} command names, {} labels; \
          {} waits for expiry ({} ms), {:.1} s; recorded in {}; covered: {}{left_out}",
         totals.commands,
+        totals.awaited,
         seeds.len(),
+        names.len(),
+        totals.covered.len(),
         totals.waits,
         totals.wait_ms,
         elapsed.as_secs_f64(),

@@ -502,3 +502,50 @@ fn a_wait_issued_while_the_replica_is_still_syncing_counts_no_replica_and_the_lo
         "/tests/models/wait-replica-still-syncing.ron"
     ));
 }
+
+#[test]
+fn replicaof_the_master_already_followed_says_so_and_unblocks_nobody() {
+    let (_m, mut r) = linked();
+    let again = Command::ReplicaOf(Some((Bytes::from("m"), Bytes::from("6379"))));
+    assert_eq!(
+        r.handle(T0 + 1, 0, CLIENT, 5, &again),
+        Some(Reply::Status(
+            "OK Already connected to specified master".into()
+        ))
+    );
+}
+
+#[test]
+fn a_master_turned_replica_answers_its_blocked_clients_unblocked_and_forgets_them() {
+    let (mut m, _r) = linked();
+    let blpop = Command::BLPop {
+        keys: vec![Bytes::from("q")],
+        timeout: Bytes::from("0"),
+    };
+    assert_eq!(m.handle(T0, 0, ProcId(7), 11, &blpop), None);
+    let _ = m.drain_outbox().count();
+    let demote = Command::ReplicaOf(Some((Bytes::from("r"), Bytes::from("6379"))));
+    assert_eq!(m.handle(T0 + 1, 0, CLIENT, 12, &demote), Some(Reply::Ok));
+    let replies: Vec<_> = m
+        .drain_outbox()
+        .filter(|(to, _)| *to == ProcId(7))
+        .collect();
+    assert_eq!(
+        replies,
+        vec![(
+            ProcId(7),
+            Msg::Reply {
+                id: 11,
+                reply: Reply::err(
+                    "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+                ),
+            }
+        )]
+    );
+    // Nothing is left to serve: a push on the new replica's stream answers nobody.
+    m.before_sleep(T0 + 60_000);
+    assert_eq!(
+        m.drain_outbox().filter(|(to, _)| *to == ProcId(7)).count(),
+        0
+    );
+}

@@ -4,4 +4,4 @@ pub mod corpus;
 pub mod replicated;
 pub mod runner;
 
-pub use runner::{CaseResult, DirReport, FileReport, NodeReplay, run_dir, run_text};
+pub use runner::{CaseResult, DirReport, FileReport, NodeReplay, Sent, run_dir, run_text};

@@ -2,7 +2,9 @@
 //! process that plays the recorder — it sends each command at its `@T` (or as soon as the
 //! previous one was answered), links the replica with `REPLICAOF`, and implements
 //! `wait-sync` as the recorder did: poll ROLE on both nodes until the replica is connected,
-//! the master lists it, and both report the same offset.
+//! the master lists it, and both report the same offset. A named connection (`[b]`) is a
+//! proxy process of its own in front of its node, so the node sees a client of its own; a
+//! command that blocks is sent without waiting, and its `<-` line checks what came back.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -22,19 +24,53 @@ use crate::time::{NS_PER_MS, NS_PER_US, ProcId, SimTime};
 
 const MASTER: ProcId = ProcId(0);
 const REPLICA: ProcId = ProcId(1);
+const DRIVER: ProcId = ProcId(2);
 /// One-way delay of every link: the recorder ran on loopback.
 const LINK_NS: u64 = 50 * NS_PER_US;
 /// `wait-sync` polls this often and gives up after this long.
 const POLL_NS: u64 = NS_PER_MS;
 const WAIT_SYNC_LIMIT_NS: u64 = 5_000 * NS_PER_MS;
+/// How long a `<-` line waits past its @T for a reply still on the wire (a proxy's two
+/// hops; the recorder reads with the same grace).
+const AWAIT_GRACE_NS: u64 = NS_PER_MS;
+/// Timer tags of the driver.
+const TIMER_STEP: u64 = 0;
+const TIMER_AWAIT: u64 = 1;
 
 enum Action {
     Command {
-        node: ProcId,
+        /// The node, or the proxy of the connection that sends it.
+        to: ProcId,
         cmd: Result<Command, ParseError>,
+        /// `-> (blocked)`: sent without waiting for its reply.
+        blocks: bool,
+    },
+    /// `<-`: the reply of the command blocked on connection `to`.
+    Await {
+        to: ProcId,
     },
     Link,
     WaitSync,
+}
+
+/// A named connection: a client process of its own between the driver and its node.
+#[derive(Clone)]
+struct ConnProxy {
+    node: ProcId,
+    driver: ProcId,
+}
+
+impl Process for ConnProxy {
+    fn on_start(&mut self, _cx: &mut Cx<'_>) {}
+    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
+        match msg {
+            Msg::Request { .. } if from == self.driver => cx.send(self.node, msg),
+            Msg::Reply { .. } if from == self.node => cx.send(self.driver, msg),
+            _ => {}
+        }
+    }
+    fn on_timer(&mut self, _cx: &mut Cx<'_>, _tag: u64) {}
+    fn on_restart(&mut self, _keep_data: bool) {}
 }
 
 struct Step {
@@ -44,16 +80,28 @@ struct Step {
 
 #[derive(Default)]
 struct Results {
-    /// Reply per step index (None for directives).
+    /// Reply per step index (None for directives, blocked commands and a `<-` that got
+    /// nothing).
     replies: Vec<Option<Reply>>,
     failure: Option<String>,
+}
+
+/// A blocked command: where its reply goes, and what came.
+struct Parked {
+    id: u64,
+    to: ProcId,
+    /// The reply, with how many steps had been sent when it came.
+    came: Option<(Reply, usize)>,
 }
 
 struct Driver {
     steps: Vec<Step>,
     next: usize,
+    /// One past the last step sent (a command, or a directive run); `<-` lines send nothing.
+    sent: usize,
     next_id: u64,
     waiting: Vec<u64>,
+    parked: Vec<Parked>,
     /// Last ROLE replies during wait-sync: (master, replica).
     roles: (Option<Reply>, Option<Reply>),
     sync_started_ns: u64,
@@ -77,7 +125,7 @@ impl Driver {
     fn advance(&mut self, cx: &mut Cx<'_>) {
         self.next += 1;
         if let Some(step) = self.steps.get(self.next) {
-            cx.set_timer(step.at_ns.saturating_sub(cx.mono_ns), 0);
+            cx.set_timer(step.at_ns.saturating_sub(cx.mono_ns), TIMER_STEP);
         }
     }
 
@@ -85,13 +133,33 @@ impl Driver {
         let Some(step) = self.steps.get(self.next) else {
             return;
         };
+        if !matches!(step.action, Action::Await { .. }) {
+            self.sent = self.next + 1;
+        }
         match &step.action {
-            Action::Command { node, cmd: Ok(c) } => {
-                let (node, c) = (*node, c.clone());
-                self.send(cx, node, c);
+            Action::Command {
+                to,
+                cmd: Ok(c),
+                blocks,
+            } => {
+                let (to, c, blocks) = (*to, c.clone(), *blocks);
+                self.send(cx, to, c);
+                if blocks {
+                    let id = self.waiting.pop().expect("just sent");
+                    self.parked.push(Parked { id, to, came: None });
+                    self.advance(cx);
+                }
             }
             Action::Command { cmd: Err(e), .. } => {
                 self.out.borrow_mut().replies[self.next] = Some(e.client_reply());
+                self.advance(cx);
+            }
+            Action::Await { to } => {
+                let to = *to;
+                if !self.take_awaited(to) {
+                    cx.set_timer(AWAIT_GRACE_NS, TIMER_AWAIT);
+                    return;
+                }
                 self.advance(cx);
             }
             Action::Link => {
@@ -107,6 +175,29 @@ impl Driver {
                 self.send(cx, REPLICA, Command::Role);
             }
         }
+    }
+
+    /// The `<-` step at `next` on connection `to`: its reply if it came after the last step
+    /// sent before it (else a failure). `false`: nothing came yet.
+    fn take_awaited(&mut self, to: ProcId) -> bool {
+        let Some(i) = self.parked.iter().position(|p| p.to == to) else {
+            return true;
+        };
+        let Some((reply, sent)) = self.parked[i].came.clone() else {
+            return false;
+        };
+        self.parked.remove(i);
+        let mut out = self.out.borrow_mut();
+        if sent < self.sent {
+            // Left without a reply: the failure says what came, and when.
+            out.failure = Some(format!(
+                "{reply}, which came before step {} was sent (by this '<-' line only)",
+                sent + 1
+            ));
+        } else {
+            out.replies[self.next] = Some(reply);
+        }
+        true
     }
 
     fn synced(&self) -> bool {
@@ -135,6 +226,10 @@ impl Process for Driver {
         let Msg::Reply { id, reply } = msg else {
             return;
         };
+        if let Some(p) = self.parked.iter_mut().find(|p| p.id == id) {
+            p.came = Some((reply, self.sent));
+            return;
+        }
         let Some(pos) = self.waiting.iter().position(|w| *w == id) else {
             return;
         };
@@ -145,6 +240,7 @@ impl Process for Driver {
                 self.advance(cx);
             }
             Some(Action::Link) => self.advance(cx),
+            Some(Action::Await { .. }) => {}
             Some(Action::WaitSync) => {
                 if from == MASTER {
                     self.roles.0 = Some(reply);
@@ -168,8 +264,20 @@ impl Process for Driver {
         }
     }
 
-    fn on_timer(&mut self, cx: &mut Cx<'_>, _tag: u64) {
-        if self.waiting.is_empty() {
+    fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
+        if tag == TIMER_AWAIT {
+            // The grace is over: what came is taken, nothing is a failure of that line.
+            let Some(Step {
+                action: Action::Await { to },
+                ..
+            }) = self.steps.get(self.next)
+            else {
+                return;
+            };
+            let to = *to;
+            self.take_awaited(to);
+            self.advance(cx);
+        } else if self.waiting.is_empty() {
             self.run_step(cx);
         }
     }
@@ -182,22 +290,46 @@ pub fn run_case(case: &Case) -> CaseResult {
     let start = CASE_START_UNIX_MS;
     let mut steps = Vec::new();
     let mut argvs = Vec::new();
+    // Named connections, each a proxy after the driver: (node, name).
+    let mut proxies: Vec<(ProcId, String)> = Vec::new();
+    let mut route = |node: &Option<NodeRole>, conn: &Option<String>| {
+        let node = if *node == Some(NodeRole::Replica) {
+            REPLICA
+        } else {
+            MASTER
+        };
+        let Some(name) = conn else { return node };
+        let i = match proxies.iter().position(|(n, c)| *n == node && c == name) {
+            Some(i) => i,
+            None => {
+                proxies.push((node, name.clone()));
+                proxies.len() - 1
+            }
+        };
+        ProcId(DRIVER.0 + 1 + i as u32)
+    };
     for st in &case.steps {
         let at_ns = st.at_ms * NS_PER_MS;
         let (action, argv) = match &st.kind {
-            StepKind::Command { node, argv, .. } => {
+            StepKind::Command {
+                node, conn, argv, ..
+            }
+            | StepKind::Blocked { node, conn, argv } => {
                 let argv: Vec<Vec<u8>> = argv.iter().map(|a| resolve_arg(a, start)).collect();
-                let node = if *node == Some(NodeRole::Replica) {
-                    REPLICA
-                } else {
-                    MASTER
+                let action = Action::Command {
+                    to: route(node, conn),
+                    cmd: Command::parse(&argv),
+                    blocks: matches!(st.kind, StepKind::Blocked { .. }),
                 };
+                (action, argv)
+            }
+            StepKind::Await { node, conn, .. } => {
+                let name = format!("[{}]", conn.as_deref().unwrap_or(""));
                 (
-                    Action::Command {
-                        node,
-                        cmd: Command::parse(&argv),
+                    Action::Await {
+                        to: route(node, conn),
                     },
-                    argv,
+                    vec![name.into_bytes(), b"<-".to_vec()],
                 )
             }
             StepKind::Link => (Action::Link, vec![]),
@@ -230,13 +362,15 @@ pub fn run_case(case: &Case) -> CaseResult {
     let driver = Driver {
         steps,
         next: 0,
+        sent: 0,
         next_id: 0,
         waiting: Vec::new(),
+        parked: Vec::new(),
         roles: (None, None),
         sync_started_ns: 0,
         out: out.clone(),
     };
-    let procs = vec![
+    let mut procs = vec![
         node("master"),
         node("replica"),
         ProcSpec {
@@ -246,6 +380,17 @@ pub fn run_case(case: &Case) -> CaseResult {
             start_at: crate::time::SimTime::ZERO,
         },
     ];
+    for (node, name) in proxies {
+        procs.push(ProcSpec {
+            name: format!("conn-{name}"),
+            actor: Actor::Custom(Box::new(ConnProxy {
+                node,
+                driver: DRIVER,
+            })),
+            clock: NodeClock::perfect(start),
+            start_at: crate::time::SimTime::ZERO,
+        });
+    }
     let last_ms = case.steps.last().map_or(0, |s| s.at_ms);
     let limits = Limits {
         max_time: SimTime::from_ms(last_ms + 10_000),
@@ -256,7 +401,7 @@ pub fn run_case(case: &Case) -> CaseResult {
     world.run();
     let results = out.borrow();
     for (i, st) in case.steps.iter().enumerate() {
-        let StepKind::Command { expect, .. } = &st.kind else {
+        let (StepKind::Command { expect, .. } | StepKind::Await { expect, .. }) = &st.kind else {
             continue;
         };
         let command = render_argv(&argvs[i]);

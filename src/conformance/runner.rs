@@ -4,7 +4,9 @@
 //! every case on one). `@T` moves the node's clock to `start + T`; the server cron (active
 //! expiry) runs every 100 ms of node time in between, as `hz 10` does. Commands on the same
 //! `@T` run back to back at the same instant; the corpus's `~N` tolerance (±30) covers the few
-//! ms the recorder needed between them.
+//! ms the recorder needed between them. A named connection (`[b]`) is a client of its own
+//! (`ConnId` `Some(ProcId(1..))`; the default connection is the node's `None`), so a
+//! command that blocks parks at the node while the others go on.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -13,9 +15,10 @@ use crate::conformance::corpus::{
     self, Arg, Case, ParseError, StepKind, Topology, render_argv, resolve_arg,
 };
 pub use crate::conformance::corpus::{CASE_START_UNIX_MS, CaseResult};
-use crate::proto::{Command, Reply};
+use crate::proto::{Command, Msg, Reply};
+use crate::redis::node::connection::ConnId;
 use crate::redis::node::{Caller, RedisConfig, RedisNode};
-use crate::time::NS_PER_MS;
+use crate::time::{NS_PER_MS, ProcId};
 
 const CRON_MS: u64 = 100;
 
@@ -51,6 +54,20 @@ pub struct NodeReplay {
     next_cron_ms: u64,
     // Invariant: never decreases (virtual time only moves forward).
     last_at_ms: u64,
+    /// Named connections, in the order first used: `[b]` is `Some(ProcId(1 + index))`.
+    names: Vec<String>,
+    /// Blocked requests: the connection and the request id it is answered under.
+    blocked: Vec<(ConnId, u64)>,
+    /// Replies of blocked requests that have come, not yet taken.
+    arrived: Vec<(ConnId, Reply)>,
+    last_id: u64,
+}
+
+/// What sending a command gives: its reply, or nothing yet (it blocked).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sent {
+    Reply(Reply),
+    Blocked,
 }
 
 impl Default for NodeReplay {
@@ -68,7 +85,109 @@ impl NodeReplay {
             }),
             next_cron_ms: CRON_MS,
             last_at_ms: 0,
+            names: Vec::new(),
+            blocked: Vec::new(),
+            arrived: Vec::new(),
+            last_id: 0,
         }
+    }
+
+    /// The node's connection for a name (`None`: the default one).
+    fn conn_id(&mut self, name: Option<&str>) -> ConnId {
+        let name = name?;
+        let i = match self.names.iter().position(|n| n == name) {
+            Some(i) => i,
+            None => {
+                self.names.push(name.to_string());
+                self.names.len() - 1
+            }
+        };
+        Some(ProcId(1 + i as u32))
+    }
+
+    /// Moves virtual time to `at_ms` (not before the last command's time): the cron ticks
+    /// in between run, and time out blocked clients as they pass.
+    pub fn advance(&mut self, at_ms: u64) {
+        assert!(
+            at_ms >= self.last_at_ms,
+            "virtual time went back: @{at_ms} after @{}",
+            self.last_at_ms
+        );
+        self.last_at_ms = at_ms;
+        while self.next_cron_ms <= at_ms {
+            let _ = self.node.cron(
+                CASE_START_UNIX_MS + self.next_cron_ms as i64,
+                self.next_cron_ms * NS_PER_MS,
+            );
+            self.next_cron_ms += CRON_MS;
+            self.collect();
+        }
+    }
+
+    /// Takes the late replies the node made into `arrived`.
+    fn collect(&mut self) {
+        let mut late: Vec<(ConnId, u64, Reply)> = self
+            .node
+            .drain_outbox()
+            .filter_map(|(to, m)| match m {
+                Msg::Reply { id, reply } => Some((Some(to), id, reply)),
+                _ => None,
+            })
+            .collect();
+        late.extend(
+            self.node
+                .take_runner_replies()
+                .into_iter()
+                .map(|(id, r)| (None, id, r)),
+        );
+        for (conn, id, reply) in late {
+            if let Some(i) = self.blocked.iter().position(|b| *b == (conn, id)) {
+                self.blocked.remove(i);
+                self.arrived.push((conn, reply));
+            }
+        }
+    }
+
+    /// Sends `argv` on a connection at `at_ms` after the case start.
+    pub fn send(&mut self, conn: Option<&str>, at_ms: u64, argv: &[Arg]) -> Sent {
+        self.advance(at_ms);
+        let conn = self.conn_id(conn);
+        let now = CASE_START_UNIX_MS + at_ms as i64;
+        let argv: Vec<Vec<u8>> = argv
+            .iter()
+            .map(|a| resolve_arg(a, CASE_START_UNIX_MS))
+            .collect();
+        let caller = Caller { proc: conn };
+        let reply = match Command::parse(&argv) {
+            Ok(cmd) => self.node.execute(now, &cmd, caller),
+            Err(e) => self.node.reject(caller, &e),
+        };
+        self.last_id += 1;
+        let blocked = self.node.park(conn, self.last_id);
+        if blocked {
+            self.blocked.push((conn, self.last_id));
+        }
+        self.node.before_sleep(now);
+        self.collect();
+        if blocked {
+            Sent::Blocked
+        } else {
+            Sent::Reply(reply)
+        }
+    }
+
+    /// The reply of the command blocked on a connection, if it has come by the time
+    /// reached.
+    pub fn take_reply(&mut self, conn: Option<&str>) -> Option<Reply> {
+        let conn = self.conn_id(conn);
+        let i = self.arrived.iter().position(|(c, _)| *c == conn)?;
+        Some(self.arrived.remove(i).1)
+    }
+
+    /// Has the reply of a blocked command come (and not been taken)?
+    pub fn has_reply(&mut self, conn: Option<&str>) -> bool {
+        let conn = self.conn_id(conn);
+        self.arrived.iter().any(|(c, _)| *c == conn)
     }
 
     /// The db the replay's connection has selected (a probe: changes nothing).
@@ -76,28 +195,13 @@ impl NodeReplay {
         self.node.selected_db(None)
     }
 
-    /// Runs `argv` at `at_ms` after the case start (not before the previous command's time).
+    /// Runs `argv` on the default connection at `at_ms` after the case start (not before
+    /// the previous command's time). A command that blocks answers an error saying so
+    /// (`send` tells it apart).
     pub fn execute(&mut self, at_ms: u64, argv: &[Arg]) -> Reply {
-        assert!(
-            at_ms >= self.last_at_ms,
-            "virtual time went back: @{at_ms} after @{}",
-            self.last_at_ms
-        );
-        self.last_at_ms = at_ms;
-        let start = CASE_START_UNIX_MS;
-        while self.next_cron_ms <= at_ms {
-            let _ = self.node.cron(
-                start + self.next_cron_ms as i64,
-                self.next_cron_ms * NS_PER_MS,
-            );
-            self.next_cron_ms += CRON_MS;
-        }
-        let argv: Vec<Vec<u8>> = argv.iter().map(|a| resolve_arg(a, start)).collect();
-        match Command::parse(&argv) {
-            Ok(cmd) => self
-                .node
-                .execute(start + at_ms as i64, &cmd, Caller { proc: None }),
-            Err(e) => self.node.reject(Caller { proc: None }, &e),
+        match self.send(None, at_ms, argv) {
+            Sent::Reply(r) => r,
+            Sent::Blocked => Reply::err("(blocked: the model parked this command)"),
         }
     }
 }
@@ -109,21 +213,66 @@ pub fn run_case(case: &Case) -> CaseResult {
     }
     let start = CASE_START_UNIX_MS;
     let mut replay = NodeReplay::new();
+    // Connections whose command blocked, and its text (for a failure's report).
+    let mut waiting: Vec<(Option<&str>, String)> = Vec::new();
     for step in &case.steps {
-        let StepKind::Command { argv, expect, .. } = &step.kind else {
-            return CaseResult::Skipped {
-                reason: "replication directive in a single-node case",
-            };
+        replay.advance(step.at_ms);
+        let fail = |command: String, expected: String, got: String| CaseResult::Failed {
+            line: step.line,
+            command,
+            expected,
+            got,
         };
-        let got = replay.execute(step.at_ms, argv);
-        if !expect.matches(&got, start) {
+        // A blocked command's reply may not come before a command is sent ahead of its `<-`
+        // line (between two `<-` lines nothing is sent).
+        let sends = !matches!(step.kind, StepKind::Await { .. });
+        for (conn, text) in &waiting {
+            if sends && replay.has_reply(*conn) {
+                let got = replay.take_reply(*conn).unwrap_or(Reply::Nil);
+                return fail(
+                    text.clone(),
+                    "(blocked) until its '<-' line".into(),
+                    format!("{got} before line {}", step.line),
+                );
+            }
+        }
+        let render = |argv: &[Arg]| {
             let argv: Vec<Vec<u8>> = argv.iter().map(|a| resolve_arg(a, start)).collect();
-            return CaseResult::Failed {
-                line: step.line,
-                command: render_argv(&argv),
-                expected: expect.render(),
-                got: got.to_string(),
-            };
+            render_argv(&argv)
+        };
+        match &step.kind {
+            StepKind::Command {
+                conn, argv, expect, ..
+            } => match replay.send(conn.as_deref(), step.at_ms, argv) {
+                Sent::Reply(got) if expect.matches(&got, start) => {}
+                Sent::Reply(got) => return fail(render(argv), expect.render(), got.to_string()),
+                Sent::Blocked => return fail(render(argv), expect.render(), "(blocked)".into()),
+            },
+            StepKind::Blocked { conn, argv, .. } => {
+                match replay.send(conn.as_deref(), step.at_ms, argv) {
+                    Sent::Blocked => waiting.push((conn.as_deref(), render(argv))),
+                    Sent::Reply(got) => {
+                        return fail(render(argv), "(blocked)".into(), got.to_string());
+                    }
+                }
+            }
+            StepKind::Await { conn, expect, .. } => {
+                let i = waiting.iter().position(|(c, _)| *c == conn.as_deref());
+                let text = i.map(|i| waiting.remove(i).1).unwrap_or_default();
+                match replay.take_reply(conn.as_deref()) {
+                    Some(got) if expect.matches(&got, start) => {}
+                    Some(got) => return fail(text, expect.render(), got.to_string()),
+                    None => {
+                        let why = format!("(no reply by @{})", step.at_ms);
+                        return fail(text, expect.render(), why);
+                    }
+                }
+            }
+            StepKind::Link | StepKind::WaitSync => {
+                return CaseResult::Skipped {
+                    reason: "replication directive in a single-node case",
+                };
+            }
         }
     }
     CaseResult::Passed
@@ -402,6 +551,36 @@ mod tests {
         let text = "# case: x\n# topology: single\n@0 SET k v PX 150 -> OK\n@0 SET keep v -> OK\n@900 DBSIZE -> (integer) 1\n";
         let r = run_text(Path::new("t.txt"), text).unwrap();
         assert_eq!(r.cases[0].2, CaseResult::Passed);
+    }
+
+    fn outcome(body: &str) -> CaseResult {
+        let text = format!("# case: x\n# topology: single\n{body}\n");
+        run_text(Path::new("t.txt"), &text).unwrap().cases[0]
+            .2
+            .clone()
+    }
+
+    #[test]
+    fn a_blocked_command_is_answered_on_its_reply_line_and_not_before() {
+        let served = "@0 [b] BLPOP l 0 -> (blocked)\n@10 LPUSH l x -> (integer) 1\n@10 [b] <- [\"l\", \"x\"]";
+        assert_eq!(outcome(served), CaseResult::Passed);
+        // A reply that comes before the step ahead of its line fails there.
+        let early = "@0 [b] BLPOP l 0 -> (blocked)\n@10 LPUSH l x -> (integer) 1\n@10 LLEN l -> (integer) 0\n@10 [b] <- [\"l\", \"x\"]";
+        assert!(matches!(outcome(early), CaseResult::Failed { line: 5, .. }));
+        // Nothing by the reply line's time, or a command that does not block, fails.
+        let late = "@0 [b] BLPOP l 0.5 -> (blocked)\n@300 [b] <- (nil)";
+        assert!(
+            matches!(outcome(late), CaseResult::Failed { line: 4, got, .. } if got.contains("no reply by @300"))
+        );
+        let at_once = "@0 RPUSH l a -> (integer) 1\n@0 [b] BLPOP l 0 -> (blocked)\n@1 [b] <- (nil)";
+        assert!(matches!(
+            outcome(at_once),
+            CaseResult::Failed { line: 4, .. }
+        ));
+        // The timeout passes at the first cron tick after the deadline.
+        let timed_out =
+            "@0 [b] BLPOP l 0.5 -> (blocked)\n@599 LLEN l -> (integer) 0\n@600 [b] <- (nil)";
+        assert_eq!(outcome(timed_out), CaseResult::Passed);
     }
 
     #[test]

@@ -187,6 +187,9 @@ pub enum Command {
     HGet(Bytes, Bytes),
     HExists(Bytes, Bytes),
     HIncrBy(Bytes, Bytes, i64),
+    /// HINCRBYFLOAT key field increment: the increment stays as sent (a long double the
+    /// node reads, after processCommand's refusals); propagated as HSET of the result.
+    HIncrByFloat(Bytes, Bytes, Bytes),
     HDel(Bytes, Vec<Bytes>),
     HGetAll(Bytes),
     HLen(Bytes),
@@ -264,6 +267,12 @@ pub enum Command {
         password: Bytes,
     },
     RandomKey,
+    /// BLPOP key [key ...] timeout: the timeout stays as sent (seconds, a long double Redis
+    /// reads in the command, after processCommand's refusals); the node reads it.
+    BLPop {
+        keys: Vec<Bytes>,
+        timeout: Bytes,
+    },
 }
 
 /// GETEX's option, as given. The amount stays as sent: Redis 7.0 parses it only after the
@@ -459,6 +468,7 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("hget", 3, false),
     ("hexists", 3, false),
     ("hincrby", 4, true),
+    ("hincrbyfloat", 4, true),
     ("hdel", -3, true),
     ("hgetall", 2, false),
     ("hlen", 2, false),
@@ -496,6 +506,7 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("readwrite", 1, false),
     ("auth", -2, false),
     ("randomkey", 1, false),
+    ("blpop", -3, true),
 ];
 
 /// Redis command flags the model needs: is `name` (lower-case) a write command?
@@ -527,6 +538,7 @@ pub fn is_denied_in_scripts(name: &str) -> bool {
             | "punsubscribe"
             | "role"
             | "auth"
+            | "blpop"
     )
 }
 
@@ -551,6 +563,7 @@ impl Command {
                 | Command::RPush(..)
                 | Command::HSet(..)
                 | Command::HIncrBy(..)
+                | Command::HIncrByFloat(..)
                 | Command::HDel(..)
                 | Command::GetDel(_)
                 | Command::GetEx(..)
@@ -562,6 +575,7 @@ impl Command {
                 | Command::HMSet(..)
                 | Command::LPush(..)
                 | Command::LPop(..)
+                | Command::BLPop { .. }
         )
     }
 
@@ -577,6 +591,7 @@ impl Command {
                 | Command::RPush(..)
                 | Command::HSet(..)
                 | Command::HIncrBy(..)
+                | Command::HIncrByFloat(..)
                 | Command::Append(..)
                 | Command::SetRange(..)
                 | Command::Copy { .. }
@@ -792,6 +807,7 @@ impl Command {
             "hget" => Command::HGet(a[0].clone(), a[1].clone()),
             "hexists" => Command::HExists(a[0].clone(), a[1].clone()),
             "hincrby" => Command::HIncrBy(a[0].clone(), a[1].clone(), int_arg(&a[2])?),
+            "hincrbyfloat" => Command::HIncrByFloat(a[0].clone(), a[1].clone(), a[2].clone()),
             "hdel" => Command::HDel(a[0].clone(), a[1..].to_vec()),
             "hgetall" => Command::HGetAll(a[0].clone()),
             "hlen" => Command::HLen(a[0].clone()),
@@ -849,6 +865,10 @@ impl Command {
                 _ => return Err(syntax()),
             },
             "randomkey" => Command::RandomKey,
+            "blpop" => Command::BLPop {
+                keys: a[..a.len() - 1].to_vec(),
+                timeout: a[a.len() - 1].clone(),
+            },
             _ => unreachable!("every table entry has a parser arm"),
         };
         Ok(cmd)
@@ -999,6 +1019,9 @@ impl Command {
             Command::HGet(k, f) => vec![b("HGET"), k.clone(), f.clone()],
             Command::HExists(k, f) => vec![b("HEXISTS"), k.clone(), f.clone()],
             Command::HIncrBy(k, f, by) => vec![b("HINCRBY"), k.clone(), f.clone(), n(*by)],
+            Command::HIncrByFloat(k, f, by) => {
+                vec![b("HINCRBYFLOAT"), k.clone(), f.clone(), by.clone()]
+            }
             Command::HDel(k, fields) => [b("HDEL"), k.clone()]
                 .into_iter()
                 .chain(fields.iter().cloned())
@@ -1086,6 +1109,10 @@ impl Command {
                 v
             }
             Command::RandomKey => vec![b("RANDOMKEY")],
+            Command::BLPop { keys, timeout } => std::iter::once(b("BLPOP"))
+                .chain(keys.iter().cloned())
+                .chain([timeout.clone()])
+                .collect(),
         }
     }
 }
@@ -1328,288 +1355,4 @@ fn parse_expire_cond(opts: &[Bytes]) -> Result<ExpireCond, ParseError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn argv(s: &str) -> Vec<Vec<u8>> {
-        s.split_whitespace()
-            .map(|w| w.as_bytes().to_vec())
-            .collect()
-    }
-
-    #[test]
-    fn strict_integers_follow_string2ll() {
-        for ok in [
-            "0",
-            "1",
-            "-1",
-            "9223372036854775807",
-            "-9223372036854775808",
-        ] {
-            assert!(parse_i64_strict(ok.as_bytes()).is_some(), "{ok}");
-        }
-        for bad in [
-            "",
-            "-",
-            "-0",
-            "007",
-            "+1",
-            " 1",
-            "1.5",
-            "9223372036854775808",
-            "abc",
-        ] {
-            assert_eq!(parse_i64_strict(bad.as_bytes()), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn set_options_parse_like_redis() {
-        assert!(matches!(
-            Command::parse(&argv("set k v nx px 100")),
-            Ok(Command::Set {
-                cond: Some(SetCond::Nx),
-                expiry: Some(SetExpiry::Px(100)),
-                ..
-            })
-        ));
-        assert!(matches!(
-            Command::parse(&argv("SET k v EX 10 EX 20")),
-            Ok(Command::Set {
-                expiry: Some(SetExpiry::Ex(20)),
-                ..
-            })
-        ));
-        for bad in [
-            "SET k v NX XX",
-            "SET k v EX 10 PX 100",
-            "SET k v KEEPTTL PX 1",
-            "SET k v EX",
-            "SET k v 100",
-        ] {
-            assert_eq!(
-                Command::parse(&argv(bad)),
-                Err(ParseError::Reply(ERR_SYNTAX.into())),
-                "{bad}"
-            );
-        }
-        assert_eq!(
-            Command::parse(&argv("SET k")),
-            Err(ParseError::Arity("set"))
-        );
-    }
-
-    #[test]
-    fn typed_commands_round_trip_through_argv() {
-        for s in [
-            "SET k v NX GET PX 30",
-            "PEXPIREAT k 5 GT",
-            "DEL a b",
-            "EVALSHA ae3671744a5dbb24ea37ef607b8b10ac7856d43e 1 k a",
-            "WAIT 1 100",
-            "HSET h a 1 b 2",
-            "HGET h a",
-            "HEXISTS h a",
-            "HINCRBY h a -3",
-            "HDEL h a b",
-            "HGETALL h",
-            "HLEN h",
-            "HMGET h a b",
-            "GETDEL k",
-            "GETEX k",
-            "GETEX k PERSIST",
-            "GETEX k PXAT 5",
-            "GETEX k EX abc",
-            "TIME",
-            "PUBLISH ch m",
-            "STRLEN k",
-            "APPEND k v",
-            "SETRANGE k 3 v",
-            "SETRANGE k -1 v",
-            "RENAME a b",
-            "RENAMENX a b",
-            "COPY a b",
-            "COPY a b DB 3 REPLACE",
-            "COPY a b bogus",
-            "OBJECT ENCODING k",
-            "ECHO m",
-            "HKEYS h",
-            "HVALS h",
-            "HSETNX h f v",
-            "HSTRLEN h f",
-            "HMSET h a 1 b 2",
-            "LPUSH l a b",
-            "LPOP l",
-            "LPOP l 3",
-            "LPOP l x y",
-            "LLEN l",
-            "READONLY",
-            "READWRITE",
-            "AUTH pw",
-            "AUTH default pw",
-            "RANDOMKEY",
-        ] {
-            let c = Command::parse(&argv(s)).unwrap();
-            assert_eq!(Command::parse(&c.to_argv()).unwrap(), c, "{s}");
-        }
-    }
-
-    #[test]
-    fn argument_errors_have_redis_70s_texts() {
-        let err = |s: &str| Command::parse(&argv(s)).unwrap_err().client_reply();
-        let e = |m: &str| Reply::err(m);
-        assert_eq!(
-            err("WAIT 1 abc"),
-            e("ERR timeout is not an integer or out of range")
-        );
-        assert_eq!(err("WAIT abc abc"), e(ERR_NOT_INTEGER));
-        assert_eq!(
-            err("SCRIPT EXISTS"),
-            e("ERR wrong number of arguments for 'script|exists' command")
-        );
-        assert_eq!(
-            err("SCRIPT LOAD"),
-            e("ERR wrong number of arguments for 'script|load' command")
-        );
-        assert_eq!(
-            err("SCRIPT FLUSH bad"),
-            e("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
-        );
-        assert_eq!(
-            err("SCRIPT bogus"),
-            e("ERR unknown subcommand 'bogus'. Try SCRIPT HELP.")
-        );
-        // HSET's odd pair is its own check, past the table's arity: a script gets the same
-        // text as a client (with the script suffix), not "Wrong number of args".
-        let odd = Command::parse(&argv("HSET h a 1 b")).unwrap_err();
-        assert_eq!(
-            odd.script_reply(),
-            e("ERR wrong number of arguments for 'hset' command")
-        );
-        assert_eq!(
-            Command::parse(&argv("HSET h a"))
-                .unwrap_err()
-                .script_reply(),
-            e("ERR Wrong number of args calling Redis command from script")
-        );
-        for bad in [
-            "GETEX k EX 1 PX 1",
-            "GETEX k PERSIST PX 1",
-            "GETEX k PX",
-            "GETEX k KEEPTTL",
-        ] {
-            assert_eq!(err(bad), e(ERR_SYNTAX), "{bad}");
-        }
-    }
-
-    #[test]
-    fn the_new_commands_are_writes_exactly_when_redis_flags_them_write() {
-        for (s, write) in [
-            ("HSET h a 1", true),
-            ("HINCRBY h a 1", true),
-            ("HDEL h a", true),
-            ("GETDEL k", true),
-            ("GETEX k", true),
-            ("HGET h a", false),
-            ("HEXISTS h a", false),
-            ("HGETALL h", false),
-            ("HLEN h", false),
-            ("HMGET h a", false),
-            ("TIME", false),
-            ("PUBLISH c m", false),
-            ("APPEND k v", true),
-            ("SETRANGE k 0 v", true),
-            ("RENAME a b", true),
-            ("RENAMENX a b", true),
-            ("COPY a b", true),
-            ("HSETNX h f v", true),
-            ("HMSET h f v", true),
-            ("LPUSH l a", true),
-            ("LPOP l", true),
-            ("STRLEN k", false),
-            ("ECHO m", false),
-            ("HKEYS h", false),
-            ("HVALS h", false),
-            ("HSTRLEN h f", false),
-            ("LLEN l", false),
-            ("READONLY", false),
-            ("READWRITE", false),
-            ("AUTH pw", false),
-            ("RANDOMKEY", false),
-        ] {
-            let c = Command::parse(&argv(s)).unwrap();
-            assert_eq!(c.is_write(), write, "{s}");
-            let name = s.split(' ').next().unwrap().to_ascii_lowercase();
-            assert_eq!(is_write_command(&name), write, "{s}");
-        }
-    }
-
-    #[test]
-    fn issue_27_argument_errors_have_redis_7_0_15s_texts_and_kinds() {
-        let err = |s: &str| Command::parse(&argv(s)).unwrap_err();
-        // A container's unknown subcommand is refused before the command runs (queue-time
-        // in MULTI); a script gets the unknown-command text.
-        let sub = err("OBJECT bogus k");
-        assert_eq!(
-            sub.client_reply(),
-            Reply::err("ERR unknown subcommand 'bogus'. Try OBJECT HELP.")
-        );
-        assert!(matches!(sub, ParseError::UnknownSubcommand(_)));
-        assert_eq!(
-            sub.script_reply(),
-            Reply::err("ERR Unknown Redis command called from script")
-        );
-        assert_eq!(err("OBJECT ENCODING"), ParseError::Arity("object|encoding"));
-        assert_eq!(
-            err("HMSET h a 1 b").client_reply(),
-            Reply::err("ERR wrong number of arguments for 'hmset' command")
-        );
-        assert_eq!(err("AUTH a b c"), ParseError::Reply(ERR_SYNTAX.into()));
-        assert_eq!(
-            err("SELECT 2147483648").client_reply(),
-            Reply::err("ERR value is out of range, value must between -2147483648 and 2147483647")
-        );
-        // The argument checks SETRANGE, LPOP and COPY make themselves come after
-        // processCommand's refusals: they are read when the command runs.
-        let b = |s: &str| Bytes::from(s);
-        assert_eq!(
-            setrange_offset(b"-1"),
-            Err(ParseError::Reply("ERR offset is out of range".into()))
-        );
-        assert_eq!(
-            lpop_count(&[b("-1")]),
-            Err(ParseError::Reply(
-                "ERR value is out of range, must be positive".into()
-            ))
-        );
-        assert_eq!(lpop_count(&[b("0")]), Ok(Some(0)));
-        assert_eq!(
-            copy_options(&[b("db"), b("2"), b("replace")]),
-            Ok((Some(2), true))
-        );
-        assert_eq!(
-            copy_options(&[b("db"), b("16"), b("bogus")]),
-            Err(ParseError::Reply("ERR DB index is out of range".into()))
-        );
-        assert_eq!(
-            copy_options(&[b("bogus"), b("db"), b("16")]),
-            Err(ParseError::Reply(ERR_SYNTAX.into()))
-        );
-        for name in ["role", "auth"] {
-            assert!(is_denied_in_scripts(name), "{name}");
-        }
-    }
-
-    #[test]
-    fn unknown_command_names_its_arguments() {
-        let e = Command::parse(&argv("FOO a b")).unwrap_err();
-        assert_eq!(
-            e.client_reply(),
-            Reply::err("ERR unknown command 'FOO', with args beginning with: 'a' 'b' ")
-        );
-        assert_eq!(
-            e.script_reply(),
-            Reply::err("ERR Unknown Redis command called from script")
-        );
-    }
-}
+mod tests;

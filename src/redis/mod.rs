@@ -1,7 +1,9 @@
 //! The Redis model: keyspace, commands, scripts, the node as a sans-IO process.
 //! It sees only its node's clock readings, never true time.
 
+pub mod blocked;
 pub mod keyspace;
+pub mod long_double;
 pub mod lua;
 pub mod node;
 pub mod replication;

@@ -11,6 +11,7 @@ use crate::proto::command::{
     hex, parse_i64_strict, sha1_of,
 };
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
+use crate::redis::blocked::Blocking;
 use crate::redis::keyspace::{
     DICT_INITIAL_SLOTS, DbTables, ELEMENT_OVERHEAD_BYTES, Entry, Keyspace, Value, glob_match,
 };
@@ -19,8 +20,10 @@ use crate::redis::node::connection::{Conn, ConnId, DATABASES, is_connection_comm
 use crate::redis::node::pubsub::{PubSub, SubKind, subscribed_mode_error};
 use crate::redis::replication::{Disk, ReplState, Role};
 
+mod blocking;
 pub mod connection;
 pub mod cron;
+mod hashes;
 mod keycmds;
 pub mod pubsub;
 mod replicate;
@@ -146,6 +149,8 @@ pub struct RedisNode {
     pub(crate) repl: ReplState,
     pub(crate) disk: Disk,
     waiters: Vec<Waiter>,
+    /// Clients blocked in BLPOP (blocking.rs).
+    pub(crate) blocking: Blocking,
     /// Observations produced while executing; drained into the loop by the process wrapper.
     pub(crate) pending: Vec<Observation>,
     /// Channel and pattern subscriptions (lost on a crash).
@@ -191,6 +196,7 @@ impl RedisNode {
             repl: ReplState::default(),
             disk: Disk::default(),
             waiters: Vec::new(),
+            blocking: Blocking::default(),
             pending: Vec::new(),
             pubsub: PubSub::default(),
             wrote: false,
@@ -415,8 +421,14 @@ impl RedisNode {
                         return r;
                     }
                 }
-                let reply = self.exec(now_ms, cmd, caller, None);
+                let reply = match cmd {
+                    Command::BLPop { keys, timeout } => {
+                        self.blpop(now_ms, keys, timeout, caller.proc, true)
+                    }
+                    _ => self.exec(now_ms, cmd, caller, None),
+                };
                 self.flush_effects(caller.proc, false);
+                self.serve_ready(now_ms);
                 reply
             }
         }
@@ -499,6 +511,7 @@ impl RedisNode {
         let reply = self.eval(now_ms, script, keys, args, *read_only, by);
         // A script's effects are one unit (MULTI/EXEC around more than one).
         self.flush_effects(by, true);
+        self.serve_ready(now_ms);
         reply
     }
 
@@ -704,6 +717,7 @@ impl RedisNode {
                             expire_at_ms: None,
                         };
                         self.keyspace.insert(k.clone(), entry);
+                        self.signal_list_added(k);
                         Reply::Int(vals.len() as i64)
                     }
                 };
@@ -726,47 +740,14 @@ impl RedisNode {
             }
             Command::Role => self.role_reply(),
             Command::HSet(key, pairs) => self.hset(now, key, pairs, cmd, by),
-            Command::HGet(key, field) => match self.hash_fields(key, now) {
-                Err(e) => e,
-                Ok(fields) => fields
-                    .and_then(|fs| fs.iter().find(|(f, _)| f == field))
-                    .map_or(Reply::Nil, |(_, v)| Reply::Bulk(v.to_vec())),
-            },
-            Command::HExists(key, field) => match self.hash_fields(key, now) {
-                Err(e) => e,
-                Ok(fields) => Reply::Int(i64::from(
-                    fields.is_some_and(|fs| fs.iter().any(|(f, _)| f == field)),
-                )),
-            },
+            Command::HGet(..)
+            | Command::HExists(..)
+            | Command::HGetAll(_)
+            | Command::HLen(_)
+            | Command::HMGet(..) => self.hash_read(now, cmd),
             Command::HIncrBy(key, field, delta) => self.hincrby(now, key, field, *delta, by),
+            Command::HIncrByFloat(key, field, raw) => self.hincrbyfloat(now, key, field, raw, by),
             Command::HDel(key, fields) => self.hdel(now, key, fields, cmd, by),
-            Command::HGetAll(key) => match self.hash_fields(key, now) {
-                Err(e) => e,
-                Ok(fields) => Reply::Array(
-                    fields
-                        .into_iter()
-                        .flatten()
-                        .flat_map(|(f, v)| [Reply::Bulk(f.to_vec()), Reply::Bulk(v.to_vec())])
-                        .collect(),
-                ),
-            },
-            Command::HLen(key) => match self.hash_fields(key, now) {
-                Err(e) => e,
-                Ok(fields) => Reply::Int(fields.map_or(0, |fs| fs.len() as i64)),
-            },
-            Command::HMGet(key, wanted) => match self.hash_fields(key, now) {
-                Err(e) => e,
-                Ok(fields) => Reply::Array(
-                    wanted
-                        .iter()
-                        .map(|w| {
-                            fields
-                                .and_then(|fs| fs.iter().find(|(f, _)| f == w))
-                                .map_or(Reply::Nil, |(_, v)| Reply::Bulk(v.to_vec()))
-                        })
-                        .collect(),
-                ),
-            },
             Command::GetDel(key) => match self.lookup(key, now) {
                 None => Reply::Nil,
                 Some(Entry {
@@ -847,6 +828,8 @@ impl RedisNode {
             Command::ClusterReadMode(_) => Self::cluster_read_mode(),
             Command::Auth { user, .. } => Self::auth(user.as_ref()),
             Command::RandomKey => self.random_key(now),
+            // Queued in a transaction (scripts may not call it): never blocks.
+            Command::BLPop { keys, timeout } => self.blpop(now, keys, timeout, by, false),
         }
     }
 
@@ -981,189 +964,6 @@ impl RedisNode {
             old_reply.release();
             Reply::Ok
         }
-    }
-
-    /// The fields of the hash at `key` (lazy expiry applied): `Ok(None)` when there is no
-    /// key, WRONGTYPE when it holds another type.
-    fn hash_fields(&mut self, key: &[u8], now: i64) -> Result<Option<&[(Bytes, Bytes)]>, Reply> {
-        match self.lookup(key, now) {
-            None => Ok(None),
-            Some(Entry {
-                value: Value::Hash(fields),
-                ..
-            }) => Ok(Some(fields.as_slice())),
-            Some(_) => Err(Reply::err(WRONGTYPE)),
-        }
-    }
-
-    /// The hash at `key` for writing, created empty when missing (`hashTypeLookupWriteOrCreate`).
-    /// The caller must leave it non-empty or delete the key.
-    fn hash_for_write(&mut self, key: &Bytes, now: i64) -> Result<usize, Reply> {
-        match self.lookup(key, now) {
-            None => {}
-            Some(Entry {
-                value: Value::Hash(_),
-                ..
-            }) => {}
-            Some(_) => return Err(Reply::err(WRONGTYPE)),
-        }
-        if let Some(i) = self.keyspace.index_of(key) {
-            return Ok(i);
-        }
-        self.keyspace.insert(
-            key.clone(),
-            Entry {
-                value: Value::Hash(Vec::new()),
-                expire_at_ms: None,
-            },
-        );
-        Ok(self
-            .keyspace
-            .index_of(key)
-            .expect("the key was inserted just now"))
-    }
-
-    fn hset(
-        &mut self,
-        now: i64,
-        key: &Bytes,
-        pairs: &[(Bytes, Bytes)],
-        cmd: &Command,
-        by: Option<ProcId>,
-    ) -> Reply {
-        let i = match self.hash_for_write(key, now) {
-            Ok(i) => i,
-            Err(e) => return e,
-        };
-        let Value::Hash(fields) = self.keyspace.value_at_mut(i) else {
-            unreachable!("hash_for_write returns a hash")
-        };
-        let mut added = 0;
-        let mut grew = 0i64;
-        for (f, v) in pairs {
-            match fields.iter_mut().find(|(have, _)| have == f) {
-                Some(slot) => {
-                    grew += v.len() as i64 - slot.1.len() as i64;
-                    slot.1 = v.clone();
-                }
-                None => {
-                    grew += (ELEMENT_OVERHEAD_BYTES + (f.len() + v.len()) as u64) as i64;
-                    fields.push((f.clone(), v.clone()));
-                    added += 1;
-                }
-            }
-        }
-        self.keyspace.resized(grew);
-        self.note_hash_encoding(key, pairs);
-        self.note_written(key, by);
-        self.propagate(|| cmd.clone());
-        Reply::Int(added)
-    }
-
-    fn hincrby(
-        &mut self,
-        now: i64,
-        key: &Bytes,
-        field: &Bytes,
-        delta: i64,
-        by: Option<ProcId>,
-    ) -> Reply {
-        let i = match self.hash_for_write(key, now) {
-            Ok(i) => i,
-            Err(e) => return e,
-        };
-        let Value::Hash(fields) = self.keyspace.value_at_mut(i) else {
-            unreachable!("hash_for_write returns a hash")
-        };
-        let slot = fields.iter().position(|(f, _)| f == field);
-        let current = match slot {
-            None => 0,
-            Some(j) => match parse_i64_strict(&fields[j].1) {
-                Some(n) => n,
-                None => {
-                    let e = Reply::err("ERR hash value is not an integer");
-                    return self.drop_if_empty_hash(key, e);
-                }
-            },
-        };
-        let Some(next) = current.checked_add(delta) else {
-            return self.drop_if_empty_hash(key, Reply::err(ERR_OVERFLOW));
-        };
-        let text = Bytes::from_slice(next.to_string().as_bytes());
-        let grew = match slot {
-            Some(j) => {
-                let was = fields[j].1.len();
-                let grew = text.len() as i64 - was as i64;
-                fields[j].1 = text;
-                grew
-            }
-            None => {
-                let grew = (ELEMENT_OVERHEAD_BYTES + (field.len() + text.len()) as u64) as i64;
-                fields.push((field.clone(), text));
-                grew
-            }
-        };
-        self.keyspace.resized(grew);
-        // hashTypeSet converts a listpack for a long field (its value is a number).
-        self.note_hash_field_written(key, field);
-        self.note_written(key, by);
-        self.propagate(|| Command::HIncrBy(key.clone(), field.clone(), delta));
-        Reply::Int(next)
-    }
-
-    /// An error after `hash_for_write` created a hash: an empty hash is never left stored
-    /// (Redis creates it only on the path that then adds the field).
-    fn drop_if_empty_hash(&mut self, key: &Bytes, reply: Reply) -> Reply {
-        if matches!(self.keyspace.raw(key), Some(Entry { value: Value::Hash(f), .. }) if f.is_empty())
-        {
-            self.keyspace.remove(key);
-        }
-        reply
-    }
-
-    fn hdel(
-        &mut self,
-        now: i64,
-        key: &Bytes,
-        gone: &[Bytes],
-        cmd: &Command,
-        by: Option<ProcId>,
-    ) -> Reply {
-        let Some(entry) = self.lookup_mut(key, now) else {
-            return Reply::Int(0);
-        };
-        let Value::Hash(fields) = &mut entry.value else {
-            return Reply::err(WRONGTYPE);
-        };
-        // The removal record names the hash by its first field (the lock holder) as it was
-        // before the fields went.
-        let first = fields.first().map(|(f, _)| f.clone());
-        let mut deleted = 0;
-        let mut shrank = 0u64;
-        for g in gone {
-            if let Some(j) = fields.iter().position(|(f, _)| f == g) {
-                // `remove`, not `swap_remove`: a listpack keeps the other fields in order.
-                let (f, v) = fields.remove(j);
-                shrank += ELEMENT_OVERHEAD_BYTES + (f.len() + v.len()) as u64;
-                deleted += 1;
-            }
-        }
-        let emptied = fields.is_empty();
-        self.keyspace.resized(-(shrank as i64));
-        if deleted > 0 {
-            if emptied {
-                // The key goes with its last field; replicas do the same on the HDEL itself,
-                // so no DEL is propagated.
-                if let Some((k, mut e)) = self.keyspace.remove(key) {
-                    e.value = Value::Hash(first.into_iter().map(|f| (f, Bytes::new())).collect());
-                    self.note_removed(&k, &e, Removal::Del, by);
-                }
-            } else {
-                self.note_written(key, by);
-            }
-            self.propagate(|| cmd.clone());
-        }
-        Reply::Int(deleted)
     }
 
     /// GETEX as Redis 7.0's `getexCommand`: the expiry is validated before the lookup; the
@@ -1559,7 +1359,11 @@ impl RedisNode {
             self.request_acks();
             return None;
         }
-        Some(self.execute(now_ms, cmd, Caller { proc: Some(from) }))
+        let reply = self.execute(now_ms, cmd, Caller { proc: Some(from) });
+        if self.park(Some(from), id) {
+            return None;
+        }
+        Some(reply)
     }
 
     /// The cron tick (every 100 ms): active expiry, persistence, replication acks, WAIT
@@ -1570,6 +1374,7 @@ impl RedisNode {
         self.flush_propagation(None);
         self.persistence_cron(now_mono_ns);
         self.replication_cron(now_mono_ns);
+        self.before_sleep(now_ms);
         let mut done = Vec::new();
         if self.waiters.is_empty() {
             return done;
@@ -1611,6 +1416,7 @@ impl RedisNode {
             && self.repl.replicas.is_empty()
             && self.other_dbs.is_empty()
             && self.waiters.is_empty()
+            && self.blocking.is_empty()
     }
 
     /// What skipped light ticks read: the sizes the expire cycle sees (constant between
@@ -1633,13 +1439,14 @@ impl RedisNode {
         self.tables != before
     }
 
-    /// The node needs every tick: its replication cron sends, or WAIT clients time out on
-    /// it, or keys outside db 0 expire (`earliest_expiry_ms` reads db 0 only).
+    /// The node needs every tick: its replication cron sends, or WAIT or BLPOP clients time
+    /// out on it, or keys outside db 0 expire (`earliest_expiry_ms` reads db 0 only).
     #[inline]
     pub(crate) fn cron_must_tick(&self) -> bool {
         self.is_replica()
             || !self.repl.replicas.is_empty()
             || !self.waiters.is_empty()
+            || self.blocking.has_deadline()
             || !self.other_dbs.is_empty()
     }
 
@@ -1715,6 +1522,7 @@ impl RedisNode {
         self.scripts.clear();
         self.lua = None;
         self.waiters.clear();
+        self.forget_blocked();
         // Connections die with the process: every subscriber has to subscribe again.
         self.pubsub = PubSub::default();
         self.active_expire = true;
@@ -1752,7 +1560,7 @@ impl RedisNode {
         }
     }
 
-    /// Messages the node wants sent (replication traffic, late WAIT replies).
+    /// Messages the node wants sent (replication traffic, late WAIT and BLPOP replies).
     pub fn drain_outbox(&mut self) -> std::vec::Drain<'_, (ProcId, Msg)> {
         self.repl.outbox.drain(..)
     }
@@ -1942,6 +1750,9 @@ impl Process for RedisProcess {
                 self.node.on_repl(cx.wall_ms, cx.mono_ns, from, m);
             }
             _ => {}
+        }
+        if !self.node.blocking.is_empty() {
+            self.node.before_sleep(cx.wall_ms);
         }
         self.flush(cx);
         self.cron_after_event(cx);

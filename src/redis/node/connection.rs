@@ -436,6 +436,7 @@ impl RedisNode {
             replies.push(reply);
         }
         self.flush_effects(caller.proc, true);
+        self.serve_ready(now);
         Reply::Array(replies)
     }
 }

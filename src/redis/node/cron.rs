@@ -4,7 +4,8 @@
 //! the next one from its own firing time, converted to true time at the drift rate in force
 //! then (`NodeClock::true_ns_for_local`): that chain of true times is the node's *grid*, and
 //! every active expiry happens on it. A tick can change what anyone observes only when a key
-//! is due, or when the node has replicas, blocked WAIT clients or keys outside db 0. Every
+//! is due, or when the node has replicas, blocked WAIT clients, BLPOP clients with a
+//! timeout or keys outside db 0. Every
 //! other tick only moves state nobody sees until the next event at the node (table sizes,
 //! the replication ack clock, the disk): `CronMode::WhenDue` arms a timer only for grid
 //! points where a key is due (or every point while the node needs them all) and runs the

@@ -1,17 +1,13 @@
 //! The commands lock libraries and users' scripts send beyond the lock's own (issue 27):
-//! STRLEN, APPEND, SETRANGE; RENAME, RENAMENX, COPY; OBJECT ENCODING; RANDOMKEY; the hash
-//! commands HSETNX, HKEYS, HVALS, HSTRLEN (HMSET is HSET's own arm); LPUSH, LPOP, LLEN.
-//! Each as Redis 7.0.15's `t_string.c`, `db.c`, `object.c`, `t_hash.c` and `t_list.c` run
-//! it: the order of its checks, its replies and error texts, its effect for replicas (every
-//! one of these is propagated as itself, and only when it changed something) and what it
-//! tells WATCH. A child of node: it only adds `impl` blocks to `RedisNode`.
+//! STRLEN, APPEND, SETRANGE; RENAME, RENAMENX, COPY; OBJECT ENCODING; RANDOMKEY; LPUSH, LPOP,
+//! LLEN (the hash commands are in hashes.rs). Each as Redis 7.0.15's `t_string.c`, `db.c`,
+//! `object.c` and `t_list.c` run it: the order of its checks, its replies and error texts,
+//! its effect for replicas (every one of these is propagated as itself, and only when it
+//! changed something) and what it tells WATCH. A child of node: it only adds `impl` blocks to `RedisNode`.
 
 use crate::history::Removal;
 use crate::proto::{Bytes, Command, Reply};
-use crate::redis::keyspace::{
-    ELEMENT_OVERHEAD_BYTES, Entry, HASH_MAX_LISTPACK_ENTRIES, HASH_MAX_LISTPACK_VALUE, Sticky,
-    Value,
-};
+use crate::redis::keyspace::{ELEMENT_OVERHEAD_BYTES, Entry, Sticky, Value};
 use crate::redis::node::{MAX_USED_MEMORY_BYTES, RedisNode, WRONGTYPE};
 use crate::time::ProcId;
 
@@ -23,12 +19,6 @@ const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
 const ERR_NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
 const ERR_AUTH_NO_PASSWORD: &str = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
 const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
-
-/// Does a hash write's argument make Redis 7.0.15 convert the listpack to a dict
-/// (`hashTypeTryConversion`: a field or value longer than `hash-max-listpack-value`)?
-fn long_for_listpack(b: &[u8]) -> bool {
-    b.len() > HASH_MAX_LISTPACK_VALUE
-}
 
 impl RedisNode {
     /// READONLY / READWRITE on a server without cluster support.
@@ -205,6 +195,7 @@ impl RedisNode {
         self.keyspace.insert(dst.clone(), entry);
         self.keyspace.set_sticky(dst, sticky);
         self.note_written(dst, by);
+        self.signal_list_added(dst);
         self.propagate(|| cmd.clone());
         done()
     }
@@ -246,6 +237,7 @@ impl RedisNode {
         self.keyspace.set_sticky(dst, sticky);
         self.note_written(dst, by);
         self.touch_key(dst);
+        self.signal_list_added(dst);
         self.switch_db(src_db);
         self.propagate(|| cmd.clone());
         Reply::Int(1)
@@ -288,79 +280,6 @@ impl RedisNode {
         Reply::Nil
     }
 
-    /// HSETNX: 0 and nothing changed (no conversion either) when the field exists; else
-    /// HSET of the one pair (its size, conversion, write and propagation).
-    pub(super) fn hsetnx(
-        &mut self,
-        now: i64,
-        key: &Bytes,
-        field: &Bytes,
-        value: &Bytes,
-        cmd: &Command,
-        by: Option<ProcId>,
-    ) -> Reply {
-        let i = match self.hash_for_write(key, now) {
-            Ok(i) => i,
-            Err(e) => return e,
-        };
-        if matches!(self.keyspace.value_at_mut(i), Value::Hash(fields) if fields.iter().any(|(f, _)| f == field))
-        {
-            return Reply::Int(0);
-        }
-        self.hset(now, key, &[(field.clone(), value.clone())], cmd, by)
-    }
-
-    /// After HSET/HMSET wrote `pairs` into the hash at `key`: `hashTypeTryConversion` (a
-    /// long field or value among the arguments) or `hashTypeSet`'s entry count converts
-    /// the listpack to a dict for good. (7.0.15's `hashTypeSet` converts for any long field
-    /// or value it writes, so HINCRBY of a long field converts too.)
-    pub(super) fn note_hash_encoding(&mut self, key: &Bytes, pairs: &[(Bytes, Bytes)]) {
-        let long = pairs
-            .iter()
-            .any(|(f, v)| long_for_listpack(f) || long_for_listpack(v));
-        self.note_hash_size(key, long);
-    }
-
-    /// HINCRBY wrote `field`: `hashTypeSet` converts for a long field, or past 512.
-    pub(super) fn note_hash_field_written(&mut self, key: &Bytes, field: &[u8]) {
-        self.note_hash_size(key, long_for_listpack(field));
-    }
-
-    /// A write that may have added a field (`hashTypeSet`): past 512 fields the hash is a
-    /// dict. `long`: the write's arguments converted it already.
-    pub(super) fn note_hash_size(&mut self, key: &Bytes, long: bool) {
-        let many = matches!(
-            self.keyspace.raw(key),
-            Some(Entry { value: Value::Hash(f), .. }) if f.len() > HASH_MAX_LISTPACK_ENTRIES
-        );
-        if (long || many) && self.keyspace.sticky(key) != Some(Sticky::Hashtable) {
-            self.keyspace.set_sticky(key, Some(Sticky::Hashtable));
-        }
-    }
-
-    /// HKEYS (`fields`) / HVALS, in the listpack's order.
-    pub(super) fn hash_column(&mut self, now: i64, key: &[u8], fields: bool) -> Reply {
-        match self.hash_fields(key, now) {
-            Err(e) => e,
-            Ok(all) => Reply::Array(
-                all.into_iter()
-                    .flatten()
-                    .map(|(f, v)| Reply::Bulk(if fields { f.to_vec() } else { v.to_vec() }))
-                    .collect(),
-            ),
-        }
-    }
-
-    pub(super) fn hstrlen(&mut self, now: i64, key: &[u8], field: &Bytes) -> Reply {
-        match self.hash_fields(key, now) {
-            Err(e) => e,
-            Ok(all) => Reply::Int(
-                all.and_then(|fs| fs.iter().find(|(f, _)| f == field))
-                    .map_or(0, |(_, v)| v.len() as i64),
-            ),
-        }
-    }
-
     /// LPUSH: each element in turn to the head (`LPUSH l a b` leaves `b a`).
     pub(super) fn lpush(
         &mut self,
@@ -393,6 +312,7 @@ impl RedisNode {
                         expire_at_ms: None,
                     },
                 );
+                self.signal_list_added(key);
                 vals.len()
             }
         };

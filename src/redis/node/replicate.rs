@@ -223,8 +223,10 @@ impl RedisNode {
                     ));
                 };
                 if matches!(self.role, Role::Replica { master: m, .. } if m == master) {
-                    return Reply::Ok;
+                    return Reply::Status("OK Already connected to specified master".into());
                 }
+                // replicationSetMaster: clients blocked on what was a master cannot stay.
+                self.unblock_for_role_change();
                 self.start_replication(master);
                 Reply::Ok
             }

@@ -4,12 +4,18 @@ master-replica cases, a replica server on PORT+1.
 
     python3 record.py 7399 FILE > NEW
 
-FILE is a skeleton ('# case:', '# topology:', comments, '@T [NODE:] CMD ARGS', optionally
-ending in ' ~' to mark a timing-dependent integer, written ~N with N rounded to 50 ms) or an
-already recorded file (its replies are dropped; a '~' reply marks the step again). Absolute
-times in replies (PEXPIRETIME...) come out as numbers: write them back as placeholders by hand.
+FILE is a skeleton ('# case:', '# topology:', comments, '@T [NODE:] [[CONN]] CMD ARGS',
+optionally ending in ' ~' to mark a timing-dependent integer, written ~N with N rounded to
+50 ms, or in ' -> (blocked)' for a command that blocks; '@T [NODE:] [[CONN]] <-' for the
+reply of a blocked command) or an already recorded file (its replies are dropped; a '~'
+reply marks the step again). A named connection ([b]) is a client connection of its own,
+opened at its first command of a case (again if the server closed it) and closed when the
+case ends. A blocked command's reply must not come before its '<-' line: before each later
+command the recorder checks, and stops with an error if it did; at the '<-' line it reads it
+(by @T, with 20 ms for the wire). Absolute times in replies (PEXPIRETIME...) come out as
+numbers: write them back as placeholders by hand.
 Used to make the files of this directory (see README.md); not part of the build."""
-import socket, sys, time, shlex
+import socket, sys, time, re
 
 def sds_split(s):
     # close enough to sdssplitargs for the skeletons (bare words and "..." with \\ and \")
@@ -22,6 +28,8 @@ def sds_split(s):
             while s[i] != '"':
                 if s[i] == '\\':
                     i += 1; c = s[i]
+                    if c == 'x':
+                        buf.append(int(s[i+1:i+3], 16)); i += 3; continue
                     buf += {'n': b'\n', 'r': b'\r', 't': b'\t', '"': b'"', '\\': b'\\'}.get(c, c.encode())
                 else:
                     buf += s[i].encode()
@@ -35,19 +43,43 @@ def sds_split(s):
 
 class R:
     def __init__(self, port):
-        self.s = socket.create_connection(('127.0.0.1', port)); self.f = self.s.makefile('rb')
-    def cmd(self, argv):
+        self.port = port; self.connect()
+    def connect(self):
+        self.s = socket.create_connection(('127.0.0.1', self.port)); self.buf = b''
+    def close(self):
+        self.s.close()
+    def send(self, argv):
         msg = b'*%d\r\n' % len(argv) + b''.join(b'$%d\r\n%s\r\n' % (len(a), a) for a in argv)
-        self.s.sendall(msg); return self.read()
+        self.s.sendall(msg)
+    def cmd(self, argv):
+        self.send(argv); return self.read()
+    def fill(self):
+        d = self.s.recv(65536)
+        if not d: raise EOFError('the server closed the connection')
+        self.buf += d
+    def line(self):
+        while b'\r\n' not in self.buf: self.fill()
+        i = self.buf.index(b'\r\n'); l, self.buf = self.buf[:i], self.buf[i + 2:]; return l
+    def bytes(self, n):
+        while len(self.buf) < n: self.fill()
+        d, self.buf = self.buf[:n], self.buf[n:]; return d
+    def ready(self, wait):
+        """Has a reply (or the end of the connection) come within `wait` seconds?"""
+        if self.buf: return True
+        self.s.settimeout(max(wait, 0.0001))
+        try: self.fill(); return True
+        except (socket.timeout, TimeoutError): return False
+        except EOFError: return True
+        finally: self.s.settimeout(None)
     def read(self):
-        line = self.f.readline()[:-2]; t, rest = line[:1], line[1:]
+        line = self.line(); t, rest = line[:1], line[1:]
         if t == b'+': return ('status', rest.decode())
         if t == b'-': return ('error', rest.decode())
         if t == b':': return ('int', int(rest))
         if t == b'$':
             n = int(rest)
             if n < 0: return ('nil',)
-            d = self.f.read(n + 2)[:-2]; return ('bulk', d)
+            d = self.bytes(n + 2)[:-2]; return ('bulk', d)
         if t == b'*':
             n = int(rest)
             if n < 0: return ('nil',)
@@ -91,10 +123,20 @@ def sync(m, rep):
 
 def main(port, path):
     r = R(port); rep = R(port + 1); nodes = {'master': r, 'replica': rep}
+    ports = {'master': port, 'replica': port + 1}
+    named = {}    # (node, conn) -> R, for the case
+    blocked = {}  # (node, conn) -> the line of its blocked command
     out = []; start = None
+    def conn_of(node, conn):
+        if conn is None: return nodes[node]
+        if (node, conn) not in named: named[(node, conn)] = R(ports[node])
+        return named[(node, conn)]
     for raw in open(path).read().split('\n'):
         line = raw.strip()
         if line.startswith('# case:'):
+            if blocked: raise SystemExit('a blocked command has no <- line: %s' % list(blocked.values()))
+            for c in named.values(): c.close()
+            named.clear()
             rep.cmd([b'REPLICAOF', b'NO', b'ONE'])
             while 'slave0' in r.cmd([b'INFO', b'replication'])[1].decode(): time.sleep(0.01)
             for n in (r, rep):
@@ -106,12 +148,15 @@ def main(port, path):
         at, body = line[1:].split(' ', 1)
         if ' -> ' in body:  # a recorded file: drop the reply, keep its '~' mark
             body, old = body.split(' -> ', 1)
-            body = body.strip() + (' ~' if old.startswith('~') else '')
+            body = body.strip() + (' ~' if old.startswith('~') else '') + (' -> (blocked)' if old.strip() == '(blocked)' else '')
+        awaits = ' <- ' in body or body.endswith(' <-') or body == '<-'
+        if awaits: body = body.split('<-', 1)[0].strip() + ' <-'
         body = body.strip(); approx = body.endswith(' ~')
         if approx: body = body[:-2]
+        blocks = body.endswith(' -> (blocked)')
+        if blocks: body = body[:-len(' -> (blocked)')]
         due = start + int(at) / 1000
         if due > time.time(): time.sleep(due - time.time())
-        import re
         def sub(a):
             m = re.fullmatch(rb'\{unix_(ms|s)([+-]\d+)?\}', a)
             if not m: return a
@@ -123,13 +168,39 @@ def main(port, path):
             out.append('@%-5s %s' % (at, body)); continue
         if body == 'wait-sync':
             sync(r, rep); out.append('@%-5s %s' % (at, body)); continue
-        node = r
+        node, cmdtext = 'master', body
         if body.startswith('master: ') or body.startswith('replica: '):
-            name, cmdtext = body.split(': ', 1); node = nodes[name]
-        else:
-            cmdtext = body
-        got = node.cmd([sub(a) for a in sds_split(cmdtext)])
+            node, cmdtext = body.split(': ', 1)
+        conn = None
+        m = re.match(r'\[([A-Za-z0-9_-]+)\]( |$)', cmdtext)
+        if m: conn, cmdtext = m.group(1), cmdtext[m.end():]
+        key = (node, conn)
+        # Before a command is sent no blocked command may have answered (between two '<-'
+        # lines nothing is sent, and replies due to the same step may come in any order).
+        for k, where in ([] if awaits else blocked.items()):
+            if conn_of(*k).ready(0): raise SystemExit('line %s: the reply of line %s came before its <- line' % (raw, where))
+        if awaits:
+            c = conn_of(node, conn)
+            if key not in blocked: raise SystemExit('%s: no blocked command on that connection' % raw)
+            del blocked[key]
+            if not c.ready(0.02): raise SystemExit('%s: no reply by @%s' % (raw, at))
+            got = c.read()
+            out.append('@%-5s %-40s %s' % (at, body, render(got, approx))); continue
+        c = conn_of(node, conn)
+        argv = [sub(a) for a in sds_split(cmdtext)]
+        try:
+            c.send(argv)
+        except (BrokenPipeError, ConnectionResetError):
+            c.connect(); c.send(argv)
+        if blocks:
+            blocked[key] = raw
+            out.append('@%-5s %-40s -> (blocked)' % (at, body)); continue
+        try:
+            got = c.read()
+        except EOFError:
+            c.connect(); got = c.cmd(argv)
         out.append('@%-5s %-40s -> %s' % (at, body, render(got, approx)))
+    if blocked: raise SystemExit('a blocked command has no <- line: %s' % list(blocked.values()))
     sys.stdout.write('\n'.join(out))
 
 main(int(sys.argv[1]), sys.argv[2])
