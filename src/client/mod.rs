@@ -2,6 +2,7 @@
 //! node's clock readings and talk to Redis with typed commands.
 
 pub mod consensus;
+pub mod node_redlock;
 pub mod redis_py;
 pub mod redisson;
 pub mod redlock;

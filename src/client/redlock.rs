@@ -30,6 +30,7 @@
 
 use std::sync::Arc;
 
+use crate::client::node_redlock::{self, NodeRedlockLine};
 use crate::client::section::{Section, SectionHost, Stage};
 use crate::client::single::advance_token;
 use crate::client::timer::NsRange;
@@ -145,6 +146,17 @@ pub struct RedlockOptions {
     /// for redis-py) raises `MultipleRedlockException` — without unlocking, so the keys set
     /// stay until their TTL, and without retrying. Here: `GaveUp`, no unlock, think.
     pub raise_on_node_error: bool,
+    /// node-redlock v5's `_execute` (5.0.0-beta.2 src/index.ts:438-467): every attempt of an
+    /// acquisition round sends the same token and nothing is released between attempts; the
+    /// round's keys are released once, when it gives up (:330-339), and the give-up waits for
+    /// that release. With an acquire that refuses an existing key (SET NX, node-redlock's
+    /// ACQUIRE_SCRIPT) the client's own keys vote against its later attempts
+    /// (node-redlock#369). Off: a failed attempt unlocks every node and the next one has a
+    /// fresh token, as every other library does.
+    pub retry_keeps_keys: bool,
+    /// node-redlock's own script texts (acquire, release, extend: `node_redlock::scripts`)
+    /// in place of `SET NX PX` and the generic scripts; None for every other preset.
+    pub node_redlock: Option<NodeRedlockLine>,
 }
 
 /// node-redlock `using()`'s automatic extension.
@@ -162,12 +174,13 @@ pub struct AutoExtend {
 
 impl RedlockOptions {
     /// Names accepted by `preset`.
-    pub const PRESETS: [&'static str; 10] = [
+    pub const PRESETS: [&'static str; 11] = [
         "redis-docs",
         "redlock-rb",
         "redlock-rb-2",
         "redlock-py",
         "redlock-py-1.0.8",
+        "node-redlock-4",
         "node-redlock",
         "node-redlock-using",
         "node-redlock-using-head",
@@ -204,6 +217,8 @@ impl RedlockOptions {
             auto_extend: None,
             fail_fast: false,
             raise_on_node_error: false,
+            retry_keeps_keys: false,
+            node_redlock: None,
         };
         let o = match name {
             // An idealised reference, not the docs' numbers: the docs page states "the
@@ -272,52 +287,6 @@ impl RedlockOptions {
                 raise_on_node_error: true,
                 ..base
             },
-            // node-redlock 5.0.0-beta.2 `acquire()`, not `using()` (index.ts:106-110, 434,
-            // 456): `Date.now()`, `Math.round(0.01 * ttl) + 2`, retryCount 10
-            // (11 attempts), delay 200 ± 100 ms, and no check of the elapsed time.
-            "node-redlock" => RedlockOptions {
-                clock: ElapsedClock::Wall,
-                retry_count: 11,
-                retry_jitter_ms: 100,
-                skip_validity_check: true,
-                ..base
-            },
-            // node-redlock 5.0.0-beta.2 (mike-marcacci/node-redlock@54de94c, the npm
-            // release) `using()` as shipped: "node-redlock", plus
-            // - `start` read once before the retries, for acquire (:305, 328) and extend
-            //   (:378, 407): after retries the lock can come back already expired;
-            // - automatic extension `automaticExtensionThreshold` = 500 ms before the
-            //   expiration (:110, :709-714), by the extend script with `_execute`'s retries
-            //   (:385-390, :433-466); an extend of an expired lock throws at once
-            //   ("Cannot extend an already-expired lock.", :380-383); a failed extension is
-            //   retried while the lock has not expired (:727-728), else the signal aborts
-            //   (:731-732). The routine is one that does not check the signal.
-            "node-redlock-using" => RedlockOptions {
-                clock: ElapsedClock::Wall,
-                retry_count: 11,
-                retry_jitter_ms: 100,
-                skip_validity_check: true,
-                start_before_retries: true,
-                auto_extend: Some(AutoExtend {
-                    threshold_ms: 500,
-                    routine_checks_signal: false,
-                }),
-                ..base
-            },
-            // node-redlock at master (afe5cf9, unreleased): as "node-redlock-using", with
-            // `start` taken by the winning attempt (#274 5dd9e28 for acquire, #276 5138813
-            // for extend; src/index.ts:309, 328, 383, 405, 481).
-            "node-redlock-using-head" => RedlockOptions {
-                clock: ElapsedClock::Wall,
-                retry_count: 11,
-                retry_jitter_ms: 100,
-                skip_validity_check: true,
-                auto_extend: Some(AutoExtend {
-                    threshold_ms: 500,
-                    routine_checks_signal: false,
-                }),
-                ..base
-            },
             // redsync v4.17.0 (go-redsync/redsync@79f6ba2; HEAD 5560bd2 has the same code):
             // `NewMutex` defaults (redsync.go:29-42): expiry 8 s, tries 32, delay
             // `rand.Intn(250-50)+50` ms (:12-13, :34-36), driftFactor 0.01, timeoutFactor 0.05.
@@ -361,7 +330,8 @@ impl RedlockOptions {
                 fail_fast: true,
                 ..base
             },
-            _ => return None,
+            // node-redlock-4, node-redlock, node-redlock-using, node-redlock-using-head.
+            _ => return node_redlock::preset(name, base),
         };
         Some(o)
     }
@@ -575,6 +545,8 @@ pub struct RedlockClient {
     timeout_due_mono_ns: Option<u64>,
     unlock: Script,
     extend_script: Script,
+    /// The library's acquire script (node-redlock's), sent as EVAL; None: `SET NX PX`.
+    acquire_script: Option<Script>,
     /// The scripts' KEYS (`[config.key]`), made once: every unlock and extend shares them
     /// (see `script_keys()`).
     script_keys: Arc<[Bytes]>,
@@ -602,11 +574,23 @@ impl RedlockClient {
         }
         let n = config.nodes.len();
         let script_keys = Arc::new([config.key.clone()]);
+        let library = config
+            .options
+            .node_redlock
+            .map(|l| node_redlock::scripts(l == NodeRedlockLine::V4));
         let extend_script = Script::new(match config.options.extend {
             Some((_, ExtendMode::SetIfMissing)) => TOUCH_WITH_SET_NX_SRC.as_bytes(),
             Some((_, ExtendMode::ExpireMsAsSeconds)) => EXTEND_LIFE_0_1_8_SRC.as_bytes(),
-            _ => EXTEND_SRC.as_bytes(),
+            _ => library
+                .map_or(EXTEND_SRC, |(_, _, extend)| extend)
+                .as_bytes(),
         });
+        let unlock = Script::new(
+            library
+                .map_or(UNLOCK_SRC, |(_, release, _)| release)
+                .as_bytes(),
+        );
+        let acquire_script = library.map(|(acquire, _, _)| Script::new(acquire.as_bytes()));
         let section = Section::new(
             config.lock,
             config.resource,
@@ -632,8 +616,9 @@ impl RedlockClient {
             tally: Tally::default(),
             resource_wait: None,
             timeout_due_mono_ns: None,
-            unlock: Script::new(UNLOCK_SRC.as_bytes()),
+            unlock,
             extend_script,
+            acquire_script,
             script_keys,
             unlock_args: Arc::new([Bytes::new()]),
             round_start: (0, 0),
@@ -819,6 +804,7 @@ impl RedlockClient {
     /// it sends a script.
     fn fanout_set_nx(&self, kind: FanOutKind) -> Option<bool> {
         match kind {
+            FanOutKind::Acquire if self.acquire_script.is_some() => None,
             FanOutKind::Acquire => Some(true),
             FanOutKind::Extend => match self.config.options.extend.map(|(_, m)| m) {
                 Some(ExtendMode::ReSet) => Some(false),
@@ -859,6 +845,11 @@ impl RedlockClient {
                 }
             }
             None if kind == FanOutKind::Release => self.send_unlock_to_every_node(cx, true),
+            None if kind == FanOutKind::Acquire => {
+                let script = self.acquire_script.as_ref().expect("an acquire script");
+                let cmd = self.script_command(script, true);
+                self.send_to_every_node(cx, cmd, true);
+            }
             None => {
                 let cmd = self.script_command(&self.extend_script, true);
                 self.send_to_every_node(cx, cmd, true);
@@ -917,13 +908,16 @@ impl RedlockClient {
         self.attempt += 1;
         self.attempts_this_round += 1;
         // A fresh token per attempt: a late SET of a failed attempt can never be taken for
-        // this one's.
-        advance_token(
-            &mut self.token,
-            &mut self.token_attempt,
-            &self.config.token_prefix,
-            self.attempt,
-        );
+        // this one's. node-redlock v5 keeps the round's first (one `value` per `acquire()`
+        // call, src/index.ts:306).
+        if self.attempts_this_round == 1 || !self.config.options.retry_keeps_keys {
+            advance_token(
+                &mut self.token,
+                &mut self.token_attempt,
+                &self.config.token_prefix,
+                self.attempt,
+            );
+        }
         if self.attempts_this_round == 1 {
             self.round_start = (cx.mono_ns, cx.wall_ms);
             // One observation per round, as `LockClient`: retries are in the trace.
@@ -958,6 +952,10 @@ impl RedlockClient {
         let mode = self.config.options.extend.map(|(_, m)| m);
         let answer = match (f.kind, mode) {
             (FanOutKind::Acquire, ..) if matches!(reply, Reply::Error(_)) => Vote::Failed,
+            // node-redlock: `result !== keys.length` is a ResourceLockedError (v5 :591-595).
+            (FanOutKind::Acquire, ..) if self.acquire_script.is_some() => {
+                vote(matches!(reply, Reply::Int(1)))
+            }
             (FanOutKind::Acquire, ..) => vote(matches!(reply, Reply::Ok)),
             // The unlock is best effort: any answer ends the wait for that node.
             (FanOutKind::Release, ..) => Vote::For,
@@ -1130,11 +1128,7 @@ impl RedlockClient {
             {
                 // redlock-py __init__.py:111-112: `raise MultipleRedlockException(redis_errors)`
                 // before the unlock loop of :115-119 — the keys stay until their TTL.
-                cx.observe(Observation::GaveUp {
-                    lock: self.config.lock,
-                });
-                self.attempts_this_round = 0;
-                self.think(cx);
+                self.give_up(cx);
             }
             FanOutKind::Acquire if success => self.acquired(cx, validity_ns),
             FanOutKind::Acquire => self.acquire_failed(cx),
@@ -1156,19 +1150,27 @@ impl RedlockClient {
                 }
             }
             FanOutKind::Extend => self.lose(cx, "extend failed"),
+            // A round still counting attempts released its keys on giving up
+            // (`retry_keeps_keys`); a section's release reset the count when it acquired.
+            FanOutKind::Release if self.attempts_this_round > 0 => self.give_up(cx),
             FanOutKind::Release => self.think(cx),
         }
     }
 
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
-        // Give back the minority (or the late majority) we may hold; nobody waits for it.
-        self.send_unlock_to_every_node(cx, false);
+        let keep = self.config.options.retry_keeps_keys;
+        if !keep {
+            // Give back the minority (or the late majority) we may hold; nobody waits for it.
+            self.send_unlock_to_every_node(cx, false);
+        }
         if self.attempts_this_round >= self.config.options.retry_count {
-            cx.observe(Observation::GaveUp {
-                lock: self.config.lock,
-            });
-            self.attempts_this_round = 0;
-            self.think(cx);
+            if keep {
+                // node-redlock v5's `acquire()` catch (src/index.ts:330-339): release the
+                // round's keys with `retryCount: 0` and wait for it, then throw.
+                self.phase = Phase::Releasing;
+                return self.start_fanout(cx, FanOutKind::Release);
+            }
+            self.give_up(cx);
         } else {
             let d = self.config.options.retry_delay_ns(cx.rng);
             if d == 0 {
@@ -1178,6 +1180,15 @@ impl RedlockClient {
                 self.arm_state(cx, d);
             }
         }
+    }
+
+    /// The round ends without the lock: `GaveUp`, then think.
+    fn give_up(&mut self, cx: &mut Cx<'_>) {
+        cx.observe(Observation::GaveUp {
+            lock: self.config.lock,
+        });
+        self.attempts_this_round = 0;
+        self.think(cx);
     }
 
     fn acquired(&mut self, cx: &mut Cx<'_>, validity_ns: i64) {
@@ -1608,13 +1619,24 @@ mod tests {
                 && args.len() == 1 && &args[0][..] == token)
     }
 
-    /// Starts an attempt and answers it: `oks` OKs then Nils, after `elapsed_ns`.
+    /// A node's yes or no to an acquire: OK or nil to `SET NX`, 1 or 0 to node-redlock's
+    /// acquire script.
+    fn grant(h: &Harness, yes: bool) -> Reply {
+        match (h.client.config.options.node_redlock.is_some(), yes) {
+            (true, yes) => Reply::Int(i64::from(yes)),
+            (false, true) => Reply::Ok,
+            (false, false) => Reply::Nil,
+        }
+    }
+
+    /// Starts an attempt and answers it: `oks` grants then refusals, after `elapsed_ns`.
     fn attempt(h: &mut Harness, oks: usize, elapsed_ns: u64) -> Vec<Output> {
         let reqs = requests(&h.start());
         h.advance(elapsed_ns);
         let mut out = Vec::new();
         for (i, r) in reqs.iter().enumerate() {
-            out.extend(h.reply(r, if i < oks { Reply::Ok } else { Reply::Nil }));
+            let reply = grant(h, i < oks);
+            out.extend(h.reply(r, reply));
         }
         out
     }
@@ -1814,7 +1836,8 @@ mod tests {
             h.wall_step_ms = 11_000;
             let mut out = Vec::new();
             for (i, r) in reqs.iter().enumerate() {
-                out.extend(h.reply(r, if i < 3 { Reply::Ok } else { Reply::Nil }));
+                let reply = grant(&h, i < 3);
+                out.extend(h.reply(r, reply));
             }
             out
         };
@@ -1823,7 +1846,9 @@ mod tests {
         assert!(requests(&out).is_empty(), "no unlock: it believes it holds");
         let out = run(false);
         assert_eq!(acquired_validity(&out), None);
-        assert_eq!(requests(&out).len(), 5);
+        // v5 keeps its keys for the next attempt (node-redlock#369): no unlock, a retry timer.
+        assert!(requests(&out).is_empty());
+        assert_eq!(state_timers(&out).len(), 1);
 
         // Same on the monotonic clock, with a per-node timeout long enough for slow replies.
         let mut h = Harness::new(config(RedlockOptions {
@@ -2144,7 +2169,8 @@ mod tests {
             h.advance(MS);
             let mut replies = Vec::new();
             for (i, r) in reqs.iter().enumerate() {
-                replies.extend(h.reply(r, if i < 2 { Reply::Ok } else { Reply::Nil }));
+                let reply = grant(h, i < 2);
+                replies.extend(h.reply(r, reply));
             }
             let (delay, _) = state_timers(&replies)[0];
             out = h.advance(delay);
@@ -2153,7 +2179,8 @@ mod tests {
         h.advance(MS);
         let mut replies = Vec::new();
         for r in &reqs {
-            replies.extend(h.reply(r, Reply::Ok));
+            let reply = grant(h, true);
+            replies.extend(h.reply(r, reply));
         }
         replies
     }
@@ -2186,7 +2213,7 @@ mod tests {
         assert_eq!(ext.len(), 5);
         assert!(ext.iter().all(
             |r| matches!(&r.cmd, Command::Eval { script: ScriptRef::Source(s), .. }
-            if &s.source[..] == EXTEND_SRC.as_bytes())
+            if &s.source[..] == node_redlock::EXTEND_5_SRC.as_bytes())
         ));
     }
 

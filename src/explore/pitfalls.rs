@@ -190,6 +190,13 @@ is extended 500 ms before it runs out.",
         &[],
     ),
     (
+        "redlock-node-retry-keeps-keys",
+        "Give the keys back between attempts, as node-redlock 4.2.0 did (the variant below); on \
+v5, acquire with `retryCount: 0` in your own retry loop: each failed `acquire()` call releases \
+its keys before it throws.",
+        &[],
+    ),
+    (
         "redlock-validity-respected",
         "The fix itself; the pause it cannot fix is `redlock-pause-after-acquire`.",
         &[],
