@@ -2,10 +2,48 @@
 //! and from timing arithmetic (tests/models/; each says which lines it follows and what the
 //! model got wrong before issue 25).
 
-use distlock_sim::testing::assert_model_holds;
+use distlock_sim::scenario;
+use distlock_sim::testing::{assert_model_holds, assert_model_shows_declared_verdict};
 
 fn model(name: &str) -> String {
     format!("{}/tests/models/{name}.ron", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A catalogue model of a reported bug shows its declared violation, and its fix variant
+/// `variant` holds and reaches the hazards it requires (seeds `0..DISTLOCK_SEEDS`, 300 by
+/// default).
+fn assert_bug_and_fix(name: &str, variant: &str) {
+    let path = format!("{}/models/{name}.ron", env!("CARGO_MANIFEST_DIR"));
+    assert_model_shows_declared_verdict(&path);
+    let sc = scenario::load(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{e}"));
+    let v = sc
+        .variants
+        .iter()
+        .find(|v| v.name == variant)
+        .unwrap_or_else(|| panic!("{name} has no variant {variant:?}"));
+    let fixed = format!("{}/{name}-fix.ron", env!("CARGO_TARGET_TMPDIR"));
+    std::fs::write(&fixed, &v.text).unwrap();
+    assert_model_holds(&fixed);
+}
+
+/// node-redlock#369: 5.0.0-beta.2's `_execute` retries with the same value and releases
+/// nothing in between (src/index.ts:438-467), so with `retryCount: -1` a split vote is kept by
+/// its losers and the free lock stays untakeable; 4.2.0 unlocked before each retry
+/// (redlock.js:423-428).
+#[test]
+fn node_redlock_5_keeps_a_split_vote_for_as_long_as_it_retries_and_4_2_0_heals_it() {
+    assert_bug_and_fix("redlock-node-retry-keeps-keys", "node-redlock 4.2.0");
+}
+
+/// redis-py#3847: v8.1.0's sync `release()` clears the token before its script
+/// (lock.py:265-276); a release refused while the node is down cannot be made again, and a
+/// key without TTL stays. With the token kept (#3900, #4258) the caller releases it later.
+#[test]
+fn a_redis_py_release_that_fails_while_the_node_is_down_leaves_the_key_unless_the_token_is_kept() {
+    assert_bug_and_fix(
+        "redis-py-failed-release-loses-token",
+        "token kept, release called again",
+    );
 }
 
 /// redsync v4.17.0: `WithSetNXOnExtend` is one script per node (scripts.go:16-24), and every

@@ -97,6 +97,13 @@ checked here: see single-px-cad-fencing).",
         &[],
     ),
     (
+        "redis-py-failed-release-loses-token",
+        "Keep the token until the release script answers (redis.asyncio >= 7.2.0, #3900; the sync \
+`Lock` with PR #4258) and call `release()` again on a connection error; pass `timeout=` so that \
+a key nobody can delete still expires.",
+        &["redis-py-lock-timeout"],
+    ),
+    (
         "pottery-auto-release-time-units",
         "Pass `auto_release_time` in seconds on pottery 3 (`auto_release_time=10`; it was \
 milliseconds up to 2.3.7, 021c5a9 #627): the variant shows the key coming back ten seconds \

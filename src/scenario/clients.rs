@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
 use crate::client::consensus::{ConsensusClient, ConsensusClientConfig};
-use crate::client::redis_py::{self, RedisPyOptions, Refresh, SharedToken};
+use crate::client::redis_py::{self, RedisPyOptions, Refresh, ReleaseError, SharedToken};
 use crate::client::redisson::{RedissonClient, RedissonConfig, RedissonVersion};
 use crate::client::redlock::{
     AutoExtend, ElapsedClock, ExtendMode, RedlockClient, RedlockConfig, RedlockOptions,
@@ -297,6 +297,18 @@ pub struct RedisPySpec {
     /// Retries of a timed-out command (default 10, redis-py ≥ 8.0's `DEFAULT_RETRY_COUNT`).
     #[serde(default)]
     pub retries: Option<Bounded<0, 100>>,
+    /// What a release that failed on the network leaves: `clears_token` (default, v8.1.0's
+    /// sync `Lock`, redis-py#3847) or `keeps_token` (asyncio ≥ 7.2.0, #3900; sync with
+    /// #4258), the caller then releasing again.
+    #[serde(default)]
+    pub release_error: Option<ReleaseErrorSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReleaseErrorSpec {
+    ClearsToken,
+    KeepsToken,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -354,6 +366,10 @@ impl RedisPySpec {
             command_retries: self
                 .retries
                 .map_or(redis_py::DEFAULT_RETRY_COUNT, |b| b.0 as u32),
+            release_error: match self.release_error {
+                None | Some(ReleaseErrorSpec::ClearsToken) => ReleaseError::ClearsToken,
+                Some(ReleaseErrorSpec::KeepsToken) => ReleaseError::KeepsToken,
+            },
         };
         o.validate()?;
         Ok(o)
