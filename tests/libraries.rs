@@ -73,3 +73,11 @@ fn redisson_3_43_loses_its_lock_when_a_kill_outlasts_its_refused_renewal() {
 fn redisson_3_44_keeps_its_lock_through_a_17_s_kill_by_renewing_again_after_the_refusals() {
     assert_model_holds(model("redisson-3-44-refused-renewals-outlast-a-17s-kill"));
 }
+
+/// redsync#30: v4.17.0's Mutex keeps the last winner's value (mutex.go:117) and `Unlock` sends
+/// it (:143-145), so goroutines sharing one Mutex delete each other's keys after an overrun;
+/// a Mutex per goroutine deletes nothing of another's.
+#[test]
+fn goroutines_sharing_one_redsync_mutex_delete_the_next_winners_keys_and_a_mutex_each_does_not() {
+    assert_bug_and_fix("redsync-shared-mutex", "a Mutex per goroutine");
+}

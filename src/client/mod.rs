@@ -6,6 +6,7 @@ pub mod node_redlock;
 pub mod redis_py;
 pub mod redisson;
 pub mod redlock;
+pub mod redsync;
 pub mod resource;
 pub mod section;
 pub mod single;

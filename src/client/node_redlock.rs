@@ -17,7 +17,7 @@
 //!   as soon as a quorum voted either way (`_attemptOperation`, :509-523), and a majority
 //!   alone is success: the elapsed time is never checked (:323-329).
 
-use crate::client::redlock::{AutoExtend, ElapsedClock, RedlockOptions};
+use crate::client::redlock::{AutoExtend, ElapsedClock, LibraryScripts, RedlockOptions};
 
 /// node-redlock 5.0.0-beta.2's `ACQUIRE_SCRIPT` (src/index.ts:12-27, a template literal),
 /// SHA1 96da70f7716f27d278a5218544df37fd8b0a5e4c: 0 if any key exists, else `SET key
@@ -76,7 +76,7 @@ pub fn preset(name: &str, base: RedlockOptions) -> Option<RedlockOptions> {
         skip_validity_check: true,
         retry_keeps_keys: true,
         fail_fast: true,
-        node_redlock: Some(NodeRedlockLine::V5),
+        scripts: LibraryScripts::NodeRedlock(NodeRedlockLine::V5),
         ..common.clone()
     };
     let using = AutoExtend {
@@ -90,7 +90,7 @@ pub fn preset(name: &str, base: RedlockOptions) -> Option<RedlockOptions> {
         // every server and retry (:423-428). Simplification: v4 waits for the unlock's replies
         // before it arms the retry delay; the model arms it at once (a round trip earlier).
         "node-redlock-4" => RedlockOptions {
-            node_redlock: Some(NodeRedlockLine::V4),
+            scripts: LibraryScripts::NodeRedlock(NodeRedlockLine::V4),
             ..common
         },
         // 5.0.0-beta.2 `acquire()`, not `using()` (54de94c, src/index.ts:296-341, 418-543).

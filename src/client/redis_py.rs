@@ -146,7 +146,8 @@ pub struct RedisPyOptions {
     pub release_error: ReleaseError,
 }
 
-/// The token slot of one `Lock` object shared by the threads of a process: the group's
+/// The token slot of one lock object shared by the threads of a process (a redis-py `Lock`
+/// with `thread_local=False`; a `*redsync.Mutex` shared by goroutines, `m.value`): the group's
 /// members, in one run. Made per world (lowering runs per seed), so runs share nothing; the
 /// mutex is never contended, as a run is single-threaded.
 #[derive(Clone, Debug, Default)]

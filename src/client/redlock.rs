@@ -31,6 +31,8 @@
 use std::sync::Arc;
 
 use crate::client::node_redlock::{self, NodeRedlockLine};
+use crate::client::redis_py::SharedToken;
+use crate::client::redsync;
 use crate::client::section::{Section, SectionHost, Stage};
 use crate::client::single::advance_token;
 use crate::client::timer::NsRange;
@@ -154,9 +156,39 @@ pub struct RedlockOptions {
     /// (node-redlock#369). Off: a failed attempt unlocks every node and the next one has a
     /// fresh token, as every other library does.
     pub retry_keeps_keys: bool,
-    /// node-redlock's own script texts (acquire, release, extend: `node_redlock::scripts`)
-    /// in place of `SET NX PX` and the generic scripts; None for every other preset.
-    pub node_redlock: Option<NodeRedlockLine>,
+    /// Whose script texts the client sends: the library's own (node-redlock's, redsync's),
+    /// or the generic ones (`SET NX PX`, `redis/scripts.rs`) for the rest.
+    pub scripts: LibraryScripts,
+    /// redsync: the group's members are goroutines sharing one `*redsync.Mutex`, so one
+    /// `m.value` (mutex.go:30): a success stores its value there (:117) and `Unlock`/`Extend`
+    /// send whatever it holds (:143-145, :160-162), the last winner's (redsync#30). Set at
+    /// lowering, one slot per group and world; None: a Mutex per member.
+    pub shared_value: Option<SharedToken>,
+}
+
+/// Whose script texts a Redlock client sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LibraryScripts {
+    /// `SET NX PX`, and `UNLOCK_SRC` / `EXTEND_SRC` (the Redis docs' scripts).
+    Generic,
+    /// node-redlock's own acquire, release and extend scripts (`node_redlock::scripts`).
+    NodeRedlock(NodeRedlockLine),
+    /// redsync's: `SET NX PX` (`SetNX`), `deleteScript` and `touchScript`.
+    Redsync,
+}
+
+impl LibraryScripts {
+    /// (acquire script, or None for `SET NX PX`; release; the compare-and-extend).
+    fn texts(self) -> (Option<&'static str>, &'static str, &'static str) {
+        match self {
+            LibraryScripts::Generic => (None, UNLOCK_SRC, EXTEND_SRC),
+            LibraryScripts::NodeRedlock(line) => {
+                let (acquire, release, extend) = node_redlock::scripts(line == NodeRedlockLine::V4);
+                (Some(acquire), release, extend)
+            }
+            LibraryScripts::Redsync => (None, redsync::DELETE_SRC, redsync::TOUCH_SRC),
+        }
+    }
 }
 
 /// node-redlock `using()`'s automatic extension.
@@ -218,7 +250,8 @@ impl RedlockOptions {
             fail_fast: false,
             raise_on_node_error: false,
             retry_keeps_keys: false,
-            node_redlock: None,
+            scripts: LibraryScripts::Generic,
+            shared_value: None,
         };
         let o = match name {
             // An idealised reference, not the docs' numbers: the docs page states "the
@@ -287,30 +320,7 @@ impl RedlockOptions {
                 raise_on_node_error: true,
                 ..base
             },
-            // redsync v4.17.0 (go-redsync/redsync@79f6ba2; HEAD 5560bd2 has the same code):
-            // `NewMutex` defaults (redsync.go:29-42): expiry 8 s, tries 32, delay
-            // `rand.Intn(250-50)+50` ms (:12-13, :34-36), driftFactor 0.01, timeoutFactor 0.05.
-            // Each attempt (mutex.go:104-119): `start := time.Now()` (Go's monotonic reading),
-            // one context deadline of `expiry · timeoutFactor` for the whole fan-out (:107),
-            // `until = now + expiry - (now - start) - expiry·driftFactor` (no +2 ms, :115),
-            // success iff `n >= quorum && now.Before(until)` (:116); `Until()` returns that
-            // `until` (:50-52), and ExtendContext recomputes it (:158-173). Options:
-            // `WithFailFast` is `fail_fast` (mutex.go:304-314); `WithSetNXOnExtend` is extend
-            // mode `set_if_missing` (redsync.go:93-101, scripts.go:16-24 touchWithSetNXScript,
-            // sent as it is: `TOUCH_WITH_SET_NX_SRC`; added by PR #149, c541100, released in
-            // v4.12.0, whose `touch` also released the lock on every node when the script
-            // errored on one, a cleanup v4.12.1 removed, 879d3ae). Extend has no deadline of
-            // its own (`Extend()` passes `context.Background()`, :153-155); the model's
-            // fan-outs all have `per_node_timeout`. The delay is drawn in [50, 250] ms (Go's
-            // is [50, 250)).
-            "redsync" => RedlockOptions {
-                drift_plus_2ms: false,
-                per_node_timeout_ms: (ttl_ms / 20).max(1),
-                retry_count: 32,
-                retry_delay_ms: 150,
-                retry_jitter_ms: 100,
-                ..base
-            },
+            "redsync" => redsync::preset(ttl_ms, base),
             // pottery's `Redlock` (brainix/pottery@e2f4042, v3.0.1 and later; the units are
             // seconds since v3.0.0, 021c5a9 #627), pottery/redlock.py:
             // - SET NX PX `auto_release_time` on every master at once (:278-285, 325-329), and
@@ -574,23 +584,14 @@ impl RedlockClient {
         }
         let n = config.nodes.len();
         let script_keys = Arc::new([config.key.clone()]);
-        let library = config
-            .options
-            .node_redlock
-            .map(|l| node_redlock::scripts(l == NodeRedlockLine::V4));
+        let (acquire, release, extend) = config.options.scripts.texts();
         let extend_script = Script::new(match config.options.extend {
             Some((_, ExtendMode::SetIfMissing)) => TOUCH_WITH_SET_NX_SRC.as_bytes(),
             Some((_, ExtendMode::ExpireMsAsSeconds)) => EXTEND_LIFE_0_1_8_SRC.as_bytes(),
-            _ => library
-                .map_or(EXTEND_SRC, |(_, _, extend)| extend)
-                .as_bytes(),
+            _ => extend.as_bytes(),
         });
-        let unlock = Script::new(
-            library
-                .map_or(UNLOCK_SRC, |(_, release, _)| release)
-                .as_bytes(),
-        );
-        let acquire_script = library.map(|(acquire, _, _)| Script::new(acquire.as_bytes()));
+        let unlock = Script::new(release.as_bytes());
+        let acquire_script = acquire.map(|a| Script::new(a.as_bytes()));
         let section = Section::new(
             config.lock,
             config.resource,
@@ -755,13 +756,10 @@ impl RedlockClient {
     /// holds them any more (the nodes have dropped the last fan-out's), allocated again only
     /// while some still do — one allocation and one free less per failed attempt on W2.
     fn send_unlock_to_every_node(&mut self, cx: &mut Cx<'_>, votes: bool) {
-        // Written without first asking whether it already holds this token: it nearly never
-        // does (each attempt has its own), and the comparison cost more than the copy.
-        match Arc::get_mut(&mut self.unlock_args) {
-            // Inline, the token is copied straight in (`Bytes::clone_inline`).
-            Some(args) if self.token.is_inline() => args[0] = self.token.clone_inline(),
-            Some(args) => args[0] = self.token.clone(),
-            None => self.unlock_args = Arc::new([self.token.clone()]),
+        if self.shares_mutex() {
+            self.unlock_args = Arc::new([self.mutex_value(cx)]);
+        } else {
+            self.set_unlock_args_to_token();
         }
         self.refresh_script_keys();
         for i in 0..self.config.nodes.len() {
@@ -781,6 +779,46 @@ impl RedlockClient {
             if votes {
                 self.push_vote(Vote::Pending { id });
             }
+        }
+    }
+
+    /// A section's `Unlock` or `Extend` on a Mutex shared by goroutines (`shared_value`); a
+    /// failed attempt's unlock sends its own value (`release(ctx, pool, value)`, redsync
+    /// mutex.go:121-127), as does every client with a Mutex of its own.
+    fn shares_mutex(&self) -> bool {
+        self.config.options.shared_value.is_some() && self.attempts_this_round == 0
+    }
+
+    /// `m.value`: whatever the shared Mutex holds, the last winner's (redsync mutex.go:117,
+    /// :143-145, :160-162; redsync#30). When that is not this goroutine's own token the trace
+    /// says so.
+    fn mutex_value(&self, cx: &mut Cx<'_>) -> Bytes {
+        let slot = self
+            .config
+            .options
+            .shared_value
+            .as_ref()
+            .expect("a shared Mutex");
+        let value = slot.get().unwrap_or_else(|| self.token.clone());
+        if value != self.token {
+            cx.observe(Observation::Note(format!(
+                "m.value is {}, the shared Mutex's last winner's, not its own {}",
+                String::from_utf8_lossy(&value),
+                String::from_utf8_lossy(&self.token)
+            )));
+        }
+        value
+    }
+
+    /// `unlock_args` = `[token]`, in place when no message holds them.
+    fn set_unlock_args_to_token(&mut self) {
+        // Written without first asking whether it already holds this token: it nearly never
+        // does (each attempt has its own), and the comparison cost more than the copy.
+        match Arc::get_mut(&mut self.unlock_args) {
+            // Inline, the token is copied straight in (`Bytes::clone_inline`).
+            Some(args) if self.token.is_inline() => args[0] = self.token.clone_inline(),
+            Some(args) => args[0] = self.token.clone(),
+            None => self.unlock_args = Arc::new([self.token.clone()]),
         }
     }
 
@@ -851,7 +889,13 @@ impl RedlockClient {
                 self.send_to_every_node(cx, cmd, true);
             }
             None => {
-                let cmd = self.script_command(&self.extend_script, true);
+                let mut cmd = self.script_command(&self.extend_script, true);
+                if self.shares_mutex() {
+                    let value = self.mutex_value(cx);
+                    if let Command::Eval { args, .. } = &mut cmd {
+                        *args = Arc::new([value, args[1].clone()]);
+                    }
+                }
                 self.send_to_every_node(cx, cmd, true);
             }
         }
@@ -1193,6 +1237,10 @@ impl RedlockClient {
 
     fn acquired(&mut self, cx: &mut Cx<'_>, validity_ns: i64) {
         self.attempts_this_round = 0;
+        // redsync mutex.go:117: `m.value = value` on the Mutex, shared or not.
+        if let Some(slot) = &self.config.options.shared_value {
+            slot.store(self.token.clone());
+        }
         cx.observe(Observation::Acquired {
             lock: self.config.lock,
             token: self.token.clone(),
@@ -1622,7 +1670,7 @@ mod tests {
     /// A node's yes or no to an acquire: OK or nil to `SET NX`, 1 or 0 to node-redlock's
     /// acquire script.
     fn grant(h: &Harness, yes: bool) -> Reply {
-        match (h.client.config.options.node_redlock.is_some(), yes) {
+        match (h.client.acquire_script.is_some(), yes) {
             (true, yes) => Reply::Int(i64::from(yes)),
             (false, true) => Reply::Ok,
             (false, false) => Reply::Nil,

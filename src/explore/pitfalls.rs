@@ -204,6 +204,12 @@ its keys before it throws.",
         &[],
     ),
     (
+        "redsync-shared-mutex",
+        "Make a Mutex per goroutine (`rs.NewMutex(name)` inside it): its `Unlock` then sends its \
+own value and deletes nothing of another's; fence the overrun itself.",
+        &["single-px-cad-fencing"],
+    ),
+    (
         "redlock-validity-respected",
         "The fix itself; the pause it cannot fix is `redlock-pause-after-acquire`.",
         &[],

@@ -162,6 +162,10 @@ pub struct RedlockSpec {
     /// redlock-py 1.0.8: a won attempt with a node error raises, without unlocking.
     #[serde(default)]
     pub raise_on_node_error: Option<bool>,
+    /// redsync: the group's members are goroutines sharing one `*redsync.Mutex`, and so one
+    /// `m.value` (redsync#30). Default false: a Mutex per member.
+    #[serde(default)]
+    pub shared_mutex: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -268,6 +272,12 @@ impl RedlockSpec {
         }
         if let Some(v) = self.raise_on_node_error {
             o.raise_on_node_error = v;
+        }
+        if self.shared_mutex == Some(true) && preset != "redsync" {
+            // node-redlock, redlock-py and redlock-rb hand each acquire its own lock object.
+            return Err(format!(
+                "redlock.shared_mutex: only redsync keeps the value in the Mutex its goroutines share (preset \"redsync\"), not {preset:?}"
+            ));
         }
         o.validate()?;
         Ok(o)
@@ -1112,7 +1122,8 @@ impl ClientGroup {
             .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns()));
         let rounds = self.rounds.map(|b| b.0 as u64);
         let sc = cx.scenario;
-        // redis-py, thread_local=False: the members are threads sharing one Lock object.
+        // redis-py, thread_local=False: the members are threads sharing one Lock object;
+        // redsync's `shared_mutex`: goroutines sharing one Mutex.
         let group_token = SharedToken::new();
         for member in self.members() {
             let name = member.0;
@@ -1198,9 +1209,12 @@ impl ClientGroup {
                     }
                 }
                 AlgorithmSpec::Redlock { nodes, redlock } => {
-                    let options = redlock
+                    let mut options = redlock
                         .options(self.ttl.ns() / NS_PER_MS)
                         .expect("validated");
+                    if redlock.shared_mutex == Some(true) {
+                        options.shared_value = Some(group_token.clone());
+                    }
                     Actor::Redlock(Box::new(RedlockClient::new(RedlockConfig {
                         lock,
                         key: key.clone(),
