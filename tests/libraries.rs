@@ -81,3 +81,12 @@ fn redisson_3_44_keeps_its_lock_through_a_17_s_kill_by_renewing_again_after_the_
 fn goroutines_sharing_one_redsync_mutex_delete_the_next_winners_keys_and_a_mutex_each_does_not() {
     assert_bug_and_fix("redsync-shared-mutex", "a Mutex per goroutine");
 }
+
+/// `redis.asyncio`'s Lock keeps its token in a `threading.local()` (asyncio/lock.py:155 at
+/// v8.1.0): tasks of one event loop share their thread, so a Lock object they share has one
+/// slot even with `thread_local=True`, and a late release deletes the next holder's key; a
+/// Lock per task does not.
+#[test]
+fn asyncio_tasks_sharing_one_redis_py_lock_share_its_token_and_a_lock_per_task_does_not() {
+    assert_bug_and_fix("redis-py-asyncio-tasks-share-token", "a Lock per task");
+}

@@ -97,6 +97,12 @@ checked here: see single-px-cad-fencing).",
         &[],
     ),
     (
+        "redis-py-asyncio-tasks-share-token",
+        "Make the Lock inside each task (`async with r.lock(name, timeout=...)`): \
+`thread_local=True` separates threads, not the tasks of one event loop.",
+        &["redis-py-thread-local-lock"],
+    ),
+    (
         "redis-py-failed-release-loses-token",
         "Keep the token until the release script answers (redis.asyncio >= 7.2.0, #3900; the sync \
 `Lock` with PR #4258) and call `release()` again on a connection error; pass `timeout=` so that \

@@ -298,7 +298,7 @@ pub struct RedisPySpec {
     #[serde(default)]
     pub blocking_timeout: Option<Dur>,
     /// `thread_local` (default true). False: the group's members are threads sharing one
-    /// `Lock` object, and so one token (redis/redis-py#416).
+    /// `Lock` object (`lock_object`), and so one token (redis/redis-py#416).
     #[serde(default)]
     pub thread_local: Option<bool>,
     /// The caller's `extend()`/`reacquire()` loop while holding.
@@ -307,11 +307,27 @@ pub struct RedisPySpec {
     /// Retries of a timed-out command (default 10, redis-py ≥ 8.0's `DEFAULT_RETRY_COUNT`).
     #[serde(default)]
     pub retries: Option<Bounded<0, 100>>,
-    /// What a release that failed on the network leaves: `clears_token` (default, v8.1.0's
-    /// sync `Lock`, redis-py#3847) or `keeps_token` (asyncio ≥ 7.2.0, #3900; sync with
-    /// #4258), the caller then releasing again.
+    /// What a release that failed on the network leaves: `clears_token` (v8.1.0's sync
+    /// `Lock`, redis-py#3847; the default without `asyncio`) or `keeps_token` (asyncio ≥ 7.2.0,
+    /// #3900, the default with it; sync with #4258), the caller then releasing again.
     #[serde(default)]
     pub release_error: Option<ReleaseErrorSpec>,
+    /// `redis.asyncio.lock.Lock` (default false): the group's members are asyncio tasks of one
+    /// event loop, so one thread, and `threading.local()` (asyncio/lock.py:155 at v8.1.0) gives
+    /// them one token slot whatever `thread_local` says.
+    #[serde(default)]
+    pub asyncio: Option<bool>,
+    /// Whether the group's members share one `Lock` object (`shared`, the default) or each
+    /// make their own (`per_member`: `r.lock(name)` inside each thread or task).
+    #[serde(default)]
+    pub lock_object: Option<LockObjectSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockObjectSpec {
+    Shared,
+    PerMember,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -376,18 +392,22 @@ impl RedisPySpec {
             command_retries: self
                 .retries
                 .map_or(redis_py::DEFAULT_RETRY_COUNT, |b| b.0 as u32),
-            release_error: match self.release_error {
-                None | Some(ReleaseErrorSpec::ClearsToken) => ReleaseError::ClearsToken,
-                Some(ReleaseErrorSpec::KeepsToken) => ReleaseError::KeepsToken,
+            release_error: match (self.release_error, self.asyncio) {
+                (Some(ReleaseErrorSpec::KeepsToken), _) | (None, Some(true)) => {
+                    ReleaseError::KeepsToken
+                }
+                _ => ReleaseError::ClearsToken,
             },
         };
         o.validate()?;
         Ok(o)
     }
 
-    /// `thread_local=False`: the group's members share one token slot.
+    /// One `Lock` object for the group, with one slot for all: threads with
+    /// `thread_local=False` (redis-py#416), or asyncio tasks, which share their thread.
     fn shares_token(&self) -> bool {
-        self.thread_local == Some(false)
+        self.lock_object != Some(LockObjectSpec::PerMember)
+            && (self.thread_local == Some(false) || self.asyncio == Some(true))
     }
 
     fn sleep_ns(&self) -> u64 {
