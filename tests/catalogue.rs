@@ -703,7 +703,10 @@ fn every_variant_shows_its_declared_verdict_and_says_why_where_it_parts_before_t
             // is explained in the model's words.
             let (o, world) = run_world(&vsc, seed, TraceMode::Off);
             let parts = parts_at(&base, &world);
-            let fault = first_fault(&base).into_iter().chain(first_fault(&world)).min();
+            let fault = first_fault(&base)
+                .into_iter()
+                .chain(first_fault(&world))
+                .min();
             let early = match (parts, fault) {
                 (Some(t), Some(f)) => t < f,
                 (Some(_), None) => true,

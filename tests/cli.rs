@@ -1418,7 +1418,10 @@ fn a_variant_runs_by_name_its_replay_line_carries_it_and_an_unknown_one_exits_2_
     ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
-    assert!(out.contains("foreign_unlock     held in all 50 seeds"), "{out}");
+    assert!(
+        out.contains("foreign_unlock     held in all 50 seeds"),
+        "{out}"
+    );
     let cmd = out
         .lines()
         .find_map(|l| l.split("replay: ").nth(1))
@@ -1440,7 +1443,9 @@ fn a_variant_runs_by_name_its_replay_line_carries_it_and_an_unknown_one_exits_2_
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains(r#"no variant "nope" (it declares "compare-and-delete unlock", "fencing tokens")"#),
+        err.contains(
+            r#"no variant "nope" (it declares "compare-and-delete unlock", "fencing tokens")"#
+        ),
         "{err}"
     );
 }

@@ -15,7 +15,7 @@ use distlock_sim::scenario::{self, Expect};
 const CI_BUDGET_RUNS: u64 = 1_000;
 
 /// Unsafe models whose bug no fault at a decision point causes, and why.
-const NOT_AT_DECISION_POINTS: [(&str, &str); 3] = [
+const NOT_AT_DECISION_POINTS: [(&str, &str); 2] = [
     (
         "redlock-fixed-retry-livelock",
         "declares no fault: the livelock comes from the clients' retry timing on some seeds, not on seed 0",
@@ -23,10 +23,6 @@ const NOT_AT_DECISION_POINTS: [(&str, &str); 3] = [
     (
         "redlock-wall-clock-step-client",
         "needs the client's clock stepped between its attempt and its quorum under a latency spike: no decision point falls inside an attempt",
-    ),
-    (
-        "redlock-node-already-expired",
-        "declares no fault: node-redlock beta.2 measures validity from before its retries, so contention alone returns expired locks",
     ),
 ];
 

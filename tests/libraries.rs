@@ -2,10 +2,48 @@
 //! and from timing arithmetic (tests/models/; each says which lines it follows and what the
 //! model got wrong before issue 25).
 
-use distlock_sim::testing::assert_model_holds;
+use distlock_sim::scenario;
+use distlock_sim::testing::{assert_model_holds, assert_model_shows_declared_verdict};
 
 fn model(name: &str) -> String {
     format!("{}/tests/models/{name}.ron", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A catalogue model of a reported bug shows its declared violation, and its fix variant
+/// `variant` holds and reaches the hazards it requires (seeds `0..DISTLOCK_SEEDS`, 300 by
+/// default).
+fn assert_bug_and_fix(name: &str, variant: &str) {
+    let path = format!("{}/models/{name}.ron", env!("CARGO_MANIFEST_DIR"));
+    assert_model_shows_declared_verdict(&path);
+    let sc = scenario::load(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{e}"));
+    let v = sc
+        .variants
+        .iter()
+        .find(|v| v.name == variant)
+        .unwrap_or_else(|| panic!("{name} has no variant {variant:?}"));
+    let fixed = format!("{}/{name}-fix.ron", env!("CARGO_TARGET_TMPDIR"));
+    std::fs::write(&fixed, &v.text).unwrap();
+    assert_model_holds(&fixed);
+}
+
+/// node-redlock#369: 5.0.0-beta.2's `_execute` retries with the same value and releases
+/// nothing in between (src/index.ts:438-467), so with `retryCount: -1` a split vote is kept by
+/// its losers and the free lock stays untakeable; 4.2.0 unlocked before each retry
+/// (redlock.js:423-428).
+#[test]
+fn node_redlock_5_keeps_a_split_vote_for_as_long_as_it_retries_and_4_2_0_heals_it() {
+    assert_bug_and_fix("redlock-node-retry-keeps-keys", "node-redlock 4.2.0");
+}
+
+/// redis-py#3847: v8.1.0's sync `release()` clears the token before its script
+/// (lock.py:265-276); a release refused while the node is down cannot be made again, and a
+/// key without TTL stays. With the token kept (#3900, #4258) the caller releases it later.
+#[test]
+fn a_redis_py_release_that_fails_while_the_node_is_down_leaves_the_key_unless_the_token_is_kept() {
+    assert_bug_and_fix(
+        "redis-py-failed-release-loses-token",
+        "token kept, release called again",
+    );
 }
 
 /// redsync v4.17.0: `WithSetNXOnExtend` is one script per node (scripts.go:16-24), and every
@@ -34,4 +72,21 @@ fn redisson_3_43_loses_its_lock_when_a_kill_outlasts_its_refused_renewal() {
 #[test]
 fn redisson_3_44_keeps_its_lock_through_a_17_s_kill_by_renewing_again_after_the_refusals() {
     assert_model_holds(model("redisson-3-44-refused-renewals-outlast-a-17s-kill"));
+}
+
+/// redsync#30: v4.17.0's Mutex keeps the last winner's value (mutex.go:117) and `Unlock` sends
+/// it (:143-145), so goroutines sharing one Mutex delete each other's keys after an overrun;
+/// a Mutex per goroutine deletes nothing of another's.
+#[test]
+fn goroutines_sharing_one_redsync_mutex_delete_the_next_winners_keys_and_a_mutex_each_does_not() {
+    assert_bug_and_fix("redsync-shared-mutex", "a Mutex per goroutine");
+}
+
+/// `redis.asyncio`'s Lock keeps its token in a `threading.local()` (asyncio/lock.py:155 at
+/// v8.1.0): tasks of one event loop share their thread, so a Lock object they share has one
+/// slot even with `thread_local=True`, and a late release deletes the next holder's key; a
+/// Lock per task does not.
+#[test]
+fn asyncio_tasks_sharing_one_redis_py_lock_share_its_token_and_a_lock_per_task_does_not() {
+    assert_bug_and_fix("redis-py-asyncio-tasks-share-token", "a Lock per task");
 }

@@ -313,7 +313,10 @@ fn words_of_page(page: &str) -> Vec<String> {
         .filter_map(|s| s.split("</title>").next())
         .map(unescape)
         .collect();
-    for script in page.split(r#"<script type="application/json" class="steps""#).skip(1) {
+    for script in page
+        .split(r#"<script type="application/json" class="steps""#)
+        .skip(1)
+    {
         let json = script
             .split_once('>')
             .and_then(|(_, rest)| rest.split("</script>").next())
@@ -392,7 +395,9 @@ fn absent_causes(sentence: &str, c: &Causes) -> Vec<String> {
         let clock = format!("{name}'s clock ");
         for at in word_at(sentence, &clock) {
             let rest = &sentence[at + clock.len()..];
-            let drift = ["ran slow", "ran fast", "drifted"].iter().any(|w| rest.starts_with(w));
+            let drift = ["ran slow", "ran fast", "drifted"]
+                .iter()
+                .any(|w| rest.starts_with(w));
             if drift && !c.drifted[i] {
                 wrong.push(format!("{name}'s clock drifting, but it never did"));
             }
@@ -467,7 +472,10 @@ fn the_page_names_the_same_safety_margin_as_the_text_timeline_at_every_expiry() 
         );
         // The model's own chart only (the variants' charts follow it, as timeline-1, ...).
         let own = page.split(r#"id="timeline-1""#).next().unwrap();
-        let own = own.split(r#"<script type="application/json""#).next().unwrap();
+        let own = own
+            .split(r#"<script type="application/json""#)
+            .next()
+            .unwrap();
         let mut compared = 0;
         for w in words_of_page(own) {
             let Some((_, rest)) = w.split_once("Safety margin ") else {

@@ -136,7 +136,11 @@ impl Ctx {
 /// bad input, listing those it does.
 fn variant_of(sc: Scenario, name: &str) -> Result<(Scenario, String), ExitCode> {
     let Some(v) = sc.variants.iter().find(|v| v.name == name) else {
-        let names: Vec<String> = sc.variants.iter().map(|v| format!("{:?}", v.name)).collect();
+        let names: Vec<String> = sc
+            .variants
+            .iter()
+            .map(|v| format!("{:?}", v.name))
+            .collect();
         return Err(bad_input(&format!(
             "{}: no variant {name:?} ({})",
             sc.path,

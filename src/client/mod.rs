@@ -2,9 +2,12 @@
 //! node's clock readings and talk to Redis with typed commands.
 
 pub mod consensus;
+pub mod node_redlock;
+pub mod presets;
 pub mod redis_py;
 pub mod redisson;
 pub mod redlock;
+pub mod redsync;
 pub mod resource;
 pub mod section;
 pub mod single;

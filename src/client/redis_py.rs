@@ -15,7 +15,9 @@
 //!   is then whichever thread acquired last (the timeline in the docstring, :119-130;
 //!   redis/redis-py#416);
 //! - `release()` clears the token and runs LUA_RELEASE_SCRIPT (:30-37, :265-285), raising
-//!   `LockNotOwnedError` when it returns 0 (the key expired, or is someone else's);
+//!   `LockNotOwnedError` when it returns 0 (the key expired, or is someone else's); the token
+//!   is cleared first, so a release that fails on the network cannot be made again and the key
+//!   stays (redis-py#3847; `ReleaseError`);
 //! - `extend(additional_time, replace_ttl=False)` adds to the remaining PTTL by default
 //!   (LUA_EXTEND_SCRIPT :45-64, :287-319) and refuses a lock without a timeout (:302-303);
 //!   `reacquire()` resets the TTL to `timeout` (LUA_REACQUIRE_SCRIPT :70-77, :321-345);
@@ -108,6 +110,22 @@ pub enum Refresh {
     Reacquire,
 }
 
+/// What a failed `release()` leaves behind: the script sent, and every try of it failed on a
+/// connection error or a timeout (after the client's own retries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseError {
+    /// The sync `Lock` up to v8.1.0 (lock.py:269-276: `self.local.token = None` before
+    /// `do_release`), and `redis.asyncio`'s before 7.2.0: the token is gone, a second
+    /// `release()` raises `LockError` and sends nothing, and the key stays until its TTL —
+    /// with `timeout=None`, for good (redis/redis-py#3847, reported on the asyncio `Lock`).
+    ClearsToken,
+    /// `redis.asyncio.lock.Lock` from 7.2.0 (334cb3b4, #3900: asyncio/lock.py:273-286 at
+    /// v8.1.0) and the sync `Lock` with PR #4258 (merged after v8.1.0): the token is cleared
+    /// once the script answered. Here the caller calls `release()` again, `sleep` later,
+    /// until it answers.
+    KeepsToken,
+}
+
 /// The `Lock(...)` arguments a model sets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisPyOptions {
@@ -123,9 +141,13 @@ pub struct RedisPyOptions {
     /// Times a timed-out acquire or release command is sent again (`DEFAULT_RETRY_COUNT`).
     /// The refresh scripts are not retried (their timeout is not modelled).
     pub command_retries: u32,
+    /// What a `release()` that failed on the network leaves (`ClearsToken`, v8.1.0's sync
+    /// `Lock`, by default).
+    pub release_error: ReleaseError,
 }
 
-/// The token slot of one `Lock` object shared by the threads of a process: the group's
+/// The token slot of one lock object shared by the threads of a process (a redis-py `Lock`
+/// with `thread_local=False`; a `*redsync.Mutex` shared by goroutines, `m.value`): the group's
 /// members, in one run. Made per world (lowering runs per seed), so runs share nothing; the
 /// mutex is never contended, as a run is single-threaded.
 #[derive(Clone, Debug, Default)]
@@ -165,6 +187,7 @@ impl RedisPyOptions {
             shared_token: None,
             refresh: None,
             command_retries: DEFAULT_RETRY_COUNT,
+            release_error: ReleaseError::ClearsToken,
         }
     }
 

@@ -30,6 +30,7 @@
 
 use std::sync::Arc;
 
+use crate::client::redis_py::SharedToken;
 use crate::client::section::{Section, SectionHost, Stage};
 use crate::client::single::advance_token;
 use crate::client::timer::NsRange;
@@ -145,6 +146,42 @@ pub struct RedlockOptions {
     /// for redis-py) raises `MultipleRedlockException` — without unlocking, so the keys set
     /// stay until their TTL, and without retrying. Here: `GaveUp`, no unlock, think.
     pub raise_on_node_error: bool,
+    /// node-redlock v5's `_execute` (5.0.0-beta.2 src/index.ts:438-467): every attempt of an
+    /// acquisition round sends the same token and nothing is released between attempts; the
+    /// round's keys are released once, when it gives up (:330-339), and the give-up waits for
+    /// that release. With an acquire that refuses an existing key (SET NX, node-redlock's
+    /// ACQUIRE_SCRIPT) the client's own keys vote against its later attempts
+    /// (node-redlock#369). Off: a failed attempt unlocks every node and the next one has a
+    /// fresh token, as every other library does.
+    pub retry_keeps_keys: bool,
+    /// Whose script texts the client sends: the library's own (node-redlock's, redsync's),
+    /// or the generic ones (`SET NX PX`, `redis/scripts.rs`) for the rest.
+    pub scripts: ScriptTexts,
+    /// redsync: the group's members are goroutines sharing one `*redsync.Mutex`, so one
+    /// `m.value` (mutex.go:30): a success stores its value there (:117) and `Unlock`/`Extend`
+    /// send whatever it holds (:143-145, :160-162), the last winner's (redsync#30). Set at
+    /// lowering, one slot per group and world; None: a Mutex per member.
+    pub shared_value: Option<SharedToken>,
+}
+
+/// The script texts a Redlock client sends: a library's own (`node_redlock::scripts`,
+/// `redsync::SCRIPTS`) or the generic ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScriptTexts {
+    /// The acquire script, or None for `SET NX PX`.
+    pub acquire: Option<&'static str>,
+    pub release: &'static str,
+    /// The compare-and-extend.
+    pub extend: &'static str,
+}
+
+impl ScriptTexts {
+    /// `SET NX PX`, and `UNLOCK_SRC` / `EXTEND_SRC` (the Redis docs' scripts).
+    pub const GENERIC: ScriptTexts = ScriptTexts {
+        acquire: None,
+        release: UNLOCK_SRC,
+        extend: EXTEND_SRC,
+    };
 }
 
 /// node-redlock `using()`'s automatic extension.
@@ -161,211 +198,6 @@ pub struct AutoExtend {
 }
 
 impl RedlockOptions {
-    /// Names accepted by `preset`.
-    pub const PRESETS: [&'static str; 10] = [
-        "redis-docs",
-        "redlock-rb",
-        "redlock-rb-2",
-        "redlock-py",
-        "redlock-py-1.0.8",
-        "node-redlock",
-        "node-redlock-using",
-        "node-redlock-using-head",
-        "redsync",
-        "pottery",
-    ];
-
-    /// Library defaults for a lock of `ttl_ms`. Presets model `acquire()` and leave extending
-    /// to the caller, but for `node-redlock-using*`: node-redlock's `using()` auto-extends at
-    /// expiration − 500 ms (v5.0.0-beta.2 src/index.ts:709-714) and aborts its signal when
-    /// that fails (:731-732); Redisson's watchdog is the `watchdog` algorithm. Libraries that set no per-node timeout of their own
-    /// (redlock-py: redis-py ≤ 7.4 has `socket_timeout=None`, from 8.0.0 the default is 5 s
-    /// with 10 retries, redis/_defaults.py, 733f80ec; node-redlock: ioredis has no
-    /// `commandTimeout`) get the docs' 50 ms: a real client learns of a dead node from a
-    /// refused connection, at once or (redis-py ≥ 7.2.0, which retries a refused connect with
-    /// its backoff, 4a6c2c0f) after some 4 s with 8.x's defaults; a node that never answers
-    /// can only stand in for it (docs/libraries.md, "What the models leave out").
-    pub fn preset(name: &str, ttl_ms: u64) -> Option<RedlockOptions> {
-        let base = RedlockOptions {
-            ttl_ms,
-            drift_factor_ppm: 10_000,
-            drift_plus_2ms: true,
-            clock: ElapsedClock::Monotonic,
-            per_node_timeout_ms: 50,
-            retry_count: 3,
-            retry_delay_ms: 200,
-            retry_jitter_ms: 0,
-            random_delay: false,
-            jitter_added_only: false,
-            skip_validity_check: false,
-            stop_at_validity: false,
-            extend: None,
-            start_before_retries: false,
-            auto_extend: None,
-            fail_fast: false,
-            raise_on_node_error: false,
-        };
-        let o = match name {
-            // An idealised reference, not the docs' numbers: the docs page states "the
-            // current time in milliseconds", "a few milliseconds" of drift and "a random
-            // delay" (distributed-locks.md:117, 127, 133); 1 % + 2 ms, 3 tries and up to
-            // 200 ms are antirez's redlock.rb (:4-6, 66, 80); monotonic time is antirez's 2016
-            // advice (his code uses `Time.now`); the per-node timeout is the top of the docs'
-            // 5–50 ms (:118).
-            "redis-docs" => RedlockOptions {
-                random_delay: true,
-                ..base
-            },
-            // redlock-rb before 1.0, precisely 0.1.x (0.1.8 lib/redlock/client.rb: `Time.now`
-            // :201-202, `sleep(rand(200))` :169, 3 tries :8/:162, `DEFAULT_REDIS_TIMEOUT =
-            // 0.1` :7), and antirez's redlock.rb. Current redlock-rb (≥ 1.0.0, 2018-12-11)
-            // measures on CLOCK_MONOTONIC (2.0.6 client.rb:28-35) and makes 4 attempts
-            // 200 + rand(50) ms apart: the preset "redlock-rb-2". This name keeps its meaning
-            // because model files name it.
-            "redlock-rb" => RedlockOptions {
-                clock: ElapsedClock::Wall,
-                per_node_timeout_ms: 100,
-                random_delay: true,
-                ..base
-            },
-            // redlock-rb ≥ 1.0, as of 2.0.6 (leandromoreira/redlock-rb@f176e57, tag 2.0.6,
-            // lib/redlock/client.rb):
-            // - clock: `Process.clock_gettime(CLOCK_MONOTONIC)` by default (:30-35), read
-            //   around the attempt (`timed`, :368-371);
-            // - drift: `(ttl * CLOCK_DRIFT_FACTOR).to_i + 2` with `CLOCK_DRIFT_FACTOR = 0.01`
-            //   (:25, :365), validity `ttl - time_elapsed - drift(ttl)` (:314);
-            // - attempts: `retry_count + 1` (:268) with `DEFAULT_RETRY_COUNT = 3` (:22) = 4;
-            // - delay: `retry_delay + rand(retry_jitter)` ms (:297) with `DEFAULT_RETRY_DELAY =
-            //   200` (:23) and `DEFAULT_RETRY_JITTER = 50` (:24): [200, 250) ms;
-            // - per-node timeout: `DEFAULT_REDIS_TIMEOUT = 0.1` s (:21, :49-52).
-            // Simplifications: the library asks the servers one after another (:306) and
-            // accepts `validity >= 0` (:316) on whole ms (`.to_i`, :32); the model asks in
-            // parallel and needs validity > 0 in ns. Its extend, `lock(res, ttl, extend:
-            // info)`, makes one attempt (:268) and sends `allow_new_lock = 'yes'` unless
-            // `extend_only_if_locked` (:302), and LOCK_SCRIPT then SETs a missing key
-            // (lib/redlock/scripts.rb:17-18): an `extend` in a model using this preset
-            // should be `set_if_missing`. Like every preset, it does not extend by itself.
-            "redlock-rb-2" => RedlockOptions {
-                per_node_timeout_ms: 100,
-                retry_count: 4,
-                retry_delay_ms: 200,
-                retry_jitter_ms: 50,
-                jitter_added_only: true,
-                ..base
-            },
-            // redlock-py 1.0.8 (SPSCommerce/redlock-py@42ef491, redlock/__init__.py):
-            // `time.time()` around each attempt (:100, :108), `int(ttl * 0.01) + 2` (:42, :95),
-            // `validity > 0 and n >= quorum` (:109-110), 3 tries (:40, :98) with a fixed
-            // `time.sleep(0.2)` (:41, :121). Without its partial-error path: that is
-            // "redlock-py-1.0.8". This name keeps its meaning because model files name it.
-            "redlock-py" => RedlockOptions {
-                clock: ElapsedClock::Wall,
-                ..base
-            },
-            // redlock-py 1.0.8 as shipped: as "redlock-py", and an attempt that won a quorum
-            // while some server raised a RedisError raises `MultipleRedlockException` without
-            // unlocking (:111-112) — the keys it set on the others stay until their TTL.
-            // Simplification: the library asks the servers one after another (:102-107),
-            // the model in parallel.
-            "redlock-py-1.0.8" => RedlockOptions {
-                clock: ElapsedClock::Wall,
-                raise_on_node_error: true,
-                ..base
-            },
-            // node-redlock 5.0.0-beta.2 `acquire()`, not `using()` (index.ts:106-110, 434,
-            // 456): `Date.now()`, `Math.round(0.01 * ttl) + 2`, retryCount 10
-            // (11 attempts), delay 200 ± 100 ms, and no check of the elapsed time.
-            "node-redlock" => RedlockOptions {
-                clock: ElapsedClock::Wall,
-                retry_count: 11,
-                retry_jitter_ms: 100,
-                skip_validity_check: true,
-                ..base
-            },
-            // node-redlock 5.0.0-beta.2 (mike-marcacci/node-redlock@54de94c, the npm
-            // release) `using()` as shipped: "node-redlock", plus
-            // - `start` read once before the retries, for acquire (:305, 328) and extend
-            //   (:378, 407): after retries the lock can come back already expired;
-            // - automatic extension `automaticExtensionThreshold` = 500 ms before the
-            //   expiration (:110, :709-714), by the extend script with `_execute`'s retries
-            //   (:385-390, :433-466); an extend of an expired lock throws at once
-            //   ("Cannot extend an already-expired lock.", :380-383); a failed extension is
-            //   retried while the lock has not expired (:727-728), else the signal aborts
-            //   (:731-732). The routine is one that does not check the signal.
-            "node-redlock-using" => RedlockOptions {
-                clock: ElapsedClock::Wall,
-                retry_count: 11,
-                retry_jitter_ms: 100,
-                skip_validity_check: true,
-                start_before_retries: true,
-                auto_extend: Some(AutoExtend {
-                    threshold_ms: 500,
-                    routine_checks_signal: false,
-                }),
-                ..base
-            },
-            // node-redlock at master (afe5cf9, unreleased): as "node-redlock-using", with
-            // `start` taken by the winning attempt (#274 5dd9e28 for acquire, #276 5138813
-            // for extend; src/index.ts:309, 328, 383, 405, 481).
-            "node-redlock-using-head" => RedlockOptions {
-                clock: ElapsedClock::Wall,
-                retry_count: 11,
-                retry_jitter_ms: 100,
-                skip_validity_check: true,
-                auto_extend: Some(AutoExtend {
-                    threshold_ms: 500,
-                    routine_checks_signal: false,
-                }),
-                ..base
-            },
-            // redsync v4.17.0 (go-redsync/redsync@79f6ba2; HEAD 5560bd2 has the same code):
-            // `NewMutex` defaults (redsync.go:29-42): expiry 8 s, tries 32, delay
-            // `rand.Intn(250-50)+50` ms (:12-13, :34-36), driftFactor 0.01, timeoutFactor 0.05.
-            // Each attempt (mutex.go:104-119): `start := time.Now()` (Go's monotonic reading),
-            // one context deadline of `expiry · timeoutFactor` for the whole fan-out (:107),
-            // `until = now + expiry - (now - start) - expiry·driftFactor` (no +2 ms, :115),
-            // success iff `n >= quorum && now.Before(until)` (:116); `Until()` returns that
-            // `until` (:50-52), and ExtendContext recomputes it (:158-173). Options:
-            // `WithFailFast` is `fail_fast` (mutex.go:304-314); `WithSetNXOnExtend` is extend
-            // mode `set_if_missing` (redsync.go:93-101, scripts.go:16-24 touchWithSetNXScript,
-            // sent as it is: `TOUCH_WITH_SET_NX_SRC`; added by PR #149, c541100, released in
-            // v4.12.0, whose `touch` also released the lock on every node when the script
-            // errored on one, a cleanup v4.12.1 removed, 879d3ae). Extend has no deadline of
-            // its own (`Extend()` passes `context.Background()`, :153-155); the model's
-            // fan-outs all have `per_node_timeout`. The delay is drawn in [50, 250] ms (Go's
-            // is [50, 250)).
-            "redsync" => RedlockOptions {
-                drift_plus_2ms: false,
-                per_node_timeout_ms: (ttl_ms / 20).max(1),
-                retry_count: 32,
-                retry_delay_ms: 150,
-                retry_jitter_ms: 100,
-                ..base
-            },
-            // pottery's `Redlock` (brainix/pottery@e2f4042, v3.0.1 and later; the units are
-            // seconds since v3.0.0, 021c5a9 #627), pottery/redlock.py:
-            // - SET NX PX `auto_release_time` on every master at once (:278-285, 325-329), and
-            //   success as soon as a majority said yes with validity `auto_release_time -
-            //   drift - elapsed > 0` left (:330-348), drift `auto_release_time * 0.01 + .002`
-            //   (:230, 315-316): the success path of `fail_fast`; a failed attempt waits for
-            //   every reply before releasing (:350-352), where `fail_fast` decides at a
-            //   quorum of refusals (the next attempt comes that much earlier here);
-            // - elapsed on `timeit.default_timer`, the monotonic `perf_counter` (timer.py);
-            // - `acquire()` blocks with no limit by default (`timeout=-1`, :416-424),
-            //   `random.uniform(0, 0.2)` s apart (:231, 423): every attempt a round can make;
-            // - no per-node timeout of its own (redis-py's socket timeout): the docs' 50 ms,
-            //   as for the other libraries that set none.
-            "pottery" => RedlockOptions {
-                retry_count: u32::MAX,
-                random_delay: true,
-                fail_fast: true,
-                ..base
-            },
-            _ => return None,
-        };
-        Some(o)
-    }
-
     /// Why these options cannot run, if they cannot.
     pub fn validate(&self) -> Result<(), String> {
         if self.ttl_ms == 0 {
@@ -575,6 +407,8 @@ pub struct RedlockClient {
     timeout_due_mono_ns: Option<u64>,
     unlock: Script,
     extend_script: Script,
+    /// The library's acquire script (node-redlock's), sent as EVAL; None: `SET NX PX`.
+    acquire_script: Option<Script>,
     /// The scripts' KEYS (`[config.key]`), made once: every unlock and extend shares them
     /// (see `script_keys()`).
     script_keys: Arc<[Bytes]>,
@@ -602,11 +436,18 @@ impl RedlockClient {
         }
         let n = config.nodes.len();
         let script_keys = Arc::new([config.key.clone()]);
+        let ScriptTexts {
+            acquire,
+            release,
+            extend,
+        } = config.options.scripts;
         let extend_script = Script::new(match config.options.extend {
             Some((_, ExtendMode::SetIfMissing)) => TOUCH_WITH_SET_NX_SRC.as_bytes(),
             Some((_, ExtendMode::ExpireMsAsSeconds)) => EXTEND_LIFE_0_1_8_SRC.as_bytes(),
-            _ => EXTEND_SRC.as_bytes(),
+            _ => extend.as_bytes(),
         });
+        let unlock = Script::new(release.as_bytes());
+        let acquire_script = acquire.map(|a| Script::new(a.as_bytes()));
         let section = Section::new(
             config.lock,
             config.resource,
@@ -632,8 +473,9 @@ impl RedlockClient {
             tally: Tally::default(),
             resource_wait: None,
             timeout_due_mono_ns: None,
-            unlock: Script::new(UNLOCK_SRC.as_bytes()),
+            unlock,
             extend_script,
+            acquire_script,
             script_keys,
             unlock_args: Arc::new([Bytes::new()]),
             round_start: (0, 0),
@@ -770,13 +612,10 @@ impl RedlockClient {
     /// holds them any more (the nodes have dropped the last fan-out's), allocated again only
     /// while some still do — one allocation and one free less per failed attempt on W2.
     fn send_unlock_to_every_node(&mut self, cx: &mut Cx<'_>, votes: bool) {
-        // Written without first asking whether it already holds this token: it nearly never
-        // does (each attempt has its own), and the comparison cost more than the copy.
-        match Arc::get_mut(&mut self.unlock_args) {
-            // Inline, the token is copied straight in (`Bytes::clone_inline`).
-            Some(args) if self.token.is_inline() => args[0] = self.token.clone_inline(),
-            Some(args) => args[0] = self.token.clone(),
-            None => self.unlock_args = Arc::new([self.token.clone()]),
+        if self.shares_mutex() {
+            self.unlock_args = Arc::new([self.mutex_value(cx)]);
+        } else {
+            self.set_unlock_args_to_token();
         }
         self.refresh_script_keys();
         for i in 0..self.config.nodes.len() {
@@ -796,6 +635,46 @@ impl RedlockClient {
             if votes {
                 self.push_vote(Vote::Pending { id });
             }
+        }
+    }
+
+    /// A section's `Unlock` or `Extend` on a Mutex shared by goroutines (`shared_value`); a
+    /// failed attempt's unlock sends its own value (`release(ctx, pool, value)`, redsync
+    /// mutex.go:121-127), as does every client with a Mutex of its own.
+    fn shares_mutex(&self) -> bool {
+        self.config.options.shared_value.is_some() && self.attempts_this_round == 0
+    }
+
+    /// `m.value`: whatever the shared Mutex holds, the last winner's (redsync mutex.go:117,
+    /// :143-145, :160-162; redsync#30). When that is not this goroutine's own token the trace
+    /// says so.
+    fn mutex_value(&self, cx: &mut Cx<'_>) -> Bytes {
+        let slot = self
+            .config
+            .options
+            .shared_value
+            .as_ref()
+            .expect("a shared Mutex");
+        let value = slot.get().unwrap_or_else(|| self.token.clone());
+        if value != self.token {
+            cx.observe(Observation::Note(format!(
+                "m.value is {}, the shared Mutex's last winner's, not its own {}",
+                String::from_utf8_lossy(&value),
+                String::from_utf8_lossy(&self.token)
+            )));
+        }
+        value
+    }
+
+    /// `unlock_args` = `[token]`, in place when no message holds them.
+    fn set_unlock_args_to_token(&mut self) {
+        // Written without first asking whether it already holds this token: it nearly never
+        // does (each attempt has its own), and the comparison cost more than the copy.
+        match Arc::get_mut(&mut self.unlock_args) {
+            // Inline, the token is copied straight in (`Bytes::clone_inline`).
+            Some(args) if self.token.is_inline() => args[0] = self.token.clone_inline(),
+            Some(args) => args[0] = self.token.clone(),
+            None => self.unlock_args = Arc::new([self.token.clone()]),
         }
     }
 
@@ -819,6 +698,7 @@ impl RedlockClient {
     /// it sends a script.
     fn fanout_set_nx(&self, kind: FanOutKind) -> Option<bool> {
         match kind {
+            FanOutKind::Acquire if self.acquire_script.is_some() => None,
             FanOutKind::Acquire => Some(true),
             FanOutKind::Extend => match self.config.options.extend.map(|(_, m)| m) {
                 Some(ExtendMode::ReSet) => Some(false),
@@ -859,8 +739,19 @@ impl RedlockClient {
                 }
             }
             None if kind == FanOutKind::Release => self.send_unlock_to_every_node(cx, true),
+            None if kind == FanOutKind::Acquire => {
+                let script = self.acquire_script.as_ref().expect("an acquire script");
+                let cmd = self.script_command(script, true);
+                self.send_to_every_node(cx, cmd, true);
+            }
             None => {
-                let cmd = self.script_command(&self.extend_script, true);
+                let mut cmd = self.script_command(&self.extend_script, true);
+                if self.shares_mutex() {
+                    let value = self.mutex_value(cx);
+                    if let Command::Eval { args, .. } = &mut cmd {
+                        *args = Arc::new([value, args[1].clone()]);
+                    }
+                }
                 self.send_to_every_node(cx, cmd, true);
             }
         }
@@ -917,13 +808,16 @@ impl RedlockClient {
         self.attempt += 1;
         self.attempts_this_round += 1;
         // A fresh token per attempt: a late SET of a failed attempt can never be taken for
-        // this one's.
-        advance_token(
-            &mut self.token,
-            &mut self.token_attempt,
-            &self.config.token_prefix,
-            self.attempt,
-        );
+        // this one's. node-redlock v5 keeps the round's first (one `value` per `acquire()`
+        // call, src/index.ts:306).
+        if self.attempts_this_round == 1 || !self.config.options.retry_keeps_keys {
+            advance_token(
+                &mut self.token,
+                &mut self.token_attempt,
+                &self.config.token_prefix,
+                self.attempt,
+            );
+        }
         if self.attempts_this_round == 1 {
             self.round_start = (cx.mono_ns, cx.wall_ms);
             // One observation per round, as `LockClient`: retries are in the trace.
@@ -958,6 +852,10 @@ impl RedlockClient {
         let mode = self.config.options.extend.map(|(_, m)| m);
         let answer = match (f.kind, mode) {
             (FanOutKind::Acquire, ..) if matches!(reply, Reply::Error(_)) => Vote::Failed,
+            // node-redlock: `result !== keys.length` is a ResourceLockedError (v5 :591-595).
+            (FanOutKind::Acquire, ..) if self.acquire_script.is_some() => {
+                vote(matches!(reply, Reply::Int(1)))
+            }
             (FanOutKind::Acquire, ..) => vote(matches!(reply, Reply::Ok)),
             // The unlock is best effort: any answer ends the wait for that node.
             (FanOutKind::Release, ..) => Vote::For,
@@ -1130,11 +1028,7 @@ impl RedlockClient {
             {
                 // redlock-py __init__.py:111-112: `raise MultipleRedlockException(redis_errors)`
                 // before the unlock loop of :115-119 — the keys stay until their TTL.
-                cx.observe(Observation::GaveUp {
-                    lock: self.config.lock,
-                });
-                self.attempts_this_round = 0;
-                self.think(cx);
+                self.give_up(cx);
             }
             FanOutKind::Acquire if success => self.acquired(cx, validity_ns),
             FanOutKind::Acquire => self.acquire_failed(cx),
@@ -1156,19 +1050,27 @@ impl RedlockClient {
                 }
             }
             FanOutKind::Extend => self.lose(cx, "extend failed"),
+            // A round still counting attempts released its keys on giving up
+            // (`retry_keeps_keys`); a section's release reset the count when it acquired.
+            FanOutKind::Release if self.attempts_this_round > 0 => self.give_up(cx),
             FanOutKind::Release => self.think(cx),
         }
     }
 
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
-        // Give back the minority (or the late majority) we may hold; nobody waits for it.
-        self.send_unlock_to_every_node(cx, false);
+        let keep = self.config.options.retry_keeps_keys;
+        if !keep {
+            // Give back the minority (or the late majority) we may hold; nobody waits for it.
+            self.send_unlock_to_every_node(cx, false);
+        }
         if self.attempts_this_round >= self.config.options.retry_count {
-            cx.observe(Observation::GaveUp {
-                lock: self.config.lock,
-            });
-            self.attempts_this_round = 0;
-            self.think(cx);
+            if keep {
+                // node-redlock v5's `acquire()` catch (src/index.ts:330-339): release the
+                // round's keys with `retryCount: 0` and wait for it, then throw.
+                self.phase = Phase::Releasing;
+                return self.start_fanout(cx, FanOutKind::Release);
+            }
+            self.give_up(cx);
         } else {
             let d = self.config.options.retry_delay_ns(cx.rng);
             if d == 0 {
@@ -1180,8 +1082,21 @@ impl RedlockClient {
         }
     }
 
+    /// The round ends without the lock: `GaveUp`, then think.
+    fn give_up(&mut self, cx: &mut Cx<'_>) {
+        cx.observe(Observation::GaveUp {
+            lock: self.config.lock,
+        });
+        self.attempts_this_round = 0;
+        self.think(cx);
+    }
+
     fn acquired(&mut self, cx: &mut Cx<'_>, validity_ns: i64) {
         self.attempts_this_round = 0;
+        // redsync mutex.go:117: `m.value = value` on the Mutex, shared or not.
+        if let Some(slot) = &self.config.options.shared_value {
+            slot.store(self.token.clone());
+        }
         cx.observe(Observation::Acquired {
             lock: self.config.lock,
             token: self.token.clone(),
@@ -1449,6 +1364,7 @@ impl Process for RedlockClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::{node_redlock, presets};
     use crate::process::Output;
     use crate::proto::command::{hex, sha1_of};
     use crate::rng::Seed;
@@ -1474,7 +1390,7 @@ mod tests {
     }
 
     fn preset(name: &str) -> RedlockOptions {
-        RedlockOptions::preset(name, 10_000).unwrap()
+        presets::redlock(name, 10_000).unwrap()
     }
 
     #[derive(Clone, Debug)]
@@ -1608,13 +1524,24 @@ mod tests {
                 && args.len() == 1 && &args[0][..] == token)
     }
 
-    /// Starts an attempt and answers it: `oks` OKs then Nils, after `elapsed_ns`.
+    /// A node's yes or no to an acquire: OK or nil to `SET NX`, 1 or 0 to node-redlock's
+    /// acquire script.
+    fn grant(h: &Harness, yes: bool) -> Reply {
+        match (h.client.acquire_script.is_some(), yes) {
+            (true, yes) => Reply::Int(i64::from(yes)),
+            (false, true) => Reply::Ok,
+            (false, false) => Reply::Nil,
+        }
+    }
+
+    /// Starts an attempt and answers it: `oks` grants then refusals, after `elapsed_ns`.
     fn attempt(h: &mut Harness, oks: usize, elapsed_ns: u64) -> Vec<Output> {
         let reqs = requests(&h.start());
         h.advance(elapsed_ns);
         let mut out = Vec::new();
         for (i, r) in reqs.iter().enumerate() {
-            out.extend(h.reply(r, if i < oks { Reply::Ok } else { Reply::Nil }));
+            let reply = grant(h, i < oks);
+            out.extend(h.reply(r, reply));
         }
         out
     }
@@ -1814,7 +1741,8 @@ mod tests {
             h.wall_step_ms = 11_000;
             let mut out = Vec::new();
             for (i, r) in reqs.iter().enumerate() {
-                out.extend(h.reply(r, if i < 3 { Reply::Ok } else { Reply::Nil }));
+                let reply = grant(&h, i < 3);
+                out.extend(h.reply(r, reply));
             }
             out
         };
@@ -1823,7 +1751,9 @@ mod tests {
         assert!(requests(&out).is_empty(), "no unlock: it believes it holds");
         let out = run(false);
         assert_eq!(acquired_validity(&out), None);
-        assert_eq!(requests(&out).len(), 5);
+        // v5 keeps its keys for the next attempt (node-redlock#369): no unlock, a retry timer.
+        assert!(requests(&out).is_empty());
+        assert_eq!(state_timers(&out).len(), 1);
 
         // Same on the monotonic clock, with a per-node timeout long enough for slow replies.
         let mut h = Harness::new(config(RedlockOptions {
@@ -2124,12 +2054,12 @@ mod tests {
 
     #[test]
     fn presets_exist_and_validate() {
-        for name in RedlockOptions::PRESETS {
+        for name in presets::REDLOCK {
             let o = preset(name);
             assert_eq!(o.validate(), Ok(()), "{name}");
             assert_eq!(o.extend, None);
         }
-        assert_eq!(RedlockOptions::preset("nope", 10_000), None);
+        assert_eq!(presets::redlock("nope", 10_000), None);
         assert_eq!(preset("redis-docs").drift_ns(), 102 * MS);
         assert_eq!(preset("redsync").drift_ns(), 100 * MS);
         assert_eq!(preset("redsync").per_node_timeout_ms, 500);
@@ -2144,7 +2074,8 @@ mod tests {
             h.advance(MS);
             let mut replies = Vec::new();
             for (i, r) in reqs.iter().enumerate() {
-                replies.extend(h.reply(r, if i < 2 { Reply::Ok } else { Reply::Nil }));
+                let reply = grant(h, i < 2);
+                replies.extend(h.reply(r, reply));
             }
             let (delay, _) = state_timers(&replies)[0];
             out = h.advance(delay);
@@ -2153,7 +2084,8 @@ mod tests {
         h.advance(MS);
         let mut replies = Vec::new();
         for r in &reqs {
-            replies.extend(h.reply(r, Reply::Ok));
+            let reply = grant(h, true);
+            replies.extend(h.reply(r, reply));
         }
         replies
     }
@@ -2163,7 +2095,7 @@ mod tests {
         // 5.0.0-beta.2 index.ts:305, 328: expiration = start-before-retries + 2000 − 22 ms.
         // Ten failed attempts ≥ 100 ms apart: the win comes > 1 s after `start`.
         let mut cfg = config(preset("node-redlock-using"));
-        cfg.options = RedlockOptions::preset("node-redlock-using", 1_000).unwrap();
+        cfg.options = presets::redlock("node-redlock-using", 1_000).unwrap();
         let mut h = Harness::new(cfg);
         let out = win_after_failures(&mut h, 10);
         assert_eq!(acquired_validity(&out), Some(0), "already expired");
@@ -2176,7 +2108,7 @@ mod tests {
         // On master the same round gets the winning attempt's validity, and an extension
         // 500 ms before it runs out.
         let mut cfg = config(preset("node-redlock-using-head"));
-        cfg.options = RedlockOptions::preset("node-redlock-using-head", 1_000).unwrap();
+        cfg.options = presets::redlock("node-redlock-using-head", 1_000).unwrap();
         let mut h = Harness::new(cfg);
         let out = win_after_failures(&mut h, 10);
         let v = acquired_validity(&out).unwrap();
@@ -2186,13 +2118,13 @@ mod tests {
         assert_eq!(ext.len(), 5);
         assert!(ext.iter().all(
             |r| matches!(&r.cmd, Command::Eval { script: ScriptRef::Source(s), .. }
-            if &s.source[..] == EXTEND_SRC.as_bytes())
+            if &s.source[..] == node_redlock::EXTEND_5_SRC.as_bytes())
         ));
     }
 
     #[test]
     fn a_using_routine_that_checks_its_signal_reports_lost_when_extension_is_impossible() {
-        let mut o = RedlockOptions::preset("node-redlock-using", 1_000).unwrap();
+        let mut o = presets::redlock("node-redlock-using", 1_000).unwrap();
         o.auto_extend = Some(AutoExtend {
             threshold_ms: 500,
             routine_checks_signal: true,
@@ -2439,11 +2371,12 @@ mod tests {
 mod library_tests {
     //! The presets as shipped, each test named for what the library's source says.
     use super::*;
+    use crate::client::presets;
 
     const MS: u64 = NS_PER_MS;
 
     fn preset(name: &str, ttl_ms: u64) -> RedlockOptions {
-        RedlockOptions::preset(name, ttl_ms).unwrap()
+        presets::redlock(name, ttl_ms).unwrap()
     }
 
     #[test]
@@ -2489,7 +2422,7 @@ mod library_tests {
         // index.ts:693-697: duration must exceed the threshold by 100 ms.
         assert!(preset("node-redlock-using", 700).validate().is_ok());
         assert!(
-            RedlockOptions::preset("node-redlock-using", 599)
+            presets::redlock("node-redlock-using", 599)
                 .unwrap()
                 .validate()
                 .is_err()

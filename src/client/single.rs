@@ -583,6 +583,26 @@ impl LockClient {
         }
     }
 
+    /// A release that failed on the network, with `ReleaseError::KeepsToken`: the caller calls
+    /// `release()` again `sleep` later, with the token it kept (the same EVALSHA, retried by
+    /// the client as any). Returns whether it will.
+    fn py_release_again(&mut self, cx: &mut Cx<'_>) -> bool {
+        let keeps = self
+            .config
+            .redis_py
+            .as_ref()
+            .is_some_and(|o| o.release_error == redis_py::ReleaseError::KeepsToken);
+        if !keeps {
+            return false;
+        }
+        let cmd = self.py_release_command(self.py_release_token.clone());
+        self.py_retry = Some((Phase::Releasing, cmd, 0));
+        self.phase = Phase::CommandBackoff;
+        let d = self.config.retry.draw(cx);
+        self.arm(cx, d);
+        true
+    }
+
     fn py_release_command(&self, token: Bytes) -> Command {
         let s = self.py_scripts.as_ref().expect("redis-py scripts");
         self.py_evalsha(&s.release, Arc::new([token]))
@@ -1011,7 +1031,9 @@ impl LockClient {
             Phase::Section => self.on_section_timer(cx),
             Phase::ReleaseGet | Phase::Releasing | Phase::LoadingScript => {
                 self.suspect_master();
-                self.think(cx);
+                if !self.py_release_again(cx) {
+                    self.think(cx);
+                }
             }
             Phase::Waiting => self.start_attempt(cx),
         }

@@ -12,7 +12,8 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
 use crate::client::consensus::{ConsensusClient, ConsensusClientConfig};
-use crate::client::redis_py::{self, RedisPyOptions, Refresh, SharedToken};
+use crate::client::presets;
+use crate::client::redis_py::{self, RedisPyOptions, Refresh, ReleaseError, SharedToken};
 use crate::client::redisson::{RedissonClient, RedissonConfig, RedissonVersion};
 use crate::client::redlock::{
     AutoExtend, ElapsedClock, ExtendMode, RedlockClient, RedlockConfig, RedlockOptions,
@@ -162,6 +163,10 @@ pub struct RedlockSpec {
     /// redlock-py 1.0.8: a won attempt with a node error raises, without unlocking.
     #[serde(default)]
     pub raise_on_node_error: Option<bool>,
+    /// redsync: the group's members are goroutines sharing one `*redsync.Mutex`, and so one
+    /// `m.value` (redsync#30). Default false: a Mutex per member.
+    #[serde(default)]
+    pub shared_mutex: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -203,10 +208,10 @@ impl RedlockSpec {
     /// The options this spec gives for `ttl_ms`, or why not.
     pub fn options(&self, ttl_ms: u64) -> Result<RedlockOptions, String> {
         let preset = self.preset.as_deref().unwrap_or("redis-docs");
-        let mut o = RedlockOptions::preset(preset, ttl_ms).ok_or_else(|| {
+        let mut o = presets::redlock(preset, ttl_ms).ok_or_else(|| {
             format!(
                 "unknown redlock preset {preset:?}; known: {}",
-                RedlockOptions::PRESETS.join(", ")
+                presets::REDLOCK.join(", ")
             )
         })?;
         if let Some(c) = self.clock {
@@ -269,6 +274,12 @@ impl RedlockSpec {
         if let Some(v) = self.raise_on_node_error {
             o.raise_on_node_error = v;
         }
+        if self.shared_mutex == Some(true) && preset != "redsync" {
+            // node-redlock, redlock-py and redlock-rb hand each acquire its own lock object.
+            return Err(format!(
+                "redlock.shared_mutex: only redsync keeps the value in the Mutex its goroutines share (preset \"redsync\"), not {preset:?}"
+            ));
+        }
         o.validate()?;
         Ok(o)
     }
@@ -288,7 +299,7 @@ pub struct RedisPySpec {
     #[serde(default)]
     pub blocking_timeout: Option<Dur>,
     /// `thread_local` (default true). False: the group's members are threads sharing one
-    /// `Lock` object, and so one token (redis/redis-py#416).
+    /// `Lock` object (`lock_object`), and so one token (redis/redis-py#416).
     #[serde(default)]
     pub thread_local: Option<bool>,
     /// The caller's `extend()`/`reacquire()` loop while holding.
@@ -297,6 +308,34 @@ pub struct RedisPySpec {
     /// Retries of a timed-out command (default 10, redis-py ≥ 8.0's `DEFAULT_RETRY_COUNT`).
     #[serde(default)]
     pub retries: Option<Bounded<0, 100>>,
+    /// What a release that failed on the network leaves: `clears_token` (v8.1.0's sync
+    /// `Lock`, redis-py#3847; the default without `asyncio`) or `keeps_token` (asyncio ≥ 7.2.0,
+    /// #3900, the default with it; sync with #4258), the caller then releasing again.
+    #[serde(default)]
+    pub release_error: Option<ReleaseErrorSpec>,
+    /// `redis.asyncio.lock.Lock` (default false): the group's members are asyncio tasks of one
+    /// event loop, so one thread, and `threading.local()` (asyncio/lock.py:155 at v8.1.0) gives
+    /// them one token slot whatever `thread_local` says.
+    #[serde(default)]
+    pub asyncio: Option<bool>,
+    /// Whether the group's members share one `Lock` object (`shared`, the default) or each
+    /// make their own (`per_member`: `r.lock(name)` inside each thread or task).
+    #[serde(default)]
+    pub lock_object: Option<LockObjectSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockObjectSpec {
+    Shared,
+    PerMember,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReleaseErrorSpec {
+    ClearsToken,
+    KeepsToken,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -354,14 +393,22 @@ impl RedisPySpec {
             command_retries: self
                 .retries
                 .map_or(redis_py::DEFAULT_RETRY_COUNT, |b| b.0 as u32),
+            release_error: match (self.release_error, self.asyncio) {
+                (Some(ReleaseErrorSpec::KeepsToken), _) | (None, Some(true)) => {
+                    ReleaseError::KeepsToken
+                }
+                _ => ReleaseError::ClearsToken,
+            },
         };
         o.validate()?;
         Ok(o)
     }
 
-    /// `thread_local=False`: the group's members share one token slot.
+    /// One `Lock` object for the group, with one slot for all: threads with
+    /// `thread_local=False` (redis-py#416), or asyncio tasks, which share their thread.
     fn shares_token(&self) -> bool {
-        self.thread_local == Some(false)
+        self.lock_object != Some(LockObjectSpec::PerMember)
+            && (self.thread_local == Some(false) || self.asyncio == Some(true))
     }
 
     fn sleep_ns(&self) -> u64 {
@@ -1093,7 +1140,8 @@ impl ClientGroup {
             .think
             .map_or(NsRange::fixed(0), |t| NsRange::new(t.min.ns(), t.max.ns()));
         let rounds = self.rounds.map(|b| b.0 as u64);
-        // redis-py, thread_local=False: the members are threads sharing one Lock object.
+        // redis-py, thread_local=False: the members are threads sharing one Lock object;
+        // redsync's `shared_mutex`: goroutines sharing one Mutex.
         let group_token = SharedToken::new();
         for member in self.members() {
             let name = member.0;
@@ -1179,9 +1227,12 @@ impl ClientGroup {
                     }
                 }
                 AlgorithmSpec::Redlock { nodes, redlock } => {
-                    let options = redlock
+                    let mut options = redlock
                         .options(self.ttl.ns() / NS_PER_MS)
                         .expect("validated");
+                    if redlock.shared_mutex == Some(true) {
+                        options.shared_value = Some(group_token.clone());
+                    }
                     Actor::Redlock(Box::new(RedlockClient::new(RedlockConfig {
                         lock,
                         key: key.clone(),

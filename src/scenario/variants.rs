@@ -754,16 +754,16 @@ mod tests {
             r#"note: 3"#,
             r#"note: """#,
         ] {
-            let m = MODEL.replace(
-                r#"resource: (name: "db", fencing: true)"#,
-                bad,
-            );
+            let m = MODEL.replace(r#"resource: (name: "db", fencing: true)"#, bad);
             let (at, why) = parse(&m).unwrap_err();
             assert!(
                 why.contains("note") || why.contains("has no field \"nope\""),
                 "{bad}: {why}"
             );
-            assert!(m[..at].contains(r#"name: "fenced""#), "{bad}: located at {at}");
+            assert!(
+                m[..at].contains(r#"name: "fenced""#),
+                "{bad}: located at {at}"
+            );
         }
     }
 

@@ -130,7 +130,10 @@ fn paused_within(world: &World, p: usize, a: SimTime, b: SimTime) -> u64 {
 /// Whether a latency spike from `from` to `to` was open at `at`.
 fn spiked(world: &World, from: usize, to: usize, at: SimTime) -> bool {
     world.applied_faults.iter().any(|f| {
-        let FaultKind::LatencySpike { from: fs, to: ts, .. } = &f.kind else {
+        let FaultKind::LatencySpike {
+            from: fs, to: ts, ..
+        } = &f.kind
+        else {
             return false;
         };
         f.at <= at
@@ -151,7 +154,11 @@ fn clock_moves(world: &World, p: usize, a: SimTime, b: SimTime) -> (Vec<i64>, Ve
         if let FaultKind::Drift { proc, .. } = &f.kind
             && proc.index() == p
         {
-            for t in [Some(f.at), f.end()].into_iter().flatten().filter(|t| within(*t)) {
+            for t in [Some(f.at), f.end()]
+                .into_iter()
+                .flatten()
+                .filter(|t| within(*t))
+            {
                 rates.push(clock.drift_ppm(t));
             }
         }
@@ -228,7 +235,10 @@ fn start_words(world: &World, names: &[String], k: &KeyLife, b: &Validity) -> St
             ));
         }
         if spiked(world, node, client, k.written) {
-            why.push(format!("the OK took {} under a latency spike", fmt_duration_ns(trip)));
+            why.push(format!(
+                "the OK took {} under a latency spike",
+                fmt_duration_ns(trip)
+            ));
         }
         if why.is_empty() {
             why.push(format!("the OK's one-way trip from {}", names[node]));
@@ -242,7 +252,11 @@ fn start_words(world: &World, names: &[String], k: &KeyLife, b: &Validity) -> St
     } else {
         let paused = paused_within(world, client, k.written, b.from);
         if paused > 0 {
-            why.push(format!("{} was paused for {} of it", names[client], fmt_duration_ns(paused)));
+            why.push(format!(
+                "{} was paused for {} of it",
+                names[client],
+                fmt_duration_ns(paused)
+            ));
         }
     }
     if why.is_empty() {
@@ -295,7 +309,8 @@ pub(super) fn parts(
         );
         // A replica's copy carries its master's deadline: a clock that reads ahead of
         // true time sees less of it left.
-        let ahead = (nclock.wall_ns(k.written) - i128::from(epoch_unix_ms) * i128::from(NS_PER_MS)
+        let ahead = (nclock.wall_ns(k.written)
+            - i128::from(epoch_unix_ms) * i128::from(NS_PER_MS)
             - k.written.0 as i128) as i64;
         if k.copied && ahead.abs() >= NS_PER_MS as i64 {
             w = format!(
@@ -399,7 +414,10 @@ pub(super) fn explain(
     let (label, rel) = if gap > 0 {
         (
             format!("TTL ran out {} before {holder}'s validity ends", dur(gap)),
-            format!("{} after its TTL ran out: for that long {holder} believes in a key that is gone", dur(gap)),
+            format!(
+                "{} after its TTL ran out: for that long {holder} believes in a key that is gone",
+                dur(gap)
+            ),
         )
     } else {
         (
@@ -453,8 +471,8 @@ mod tests {
     /// Every expiry of a lock key with a believed validity in `model`'s seed `seed`: the
     /// key's life, the validity, and when the key was removed.
     fn expiries(model: &str, seed: u64) -> (World, i64, Vec<(KeyLife, Validity, SimTime)>) {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("models/{model}.ron"));
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("models/{model}.ron"));
         let sc = crate::scenario::load(&path).expect("loads");
         let (_, world) = run_world(&sc, seed, TraceMode::Full);
         let lock_keys = sc.lock_keys();
@@ -562,10 +580,15 @@ mod tests {
             let at = expiry_instant(&world, k.node, k.written, *removed, k.expire_at_ms);
             let ps = parts(&world, &names, epoch, k, k.expire_at_ms.unwrap(), at, b);
             assert!(
-                ps.iter().all(|p| !p.words.contains("clock ran") && !p.words.contains("drifted")),
+                ps.iter()
+                    .all(|p| !p.words.contains("clock ran") && !p.words.contains("drifted")),
                 "{ps:?}"
             );
-            assert_eq!(ps.len(), 2, "the counts' starts and the node's millisecond only: {ps:?}");
+            assert_eq!(
+                ps.len(),
+                2,
+                "the counts' starts and the node's millisecond only: {ps:?}"
+            );
         }
         let (world, epoch, ex) = expiries("redlock-drift-beyond-factor", 0);
         let names = world.names();

@@ -5,8 +5,8 @@
 //! http.rs) and the generated pitfall guide (pitfalls.rs). Each renders what `explore` ran;
 //! nothing here decides a verdict.
 
-pub mod export;
 mod expiry;
+pub mod export;
 pub mod http;
 pub mod map;
 pub mod pitfalls;

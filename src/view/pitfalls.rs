@@ -97,6 +97,19 @@ checked here: see single-px-cad-fencing).",
         &[],
     ),
     (
+        "redis-py-asyncio-tasks-share-token",
+        "Make the Lock inside each task (`async with r.lock(name, timeout=...)`): \
+`thread_local=True` separates threads, not the tasks of one event loop.",
+        &["redis-py-thread-local-lock"],
+    ),
+    (
+        "redis-py-failed-release-loses-token",
+        "Keep the token until the release script answers (redis.asyncio >= 7.2.0, #3900; the sync \
+`Lock` with PR #4258) and call `release()` again on a connection error; pass `timeout=` so that \
+a key nobody can delete still expires.",
+        &["redis-py-lock-timeout"],
+    ),
+    (
         "pottery-auto-release-time-units",
         "Pass `auto_release_time` in seconds on pottery 3 (`auto_release_time=10`; it was \
 milliseconds up to 2.3.7, 021c5a9 #627): the variant shows the key coming back ten seconds \
@@ -188,6 +201,19 @@ check `signal.aborted` in the routine before each step, and fence.",
         "This is the fix as node-redlock's master has it: each lock, however late it was won, \
 is extended 500 ms before it runs out.",
         &[],
+    ),
+    (
+        "redlock-node-retry-keeps-keys",
+        "Give the keys back between attempts, as node-redlock 4.2.0 did (the variant below); on \
+v5, acquire with `retryCount: 0` in your own retry loop: each failed `acquire()` call releases \
+its keys before it throws.",
+        &[],
+    ),
+    (
+        "redsync-shared-mutex",
+        "Make a Mutex per goroutine (`rs.NewMutex(name)` inside it): its `Unlock` then sends its \
+own value and deletes nothing of another's; fence the overrun itself.",
+        &["single-px-cad-fencing"],
     ),
     (
         "redlock-validity-respected",

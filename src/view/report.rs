@@ -16,10 +16,9 @@ use crate::scenario::Scenario;
 use crate::sim::World;
 use crate::time::SimTime;
 
-pub use super::scene::{View, first_safeguard};
 use super::scene::{ARROWS_PAGE, esc};
+pub use super::scene::{View, first_safeguard};
 use super::svg::render_svg;
-
 
 /// The static picture: `window`, or by default the window around the first violation (the
 /// first 20 s when nothing broke).
@@ -65,7 +64,10 @@ pub fn variant_words(base: &PageRun<'_>, r: &PageRun<'_>) -> String {
     use crate::explore::variants::{first_fault, parts_at};
     // The earlier of the two runs' first faults: a variant may bring its own (a drift in
     // place of a step), and a run that parts there parts by a fault, not by the change alone.
-    let fault = first_fault(base.world).into_iter().chain(first_fault(r.world)).min();
+    let fault = first_fault(base.world)
+        .into_iter()
+        .chain(first_fault(r.world))
+        .min();
     let parting = match (parts_at(base.world, r.world), fault) {
         (None, _) => "the same run as the model's, step for step.".to_string(),
         (Some(t), None) => format!("its run parts from the model's at {t} (no fault in either)."),
@@ -324,7 +326,6 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
     s.push_str("</script>\n</body></html>\n");
     s
 }
-
 
 /// The page's style (a leading newline, as the page has always had it).
 const PAGE_CSS: &str = concat!("\n", include_str!("page/page.css"));

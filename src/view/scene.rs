@@ -329,7 +329,6 @@ pub(super) struct Mark {
     pub(super) label: Option<String>,
 }
 
-
 /// Everything the picture draws, extracted once from the history and the trace.
 pub(super) struct Scene {
     pub(super) spans: Vec<Span>,
@@ -930,7 +929,12 @@ pub(super) fn network_fault_spans(world: &World, names: &[String], spans: &mut V
 
 pub(super) type Arrow = (usize, usize, SimTime, SimTime, bool, String, &'static str);
 
-pub(super) fn arrows(world: &World, names: &[String], view: &View, violations: &[Violation]) -> Vec<Arrow> {
+pub(super) fn arrows(
+    world: &World,
+    names: &[String],
+    view: &View,
+    violations: &[Violation],
+) -> Vec<Arrow> {
     let mut out: Vec<Arrow> = Vec::new();
     for e in &world.trace.entries {
         let (from, msg, sent, dropped) = match &e.kind {
@@ -1011,7 +1015,6 @@ pub(super) fn lane_order(sc: &Scenario) -> Vec<usize> {
     order.sort_by_key(|&i| (rank(sc.procs[i].1), i));
     order
 }
-
 
 impl View {
     /// `self` on `window` instead (the user's `--window`), arrows for that window.

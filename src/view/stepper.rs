@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::check::Violation;
+use crate::check::margin::removal_margin_ns;
 use crate::history::{Fact, Observation, Removal};
 use crate::proto::Bytes;
 use crate::scenario::{ProcKind, Scenario};
 use crate::sim::World;
-use crate::check::margin::removal_margin_ns;
 use crate::time::{NS_PER_MS, ProcId, SimTime, fmt_duration_ns, fmt_signed_ns};
 
 /// A full snapshot every this many steps: reaching a step costs at most this many deltas.
@@ -529,9 +529,8 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                                 Some((h, paused, until, until_own)) => {
                                     let hn = &names[h];
                                     // The margin the timeline prints at this removal.
-                                    let margin = |u: u64| {
-                                        fmt_signed_ns(removal_margin_ns(at, SimTime(u)))
-                                    };
+                                    let margin =
+                                        |u: u64| fmt_signed_ns(removal_margin_ns(at, SimTime(u)));
                                     let until = match (until, until_own) {
                                         (Some(u), Some(o)) if u > at.0 => format!(
                                             ": its believed validity ends at {} on its own clock, {} from now (safety margin {})",

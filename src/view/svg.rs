@@ -6,15 +6,15 @@
 use std::fmt::Write as _;
 
 use crate::check::Violation;
+use crate::check::margin::removal_margin_ns;
 use crate::scenario::{ProcKind, Scenario};
 use crate::sim::World;
 use crate::sim::fault::FaultKind;
-use crate::check::margin::removal_margin_ns;
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime, fmt_duration_ns, fmt_signed_ns};
 
 use super::scene::{
-    LANE_PX, MarkKind, PLOT_X0, PLOT_X1, Scene, SpanKind, View, WIDTH_PX, client_colour,
-    esc, lane_order, scene,
+    LANE_PX, MarkKind, PLOT_X0, PLOT_X1, Scene, SpanKind, View, WIDTH_PX, client_colour, esc,
+    lane_order, scene,
 };
 
 /// More arrows than this in the first window make a run busy: its arrows hide the lanes and
@@ -632,7 +632,12 @@ pub(super) fn draw_marks(s: &mut String, l: &Layout<'_>, scene: &Scene) {
     }
 }
 
-pub(super) fn draw_violations(s: &mut String, l: &Layout<'_>, violations: &[Violation], lanes: usize) {
+pub(super) fn draw_violations(
+    s: &mut String,
+    l: &Layout<'_>,
+    violations: &[Violation],
+    lanes: usize,
+) {
     for (i, v) in violations.iter().enumerate().take(20) {
         let x = l.x(v.at);
         let bottom = l.top + lanes as f64 * LANE_PX;
@@ -775,4 +780,3 @@ pub(super) const STYLE_AND_DEFS: &str = r##"<defs>
 .nomsgs #msgs{display:none}
 </style>
 "##;
-
