@@ -24,8 +24,8 @@ use distlock_sim::client::section::{Section, SectionHost};
 use distlock_sim::history::Observation;
 use distlock_sim::process::{Cx, Process};
 use distlock_sim::proto::command::{ScriptRef, SetCond, SetExpiry};
+use distlock_sim::proto::scripts::UNLOCK_SRC;
 use distlock_sim::proto::{Bytes, Command, Msg, Reply, Script};
-use distlock_sim::redis::scripts::UNLOCK_SRC;
 use distlock_sim::time::ProcId;
 
 fn main() -> ExitCode {

@@ -17,7 +17,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("process", 4),
     ("check", 4),
     ("redis", 5),
-    ("client", 6),
+    ("client", 5),
     ("sim", 7),
     ("conformance", 8),
     ("scenario", 9),
@@ -470,6 +470,39 @@ fn every_module_is_in_a_layer() {
     assert!(
         unknown.is_empty(),
         "modules missing from LAYERS (and from docs/ARCHITECTURE.md): {unknown:?}"
+    );
+}
+
+#[test]
+fn the_layer_list_in_architecture_md_is_the_layers_table() {
+    // ARCHITECTURE.md writes the table as "(its `LAYERS` table: a; b, c; …)": `;` between
+    // ranks, `,` within one.
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ARCHITECTURE.md"))
+            .expect("docs/ARCHITECTURE.md");
+    let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let start = flat
+        .find("(its `LAYERS` table: ")
+        .expect("ARCHITECTURE.md names the LAYERS table")
+        + "(its `LAYERS` table: ".len();
+    let end = start + flat[start..].find(')').expect("the list closes");
+    let written: Vec<Vec<&str>> = flat[start..end]
+        .split(';')
+        .map(|rank| rank.split(',').map(str::trim).collect())
+        .collect();
+    let mut table: Vec<Vec<&str>> = Vec::new();
+    let mut last = None;
+    for (name, r) in LAYERS {
+        if last == Some(*r) {
+            table.last_mut().expect("a rank").push(name);
+        } else {
+            table.push(vec![name]);
+            last = Some(*r);
+        }
+    }
+    assert_eq!(
+        written, table,
+        "docs/ARCHITECTURE.md's layer list and LAYERS differ"
     );
 }
 

@@ -38,8 +38,8 @@ use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{SetCond, SetExpiry};
+use crate::proto::scripts::{EXTEND_SRC, UNLOCK_SRC};
 use crate::proto::{Bytes, Command, Msg, Reply, Script, ScriptRef};
-use crate::redis::scripts::{EXTEND_SRC, UNLOCK_SRC};
 use crate::rng::Prng;
 use crate::time::{NS_PER_MS, ProcId};
 

@@ -24,10 +24,10 @@ use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
+use crate::proto::reply::NOSCRIPT;
+use crate::proto::scripts::UNLOCK_SRC;
 use crate::proto::sentinel::{SentinelRequest, SentinelResponse};
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
-use crate::redis::node::NOSCRIPT;
-use crate::redis::scripts::UNLOCK_SRC;
 use crate::time::{NS_PER_MS, ProcId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

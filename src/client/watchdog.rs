@@ -40,8 +40,8 @@ use crate::client::timer::Timer;
 use crate::history::Observation;
 use crate::process::{Cx, Process};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
+use crate::proto::scripts::{EXTEND_SRC, UNLOCK_SRC};
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
-use crate::redis::scripts::{EXTEND_SRC, UNLOCK_SRC};
 use crate::time::{NS_PER_MS, ProcId};
 
 /// Redisson's `lockWatchdogTimeout`.

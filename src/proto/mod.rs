@@ -6,6 +6,7 @@ pub mod command;
 pub mod consensus;
 pub mod msg;
 pub mod reply;
+pub mod scripts;
 pub mod sentinel;
 
 pub use command::{Bytes, Command, Script, ScriptRef};

@@ -2,6 +2,9 @@
 
 use std::fmt;
 
+/// EVALSHA of a script the server does not have (Redis's exact text).
+pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
 /// A RESP2 reply. Errors carry their full message, prefix included
 /// (`ERR ...`, `WRONGTYPE ...`, `NOSCRIPT ...`), exactly as the server sends it.
 #[derive(Clone, Debug, PartialEq, Eq)]

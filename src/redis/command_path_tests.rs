@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use crate::history::{Observation, Removal};
 use crate::proto::command::{ScriptRef, SetCond, SetExpiry};
+use crate::proto::scripts::UNLOCK_SRC;
 use crate::proto::{Bytes, Command, Reply, Script};
 use crate::redis::node::Caller;
-use crate::redis::scripts::UNLOCK_SRC;
 use crate::redis::{RedisConfig, RedisNode};
 use crate::time::ProcId;
 
@@ -127,7 +127,7 @@ fn evalsha_of_the_unlock_script_is_noscript_until_cached_again_after_a_flush() {
     let mut n = RedisNode::new(RedisConfig::default());
     let s = Script::new(UNLOCK_SRC.as_bytes());
     let by_sha = || unlock(ScriptRef::Sha(Some(s.sha)), "lock", "t");
-    let noscript = Reply::err(crate::redis::node::NOSCRIPT);
+    let noscript = Reply::err(crate::proto::reply::NOSCRIPT);
     assert_eq!(n.execute(0, &by_sha(), CLIENT), noscript);
     assert_eq!(
         n.execute(

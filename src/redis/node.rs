@@ -10,6 +10,7 @@ use crate::proto::command::{
     ERR_NOT_INTEGER, ExpireCond, ExpireKind, ExpiryUnit, GetExOpt, ScriptRef, SetCond, SetExpiry,
     hex, parse_i64_strict, sha1_of,
 };
+use crate::proto::reply::NOSCRIPT;
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
 use crate::redis::blocked::Blocking;
 use crate::redis::keyspace::{
@@ -33,7 +34,7 @@ use crate::time::{NS_PER_MS, ProcId};
 
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
-pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 /// Redis's reply to a command that may grow memory when used memory is past `maxmemory`.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";

@@ -1,4 +1,5 @@
-//! The lock scripts every client library uses, recognised by SHA1 and run as native Rust.
+//! The lock scripts every client library uses (`proto::scripts`), recognised by SHA1 and run
+//! as native Rust.
 //!
 //! EVALSHA identifies a script by the SHA1 of its text, so recognising the text by SHA1 is
 //! exactly as strict as Redis: a script that differs by one byte is another script and runs
@@ -11,13 +12,6 @@ use std::sync::Arc;
 use crate::proto::Bytes;
 #[cfg(test)]
 use crate::proto::command::sha1_of;
-
-/// Compare-and-delete (the safe unlock).
-pub const UNLOCK_SRC: &str = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
-/// Compare-and-pexpire (extend).
-pub const EXTEND_SRC: &str = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end"#;
-pub const UNLOCK_SRC_SQ: &str = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
-pub const EXTEND_SRC_SQ: &str = "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('pexpire',KEYS[1],ARGV[2]) else return 0 end";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NativeScript {
@@ -144,6 +138,7 @@ impl ScriptCache {
 mod tests {
     use super::*;
     use crate::proto::command::hex;
+    use crate::proto::scripts::{EXTEND_SRC, EXTEND_SRC_SQ, UNLOCK_SRC, UNLOCK_SRC_SQ};
 
     #[test]
     fn single_quoted_scripts_have_the_corpus_shas() {
