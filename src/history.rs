@@ -247,7 +247,7 @@ impl History {
 
     /// Records an observation. Never refuses one: the loop checks `over_budget` between
     /// events and ends the run there, so a history is never cut inside an event.
-    #[inline(always)]
+    #[inline]
     pub fn push(&mut self, at: SimTime, proc: ProcId, obs: Observation) {
         let r = Record { at, proc, obs };
         if let Some(sink) = &mut self.sink {

@@ -489,7 +489,7 @@ impl RedlockClient {
     /// `[config.key]`, shared; made afresh only if the (public) config's key was changed.
     /// Makes `script_keys` `[config.key]` again if the (public) config's key was changed:
     /// the fan-out then counts the kept one once more a node, without a count of its own.
-    #[inline(always)]
+    #[inline]
     fn refresh_script_keys(&mut self) {
         if self.script_keys[0] != self.config.key {
             self.script_keys = Arc::new([self.config.key.clone()]);
@@ -518,19 +518,19 @@ impl RedlockClient {
         id
     }
 
-    #[inline(always)]
+    #[inline]
     fn clear_votes(&mut self) {
         self.votes.clear();
         self.tally = Tally::default();
     }
 
-    #[inline(always)]
+    #[inline]
     fn push_vote(&mut self, v: Vote) {
         *self.tally.count_of(v) += 1;
         self.votes.push(v);
     }
 
-    #[inline(always)]
+    #[inline]
     fn set_vote(&mut self, i: usize, v: Vote) {
         *self.tally.count_of(self.votes[i]) -= 1;
         *self.tally.count_of(v) += 1;
@@ -582,7 +582,7 @@ impl RedlockClient {
     }
 
     /// `set_command` when the key and the token are both inline (`Bytes::clone_inline`).
-    #[inline(always)]
+    #[inline]
     fn set_command_inline(&self, nx: bool) -> Command {
         Command::Set {
             key: self.config.key.clone_inline(),
@@ -593,7 +593,7 @@ impl RedlockClient {
         }
     }
 
-    #[inline(always)]
+    #[inline]
     fn set_command(&self, nx: bool) -> Command {
         Command::Set {
             key: self.config.key.clone(),
@@ -844,7 +844,7 @@ impl RedlockClient {
 
     /// Handles node `i`'s reply to request `id` of fan-out `f` (the current one); returns
     /// whether the fan-out is decided now (the caller concludes it, by a jump).
-    #[inline(always)]
+    #[inline]
     fn on_node_reply(&mut self, f: &FanOut, i: usize, reply: &Reply) -> bool {
         let Vote::Pending { .. } = self.votes[i] else {
             return false;

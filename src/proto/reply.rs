@@ -33,7 +33,7 @@ impl Reply {
     /// Drops a reply a client has read. The lock replies own nothing (`+OK`, an integer,
     /// nil): those are let go without the call into `Reply`'s drop glue, ~24 instructions a
     /// reply on W2 (a plain `match` with a `drop` arm still drops the other arms' value).
-    #[inline(always)]
+    #[inline]
     pub fn release(self) {
         match self {
             r @ (Reply::Ok | Reply::Int(_) | Reply::Nil) => std::mem::forget(r),

@@ -273,7 +273,7 @@ impl RedisProcess {
 
     /// `plan_cron`'s own first exits, inline: most events change no deadline that its
     /// armed timers do not already cover.
-    #[inline(always)]
+    #[inline]
     fn nothing_to_plan(&mut self) -> bool {
         self.grid.cursor.is_some()
             && !self.node.cron_must_tick()
