@@ -656,6 +656,19 @@ fn serve_adds_a_pause_where_the_reader_clicks_and_shows_the_new_violation_beside
                 .ends_with("VIOLATED: mutual_exclusion"),
         "{verdicts}"
     );
+    // The page is the new run's: its verdict, opened on it at its first violation.
+    assert_eq!(
+        cdp.eval("document.getElementById('state').dataset.variant"),
+        v[1].as_str().unwrap().split(": VIOLATED").next().unwrap()
+    );
+    assert_eq!(
+        cdp.eval("document.getElementById('sentence').className"),
+        "violation"
+    );
+    assert_eq!(
+        cdp.eval("document.getElementById('verdict').className"),
+        "bad"
+    );
     cdp.eval("window.scrollTo(0, 0)");
     cdp.screenshot(&dir.join("serve-what-if-pause.png"), true);
     assert!(

@@ -155,25 +155,46 @@ fn counterfactuals_html(cf: &[crate::explore::threshold::Counterfactual]) -> Str
 /// side under it — the panel under the chart on a narrow screen — and what is read once (the
 /// replay command, the violations, the counterfactuals, a lesson's text) folds away above.
 pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTime)>) -> String {
+    html_runs_on(seed, runs, window, 0)
+}
+
+/// [`html_runs`], the page about run `open` (serve's what-if: the run with the added
+/// faults): its header and verdict are that run's, and the page opens on it, at its first
+/// violation. The first run stays the model as written the others are told against.
+pub fn html_runs_on(
+    seed: u64,
+    runs: &[PageRun<'_>],
+    window: Option<(SimTime, SimTime)>,
+    open: usize,
+) -> String {
     let base = &runs[0];
     let (sc, world, violations) = (base.sc, base.world, base.violations);
-    let view = View::page(world, violations).on(window);
+    let about = &runs[open.min(runs.len() - 1)];
+    let view = View::page(about.world, about.violations).on(window);
     let names = world.names();
-    let cf = if violations.is_empty() {
+    // What would have saved the run: the model's own faults, one by one (not the added).
+    let cf = if violations.is_empty() || open > 0 {
         Vec::new()
     } else {
         counterfactuals(sc, seed, &names)
     };
-    let mut s = page_top(sc, seed, violations, &cf);
+    let mut s = page_top(about.sc, seed, about.violations, &cf);
     s.push_str(&stepper_bar(runs));
-    s.push_str("<main id=\"stage\"><div id=\"charts\">");
+    if open > 0 {
+        let _ = write!(
+            s,
+            "<main id=\"stage\" data-open=\"{open}\"><div id=\"charts\">"
+        );
+    } else {
+        s.push_str("<main id=\"stage\"><div id=\"charts\">");
+    }
     s.push_str(CHART_NAV);
     let _ = writeln!(
         s,
         r#"<p id="verdict" class="{}">{}: {}</p><p id="vwords"></p>"#,
-        ok_or_bad(violations),
-        esc(&base.name),
-        esc(&verdict_text(violations))
+        ok_or_bad(about.violations),
+        esc(&about.name),
+        esc(&verdict_text(about.violations))
     );
     s.push_str(&charts(seed, runs, view, window));
     s.push_str("</div>\n<aside id=\"state\" aria-live=\"polite\"></aside></main>\n<div id=\"tip\" hidden></div>\n");

@@ -356,11 +356,21 @@
       const i = runs.findIndex(r => r.name === params.variant);
       if (i >= 0) { active = i; for (const el of document.querySelectorAll('input[name=variant]')) el.checked = el.value === params.variant; }
     }
+    // A page about one run (serve's what-if: the run with the added faults) opens on it, at
+    // its first violation.
+    const open = document.getElementById('stage').dataset.open;
+    const opens = !params.variant && open !== undefined && runs[+open] !== undefined;
+    if (opens) {
+      active = +open;
+      for (const el of document.querySelectorAll('input[name=variant]')) el.checked = el.value === runs[active].name;
+    }
     // Without a step in the address: the folded set-up (the story starts after it), else
     // the first event of the window the page opens on.
     const r = runs[active];
+    const bad = opens ? r.steps.findIndex(x => x.k === 'violation') : -1;
     cur = ('s' in params || 'step' in params)
       ? stepFrom(params)
+      : bad >= 0 ? bad
       : r.data.fold > 0 ? 0 : Math.min(r.steps.length - 1, stepAtTime(r, w0) + (r.steps[0] && r.steps[0].t < w0 ? 1 : 0));
     // The chart opens around the cursor, unless the address gives a window.
     show(!m);
