@@ -449,7 +449,11 @@ fn a_reader_steps_to_the_expiry_reads_the_state_and_flips_to_the_fix() {
         "{k}"
     );
     // At 800 px, opened on the same step: the cursor is where the reader sees it.
-    cdp.open(&format!("{url}#step={step}"), 800, 1000);
+    cdp.open(
+        &format!("{url}#s={}", step.as_u64().unwrap() + 1),
+        800,
+        1000,
+    );
     let seen = cdp.eval(
         "(() => { const c = document.querySelector('#chart line.cursor').getBoundingClientRect(); const ch = document.getElementById('chart').getBoundingClientRect(); return c.left > ch.left && c.right < ch.right; })()",
     );
@@ -488,14 +492,10 @@ fn a_reader_steps_to_the_expiry_reads_the_state_and_flips_to_the_fix() {
     cdp.eval("window.scrollTo(0, 0)");
     cdp.screenshot(&dir.join("single-px-cad-pause-fix-variant.png"), true);
     // Opened directly at a step of the variant.
-    cdp.open(
-        &format!("{url}#step=100&variant=fencing%20tokens"),
-        1280,
-        1400,
-    );
+    cdp.open(&format!("{url}#s=5&variant=fencing%20tokens"), 1280, 1400);
     assert_eq!(
         cdp.eval("document.getElementById('state').dataset.step"),
-        "100"
+        "4"
     );
     assert_eq!(
         cdp.eval("document.getElementById('state').dataset.variant"),
@@ -519,9 +519,21 @@ fn a_reader_steps_to_the_expiry_reads_the_state_and_flips_to_the_fix() {
     cdp.key("m", 77, 0);
     assert_eq!(cdp.eval(hidden), "inline");
 
-    // failover-lost-lock: the promotion reads "r1 is now master" in the window it opens on.
+    // failover-lost-lock: the page opens where the story starts (step 1, the set-up folded);
+    // stepping to the promotion, "r1 is now master" reads in the window the chart shows.
     let fo = page(&dir, "failover-lost-lock", 5);
     cdp.open(&format!("file://{}", fo.display()), 1280, 1000);
+    let opened = cdp.eval("document.getElementById('stepno').textContent");
+    assert!(
+        opened.as_str().unwrap().starts_with("step 1 of "),
+        "{opened}"
+    );
+    let mut presses = 0;
+    while cdp.eval("document.getElementById('sentence').textContent") != "r1 is now master." {
+        cdp.key("ArrowRight", 39, 0);
+        presses += 1;
+        assert!(presses < 200, "no promotion reached by pressing →");
+    }
     let promo = cdp.eval(
         "(() => { const e = document.querySelector('#timeline .mlabel.promoted'); if (!e) return null; const r = e.getBoundingClientRect(), c = document.getElementById('chart').getBoundingClientRect(); return [e.textContent, r.left >= c.left && r.left < c.right]; })()",
     );
@@ -644,6 +656,19 @@ fn serve_adds_a_pause_where_the_reader_clicks_and_shows_the_new_violation_beside
                 .ends_with("VIOLATED: mutual_exclusion"),
         "{verdicts}"
     );
+    // The page is the new run's: its verdict, opened on it at its first violation.
+    assert_eq!(
+        cdp.eval("document.getElementById('state').dataset.variant"),
+        v[1].as_str().unwrap().split(": VIOLATED").next().unwrap()
+    );
+    assert_eq!(
+        cdp.eval("document.getElementById('sentence').className"),
+        "violation"
+    );
+    assert_eq!(
+        cdp.eval("document.getElementById('verdict').className"),
+        "bad"
+    );
     cdp.eval("window.scrollTo(0, 0)");
     cdp.screenshot(&dir.join("serve-what-if-pause.png"), true);
     assert!(
@@ -654,4 +679,137 @@ fn serve_adds_a_pause_where_the_reader_clicks_and_shows_the_new_violation_beside
     cdp.close();
     let _ = server.kill();
     let _ = server.wait();
+}
+
+/// The boxes of the step's sentence, the active run's chart and the state panel, and the
+/// cursor's, in the viewport's pixels: [left, top, right, bottom] each.
+const BOXES: &str = "(() => { const b = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom].map(Math.round); }; const run = document.querySelector('.run.active'); return { sentence: b(document.getElementById('sentence')), chart: b(run.querySelector('.chart')), panel: b(document.getElementById('state')), cursor: b(run.querySelector('line.cursor')), step: document.getElementById('stepno').textContent }; })()";
+
+fn inside(b: &serde_json::Value, w: f64, h: f64) -> bool {
+    let v: Vec<f64> = b
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    v[0] >= 0.0 && v[1] >= 0.0 && v[2] <= w && v[3] <= h && v[2] > v[0] && v[3] > v[1]
+}
+
+#[test]
+fn one_screen_per_step_the_sentence_the_chart_and_the_panel_at_1280_by_900_and_800_wide() {
+    let Some(bin) = chromium() else {
+        if std::env::var("DISTLOCK_BROWSER_TEST").as_deref() == Ok("require") {
+            panic!("no chromium found, and DISTLOCK_BROWSER_TEST=require");
+        }
+        eprintln!("skipped: no chromium (apt-get install chromium, or run .ci/run)");
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The lesson site: each lesson's page as a teacher publishes it (its text folded).
+    let site = dir.join("site");
+    let st = Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["site", "--out"])
+        .arg(&site)
+        .status()
+        .unwrap();
+    assert!(st.success(), "site");
+    let mut cdp = Cdp::start(&bin, &dir, "one-screen");
+    let lessons = [
+        "classic-fencing-tokens-33-34",
+        "single-px-del-pause",
+        "failover-lost-lock",
+        "redlock-clock-jump",
+    ];
+    for model in lessons {
+        let url = format!("file://{}", site.join(format!("{model}.html")).display());
+        // 1280 x 900: the page opens at step 1 (the set-up, folded), the lesson folded away.
+        cdp.open(&url, 1280, 900);
+        assert_eq!(
+            cdp.eval("document.getElementById('lesson').open"),
+            false,
+            "{model}: the lesson text is open"
+        );
+        let first = cdp.eval(BOXES);
+        let stepno = first["step"].as_str().unwrap();
+        assert!(stepno.starts_with("step 1 of "), "{model}: {stepno}");
+        cdp.screenshot(
+            &dir.join(format!("one-screen-{model}-1280x900-step1.png")),
+            false,
+        );
+        // Two notable steps on, and at the first violation (or the last notable step).
+        for stop in ["notable", "violation"] {
+            if stop == "notable" {
+                cdp.key("PageDown", 34, 0);
+                cdp.key("PageDown", 34, 0);
+            } else {
+                let mut presses = 0;
+                while cdp.eval("document.getElementById('sentence').className") != "violation"
+                    && presses < 200
+                {
+                    cdp.key("PageDown", 34, 0);
+                    presses += 1;
+                }
+            }
+            let b = cdp.eval(BOXES);
+            eprintln!("{model} at 1280x900, {stop}: {b}");
+            for part in ["sentence", "chart", "panel"] {
+                assert!(
+                    inside(&b[part], 1280.0, 900.0),
+                    "{model} at 1280x900 ({stop}): the {part} at {} is not on screen: {b}",
+                    b[part]
+                );
+            }
+            // The panel beside the chart, the cursor on the chart.
+            assert!(
+                b["panel"][0].as_f64() >= b["chart"][2].as_f64(),
+                "{model}: the panel is not beside the chart: {b}"
+            );
+            assert!(
+                b["cursor"][0].as_f64() >= b["chart"][0].as_f64()
+                    && b["cursor"][2].as_f64() <= b["chart"][2].as_f64(),
+                "{model}: the cursor is off the chart: {b}"
+            );
+            cdp.screenshot(
+                &dir.join(format!("one-screen-{model}-1280x900-{stop}.png")),
+                false,
+            );
+        }
+        // 800 wide: the chart fits the width and follows the cursor; the panel under it.
+        let s = cdp
+            .eval("+document.getElementById('state').dataset.step")
+            .as_u64()
+            .unwrap();
+        cdp.open(&format!("{url}#s={}", s + 1), 800, 900);
+        let b = cdp.eval(BOXES);
+        eprintln!("{model} at 800x900: {b}");
+        assert!(inside(&b["sentence"], 800.0, 900.0), "{model} at 800: {b}");
+        let (chart, cursor, panel) = (&b["chart"], &b["cursor"], &b["panel"]);
+        assert!(
+            chart[0].as_f64() >= Some(0.0) && chart[2].as_f64() <= Some(800.0),
+            "{model} at 800: the chart is cut off: {b}"
+        );
+        assert!(
+            chart[1].as_f64() < Some(900.0),
+            "{model} at 800: the chart starts below the screen: {b}"
+        );
+        assert!(
+            cursor[0].as_f64() > chart[0].as_f64() && cursor[2].as_f64() < chart[2].as_f64(),
+            "{model} at 800: the cursor is off the chart: {b}"
+        );
+        assert!(
+            panel[1].as_f64() >= chart[3].as_f64(),
+            "{model} at 800: the panel is not under the chart: {b}"
+        );
+        cdp.screenshot(&dir.join(format!("one-screen-{model}-800.png")), false);
+        cdp.screenshot(&dir.join(format!("one-screen-{model}-800-page.png")), true);
+    }
+    assert!(
+        cdp.complaints.is_empty(),
+        "the pages complained: {:#?}",
+        cdp.complaints
+    );
+    cdp.close();
+    eprintln!("screenshots in {}", dir.display());
 }

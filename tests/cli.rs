@@ -1402,6 +1402,31 @@ fn the_readmes_sample_sweep_is_the_programs_output() {
         mask(&out),
         "README.md's sample differs from the program's output"
     );
+    // The README's example seeds show what it says they show: the sample's replay line (a
+    // violation, at the time the sample gives) and the picture's seed of single-px-del-pause.
+    let replay = sample
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replay: distlock-sim "))
+        .expect("the sample's replay line");
+    let args: Vec<&str> = replay.split_whitespace().collect();
+    let o = bin().args(&args).current_dir(root).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{replay}: {said}");
+    assert!(
+        said.contains("resource_safety at 46.979342s"),
+        "{replay} does not show the sample's violation"
+    );
+    assert!(readme.contains("`replay models/single-px-del-pause.ron\n--seed 0 --format svg`"));
+    let o = bin()
+        .args(["run", "models/single-px-del-pause.ron", "--seed", "0"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the README's picture seed of single-px-del-pause shows no violation"
+    );
 }
 
 #[test]

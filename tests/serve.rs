@@ -220,3 +220,64 @@ fn abandoned_what_ifs_do_not_delay_the_next_page() {
     // One-at-a-time serving ran all twenty (about 9 s).
     assert!(took < Duration::from_secs(4), "the next page took {took:?}");
 }
+
+#[test]
+fn serve_models_dir_serves_your_own_models_and_a_what_if_page_is_the_new_runs() {
+    // Your own model file, in a directory of your own: redlock-quiet under another name.
+    let own = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve-own-models");
+    let _ = std::fs::remove_dir_all(&own);
+    std::fs::create_dir_all(&own).unwrap();
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/redlock-quiet.ron"),
+    )
+    .unwrap();
+    std::fs::write(own.join("my-own-lock.ron"), text).unwrap();
+    let server = Server::start_with(
+        Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+            .args(["serve", "--port", "0", "--models"])
+            .arg(&own),
+    );
+    // The index: yours first, the catalogue beside it.
+    let (status, index) = server.get("/");
+    assert_eq!(status, 200, "{index}");
+    let (yours, catalogue) = (
+        index.find("Your models").expect("a section of your models"),
+        index.find("id=\"catalogue\"").expect("the catalogue"),
+    );
+    let mine = index
+        .find("href=\"/model/my-own-lock?seed=0\"")
+        .expect("your model is listed");
+    assert!(yours < mine && mine < catalogue, "{index}");
+    assert!(index.contains("href=\"/model/redlock-quiet?seed=0\""));
+    // Your model's page, as written: no violation.
+    let (status, page) = server.get("/model/my-own-lock?seed=0");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<span class=\"ok\">no violation</span>"));
+    assert!(!page.contains("data-open="));
+    // A pause added on c2 10 ms into its first hold: the page is the new run's — its header
+    // and verdict say the violation, and it opens on that run.
+    let (status, page) = server.get("/model/my-own-lock?seed=0&fault=pause:c2:0.092:15");
+    assert_eq!(status, 200, "{page}");
+    let h1 = &page[page.find("<h1>").unwrap()..page.find("</h1>").unwrap()];
+    assert!(
+        h1.contains("class=\"bad\"") && h1.contains("violation(s)"),
+        "the header is not the new run's: {h1}"
+    );
+    assert!(
+        page.contains("<p id=\"verdict\" class=\"bad\">what if: pause:c2:0.092:15: VIOLATED"),
+        "the verdict is not the new run's"
+    );
+    assert!(page.contains("<main id=\"stage\" data-open=\"1\">"));
+    eprintln!("{h1}");
+    // A catalogue model is still served, and a name on neither shelf is not.
+    assert_eq!(server.get("/model/redlock-quiet?seed=0").0, 200);
+    assert_eq!(server.get("/model/nobody-has-this?seed=0").0, 404);
+    // --models of a directory that is not there: exit 2, said.
+    let out = Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+        .args(["serve", "--port", "0", "--models"])
+        .arg(own.join("nope"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+}

@@ -120,3 +120,54 @@ fn each_classic_figure_page_names_its_figure_and_source_and_stops_at_every_momen
     let fencing = page(&pages, "classic-fencing-tokens-33-34.html");
     assert!(fencing.contains("&amp;variant=fencing%20tokens\""));
 }
+
+/// The steps of a page's run `variant`, as its script carries them.
+fn steps_of(html: &str, variant: &str) -> serde_json::Value {
+    let open = format!("class=\"steps\" data-variant=\"{variant}\"");
+    let at = html
+        .find(&open)
+        .unwrap_or_else(|| panic!("no steps of {variant}"));
+    let body = &html[at..];
+    let body = &body[body.find('>').unwrap() + 1..];
+    let body = &body[..body.find("</script>").unwrap()];
+    serde_json::from_str(&body.replace("<\\/", "</")).expect("the steps are JSON")
+}
+
+#[test]
+fn a_lesson_starts_where_its_story_starts_and_names_its_tokens_on_the_chart() {
+    let pages = rendered();
+    let fencing = page(&pages, "classic-fencing-tokens-33-34.html");
+    // The 32 grants of `earlier` before the figure are one step: the first.
+    for run in ["as written", "fencing tokens"] {
+        let s = steps_of(fencing, run);
+        let steps = s["steps"].as_array().unwrap();
+        assert_eq!(steps[0]["k"], "setup", "{run}: {}", steps[0]);
+        let text = steps[0]["s"].as_str().unwrap();
+        assert!(text.contains("earlier 32 times"), "{run}: {text}");
+        assert!(s["fold"].as_u64().unwrap() > 32, "{run}: {}", s["fold"]);
+        // From step 1, the story's first notable steps are client1's and client2's.
+        let notable: Vec<&str> = steps[1..]
+            .iter()
+            .filter(|x| x["k"].is_string())
+            .take(3)
+            .map(|x| x["s"].as_str().unwrap())
+            .collect();
+        assert!(
+            notable.iter().all(|t| !t.contains("earlier")),
+            "{run}: {notable:?}"
+        );
+        eprintln!(
+            "{run}: {} steps, the first folds {}; then {notable:?}",
+            steps.len(),
+            s["fold"]
+        );
+    }
+    // Tokens 33 and 34 named on the fix's chart: on client1's hold and on the storage's lane.
+    for label in ["token 33 · client1-1", ">token 34<", ">token 33 ✗ refused<"] {
+        assert!(fencing.contains(label), "the chart does not name {label:?}");
+    }
+    // The lesson's stops count steps from 1 and fold away.
+    assert!(fencing.contains("<details class=\"lesson\" id=\"lesson\">"));
+    assert!(fencing.contains("href=\"#s="));
+    assert!(!fencing.contains("href=\"#step="));
+}

@@ -149,16 +149,101 @@ fn counterfactuals_html(cf: &[crate::explore::threshold::Counterfactual]) -> Str
 }
 
 /// The page for `runs` (the first is the model as written), aligned on one time axis.
+///
+/// One screen per step: the stepper (its controls and the step's sentence) stays at the top,
+/// the chart around the cursor and the state panel ("what each client believes") sit side by
+/// side under it — the panel under the chart on a narrow screen — and what is read once (the
+/// replay command, the violations, the counterfactuals, a lesson's text) folds away above.
 pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTime)>) -> String {
+    html_runs_on(seed, runs, window, 0)
+}
+
+/// [`html_runs`], the page about run `open` (serve's what-if: the run with the added
+/// faults): its header and verdict are that run's, and the page opens on it, at its first
+/// violation. The first run stays the model as written the others are told against.
+pub fn html_runs_on(
+    seed: u64,
+    runs: &[PageRun<'_>],
+    window: Option<(SimTime, SimTime)>,
+    open: usize,
+) -> String {
     let base = &runs[0];
     let (sc, world, violations) = (base.sc, base.world, base.violations);
-    let view = View::page(world, violations).on(window);
+    let about = &runs[open.min(runs.len() - 1)];
+    let view = View::page(about.world, about.violations).on(window);
     let names = world.names();
-    let cf = if violations.is_empty() {
+    // What would have saved the run: the model's own faults, one by one (not the added).
+    let cf = if violations.is_empty() || open > 0 {
         Vec::new()
     } else {
         counterfactuals(sc, seed, &names)
     };
+    let mut s = page_top(about.sc, seed, about.violations, &cf);
+    s.push_str(&stepper_bar(runs));
+    if open > 0 {
+        let _ = write!(
+            s,
+            "<main id=\"stage\" data-open=\"{open}\"><div id=\"charts\">"
+        );
+    } else {
+        s.push_str("<main id=\"stage\"><div id=\"charts\">");
+    }
+    s.push_str(CHART_NAV);
+    let _ = writeln!(
+        s,
+        r#"<p id="verdict" class="{}">{}: {}</p><p id="vwords"></p>"#,
+        ok_or_bad(about.violations),
+        esc(&about.name),
+        esc(&verdict_text(about.violations))
+    );
+    s.push_str(&charts(seed, runs, view, window));
+    s.push_str("</div>\n<aside id=\"state\" aria-live=\"polite\"></aside></main>\n<div id=\"tip\" hidden></div>\n");
+    s.push_str(&page_bottom(runs, view));
+    // The steps and their state, computed from each run's history (`view::stepper`). The
+    // fault's own step says its counterfactual too (the variants ran other faults' worth of
+    // messages: theirs are not computed).
+    let said: Vec<(SimTime, String)> = cf
+        .iter()
+        .map(|c| (c.at, format!("Counterfactual (this fault alone made smaller, checked by a run from time 0): {}.", c.sentence())))
+        .collect();
+    for (i, r) in runs.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            r#"<script type="application/json" class="steps" data-variant="{}" data-verdict="{}" data-ok="{}" data-words="{}">{}</script>"#,
+            esc(&r.name),
+            esc(&verdict_text(r.violations)),
+            r.violations.is_empty(),
+            if i == 0 {
+                String::new()
+            } else {
+                esc(&variant_words(base, r))
+            },
+            crate::view::stepper::steps_json(
+                r.sc,
+                r.world,
+                r.violations,
+                if i == 0 { &said } else { &[] }
+            )
+        );
+    }
+    s.push_str("<script>\n");
+    s.push_str(PAGE_JS);
+    s.push_str("</script>\n</body></html>\n");
+    s
+}
+
+fn ok_or_bad(violations: &[Violation]) -> &'static str {
+    if violations.is_empty() { "ok" } else { "bad" }
+}
+
+/// The document's head and the page's header: the model, its verdict, and folded away the
+/// replay command, the violations and what would have saved the run.
+fn page_top(
+    sc: &Scenario,
+    seed: u64,
+    violations: &[Violation],
+    cf: &[crate::explore::threshold::Counterfactual],
+) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -168,19 +253,41 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
 <title>distlock-sim: {} seed {seed}</title>
 <style>{PAGE_CSS}</style></head>
 <body>
-<header><h1>{} <span class="seed">seed {seed}</span> <span class="{}">{}</span></h1>
-<p>{}</p>
-<p class="replay">replay: <code>{}</code></p>
+<header><h1>{} <span class="seed">seed {seed}</span> <span class="{}">{}</span> <span class="desc">{}</span></h1>
 "#,
         esc(&sc.name),
         esc(&sc.name),
-        if violations.is_empty() { "ok" } else { "bad" },
+        ok_or_bad(violations),
         if violations.is_empty() {
             "no violation".to_string()
         } else {
             format!("{} violation(s)", violations.len())
         },
         esc(&sc.model.description),
+    );
+    // The first violation in the summary: what the run is about, even folded.
+    let summary = match violations.first() {
+        None => "the replay command".to_string(),
+        Some(v) => format!(
+            "{} at {}: {}",
+            v.property,
+            v.at,
+            if violations.len() > 1 {
+                format!("{} more below, the replay command", violations.len() - 1)
+            } else {
+                "the replay command".to_string()
+            }
+        ),
+    };
+    let _ = write!(
+        s,
+        "<details id=\"about\"><summary>{}{}</summary>\n<p class=\"replay\">replay: <code>{}</code></p>\n",
+        esc(&summary),
+        if cf.is_empty() {
+            ""
+        } else {
+            ", what would have saved it"
+        },
         esc(&sc.replay_command(seed)),
     );
     if !violations.is_empty() {
@@ -196,20 +303,21 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
             );
         }
         s.push_str("</ol>\n");
-        s.push_str(&counterfactuals_html(&cf));
+        s.push_str(&counterfactuals_html(cf));
     }
-    s.push_str(
-        r#"</header>
-<nav><button id="fit">whole run</button> <button id="focus">first violation</button> <button id="zin">zoom in</button> <button id="zout">zoom out</button>
-<label class="toggle"><input type="checkbox" id="msgs-toggle" checked> message arrows</label>
-<span class="hint">wheel: zoom at the pointer · drag: pan · hover: details · click a violation above to go there</span>
-<span id="range"></span></nav>
-<div id="stepper"><button id="first-step" title="first event (Home)">|◀ first</button> <button id="prev-notable" title="previous notable event: acquire, expiry, fault, violation (Shift+← or PageUp)">◀◀ notable</button> <button id="prev" title="previous event (←)">◀ prev</button> <button id="play" title="play / pause (Space)">▶ play</button> <select id="pace" title="pace"><option value="1">1 step/s</option><option value="2" selected>2 steps/s</option><option value="5">5 steps/s</option><option value="20">20 steps/s</option></select> <button id="next" title="next event (→)">next ▶</button> <button id="next-notable" title="next notable event (Shift+→ or PageDown)">notable ▶▶</button> <input type="range" id="scrub" min="0" value="0" aria-label="step"> <span id="stepno"></span>
-<p id="sentence"></p></div>
+    s.push_str("</details>\n</header>\n");
+    s
+}
+
+/// The stepper: its controls, the runs to flip between, and the step's sentence; it stays at
+/// the top of the screen while the page scrolls.
+fn stepper_bar(runs: &[PageRun<'_>]) -> String {
+    let mut s = String::from(
+        r#"<div id="stepper"><div class="controls"><button id="first-step" title="first event (Home)">|◀ first</button> <button id="prev-notable" title="previous notable event: acquire, expiry, fault, violation (Shift+← or PageUp)">◀◀ notable</button> <button id="prev" title="previous event (←)">◀ prev</button> <button id="play" title="play / pause (Space)">▶ play</button> <select id="pace" title="pace"><option value="1">1 step/s</option><option value="2" selected>2 steps/s</option><option value="5">5 steps/s</option><option value="20">20 steps/s</option></select> <button id="next" title="next event (→)">next ▶</button> <button id="next-notable" title="next notable event (Shift+→ or PageDown)">notable ▶▶</button> <input type="range" id="scrub" min="1" value="1" aria-label="step"> <span id="stepno"></span></div>
 "#,
     );
     if runs.len() > 1 {
-        s.push_str("<div id=\"variants\">compare on the same seed — the same faults, and every random draw from the same stream, so the runs stay alike until a variant sends other messages: ");
+        s.push_str("<div id=\"variants\">runs on the same seed: ");
         for (i, r) in runs.iter().enumerate() {
             let _ = write!(
                 s,
@@ -217,34 +325,33 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
                 esc(&r.name),
                 if i == 0 { " checked" } else { "" },
                 esc(&r.name),
-                if r.violations.is_empty() { "ok" } else { "bad" },
+                ok_or_bad(r.violations),
                 esc(&verdict_text(r.violations))
             );
         }
-        s.push_str("<ul class=\"vnotes\">");
-        for r in &runs[1..] {
-            let _ = write!(
-                s,
-                r#"<li data-variant="{}"><b>{}</b> <span class="{}">({})</span>: {}</li>"#,
-                esc(&r.name),
-                esc(&r.name),
-                if r.violations.is_empty() { "ok" } else { "bad" },
-                esc(&verdict_text(r.violations)),
-                esc(&variant_words(base, r))
-            );
-        }
-        s.push_str("</ul></div>\n");
+        s.push_str("<span id=\"vnote\"></span></div>\n");
     }
-    let _ = writeln!(
-        s,
-        r#"<p id="verdict" class="{}">{}: {}</p>"#,
-        if violations.is_empty() { "ok" } else { "bad" },
-        esc(&base.name),
-        esc(&verdict_text(violations))
-    );
+    s.push_str("<p id=\"sentence\"></p></div>\n");
+    s
+}
+
+/// Zoom and pan, above the charts.
+const CHART_NAV: &str = r#"<nav><button id="fit">whole run</button> <button id="focus">first violation</button> <button id="zin">zoom in</button> <button id="zout">zoom out</button>
+<label class="toggle"><input type="checkbox" id="msgs-toggle" checked> message arrows</label>
+<span class="hint">wheel: zoom · drag: pan · hover: details</span>
+<span id="range"></span></nav>
+"#;
+
+/// One chart per run, all on the first run's window, so that one instant is one x everywhere.
+fn charts(
+    seed: u64,
+    runs: &[PageRun<'_>],
+    view: View,
+    window: Option<(SimTime, SimTime)>,
+) -> String {
+    let mut s = String::new();
     for (i, r) in runs.iter().enumerate() {
         let rv = View::page(r.world, r.violations).on(window);
-        // All runs on the first one's window, so that one instant is one x everywhere.
         let rv = View {
             from: view.from,
             to: view.to,
@@ -257,12 +364,13 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
             svg = svg.replacen(r#"id="timeline""#, &format!(r#"id="timeline-{i}""#), 1);
         }
         let _ = writeln!(s, r#"<div class="run" data-variant="{}">"#, esc(&r.name));
-        if runs.len() > 1 {
+        // The first run's verdict is the line above the charts.
+        if i > 0 {
             let _ = writeln!(
                 s,
                 r#"<h3>{} <span class="{}">{}</span></h3>"#,
                 esc(&r.name),
-                if r.violations.is_empty() { "ok" } else { "bad" },
+                ok_or_bad(r.violations),
                 esc(&verdict_text(r.violations))
             );
         }
@@ -274,10 +382,33 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
         s.push_str(&svg);
         s.push_str("</div></div>\n");
     }
-    s.push_str("<div id=\"state\" aria-live=\"polite\"></div>\n<div id=\"tip\" hidden></div>\n");
+    s
+}
+
+/// Under the stage: each variant in words (where it parts from the model's run, its note),
+/// the faults applied, and how to read and address the page.
+fn page_bottom(runs: &[PageRun<'_>], view: View) -> String {
+    let base = &runs[0];
+    let world = base.world;
+    let mut s = String::from("<section id=\"below\">");
+    if runs.len() > 1 {
+        s.push_str("<h2>The runs compared</h2><p class=\"note\">The same seed: the same faults, and every random draw from the same stream, so the runs stay alike until a variant sends other messages.</p><ul class=\"vnotes\">");
+        for r in &runs[1..] {
+            let _ = write!(
+                s,
+                r#"<li data-variant="{}"><b>{}</b> <span class="{}">({})</span>: {}</li>"#,
+                esc(&r.name),
+                esc(&r.name),
+                ok_or_bad(r.violations),
+                esc(&verdict_text(r.violations)),
+                esc(&variant_words(base, r))
+            );
+        }
+        s.push_str("</ul>\n");
+    }
     let _ = writeln!(
         s,
-        "<section><h2>Faults applied ({})</h2><ul class=\"faults\">",
+        "<h2>Faults applied ({})</h2><ul class=\"faults\">",
         world.applied_faults.len()
     );
     for f in world.applied_faults.iter().take(500) {
@@ -294,36 +425,11 @@ pub fn html_runs(seed: u64, runs: &[PageRun<'_>], window: Option<(SimTime, SimTi
     }
     let _ = writeln!(
         s,
-        "</ul><p class=\"note\">Lanes: {}. Message arrows are drawn from {} to {} (at most {ARROWS_PAGE}); the JSON trace (<code>--format json</code>) has every message. Keys: ← → step, Shift+← → notable step, Space play, Home/End, m messages. The address <code>#step=N&amp;variant=NAME</code> opens the page at step N of that run.</p></section>",
-        esc(&names.join(", ")),
+        "</ul><p class=\"note\">Lanes: {}. Message arrows are drawn from {} to {} (at most {ARROWS_PAGE}); the JSON trace (<code>--format json</code>) has every message. Keys: ← → step, Shift+← → notable step, Space play, Home/End, m messages. The address <code>#s=N&amp;variant=NAME</code> opens the page at step N of that run (steps count from 1; the set-up before the story is step 1, folded).</p></section>",
+        esc(&world.names().join(", ")),
         view.arrows_from,
         view.arrows_to
     );
-    // The steps and their state, computed from each run's history (`explore::stepper`).
-    // The fault's own step says its counterfactual too (the variants ran other faults' worth
-    // of messages: theirs are not computed).
-    let said: Vec<(SimTime, String)> = cf
-        .iter()
-        .map(|c| (c.at, format!("Counterfactual (this fault alone made smaller, checked by a run from time 0): {}.", c.sentence())))
-        .collect();
-    for (i, r) in runs.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            r#"<script type="application/json" class="steps" data-variant="{}" data-verdict="{}" data-ok="{}">{}</script>"#,
-            esc(&r.name),
-            esc(&verdict_text(r.violations)),
-            r.violations.is_empty(),
-            crate::view::stepper::steps_json(
-                r.sc,
-                r.world,
-                r.violations,
-                if i == 0 { &said } else { &[] }
-            )
-        );
-    }
-    s.push_str("<script>\n");
-    s.push_str(PAGE_JS);
-    s.push_str("</script>\n</body></html>\n");
     s
 }
 

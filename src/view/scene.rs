@@ -136,6 +136,59 @@ impl View {
     }
 }
 
+/// Where a run's story starts: the attempt that won the lock each actor of the first
+/// violation held (or, in a run without one, the attempt behind the first safeguard that
+/// acted), moved back to the start of any fault still open then on one of those actors (a
+/// pause that began before its victim's hold is part of its story). `None`: from the start.
+/// What comes before is set-up, which the stepper folds into one step.
+pub(super) fn story_start(world: &World, violations: &[Violation]) -> Option<SimTime> {
+    let records = &world.history.records;
+    let (s0, actors) = match violations.iter().min_by_key(|v| v.at) {
+        Some(v) => {
+            let won = |a: ProcId| {
+                let j = records.iter().rposition(|r| {
+                    r.proc == a && r.at <= v.at && matches!(r.obs, Observation::Acquired { .. })
+                })?;
+                Some(
+                    records[..j]
+                        .iter()
+                        .rev()
+                        .find(|r| r.proc == a && matches!(r.obs, Observation::Attempt { .. }))
+                        .map_or(records[j].at, |r| r.at),
+                )
+            };
+            let s = v
+                .actors
+                .iter()
+                .filter_map(|a| won(*a))
+                .min()
+                .unwrap_or(v.at);
+            (s, v.actors.clone())
+        }
+        None => {
+            let (start, at) = first_safeguard(world)?;
+            let who = records.iter().find(|r| r.at == at).map(|r| r.proc);
+            (start, who.into_iter().collect())
+        }
+    };
+    let touches = |k: &FaultKind| match k {
+        FaultKind::Pause(p) | FaultKind::Isolate(p) => actors.contains(p),
+        FaultKind::Crash { proc, .. }
+        | FaultKind::ClockStep { proc, .. }
+        | FaultKind::Drift { proc, .. } => actors.contains(proc),
+        FaultKind::Partition { from, to, .. }
+        | FaultKind::LatencySpike { from, to, .. }
+        | FaultKind::Loss { from, to, .. } => from.iter().chain(to).any(|p| actors.contains(p)),
+    };
+    let s = world
+        .applied_faults
+        .iter()
+        .filter(|f| f.at <= s0 && f.end().is_none_or(|e| e > s0) && touches(&f.kind))
+        .map(|f| f.at)
+        .fold(s0, SimTime::min);
+    (s > SimTime::ZERO).then_some(s)
+}
+
 /// The first time a safeguard acted in a run — a client learnt it lost its lock (validity
 /// ran out, renewal or extend failed, session expired) or the resource rejected a stale
 /// token — and when the attempt that gave the client involved its lock began: (attempt,
@@ -390,6 +443,7 @@ pub(super) fn scene(
 ) -> Scene {
     let names = world.names();
     let end = world.now();
+    let story = story_start(world, violations);
     let mut spans: Vec<Span> = Vec::new();
     // (client, from, until, hold end once known)
     let mut beliefs = Beliefs::default();
@@ -416,6 +470,10 @@ pub(super) fn scene(
                       how: &str| {
         let (c, lock, token, fence, start) = h;
         beliefs.close(c, at);
+        // A fencing token is what the resource compares: named on the bar, first.
+        let label = fence.map_or(text_of(&token), |f| {
+            format!("token {f} · {}", text_of(&token))
+        });
         let fence = fence.map_or(String::new(), |f| format!(", fence {f}"));
         spans.push(Span {
             lane_proc: c,
@@ -423,7 +481,7 @@ pub(super) fn scene(
             end: at,
             kind: SpanKind::Hold,
             fill: Some(client_colour(sc, c)),
-            label: text_of(&token),
+            label,
             tip: format!(
                 "{} holds lock `{}` (token {}{fence}) from {start} to {at}: {how}",
                 names[c],
@@ -701,9 +759,24 @@ pub(super) fn scene(
                 }
             }
             Observation::KeyWritten { .. } | Observation::KeyRemoved { .. } => {}
-            Observation::ResourceRead { accepted, .. }
-            | Observation::ResourceWrite { accepted, .. } => {
+            Observation::ResourceRead {
+                accepted,
+                token: fence,
+                ..
+            }
+            | Observation::ResourceWrite {
+                accepted,
+                token: fence,
+                ..
+            } => {
                 let write = matches!(r.obs, Observation::ResourceWrite { .. });
+                // The token the resource compared, named beside a write or a refusal from
+                // where the story starts (the set-up's many writes would bury each other's
+                // names, and a read just before its write would sit on the write's).
+                let named = (write || !*accepted) && story.is_none_or(|s| at >= s);
+                let label = fence.filter(|_| named).map(|f| {
+                    format!("token {f}{}", if *accepted { "" } else { " ✗ refused" })
+                });
                 marks.push(Mark {
                     proc: p,
                     at,
@@ -717,7 +790,7 @@ pub(super) fn scene(
                         }
                     },
                     tip: crate::view::timeline::resource_op(&r.obs, &names).unwrap_or_default(),
-                    label: None,
+                    label,
                 })
             }
             Observation::Fault { what } => marks.push(Mark {

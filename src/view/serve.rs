@@ -27,7 +27,7 @@ use crate::scenario::faults::{FaultEntry, KindSpec, Span, Target, When};
 use crate::scenario::units::{Dur, DurRange, Name, SignedDur, SignedDurRange};
 use crate::sim::TraceMode;
 use crate::time::NS_PER_MS;
-use crate::view::report::{PageRun, html_runs};
+use crate::view::report::{PageRun, html_runs_on};
 
 /// Faults one what-if may add.
 pub const MAX_ADDED_FAULTS: usize = 16;
@@ -178,6 +178,51 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The model files served: the catalogue, and the user's own directory beside it (`serve
+/// --models DIR`), whose model of a catalogue model's name is the one served.
+#[derive(Clone, Debug)]
+pub struct Shelf {
+    pub catalogue: PathBuf,
+    pub own: Option<PathBuf>,
+}
+
+impl Shelf {
+    /// The catalogue alone.
+    pub fn catalogue(dir: &Path) -> Shelf {
+        Shelf {
+            catalogue: dir.to_path_buf(),
+            own: None,
+        }
+    }
+
+    /// The file of model `name`: the user's first, then the catalogue's.
+    fn find(&self, name: &str) -> Option<PathBuf> {
+        self.own
+            .iter()
+            .chain(std::iter::once(&self.catalogue))
+            .map(|d| d.join(format!("{name}.ron")))
+            .find(|f| f.is_file())
+    }
+}
+
+/// The model names (file stems) of the `.ron` files in `dir`, sorted.
+fn model_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    let p = e.path();
+                    (p.extension().is_some_and(|x| x == "ron"))
+                        .then(|| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                        .flatten()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// Answers one GET of `url` (path and query) for the models in `dir`, running to the end.
 pub fn respond(dir: &Path, method: &str, url: &str) -> Reply {
     respond_while(dir, method, url, &mut || true)
@@ -191,6 +236,16 @@ pub fn respond_while(
     url: &str,
     go_on: &mut dyn FnMut() -> bool,
 ) -> Reply {
+    respond_shelf(&Shelf::catalogue(dir), method, url, go_on)
+}
+
+/// [`respond_while`] for the models on `shelf` (the catalogue and the user's own).
+pub fn respond_shelf(
+    shelf: &Shelf,
+    method: &str,
+    url: &str,
+    go_on: &mut dyn FnMut() -> bool,
+) -> Reply {
     if method != "GET" {
         return bad(405, format!("{method}: only GET is served"));
     }
@@ -199,24 +254,31 @@ pub fn respond_while(
     }
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
     if path == "/" {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .map(|d| {
-                d.flatten()
-                    .filter_map(|e| {
-                        let p = e.path();
-                        (p.extension().is_some_and(|x| x == "ron"))
-                            .then(|| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
-                            .flatten()
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
         let mut s = String::from(
-            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>distlock-sim serve</title></head><body><h1>distlock-sim: what if?</h1><p>Open a model, click a lane at a time to add a fault there, and see the new future under the old one.</p><ul>",
+            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>distlock-sim serve</title></head><body><h1>distlock-sim: what if?</h1><p>Open a model, click a lane at a time to add a fault there, and see the new future under the old one.</p>",
         );
-        for n in &names {
-            let _ = write!(s, "<li><a href=\"/model/{0}?seed=0\">{0}</a></li>", esc(n));
+        let own = shelf.own.as_deref().map(model_names).unwrap_or_default();
+        if let Some(d) = &shelf.own {
+            let _ = write!(
+                s,
+                "<h2 id=\"own\">Your models ({})</h2><ul>",
+                esc(&d.display().to_string())
+            );
+            for n in &own {
+                let _ = write!(s, "<li><a href=\"/model/{0}?seed=0\">{0}</a></li>", esc(n));
+            }
+            if own.is_empty() {
+                s.push_str("<li>no .ron files there</li>");
+            }
+            s.push_str("</ul><h2>The catalogue</h2>");
+        }
+        s.push_str("<ul id=\"catalogue\">");
+        for n in model_names(&shelf.catalogue) {
+            if own.contains(&n) {
+                let _ = write!(s, "<li>{} (yours is served under this name)</li>", esc(&n));
+            } else {
+                let _ = write!(s, "<li><a href=\"/model/{0}?seed=0\">{0}</a></li>", esc(&n));
+            }
         }
         s.push_str("</ul></body></html>\n");
         return Reply {
@@ -235,10 +297,9 @@ pub fn respond_while(
     {
         return bad(404, format!("{name:?}: no such model"));
     }
-    let file: PathBuf = dir.join(format!("{name}.ron"));
-    if !file.is_file() {
+    let Some(file) = shelf.find(name) else {
         return bad(404, format!("{name}: no such model"));
-    }
+    };
     let mut seed = 0u64;
     let mut words = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -302,7 +363,8 @@ pub fn respond_while(
             violations: &o2.violations,
         });
     }
-    let mut page = html_runs(seed, &runs, None);
+    // The what-if's page is the new run's: its header, its verdict, opened at its violation.
+    let mut page = html_runs_on(seed, &runs, None, runs.len() - 1);
     let replay = format!(
         "distlock-sim replay {} --seed {seed}{}",
         sc.path,
@@ -356,7 +418,7 @@ const WRITE_CHUNK_BYTES: usize = 64 * 1024;
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Serves on 127.0.0.1:`port` (0: any free port) until killed; prints the address.
-pub fn serve(dir: &Path, port: u16) -> Result<(), String> {
+pub fn serve(shelf: &Shelf, port: u16) -> Result<(), String> {
     let listener = TcpListener::bind(("127.0.0.1", port))
         .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
     let addr = listener
@@ -389,7 +451,7 @@ pub fn serve(dir: &Path, port: u16) -> Result<(), String> {
                     continue;
                 }
                 let slot = Slot::take(&active);
-                let dir = dir.to_path_buf();
+                let shelf = shelf.clone();
                 #[allow(
                     clippy::disallowed_methods,
                     reason = "serve's connections, not a run: each run stays on one thread"
@@ -398,7 +460,7 @@ pub fn serve(dir: &Path, port: u16) -> Result<(), String> {
                     .name("serve-connection".into())
                     .spawn(move || {
                         let _slot = slot;
-                        handle(stream, &dir);
+                        handle(stream, &shelf);
                     });
                 if let Err(e) = spawned {
                     // The stream went with the closure and was closed.
@@ -554,7 +616,7 @@ fn now() -> Instant {
 /// One connection: read the head within [`IO_TIMEOUT`] (never more than
 /// [`http::MAX_HEAD_BYTES`] and one read), admit it, answer it within the budget, write the
 /// reply within [`WRITE_TOTAL`], close.
-fn handle(mut stream: TcpStream, dir: &Path) {
+fn handle(mut stream: TcpStream, shelf: &Shelf) {
     let started = now();
     let head_by = started + IO_TIMEOUT;
     let mut buf: Vec<u8> = Vec::with_capacity(2048);
@@ -590,7 +652,7 @@ fn handle(mut stream: TcpStream, dir: &Path) {
     }
     let budget_by = now() + REQUEST_BUDGET;
     let mut go_on = || now() < budget_by && !client_gone(&stream);
-    let reply = respond_while(dir, &head.method, &head.target, &mut go_on);
+    let reply = respond_shelf(shelf, &head.method, &head.target, &mut go_on);
     write_reply(&mut stream, &reply);
 }
 

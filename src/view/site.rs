@@ -258,10 +258,11 @@ fn figure_stops(
     Ok(out)
 }
 
+/// The address of step `i` (0-based) of `run`: pages count steps from 1 (`#s=N`).
 fn step_href(run: Option<&str>, i: usize) -> String {
     match run {
-        None => format!("#step={i}"),
-        Some(v) => format!("#step={i}&amp;variant={}", v.replace(' ', "%20")),
+        None => format!("#s={}", i + 1),
+        Some(v) => format!("#s={}&amp;variant={}", i + 1, v.replace(' ', "%20")),
     }
 }
 
@@ -309,8 +310,9 @@ fn figure_section(
             format!(" <details><summary>What happens next?</summary>{inner}</details>")
         };
         inner = format!(
-            "<div class=\"figure-stop\"><a href=\"{}\" class=\"stop\">step {i}{on} at {}</a>: <b>{}</b> <span class=\"d\">{}</span>{next}</div>",
+            "<div class=\"figure-stop\"><a href=\"{}\" class=\"stop\">step {}{on} at {}</a>: <b>{}</b> <span class=\"d\">{}</span>{next}</div>",
             step_href(*run, *i),
+            i + 1,
             step.at,
             esc(m.says),
             esc(&step.sentence)
@@ -366,9 +368,15 @@ pub fn render(dir: &Path) -> Result<Site, String> {
         let mut page = report::html(&sc, seed, &world, &o.violations, None);
         let story = crate::view::pitfalls::header(p);
         let mut lesson = String::new();
+        // The lesson folds away: the stepper, the chart and the state panel keep the screen.
         let _ = write!(
             lesson,
-            "<section class=\"lesson\"><p><a href=\"index.html\">← all lessons</a></p><h2>The story</h2>"
+            "<details class=\"lesson\" id=\"lesson\"><summary><a href=\"index.html\">← all lessons</a> · The lesson: the story{} (open to read; the stepper below tells the run step by step)</summary><h2>The story</h2>",
+            if classic(&sc.name).is_some() {
+                ", the figure stop by stop"
+            } else {
+                ", what happens next?"
+            }
         );
         for para in story.split("\n\n") {
             let _ = write!(lesson, "<p>{}</p>", esc(&para.replace('\n', " ")));
@@ -395,26 +403,21 @@ pub fn render(dir: &Path) -> Result<Site, String> {
                 let (q, a) = (&steps[w[0]], &steps[w[1]]);
                 let _ = write!(
                     lesson,
-                    "<li><a href=\"#step={}\" class=\"stop\">step {} at {}</a>: {} <details><summary>What happens next?</summary><a href=\"#step={}\">step {}</a>: {}</details></li>",
-                    w[0],
-                    w[0],
+                    "<li><a href=\"{}\" class=\"stop\">step {} at {}</a>: {} <details><summary>What happens next?</summary><a href=\"{}\">step {}</a>: {}</details></li>",
+                    step_href(None, w[0]),
+                    w[0] + 1,
                     q.at,
                     esc(&q.sentence),
-                    w[1],
-                    w[1],
+                    step_href(None, w[1]),
+                    w[1] + 1,
                     esc(&a.sentence)
                 );
             }
             lesson.push_str("</ol>");
         }
-        lesson.push_str("</section>\n");
+        lesson.push_str("</details>\n");
+        // A click on a stop moves the stepper there (the page follows `#s=` as it changes).
         page = page.replacen("</header>", &format!("{lesson}</header>"), 1);
-        // A click on a stop opens the page there (the page reads #step= when it loads).
-        page = page.replacen(
-            "</body>",
-            "<script>for (const a of document.querySelectorAll('.lesson a[href^=\"#step=\"]')) a.addEventListener('click', () => setTimeout(() => location.reload(), 0));</script>\n</body>",
-            1,
-        );
         let file = format!("{}.html", sc.name);
         let entry = format!(
             "<li><a href=\"{file}\"><b>{}</b></a> <span class=\"{}\">{}</span>{} — <span class=\"d\">{}</span></li>\n",

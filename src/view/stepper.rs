@@ -29,6 +29,8 @@ pub const MAX_STEPS: usize = 60_000;
 /// Why a step is worth stopping at ("next notable" stops there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Notable {
+    /// The set-up before the story starts, folded into one step.
+    Setup,
     Acquire,
     Expiry,
     Fault,
@@ -38,6 +40,7 @@ pub enum Notable {
 impl Notable {
     fn code(self) -> &'static str {
         match self {
+            Notable::Setup => "setup",
             Notable::Acquire => "acquire",
             Notable::Expiry => "expiry",
             Notable::Fault => "fault",
@@ -163,13 +166,21 @@ pub fn steps_json(
     violations: &[Violation],
     said: &[(SimTime, String)],
 ) -> String {
-    let (mut steps, frames, deltas, cut) = build(sc, world, violations);
+    let Built {
+        mut steps,
+        frames,
+        deltas,
+        cut,
+        folded,
+    } = build(sc, world, violations);
     for (at, sentence) in said {
-        if let Some(step) = steps
-            .iter_mut()
-            .find(|s| s.at == *at && s.notable == Some(Notable::Fault))
-        {
-            step.sentence = format!("{} {sentence}", step.sentence);
+        // The fault's own step, or the folded set-up that holds it.
+        let own = steps
+            .iter()
+            .position(|s| s.at == *at && s.notable == Some(Notable::Fault));
+        let folded_here = (folded > 0 && steps.first().is_some_and(|s| s.at >= *at)).then_some(0);
+        if let Some(i) = own.or(folded_here) {
+            steps[i].sentence = format!("{} {sentence}", steps[i].sentence);
         }
     }
     let names = world.names();
@@ -206,6 +217,7 @@ pub fn steps_json(
         "kinds": kinds,
         "every": FRAME_EVERY,
         "cut": cut,
+        "fold": folded,
         "frames": frames,
         "steps": list,
     });
@@ -213,12 +225,122 @@ pub fn steps_json(
     v.to_string().replace("</", "<\\/")
 }
 
-/// The sentences alone (tests, and the notable stops of lessons).
+/// The sentences alone (tests, and the notable stops of lessons): the steps the page shows,
+/// set-up folded into the first.
 pub fn steps(sc: &Scenario, world: &World, violations: &[Violation]) -> Vec<Step> {
-    build(sc, world, violations).0
+    build(sc, world, violations).steps
 }
 
-type Built = (Vec<Step>, Vec<Value>, Vec<Value>, Option<u64>);
+struct Built {
+    steps: Vec<Step>,
+    frames: Vec<Value>,
+    deltas: Vec<Value>,
+    cut: Option<u64>,
+    /// How many steps the first one folds (0: none folded).
+    folded: usize,
+}
+
+/// The steps before the story starts (`scene::story_start`), held back and then folded into
+/// one: what they did in a sentence, their deltas merged. Fewer than two are not folded.
+struct Fold {
+    until: Option<SimTime>,
+    held: Vec<(Step, Value)>,
+    /// Steps folded into the first, once folded.
+    folded: usize,
+}
+
+impl Fold {
+    /// Whether the step at `at` is set-up, to be held back.
+    fn holds(&self, at: SimTime) -> bool {
+        self.until.is_some_and(|u| at < u)
+    }
+
+    /// Ends the set-up: the held steps as they go on the page (one folded step, or the one
+    /// held as it was).
+    fn finish(&mut self, names: &[String]) -> Vec<(Step, Value)> {
+        self.until = None;
+        let held = std::mem::take(&mut self.held);
+        if held.len() < 2 {
+            return held;
+        }
+        self.folded = held.len();
+        let mut delta = Map::new();
+        for (_, d) in &held {
+            merge(&mut delta, d);
+        }
+        let first = held.first().map_or(SimTime::ZERO, |(s, _)| s.at);
+        let last = held.last().map_or(SimTime::ZERO, |(s, _)| s.at);
+        let step = Step {
+            at: last,
+            proc: 0,
+            notable: Some(Notable::Setup),
+            sentence: setup_sentence(&held, names, first, last),
+        };
+        vec![(step, Value::Object(delta))]
+    }
+}
+
+/// Merges delta `d` into `into`: whole records of later steps replace earlier ones.
+fn merge(into: &mut Map<String, Value>, d: &Value) {
+    let Some(d) = d.as_object() else {
+        return;
+    };
+    for (part, v) in d {
+        match (into.get_mut(part), v.as_object()) {
+            (Some(Value::Object(o)), Some(m)) if part != "r" => {
+                for (k, rec) in m {
+                    o.insert(k.clone(), rec.clone());
+                }
+            }
+            _ => {
+                into.insert(part.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// What the folded set-up did: how many events, who acquired how often, and its faults in
+/// their own words.
+fn setup_sentence(
+    held: &[(Step, Value)],
+    names: &[String],
+    first: SimTime,
+    last: SimTime,
+) -> String {
+    let mut acquired: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut faults: Vec<&str> = Vec::new();
+    for (st, _) in held {
+        match st.notable {
+            Some(Notable::Acquire) => *acquired.entry(st.proc).or_default() += 1,
+            Some(Notable::Fault) => faults.push(st.sentence.as_str()),
+            _ => {}
+        }
+    }
+    let mut s = format!(
+        "Set-up before the story starts, {} events from {first} to {last} folded into this step",
+        held.len()
+    );
+    if !acquired.is_empty() {
+        let who: Vec<String> = acquired
+            .iter()
+            .map(|(p, n)| match n {
+                1 => format!("{} once", names[*p]),
+                2 => format!("{} twice", names[*p]),
+                _ => format!("{} {n} times", names[*p]),
+            })
+            .collect();
+        s = format!("{s}: the lock is acquired by {}", who.join(", "));
+    }
+    s.push('.');
+    if !faults.is_empty() {
+        let shown: Vec<&str> = faults.iter().take(3).copied().collect();
+        s = format!("{s} Its faults: {}", shown.join(" "));
+        if faults.len() > 3 {
+            s = format!("{s} … and {} more.", faults.len() - 3);
+        }
+    }
+    format!("{s} Press → for the story.")
+}
 
 fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
     let names = world.names();
@@ -282,6 +404,11 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
     // The token each client's key carries, to name whose key a node holds.
     let mut owner: BTreeMap<String, usize> = BTreeMap::new();
 
+    let mut fold = Fold {
+        until: super::scene::story_start(world, violations),
+        held: Vec::new(),
+        folded: 0,
+    };
     let mut i = 0;
     while i < records.len() || vi < vs.len() {
         if steps.len() >= MAX_STEPS {
@@ -289,6 +416,22 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
             break;
         }
         let take_violation = vi < vs.len() && (i >= records.len() || vs[vi].at < records[i].at);
+        let next_at = if take_violation {
+            vs[vi].at
+        } else {
+            records[i].at
+        };
+        // The story starts: the set-up goes on the page as one step, with the state as the
+        // set-up left it (before this record changes it).
+        if fold.until.is_some() && !fold.holds(next_at) {
+            for (step, d) in fold.finish(&names) {
+                if steps.len().is_multiple_of(FRAME_EVERY) {
+                    frames.push(st.snapshot());
+                }
+                steps.push(step);
+                deltas.push(d);
+            }
+        }
         let mut dirty_n: Vec<usize> = Vec::new();
         let mut dirty_c: Vec<usize> = Vec::new();
         let mut dirty_r = false;
@@ -783,11 +926,29 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
         if !dw.is_empty() {
             d.insert("w".into(), Value::Object(dw));
         }
+        if fold.holds(step.at) {
+            fold.held.push((step, Value::Object(d)));
+            continue;
+        }
         if steps.len().is_multiple_of(FRAME_EVERY) {
             frames.push(st.snapshot());
         }
         steps.push(step);
         deltas.push(Value::Object(d));
     }
-    (steps, frames, deltas, cut)
+    // A run that ended inside its set-up (no story step followed): the set-up, folded.
+    for (step, d) in fold.finish(&names) {
+        if steps.len().is_multiple_of(FRAME_EVERY) {
+            frames.push(st.snapshot());
+        }
+        steps.push(step);
+        deltas.push(d);
+    }
+    Built {
+        steps,
+        frames,
+        deltas,
+        cut,
+        folded: fold.folded,
+    }
 }

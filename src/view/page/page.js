@@ -40,12 +40,14 @@
     }
   }
   // The address: the cursor's step and run when the reader has moved it, and the window.
-  let cursorMoved = 'step' in params;
+  // Steps count from 1 (`s=N`); `step=N`, the 0-based index of pages before set-up steps
+  // were folded, still opens the event it named (see `fromLegacy`).
+  let cursorMoved = 's' in params || 'step' in params;
   function address() {
     if (!history.replaceState) return;
     const parts = [];
     if (cursorMoved && runs.length) {
-      parts.push('step=' + cur);
+      parts.push('s=' + (cur + 1));
       if (active > 0) parts.push('variant=' + encodeURIComponent(runs[active].name));
     }
     parts.push('w=' + (w0 / 1e9).toFixed(6) + ',' + (w1 / 1e9).toFixed(6));
@@ -159,19 +161,33 @@
   // ---- The stepper: the state each run's history gave, step by step. ----
   const runs = Array.from(document.querySelectorAll('script.steps')).map(el => {
     const data = JSON.parse(el.textContent);
-    return { name: el.dataset.variant, verdict: el.dataset.verdict, ok: el.dataset.ok === 'true', data, steps: data.steps };
+    return { name: el.dataset.variant, verdict: el.dataset.verdict, ok: el.dataset.ok === 'true', words: el.dataset.words || '', data, steps: data.steps };
   });
   let active = 0, cur = 0, timer = null;
   // The part of the plot's width the window shows without scrolling (1 on a wide screen).
-  const VIS = (() => {
-    const room = document.getElementById('chart').clientWidth - X0 - 10;
+  const visible = () => {
+    const box = (charts[active] && charts[active].svg.parentNode) || document.getElementById('chart');
+    const room = box.clientWidth - X0 - 10;
     return room > 50 && room < X1 - X0 ? room / (X1 - X0) : 1;
-  })();
+  };
+  let VIS = visible();
+  // The panel sits under the stepper, whatever the sentence's height.
+  const bar = document.getElementById('stepper');
+  // The panel beside the chart (sticky) ends at the screen's bottom edge wherever it starts.
+  const fitBar = () => {
+    document.documentElement.style.setProperty('--bar', bar.offsetHeight + 'px');
+    const panel = document.getElementById('state');
+    if (getComputedStyle(panel).position !== 'sticky') { panel.style.maxHeight = ''; return; }
+    const top = Math.max(bar.offsetHeight, panel.getBoundingClientRect().top);
+    panel.style.maxHeight = Math.max(120, window.innerHeight - top - 8) + 'px';
+  };
+  window.addEventListener('scroll', fitBar, { passive: true });
   const sentence = document.getElementById('sentence');
   const statePanel = document.getElementById('state');
   const scrub = document.getElementById('scrub');
   const stepno = document.getElementById('stepno');
   const verdict = document.getElementById('verdict');
+  const vwords = document.getElementById('vwords');
   const esc = s => String(s).replace(/[&<>"]/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
   const secs = ns => (ns / 1e9).toFixed(3) + ' s';
   const wall = ms => (ms < 0 ? '−' : '+') + (Math.abs(ms) / 1000).toFixed(3) + ' s';
@@ -233,6 +249,14 @@
     statePanel.dataset.step = String(n);
     statePanel.dataset.variant = r.name;
   }
+  // The step an address names: `s=N` counts from 1; `step=N` is the 0-based index pages
+  // had before set-up steps were folded into one, mapped to the step that holds that event.
+  function stepFrom(p) {
+    const r = runs[active], last = r.steps.length - 1;
+    if ('s' in p) return Math.max(0, Math.min(last, (parseInt(p.s, 10) || 1) - 1));
+    const n = parseInt(p.step, 10) || 0, fold = r.data.fold;
+    return Math.max(0, Math.min(last, fold > 0 ? (n < fold ? 0 : n - fold + 1) : n));
+  }
   function show(pan) {
     if (!runs.length) return;
     const r = runs[active], step = r.steps[cur];
@@ -240,11 +264,17 @@
     const t = step.t;
     sentence.textContent = step.s;
     sentence.className = step.k || '';
-    scrub.max = String(r.steps.length - 1);
-    scrub.value = String(cur);
-    stepno.textContent = 'step ' + cur + ' of ' + (r.steps.length - 1) + ' · ' + secs(t) + (step.k ? ' · ' + step.k : '') + (r.data.cut !== null ? ' (steps cut at ' + secs(r.data.cut) + ')' : '');
+    scrub.max = String(r.steps.length);
+    scrub.value = String(cur + 1);
+    stepno.textContent = 'step ' + (cur + 1) + ' of ' + r.steps.length + ' · ' + secs(t) + (step.k ? ' · ' + step.k : '') + (r.data.cut !== null ? ' (steps cut at ' + secs(r.data.cut) + ')' : '');
     verdict.textContent = r.name + ': ' + r.verdict;
     verdict.className = r.ok ? 'ok' : 'bad';
+    vwords.textContent = r.words;
+    // The active run's chart alone, the panel beside it (under it on a narrow screen).
+    charts.forEach((c, i) => { const el = c.svg.closest('.run'); if (el) el.classList.toggle('active', i === active); });
+    document.getElementById('charts').classList.add('one');
+    VIS = visible();
+    fitBar();
     renderState(r, cur);
     for (const c of charts) { c.cursor.setAttribute('data-t0', String(t)); c.cursor.removeAttribute('display'); }
     // Keep the cursor in what the reader sees (a narrow window shows only the left part).
@@ -284,7 +314,20 @@
   document.getElementById('prev-notable').onclick = () => notable(-1);
   document.getElementById('first-step').onclick = () => go(0);
   document.getElementById('play').onclick = play;
-  scrub.addEventListener('input', () => go(+scrub.value));
+  scrub.addEventListener('input', () => go(+scrub.value - 1));
+  // A lesson's links (`#s=N`) move the cursor without reloading the page.
+  window.addEventListener('hashchange', () => {
+    const p = {};
+    for (const part of location.hash.replace(/^#/, '').split('&')) {
+      const i = part.indexOf('=');
+      if (part) p[i < 0 ? part : part.slice(0, i)] = i < 0 ? '' : decodeURIComponent(part.slice(i + 1));
+    }
+    if (!('s' in p) && !('step' in p)) return;
+    if (p.variant !== undefined && p.variant !== runs[active].name) setVariant(p.variant);
+    else if (p.variant === undefined && active !== 0) setVariant(runs[0].name);
+    go(stepFrom(p));
+  });
+  window.addEventListener('resize', () => { VIS = visible(); fitBar(); });
   for (const el of document.querySelectorAll('input[name=variant]')) el.addEventListener('change', () => { if (el.checked) { cursorMoved = true; setVariant(el.value); } });
   document.addEventListener('keydown', ev => {
     if (ev.target && (ev.target.tagName === 'SELECT' || (ev.target.tagName === 'INPUT' && ev.target.type !== 'range' && ev.target.type !== 'radio' && ev.target.type !== 'checkbox'))) return;
@@ -313,11 +356,24 @@
       const i = runs.findIndex(r => r.name === params.variant);
       if (i >= 0) { active = i; for (const el of document.querySelectorAll('input[name=variant]')) el.checked = el.value === params.variant; }
     }
-    // Without a step in the address: the first event of the window the page opens on.
-    cur = 'step' in params
-      ? Math.max(0, Math.min(runs[active].steps.length - 1, parseInt(params.step, 10) || 0))
-      : Math.min(runs[active].steps.length - 1, stepAtTime(runs[active], w0) + (runs[active].steps[0] && runs[active].steps[0].t < w0 ? 1 : 0));
-    show('step' in params && !m);
+    // A page about one run (serve's what-if: the run with the added faults) opens on it, at
+    // its first violation.
+    const open = document.getElementById('stage').dataset.open;
+    const opens = !params.variant && open !== undefined && runs[+open] !== undefined;
+    if (opens) {
+      active = +open;
+      for (const el of document.querySelectorAll('input[name=variant]')) el.checked = el.value === runs[active].name;
+    }
+    // Without a step in the address: the folded set-up (the story starts after it), else
+    // the first event of the window the page opens on.
+    const r = runs[active];
+    const bad = opens ? r.steps.findIndex(x => x.k === 'violation') : -1;
+    cur = ('s' in params || 'step' in params)
+      ? stepFrom(params)
+      : bad >= 0 ? bad
+      : r.data.fold > 0 ? 0 : Math.min(r.steps.length - 1, stepAtTime(r, w0) + (r.steps[0] && r.steps[0].t < w0 ? 1 : 0));
+    // The chart opens around the cursor, unless the address gives a window.
+    show(!m);
   } else {
     layout();
   }
