@@ -1422,6 +1422,7 @@ impl Gen {
                 // the selected db (refused), bad dbs; inside MULTI only the bad ones.
                 let k = self.key();
                 op.keys.push(k);
+                let mut return_set = None;
                 let persistent = model
                     .as_deref_mut()
                     .is_some_and(|m| probe_int(m, at_ms, "PTTL", k) < 0);
@@ -1430,7 +1431,33 @@ impl Gen {
                     (5, Some(m)) => m.selected_db().to_string(),
                     _ => self.pick(&["16", "-1", "x", "2147483648"]).to_string(),
                 };
-                vec![b("MOVE"), b(k), b(&db)]
+                // Now and then a key of its own (no other command names it, and it never
+                // has a deadline) goes there and back, with its encoding, and is deleted.
+                if let Some(m) = model.as_deref()
+                    && self.chance(40)
+                {
+                    let back = m.selected_db().to_string();
+                    let value = self.pick(&VALUES);
+                    op.rest = [
+                        vec![b("MOVE"), b("mk"), b(COPY_DB)],
+                        vec![b("SELECT"), b(COPY_DB)],
+                        vec![b("OBJECT"), b("ENCODING"), b("mk")],
+                        vec![b("MOVE"), b("mk"), b(&back)],
+                        vec![b("SELECT"), b(&back)],
+                        vec![b("GET"), b("mk")],
+                        vec![b("DEL"), b("mk")],
+                    ]
+                    .into_iter()
+                    .map(|argv| Op {
+                        label: label_of(&argv),
+                        argv,
+                        ..Op::default()
+                    })
+                    .collect();
+                    op.label = "SET".into();
+                    return_set = Some(vec![b("SET"), b("mk"), b(value)]);
+                }
+                return_set.unwrap_or_else(|| vec![b("MOVE"), b(k), b(&db)])
             }
             "swapdb" => {
                 // The mix's own dbs trade keys (none is COPY_DB or RANDOMKEY_DB, whose keys
