@@ -201,7 +201,7 @@ const GATED_COMMANDS: [&str; 11] = [
 /// Issue 27's commands (strings, keys, hashes, lists, connection and server commands): sent
 /// by `more_op` (BLPOP by `blpop_op`), each only once the model parses it, like
 /// `GATED_COMMANDS`.
-const MORE_COMMANDS: [&str; 22] = [
+const MORE_COMMANDS: [&str; 27] = [
     "strlen",
     "append",
     "setrange",
@@ -224,6 +224,11 @@ const MORE_COMMANDS: [&str; 22] = [
     "randomkey",
     "blpop",
     "hincrbyfloat",
+    "move",
+    "swapdb",
+    "hello",
+    "client",
+    "info",
 ];
 
 /// The db COPY's `DB n` copies into: no SELECT of the mix goes there, and only values
@@ -743,6 +748,11 @@ enum Timing {
     AbsMs,
     /// An absolute unix second (EXPIRETIME): exact, relative to the case start.
     AbsS,
+    /// A connection's id (CLIENT ID, the `id` of HELLO's reply): any integer, the server
+    /// numbers every connection it ever had.
+    ConnId,
+    /// INFO's text: compared field by field (`conformance::info`).
+    Info,
 }
 
 #[derive(Default)]
@@ -1407,6 +1417,115 @@ impl Gen {
                 op.keys.push(k);
                 vec![b("LLEN"), b(k)]
             }
+            "move" => {
+                // Into COPY_DB only a value without a deadline (that db's keys never expire);
+                // the selected db (refused), bad dbs; inside MULTI only the bad ones.
+                let k = self.key();
+                op.keys.push(k);
+                let mut return_set = None;
+                let persistent = model
+                    .as_deref_mut()
+                    .is_some_and(|m| probe_int(m, at_ms, "PTTL", k) < 0);
+                let db = match (self.rng.below(8), model.as_deref()) {
+                    (0..=4, Some(_)) if persistent => COPY_DB.to_string(),
+                    (5, Some(m)) => m.selected_db().to_string(),
+                    _ => self.pick(&["16", "-1", "x", "2147483648"]).to_string(),
+                };
+                // Now and then a key of its own (no other command names it, and it never
+                // has a deadline) goes there and back, with its encoding, and is deleted.
+                if let Some(m) = model.as_deref()
+                    && self.chance(40)
+                {
+                    let back = m.selected_db().to_string();
+                    let value = self.pick(&VALUES);
+                    op.rest = [
+                        vec![b("MOVE"), b("mk"), b(COPY_DB)],
+                        vec![b("SELECT"), b(COPY_DB)],
+                        vec![b("OBJECT"), b("ENCODING"), b("mk")],
+                        vec![b("MOVE"), b("mk"), b(&back)],
+                        vec![b("SELECT"), b(&back)],
+                        vec![b("GET"), b("mk")],
+                        vec![b("DEL"), b("mk")],
+                    ]
+                    .into_iter()
+                    .map(|argv| Op {
+                        label: label_of(&argv),
+                        argv,
+                        ..Op::default()
+                    })
+                    .collect();
+                    op.label = "SET".into();
+                    return_set = Some(vec![b("SET"), b("mk"), b(value)]);
+                }
+                return_set.unwrap_or_else(|| vec![b("MOVE"), b(k), b(&db)])
+            }
+            "swapdb" => {
+                // The mix's own dbs trade keys (none is COPY_DB or RANDOMKEY_DB, whose keys
+                // the mix keeps apart); now and then one db, or a bad index.
+                op.keys.extend(KEYS);
+                op.keys.extend(["h", "latch"]);
+                let (x, y) = match self.rng.below(6) {
+                    0 => ("1", "1"),
+                    1 => self.pick(&[("0", "16"), ("x", "0"), ("0", "x"), ("-1", "2")]),
+                    _ => self.pick(&[("0", "1"), ("1", "2"), ("2", "0")]),
+                };
+                vec![b("SWAPDB"), b(x), b(y)]
+            }
+            "hello" => {
+                // RESP2 only (HELLO 3 switches the connection: the model refuses it), and
+                // inside MULTI only what fails (EXEC's array would hold the id).
+                let ok = model.is_some() && self.chance(50);
+                op.timing = Timing::ConnId;
+                let name = self.pick(&["app", "lock-client", "", "a b"]);
+                match (ok, self.rng.below(4)) {
+                    (true, 0) => vec![b("HELLO")],
+                    (true, 1) => vec![b("HELLO"), b("2")],
+                    (true, 2) => vec![b("HELLO"), b("2"), b("SETNAME"), b(name)],
+                    (true, _) => vec![b("HELLO"), b("2"), b("AUTH"), b("default"), b("pw")],
+                    (false, 0) => vec![b("HELLO"), b(self.pick(&["1", "4", "x", "02"]))],
+                    (false, 1) => vec![b("HELLO"), b("2"), b("AUTH"), b("bob"), b("pw")],
+                    (false, 2) => vec![b("HELLO"), b("3"), b("bogus")],
+                    (false, _) => vec![b("HELLO"), b("2"), b("SETNAME"), b(name), b("x")],
+                }
+            }
+            "client" => {
+                let name = self.pick(&["app", "lock-client", "", "a b"]);
+                match self.rng.below(6) {
+                    0 if model.is_some() => {
+                        op.timing = Timing::ConnId;
+                        vec![b("CLIENT"), b("ID")]
+                    }
+                    0 | 1 => vec![b("CLIENT"), b("GETNAME")],
+                    2 | 3 => vec![b("CLIENT"), b("SETNAME"), b(name)],
+                    4 => vec![b("CLIENT"), b("SETINFO"), b("LIB-NAME"), b("redis-py")],
+                    _ => vec![
+                        b("CLIENT"),
+                        b(self.pick(&["BOGUS", "SETNAME", "GETNAME"])),
+                        b("x"),
+                        b("y"),
+                    ],
+                }
+            }
+            "info" => {
+                // Not the keyspace section: its key counts include expired keys Redis has
+                // not yet sampled (the mix sends no DBSIZE for the same reason).
+                // Inside MULTI (EXEC's array compares exactly) only a section nobody has.
+                op.timing = Timing::Info;
+                let sections: &[&str] = if model.is_none() {
+                    &["bogus"]
+                } else {
+                    self.pick(&[
+                        &["server"][..],
+                        &["replication"],
+                        &["server", "replication"],
+                        &["bogus"],
+                        &["clients"],
+                    ])
+                };
+                std::iter::once(b("INFO"))
+                    .chain(sections.iter().map(|s| b(s)))
+                    .collect()
+            }
             "readonly" | "readwrite" => vec![b(&cmd.to_ascii_uppercase())],
             "auth" => match self.rng.below(4) {
                 0 => vec![b("AUTH"), b("pw")],
@@ -1454,6 +1573,9 @@ impl Gen {
         };
         if cmd == "object" && op.argv.len() == 3 {
             op.label = "OBJECT ENCODING".into();
+        }
+        if matches!(cmd, "client" | "info") && op.argv.len() >= 2 {
+            op.label = format!("{} {}", label_of(&op.argv), op.argv[1]).to_ascii_uppercase();
         }
     }
 
@@ -1609,7 +1731,21 @@ fn expect_of(reply: &Reply, timing: Timing, start_unix_ms: i64) -> Expect {
         Reply::Status(s) => Expect::Status(s.clone()),
         Reply::Error(e) => Expect::Error(e.clone()),
         Reply::Nil => Expect::Nil,
+        Reply::Bulk(v) if timing == Timing::Info => Expect::Info(v.clone()),
         Reply::Bulk(v) => Expect::Bulk(v.clone()),
+        // HELLO's map as an array: only the integer after "id" is the server's own.
+        Reply::Array(items) if timing == Timing::ConnId => Expect::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, r)| match (i.checked_sub(1).map(|j| &items[j]), r) {
+                    (Some(Reply::Bulk(name)), Reply::Int(_)) if name == b"id" => {
+                        Expect::Int(IntPattern::Any)
+                    }
+                    _ => expect_of(r, Timing::Exact, start_unix_ms),
+                })
+                .collect(),
+        ),
         Reply::Array(items) => Expect::Array(
             items
                 .iter()
@@ -1621,6 +1757,7 @@ fn expect_of(reply: &Reply, timing: Timing, start_unix_ms: i64) -> Expect {
             Timing::Ms if *n >= 100 => IntPattern::Approx(*n),
             Timing::AbsMs if *n >= 0 => IntPattern::ApproxUnixMs(*n - start_unix_ms),
             Timing::AbsS if *n >= 0 => IntPattern::ExactUnixS(*n - start_unix_ms / 1000),
+            Timing::ConnId => IntPattern::Any,
             _ => IntPattern::Exact(*n),
         }),
     }
@@ -1660,6 +1797,11 @@ fn run_seed(seed: u64, server: &mut Resp, blocker: &mut Resp, totals: &mut Total
     // The connection outlives a seed: back to db 0 with nothing watched.
     assert_eq!(server.call(&[b"SELECT".to_vec(), b"0".to_vec()]), Reply::Ok);
     assert_eq!(server.call(&[b"UNWATCH".to_vec()]), Reply::Ok);
+    // ... and without a name (the model's connection starts without one).
+    assert_eq!(
+        server.call(&[b"CLIENT".to_vec(), b"SETNAME".to_vec(), Vec::new()]),
+        Reply::Ok
+    );
     let mut g = Gen {
         rng: Prng::new(seed, 0xd1ff),
         scripts: SCRIPTS

@@ -160,6 +160,9 @@ pub enum Expect {
     Error(String),
     /// `[a, b, ...]`, `[]`.
     Array(Vec<Expect>),
+    /// `(info) "..."`: a real server's INFO text, matched field by field as
+    /// `conformance::info` says (the fields the model answers; some only by presence).
+    Info(Vec<u8>),
 }
 
 /// An integer reply pattern.
@@ -177,12 +180,16 @@ pub enum IntPattern {
     ApproxUnixMs(i64),
     /// `~{unix_s+N}` (offset N)
     ApproxUnixS(i64),
+    /// `(integer) *`: any integer. Only for what a server assigns from its own history and
+    /// no replay can know: a connection's id (CLIENT ID, HELLO's `id`).
+    Any,
 }
 
 impl IntPattern {
     /// Does the integer `got` match, for a case that started at `start_unix_ms`?
     pub fn matches(&self, got: i64, start_unix_ms: i64) -> bool {
         let (target, approx) = match *self {
+            IntPattern::Any => return true,
             IntPattern::Exact(n) => (n, false),
             IntPattern::ExactUnixMs(off) => (unix_ms(start_unix_ms, off), false),
             IntPattern::ExactUnixS(off) => (unix_s(start_unix_ms, off), false),
@@ -209,6 +216,9 @@ impl Expect {
             (Expect::Int(p), Reply::Int(g)) => p.matches(*g, start_unix_ms),
             (Expect::Bulk(b), Reply::Bulk(g)) => b == g,
             (Expect::Error(e), Reply::Error(g)) => e == g,
+            (Expect::Info(server), Reply::Bulk(g)) => {
+                crate::conformance::info::info_matches(server, g)
+            }
             (Expect::Array(items), Reply::Array(got_items)) => {
                 items.len() == got_items.len()
                     && items
@@ -238,6 +248,7 @@ impl fmt::Display for IntPattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             IntPattern::Exact(n) => write!(f, "(integer) {n}"),
+            IntPattern::Any => f.write_str("(integer) *"),
             IntPattern::ExactUnixMs(off) => {
                 f.write_str("(integer) ")?;
                 write_placeholder(f, "unix_ms", off)
@@ -268,6 +279,11 @@ impl fmt::Display for Expect {
             Expect::Int(p) => write!(f, "{p}"),
             Expect::Bulk(b) => {
                 f.write_str("\"")?;
+                write_quoted(f, b)?;
+                f.write_str("\"")
+            }
+            Expect::Info(b) => {
+                f.write_str("(info) \"")?;
                 write_quoted(f, b)?;
                 f.write_str("\"")
             }
@@ -1089,7 +1105,9 @@ impl<'a> ReplyParser<'a> {
                     }
                     self.skip_ws();
                     let atom = self.atom();
-                    let pattern = if atom.starts_with('{') {
+                    let pattern = if atom == "*" {
+                        IntPattern::Any
+                    } else if atom.starts_with('{') {
                         match parse_placeholder(atom.as_bytes()) {
                             Some((Unit::Ms, off)) => IntPattern::ExactUnixMs(off),
                             Some((Unit::S, off)) => IntPattern::ExactUnixS(off),
@@ -1104,10 +1122,15 @@ impl<'a> ReplyParser<'a> {
                 } else if rest.starts_with("(error)") {
                     self.pos += "(error)".len();
                     self.error_message(depth)
+                } else if rest.starts_with("(info) \"") {
+                    self.pos += "(info) \"".len();
+                    let mut out = Vec::new();
+                    read_double_quoted(self.bytes(), &mut self.pos, &mut out)?;
+                    self.delimited(Expect::Info(out))
                 } else {
                     let atom = self.atom();
                     Err(format!(
-                        "unknown reply form '{}' (expected (nil), (integer) N or (error) MESSAGE)",
+                        "unknown reply form '{}' (expected (nil), (integer) N, (error) MESSAGE or (info) \"TEXT\")",
                         snippet(atom)
                     ))
                 }

@@ -1,6 +1,7 @@
 //! Replays a recorded Redis conformance corpus against the model, in virtual time.
 
 pub mod corpus;
+pub mod info;
 pub mod replicated;
 pub mod runner;
 

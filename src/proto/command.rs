@@ -267,12 +267,35 @@ pub enum Command {
         password: Bytes,
     },
     RandomKey,
+    /// MOVE key db: the db stays as sent (read in the command, after processCommand's
+    /// refusals); [`move_db`] reads it.
+    Move {
+        key: Bytes,
+        db: Bytes,
+    },
+    /// SWAPDB index1 index2, as sent ([`swapdb_indexes`] reads them).
+    SwapDb([Bytes; 2]),
+    /// HELLO [protover [AUTH user pass] [SETNAME name]]: the arguments as sent, read in
+    /// order when it runs (an AUTH or SETNAME takes effect before a later option fails).
+    Hello(Vec<Bytes>),
+    /// CLIENT ID / GETNAME / SETNAME (the model's subcommands of CLIENT).
+    Client(ClientCmd),
+    /// INFO [section ...]: the sections as sent.
+    Info(Vec<Bytes>),
     /// BLPOP key [key ...] timeout: the timeout stays as sent (seconds, a long double Redis
     /// reads in the command, after processCommand's refusals); the node reads it.
     BLPop {
         keys: Vec<Bytes>,
         timeout: Bytes,
     },
+}
+
+/// The subcommands of CLIENT the model answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientCmd {
+    Id,
+    GetName,
+    SetName(Bytes),
 }
 
 /// GETEX's option, as given. The amount stays as sent: Redis 7.0 parses it only after the
@@ -507,6 +530,11 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("auth", -2, false),
     ("randomkey", 1, false),
     ("blpop", -3, true),
+    ("move", 3, true),
+    ("swapdb", 3, true),
+    ("hello", -1, false),
+    ("client", -2, false),
+    ("info", -1, false),
 ];
 
 /// Redis command flags the model needs: is `name` (lower-case) a write command?
@@ -539,6 +567,8 @@ pub fn is_denied_in_scripts(name: &str) -> bool {
             | "role"
             | "auth"
             | "blpop"
+            | "hello"
+            | "client"
     )
 }
 
@@ -576,6 +606,8 @@ impl Command {
                 | Command::LPush(..)
                 | Command::LPop(..)
                 | Command::BLPop { .. }
+                | Command::Move { .. }
+                | Command::SwapDb(_)
         )
     }
 
@@ -733,10 +765,7 @@ impl Command {
                         ));
                     }
                 } else {
-                    return Err(ParseError::Reply(format!(
-                        "ERR unknown subcommand '{}'. Try SCRIPT HELP.",
-                        trunc(&String::from_utf8_lossy(sub), 128)
-                    )));
+                    return Err(script_other(a));
                 }
             }
             "flushall" | "flushdb" => {
@@ -865,6 +894,14 @@ impl Command {
                 _ => return Err(syntax()),
             },
             "randomkey" => Command::RandomKey,
+            "move" => Command::Move {
+                key: a[0].clone(),
+                db: a[1].clone(),
+            },
+            "swapdb" => Command::SwapDb([a[0].clone(), a[1].clone()]),
+            "hello" => Command::Hello(a.to_vec()),
+            "client" => Command::Client(parse_client(a)?),
+            "info" => Command::Info(a.to_vec()),
             "blpop" => Command::BLPop {
                 keys: a[..a.len() - 1].to_vec(),
                 timeout: a[a.len() - 1].clone(),
@@ -872,248 +909,6 @@ impl Command {
             _ => unreachable!("every table entry has a parser arm"),
         };
         Ok(cmd)
-    }
-
-    /// The argument vector this command would be sent as (for traces and Lua round trips).
-    pub fn to_argv(&self) -> Vec<Bytes> {
-        let b = |s: &str| Bytes::from_slice(s.as_bytes());
-        let n = |i: i64| Bytes::from_slice(i.to_string().as_bytes());
-        match self {
-            Command::Ping(m) => {
-                let mut v = vec![b("PING")];
-                v.extend(m.iter().cloned());
-                v
-            }
-            Command::Get(k) => vec![b("GET"), k.clone()],
-            Command::Set {
-                key,
-                value,
-                cond,
-                get,
-                expiry,
-            } => {
-                let mut v = vec![b("SET"), key.clone(), value.clone()];
-                match cond {
-                    Some(SetCond::Nx) => v.push(b("NX")),
-                    Some(SetCond::Xx) => v.push(b("XX")),
-                    None => {}
-                }
-                if *get {
-                    v.push(b("GET"));
-                }
-                match expiry {
-                    Some(SetExpiry::Ex(x)) => v.extend([b("EX"), n(*x)]),
-                    Some(SetExpiry::Px(x)) => v.extend([b("PX"), n(*x)]),
-                    Some(SetExpiry::ExAt(x)) => v.extend([b("EXAT"), n(*x)]),
-                    Some(SetExpiry::PxAt(x)) => v.extend([b("PXAT"), n(*x)]),
-                    Some(SetExpiry::KeepTtl) => v.push(b("KEEPTTL")),
-                    None => {}
-                }
-                v
-            }
-            Command::SetNx(k, val) => vec![b("SETNX"), k.clone(), val.clone()],
-            Command::Del(keys) => std::iter::once(b("DEL"))
-                .chain(keys.iter().cloned())
-                .collect(),
-            Command::Exists(keys) => std::iter::once(b("EXISTS"))
-                .chain(keys.iter().cloned())
-                .collect(),
-            Command::Expire {
-                kind,
-                key,
-                when,
-                cond,
-            } => {
-                let mut v = vec![
-                    Bytes::from_slice(kind.name().to_ascii_uppercase().as_bytes()),
-                    key.clone(),
-                    n(*when),
-                ];
-                for (on, s) in [
-                    (cond.nx, "NX"),
-                    (cond.xx, "XX"),
-                    (cond.gt, "GT"),
-                    (cond.lt, "LT"),
-                ] {
-                    if on {
-                        v.push(b(s));
-                    }
-                }
-                v
-            }
-            Command::Ttl { key, ms } => vec![b(if *ms { "PTTL" } else { "TTL" }), key.clone()],
-            Command::ExpireTime { key, ms } => {
-                vec![
-                    b(if *ms { "PEXPIRETIME" } else { "EXPIRETIME" }),
-                    key.clone(),
-                ]
-            }
-            Command::Persist(k) => vec![b("PERSIST"), k.clone()],
-            Command::IncrBy(k, 1) => vec![b("INCR"), k.clone()],
-            Command::IncrBy(k, by) => vec![b("INCRBY"), k.clone(), n(*by)],
-            Command::DecrBy(k, by) => vec![b("DECRBY"), k.clone(), n(*by)],
-            Command::Eval {
-                script,
-                keys,
-                args,
-                read_only,
-            } => {
-                let (name, body) = match script {
-                    ScriptRef::Source(s) => ("EVAL", Bytes::from_slice(&s.source)),
-                    ScriptRef::Sha(Some(sha)) => {
-                        ("EVALSHA", Bytes::from_slice(hex(sha).as_bytes()))
-                    }
-                    ScriptRef::Sha(None) => ("EVALSHA", b("?")),
-                };
-                let name = if *read_only {
-                    format!("{name}_RO")
-                } else {
-                    name.to_string()
-                };
-                let mut v = vec![
-                    Bytes::from_slice(name.as_bytes()),
-                    body,
-                    n(keys.len() as i64),
-                ];
-                v.extend(keys.iter().cloned());
-                v.extend(args.iter().cloned());
-                v
-            }
-            Command::ScriptLoad(s) => vec![b("SCRIPT"), b("LOAD"), s.clone()],
-            Command::ScriptExists(s) => [b("SCRIPT"), b("EXISTS")]
-                .into_iter()
-                .chain(s.iter().cloned())
-                .collect(),
-            Command::ScriptFlush => vec![b("SCRIPT"), b("FLUSH")],
-            Command::FlushAll => vec![b("FLUSHALL")],
-            Command::DbSize => vec![b("DBSIZE")],
-            Command::Keys(p) => vec![b("KEYS"), p.clone()],
-            Command::Type(k) => vec![b("TYPE"), k.clone()],
-            Command::RPush(k, vals) => [b("RPUSH"), k.clone()]
-                .into_iter()
-                .chain(vals.iter().cloned())
-                .collect(),
-            Command::DebugSetActiveExpire(on) => {
-                vec![
-                    b("DEBUG"),
-                    b("SET-ACTIVE-EXPIRE"),
-                    b(if *on { "1" } else { "0" }),
-                ]
-            }
-            Command::ReplicaOf(None) => vec![b("REPLICAOF"), b("NO"), b("ONE")],
-            Command::ReplicaOf(Some((h, p))) => vec![b("REPLICAOF"), h.clone(), p.clone()],
-            Command::Wait {
-                replicas,
-                timeout_ms,
-            } => vec![b("WAIT"), n(*replicas), n(*timeout_ms)],
-            Command::Select(db) => vec![b("SELECT"), n(*db)],
-            Command::Role => vec![b("ROLE")],
-            Command::HSet(k, pairs) => {
-                let mut v = vec![b("HSET"), k.clone()];
-                for (f, val) in pairs {
-                    v.push(f.clone());
-                    v.push(val.clone());
-                }
-                v
-            }
-            Command::HGet(k, f) => vec![b("HGET"), k.clone(), f.clone()],
-            Command::HExists(k, f) => vec![b("HEXISTS"), k.clone(), f.clone()],
-            Command::HIncrBy(k, f, by) => vec![b("HINCRBY"), k.clone(), f.clone(), n(*by)],
-            Command::HIncrByFloat(k, f, by) => {
-                vec![b("HINCRBYFLOAT"), k.clone(), f.clone(), by.clone()]
-            }
-            Command::HDel(k, fields) => [b("HDEL"), k.clone()]
-                .into_iter()
-                .chain(fields.iter().cloned())
-                .collect(),
-            Command::HGetAll(k) => vec![b("HGETALL"), k.clone()],
-            Command::HLen(k) => vec![b("HLEN"), k.clone()],
-            Command::HMGet(k, fields) => [b("HMGET"), k.clone()]
-                .into_iter()
-                .chain(fields.iter().cloned())
-                .collect(),
-            Command::GetDel(k) => vec![b("GETDEL"), k.clone()],
-            Command::GetEx(k, opt) => {
-                let mut v = vec![b("GETEX"), k.clone()];
-                match opt {
-                    None => {}
-                    Some(GetExOpt::Persist) => v.push(b("PERSIST")),
-                    Some(GetExOpt::Expiry(unit, raw)) => v.extend([b(unit.name()), raw.clone()]),
-                }
-                v
-            }
-            Command::Time => vec![b("TIME")],
-            Command::Publish(ch, m) => vec![b("PUBLISH"), ch.clone(), m.clone()],
-            Command::FlushDb => vec![b("FLUSHDB")],
-            Command::Multi => vec![b("MULTI")],
-            Command::Exec => vec![b("EXEC")],
-            Command::Discard => vec![b("DISCARD")],
-            Command::Watch(keys) => std::iter::once(b("WATCH"))
-                .chain(keys.iter().cloned())
-                .collect(),
-            Command::Unwatch => vec![b("UNWATCH")],
-            Command::Subscribe { names, pattern } => {
-                [b(if *pattern { "PSUBSCRIBE" } else { "SUBSCRIBE" })]
-                    .into_iter()
-                    .chain(names.iter().cloned())
-                    .collect()
-            }
-            Command::Unsubscribe { names, pattern } => [b(if *pattern {
-                "PUNSUBSCRIBE"
-            } else {
-                "UNSUBSCRIBE"
-            })]
-            .into_iter()
-            .chain(names.iter().cloned())
-            .collect(),
-            Command::StrLen(k) => vec![b("STRLEN"), k.clone()],
-            Command::Append(k, v) => vec![b("APPEND"), k.clone(), v.clone()],
-            Command::SetRange(k, off, v) => vec![b("SETRANGE"), k.clone(), off.clone(), v.clone()],
-            Command::Rename { keys, nx } => vec![
-                b(if *nx { "RENAMENX" } else { "RENAME" }),
-                keys[0].clone(),
-                keys[1].clone(),
-            ],
-            Command::Copy { keys, opts } => [b("COPY"), keys[0].clone(), keys[1].clone()]
-                .into_iter()
-                .chain(opts.iter().cloned())
-                .collect(),
-            Command::ObjectEncoding(k) => vec![b("OBJECT"), b("ENCODING"), k.clone()],
-            Command::Echo(m) => vec![b("ECHO"), m.clone()],
-            Command::HKeys(k) => vec![b("HKEYS"), k.clone()],
-            Command::HVals(k) => vec![b("HVALS"), k.clone()],
-            Command::HSetNx(k, f, v) => vec![b("HSETNX"), k.clone(), f.clone(), v.clone()],
-            Command::HStrLen(k, f) => vec![b("HSTRLEN"), k.clone(), f.clone()],
-            Command::HMSet(k, pairs) => {
-                let mut v = vec![b("HMSET"), k.clone()];
-                for (f, val) in pairs {
-                    v.push(f.clone());
-                    v.push(val.clone());
-                }
-                v
-            }
-            Command::LPush(k, vals) => [b("LPUSH"), k.clone()]
-                .into_iter()
-                .chain(vals.iter().cloned())
-                .collect(),
-            Command::LPop(k, rest) => [b("LPOP"), k.clone()]
-                .into_iter()
-                .chain(rest.iter().cloned())
-                .collect(),
-            Command::LLen(k) => vec![b("LLEN"), k.clone()],
-            Command::ClusterReadMode(ro) => vec![b(if *ro { "READONLY" } else { "READWRITE" })],
-            Command::Auth { user, password } => {
-                let mut v = vec![b("AUTH")];
-                v.extend(user.iter().cloned());
-                v.push(password.clone());
-                v
-            }
-            Command::RandomKey => vec![b("RANDOMKEY")],
-            Command::BLPop { keys, timeout } => std::iter::once(b("BLPOP"))
-                .chain(keys.iter().cloned())
-                .chain([timeout.clone()])
-                .collect(),
-        }
     }
 }
 
@@ -1141,6 +936,109 @@ pub fn copy_options(opts: &[Bytes]) -> Result<(Option<u8>, bool), ParseError> {
         j += 1;
     }
     Ok((db, replace))
+}
+
+/// MOVE's db as moveCommand reads it (getIntFromObjectOrReply, then its range); the same
+/// db is the caller's check.
+pub fn move_db(raw: &[u8]) -> Result<u8, ParseError> {
+    let n = int_range_arg(raw)?;
+    match u8::try_from(n) {
+        Ok(d) if usize::from(d) < DATABASES => Ok(d),
+        _ => Err(ParseError::Reply("ERR DB index is out of range".into())),
+    }
+}
+
+/// SWAPDB's two indexes as swapdbCommand reads them: each an int (its own text for either
+/// failure: not an integer, or past a C int), then both in range.
+pub fn swapdb_indexes(raw: &[Bytes; 2]) -> Result<[u8; 2], ParseError> {
+    let mut out = [0u8; 2];
+    let mut ints = [0i64; 2];
+    for (i, which) in ["first", "second"].iter().enumerate() {
+        ints[i] = parse_i64_strict(&raw[i])
+            .filter(|n| i32::try_from(*n).is_ok())
+            .ok_or_else(|| ParseError::Reply(format!("ERR invalid {which} DB index")))?;
+    }
+    for i in 0..2 {
+        match u8::try_from(ints[i]) {
+            Ok(d) if usize::from(d) < DATABASES => out[i] = d,
+            _ => return Err(ParseError::Reply("ERR DB index is out of range".into())),
+        }
+    }
+    Ok(out)
+}
+
+/// SCRIPT's subcommands the model does not run: DEBUG, HELP and KILL (a script never runs
+/// long enough in the model to be killed, and nobody debugs one) are refused with a model
+/// error after their arity; an unknown one is Redis's container-command refusal, made
+/// before a transaction queues it.
+fn script_other(a: &[Bytes]) -> ParseError {
+    let sub = String::from_utf8_lossy(&a[0]).to_ascii_lowercase();
+    let (full, arity) = match sub.as_str() {
+        "debug" => ("script|debug", 3),
+        "help" => ("script|help", 2),
+        "kill" => ("script|kill", 2),
+        _ => {
+            return ParseError::UnknownSubcommand(format!(
+                "ERR unknown subcommand '{}'. Try SCRIPT HELP.",
+                trunc(&String::from_utf8_lossy(&a[0]), 128)
+            ));
+        }
+    };
+    if !arity_ok(arity, a.len() + 1) {
+        return ParseError::Arity(full);
+    }
+    ParseError::Reply(format!(
+        "ERR the model answers SCRIPT LOAD, EXISTS and FLUSH only, not SCRIPT {}",
+        sub.to_ascii_uppercase()
+    ))
+}
+
+/// CLIENT's subcommands: ID, GETNAME and SETNAME are modelled; the others Redis 7.0.15 knows
+/// are refused with a model error after their arity (they read connections the model does
+/// not list, or change how it replies); an unknown one (SETINFO is 7.2's) is Redis's
+/// container-command refusal.
+fn parse_client(a: &[Bytes]) -> Result<ClientCmd, ParseError> {
+    const SUBCOMMANDS: [(&str, i32); 16] = [
+        ("client|caching", 3),
+        ("client|getname", 2),
+        ("client|getredir", 2),
+        ("client|help", 2),
+        ("client|id", 2),
+        ("client|info", 2),
+        ("client|kill", -3),
+        ("client|list", -2),
+        ("client|no-evict", 3),
+        ("client|pause", -3),
+        ("client|reply", 3),
+        ("client|setname", 3),
+        ("client|tracking", -3),
+        ("client|trackinginfo", 2),
+        ("client|unblock", -3),
+        ("client|unpause", 2),
+    ];
+    let sub = String::from_utf8_lossy(&a[0]).to_ascii_lowercase();
+    let Some(&(full, arity)) = SUBCOMMANDS
+        .iter()
+        .find(|(n, _)| n.strip_prefix("client|") == Some(sub.as_str()))
+    else {
+        return Err(ParseError::UnknownSubcommand(format!(
+            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+            trunc(&String::from_utf8_lossy(&a[0]), 128)
+        )));
+    };
+    if !arity_ok(arity, a.len() + 1) {
+        return Err(ParseError::Arity(full));
+    }
+    let name = &full["client|".len()..];
+    match name {
+        "id" => Ok(ClientCmd::Id),
+        "getname" => Ok(ClientCmd::GetName),
+        "setname" => Ok(ClientCmd::SetName(a[1].clone())),
+        _ => Err(ParseError::Reply(format!(
+            "ERR the model answers CLIENT ID, GETNAME and SETNAME only, not CLIENT {}",
+            name.to_ascii_uppercase()
+        ))),
+    }
 }
 
 /// SETRANGE's offset as setrangeCommand reads it (getLongFromObjectOrReply, then its sign),

@@ -1,6 +1,7 @@
 //! Wire types shared by processes: Redis commands and replies, and the messages the event
 //! loop carries between processes. Plain data, no behaviour beyond parsing and rendering.
 
+pub mod argv;
 pub mod bytes;
 pub mod command;
 pub mod consensus;

@@ -24,7 +24,9 @@ use crate::redis::replication::{Disk, ReplState, Role};
 mod blocking;
 pub mod connection;
 pub mod cron;
+mod handshake;
 mod hashes;
+pub mod info;
 mod keycmds;
 pub mod pubsub;
 mod replicate;
@@ -152,6 +154,8 @@ pub struct RedisNode {
     waiters: Vec<Waiter>,
     /// Clients blocked in BLPOP (blocking.rs).
     pub(crate) blocking: Blocking,
+    /// The last client id given out (handshake.rs); a new process starts again at 1.
+    pub(crate) next_client_id: u64,
     /// Observations produced while executing; drained into the loop by the process wrapper.
     pub(crate) pending: Vec<Observation>,
     /// Channel and pattern subscriptions (lost on a crash).
@@ -198,6 +202,7 @@ impl RedisNode {
             disk: Disk::default(),
             waiters: Vec::new(),
             blocking: Blocking::default(),
+            next_client_id: 0,
             pending: Vec::new(),
             pubsub: PubSub::default(),
             wrote: false,
@@ -394,6 +399,9 @@ impl RedisNode {
             && self.pubsub.is_subscribed(None)
             && let Some(reply) = subscribed_mode_reply(cmd)
         {
+            if matches!(cmd, Command::Exec) {
+                return self.abort_exec(None, &reply);
+            }
             return reply;
         }
         if !self.conns.is_empty() || is_connection_command(cmd) {
@@ -829,6 +837,14 @@ impl RedisNode {
             Command::ClusterReadMode(_) => Self::cluster_read_mode(),
             Command::Auth { user, .. } => Self::auth(user.as_ref()),
             Command::RandomKey => self.random_key(now),
+            Command::Move { key, db } => self.move_key(now, key, db, cmd, by),
+            Command::SwapDb(ids) => self.swapdb(now, ids, cmd),
+            Command::Info(sections) => self.info(now, sections),
+            // A connection's commands (connection.rs runs them with its state); scripts
+            // may not call them.
+            Command::Hello(_) | Command::Client(_) => {
+                Reply::err("ERR This Redis command is not allowed from script")
+            }
             // Queued in a transaction (scripts may not call it): never blocks.
             Command::BLPop { keys, timeout } => self.blpop(now, keys, timeout, by, false),
         }
@@ -1524,6 +1540,7 @@ impl RedisNode {
         self.lua = None;
         self.waiters.clear();
         self.forget_blocked();
+        self.next_client_id = 0;
         // Connections die with the process: every subscriber has to subscribe again.
         self.pubsub = PubSub::default();
         self.active_expire = true;
@@ -1622,11 +1639,9 @@ fn subscribed_mode_reply(cmd: &Command) -> Option<Reply> {
             Reply::Bulk(b"pong".to_vec()),
             Reply::Bulk(m.as_ref().map_or_else(Vec::new, |m| m.to_vec())),
         ])),
-        other => {
-            let argv = other.to_argv();
-            let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-            Some(subscribed_mode_error(&name))
-        }
+        // Redis names a container's subcommand (`script|load`); EXEC's refusal is turned
+        // into an EXECABORT by the caller.
+        other => Some(subscribed_mode_error(&other.full_name())),
     }
 }
 

@@ -121,6 +121,16 @@ fn typed_commands_round_trip_through_argv() {
         "HINCRBYFLOAT h f 10.5",
         "HINCRBYFLOAT h f abc",
         "BLPOP a b 0.5",
+        "MOVE k 1",
+        "MOVE k x",
+        "SWAPDB 0 1",
+        "HELLO",
+        "HELLO 2 AUTH default pw SETNAME app",
+        "CLIENT ID",
+        "CLIENT GETNAME",
+        "CLIENT SETNAME app",
+        "INFO",
+        "INFO keyspace server",
     ] {
         let c = Command::parse(&argv(s)).unwrap();
         assert_eq!(Command::parse(&c.to_argv()).unwrap(), c, "{s}");
@@ -286,4 +296,72 @@ fn unknown_command_names_its_arguments() {
         e.script_reply(),
         Reply::err("ERR Unknown Redis command called from script")
     );
+}
+
+#[test]
+fn move_swapdb_client_and_script_subcommands_read_their_arguments_as_redis_7_0_15() {
+    let err = |s: &str| Command::parse(&argv(s)).unwrap_err();
+    // MOVE's db and SWAPDB's indexes are read when the command runs: an int first (SWAPDB
+    // names which one), then the range.
+    assert_eq!(move_db(b"15"), Ok(15));
+    assert_eq!(
+        move_db(b"x"),
+        Err(ParseError::Reply(ERR_NOT_INTEGER.into()))
+    );
+    for bad in ["16", "-1"] {
+        assert_eq!(
+            move_db(bad.as_bytes()),
+            Err(ParseError::Reply("ERR DB index is out of range".into())),
+            "{bad}"
+        );
+    }
+    let ids = |a: &str, c: &str| swapdb_indexes(&[Bytes::from(a), Bytes::from(c)]);
+    assert_eq!(ids("0", "15"), Ok([0, 15]));
+    assert_eq!(
+        ids("x", "y"),
+        Err(ParseError::Reply("ERR invalid first DB index".into()))
+    );
+    assert_eq!(
+        ids("0", "2147483648"),
+        Err(ParseError::Reply("ERR invalid second DB index".into()))
+    );
+    assert_eq!(
+        ids("16", "x"),
+        Err(ParseError::Reply("ERR invalid second DB index".into()))
+    );
+    assert_eq!(
+        ids("16", "0"),
+        Err(ParseError::Reply("ERR DB index is out of range".into()))
+    );
+    assert_eq!(err("SWAPDB 0"), ParseError::Arity("swapdb"));
+    // CLIENT: subcommands with their own arity; SETINFO is 7.2's, unknown to 7.0.15 and
+    // refused before a MULTI queues it; the others 7.0.15 has are model refusals.
+    assert_eq!(err("CLIENT SETNAME"), ParseError::Arity("client|setname"));
+    assert_eq!(err("CLIENT ID x"), ParseError::Arity("client|id"));
+    let setinfo = err("CLIENT SETINFO LIB-NAME redis-py");
+    assert_eq!(
+        setinfo.client_reply(),
+        Reply::err("ERR unknown subcommand 'SETINFO'. Try CLIENT HELP.")
+    );
+    assert!(matches!(setinfo, ParseError::UnknownSubcommand(_)));
+    assert!(matches!(err("CLIENT LIST"), ParseError::Reply(_)));
+    // SCRIPT BOGUS is refused at queue time too; KILL's arity is checked first.
+    assert!(matches!(
+        err("SCRIPT BOGUS"),
+        ParseError::UnknownSubcommand(_)
+    ));
+    assert_eq!(err("SCRIPT KILL x"), ParseError::Arity("script|kill"));
+    assert!(matches!(err("SCRIPT KILL"), ParseError::Reply(_)));
+    // Errors name a container's subcommand as Redis does.
+    let full = |s: &str| Command::parse(&argv(s)).unwrap().full_name();
+    assert_eq!(full("SCRIPT LOAD x"), "script|load");
+    assert_eq!(full("client getname"), "client|getname");
+    assert_eq!(full("EXEC"), "exec");
+    for name in ["hello", "client"] {
+        assert!(is_denied_in_scripts(name), "{name}");
+    }
+    assert!(!is_denied_in_scripts("info"));
+    for s in ["MOVE k 1", "SWAPDB 0 1"] {
+        assert!(Command::parse(&argv(s)).unwrap().is_write(), "{s}");
+    }
 }

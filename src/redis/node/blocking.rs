@@ -222,6 +222,20 @@ impl RedisNode {
         }
     }
 
+    /// The keys clients block on in db `db` (`scanDatabaseForReadyKeys` walks them after
+    /// SWAPDB).
+    pub(super) fn blocked_keys_of(&self, db: u8) -> Vec<Bytes> {
+        let mut keys: Vec<Bytes> = Vec::new();
+        for c in self.blocking.clients.iter().filter(|c| c.db == db) {
+            for k in &c.keys {
+                if !keys.contains(k) {
+                    keys.push(k.clone());
+                }
+            }
+        }
+        keys
+    }
+
     /// A crash loses the blocked clients with their connections.
     pub(super) fn forget_blocked(&mut self) {
         self.blocking.clients.clear();

@@ -61,11 +61,19 @@ pub(crate) struct Conn {
     pub watches: Vec<Watched>,
     /// A watched key was touched (CLIENT_DIRTY_CAS): EXEC answers a nil array.
     pub dirty_cas: bool,
+    /// CLIENT ID's answer, once asked (handshake.rs).
+    pub id: Option<u64>,
+    /// CLIENT SETNAME's name.
+    pub name: Option<Bytes>,
 }
 
 impl Conn {
     fn is_default(&self) -> bool {
-        self.db == 0 && self.queue.is_none() && self.watches.is_empty()
+        self.db == 0
+            && self.queue.is_none()
+            && self.watches.is_empty()
+            && self.id.is_none()
+            && self.name.is_none()
     }
 }
 
@@ -79,6 +87,8 @@ pub(crate) fn is_connection_command(cmd: &Command) -> bool {
             | Command::Discard
             | Command::Watch(_)
             | Command::Unwatch
+            | Command::Hello(_)
+            | Command::Client(_)
     )
 }
 
@@ -214,6 +224,54 @@ impl RedisNode {
         }
     }
 
+    /// SWAPDB is about to give db `emptied` the keys of db `replaced_with`: Redis 7.0's
+    /// `touchAllWatchedKeysInDb(emptied, replaced_with)` for the watches of keys in
+    /// `emptied`. A watch of a key in neither db is left alone; one of a key already
+    /// expired when watched is only cleared if the key is not in `replaced_with`, and kept
+    /// if it is expired there too; a key missing from `emptied` replaced by an expired one
+    /// becomes such a watch; any other is touched.
+    pub(crate) fn touch_swapped(&mut self, emptied: u8, replaced_with: u8, now: i64) {
+        if self.conns.is_empty() {
+            return;
+        }
+        let state = |node: &RedisNode, db: u8, key: &Bytes| {
+            node.db_ref(db)
+                .and_then(|ks| ks.raw(key))
+                .map(|e| e.is_expired(now))
+        };
+        let mut changes: Vec<(ConnId, usize, SwapTouch)> = Vec::new();
+        for (id, conn) in &self.conns {
+            if conn.dirty_cas {
+                continue;
+            }
+            for (i, w) in conn.watches.iter().enumerate() {
+                if w.db != emptied {
+                    continue;
+                }
+                let here = state(self, emptied, &w.key);
+                let there = state(self, replaced_with, &w.key);
+                let touch = match (here, there, w.expired) {
+                    (None, None, _) => continue,
+                    (_, None, true) => SwapTouch::Cleared,
+                    (_, Some(true), true) => continue,
+                    (None, Some(true), false) => SwapTouch::NowExpired,
+                    _ => SwapTouch::Dirty,
+                };
+                changes.push((*id, i, touch));
+            }
+        }
+        for (id, i, touch) in changes {
+            let Some(conn) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            match touch {
+                SwapTouch::Cleared => conn.watches[i].expired = false,
+                SwapTouch::NowExpired => conn.watches[i].expired = true,
+                SwapTouch::Dirty => conn.dirty_cas = true,
+            }
+        }
+    }
+
     /// A command from a connection that has state, or that changes it. Returns the reply.
     pub(crate) fn execute_conn(&mut self, now: i64, cmd: &Command, caller: Caller) -> Reply {
         let id = caller.proc;
@@ -242,6 +300,8 @@ impl RedisNode {
                     }
                     _ => Reply::err("ERR DB index is out of range"),
                 },
+                Command::Hello(args) => self.hello(args, &mut conn),
+                Command::Client(c) => self.client(c, &mut conn),
                 _ => {
                     // The connection's watches must be visible to touches while it runs.
                     let db = conn.db;
@@ -268,22 +328,7 @@ impl RedisNode {
         // processCommand's rejection of EXEC itself, in a MULTI or not, discards the
         // transaction and the watches (execCommandAbort), naming the reason without `ERR `.
         if matches!(err, ParseError::Arity("exec")) {
-            if let Some(conn) = self.conns.get_mut(&caller.proc) {
-                conn.queue = None;
-                conn.dirty_exec = false;
-                conn.watches.clear();
-                conn.dirty_cas = false;
-                if conn.is_default() {
-                    self.conns.remove(&caller.proc);
-                }
-            }
-            let text = match &reply {
-                Reply::Error(e) => e.strip_prefix("ERR ").unwrap_or(e).to_string(),
-                _ => String::new(),
-            };
-            return Reply::Error(format!(
-                "EXECABORT Transaction discarded because of: {text}"
-            ));
+            return self.abort_exec(caller.proc, &reply);
         }
         let Some(conn) = self.conns.get_mut(&caller.proc) else {
             return reply;
@@ -308,6 +353,28 @@ impl RedisNode {
         }
         queue.push(Queued::Failed(reply));
         Reply::Status("QUEUED".into())
+    }
+
+    /// processCommand's rejection of EXEC itself (its arity, or a subscribed connection),
+    /// in a MULTI or not: `execCommandAbort` discards the transaction and the watches and
+    /// names the reason without its `ERR `.
+    pub(crate) fn abort_exec(&mut self, id: ConnId, why: &Reply) -> Reply {
+        if let Some(conn) = self.conns.get_mut(&id) {
+            conn.queue = None;
+            conn.dirty_exec = false;
+            conn.watches.clear();
+            conn.dirty_cas = false;
+            if conn.is_default() {
+                self.conns.remove(&id);
+            }
+        }
+        let text = match why {
+            Reply::Error(e) => e.strip_prefix("ERR ").unwrap_or(e).to_string(),
+            _ => String::new(),
+        };
+        Reply::Error(format!(
+            "EXECABORT Transaction discarded because of: {text}"
+        ))
     }
 
     fn in_multi(&mut self, now: i64, cmd: &Command, caller: Caller, conn: &mut Conn) -> Reply {
@@ -426,6 +493,8 @@ impl RedisNode {
                     }
                     _ => Reply::err("ERR DB index is out of range"),
                 },
+                Queued::Cmd(Command::Hello(args)) => self.hello(&args, conn),
+                Queued::Cmd(Command::Client(c)) => self.client(&c, conn),
                 Queued::Cmd(cmd) => {
                     self.switch_db(conn.db);
                     let r = self.exec_in_transaction(now, &cmd, caller);
@@ -439,6 +508,14 @@ impl RedisNode {
         self.serve_ready(now);
         Reply::Array(replies)
     }
+}
+
+/// What SWAPDB does to one watch.
+#[derive(Clone, Copy, Debug)]
+enum SwapTouch {
+    Cleared,
+    NowExpired,
+    Dirty,
 }
 
 fn queue_full() -> Reply {

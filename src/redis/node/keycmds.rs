@@ -7,7 +7,7 @@
 
 use crate::history::Removal;
 use crate::proto::{Bytes, Command, Reply};
-use crate::redis::keyspace::{ELEMENT_OVERHEAD_BYTES, Entry, Sticky, Value};
+use crate::redis::keyspace::{ELEMENT_OVERHEAD_BYTES, Entry, Keyspace, Sticky, Value};
 use crate::redis::node::{MAX_USED_MEMORY_BYTES, RedisNode, WRONGTYPE};
 use crate::time::ProcId;
 
@@ -241,6 +241,106 @@ impl RedisNode {
         self.switch_db(src_db);
         self.propagate(|| cmd.clone());
         Reply::Int(1)
+    }
+
+    /// MOVE (`moveCommand`, the db read first: an int, then its range): the same db is an
+    /// error; a missing source or an existing destination answers 0. The value moves with
+    /// its deadline and encoding, WATCHes of the key are touched in both dbs, and a list
+    /// arriving at a key a client blocks on serves it.
+    pub(super) fn move_key(
+        &mut self,
+        now: i64,
+        key: &Bytes,
+        raw_db: &[u8],
+        cmd: &Command,
+        by: Option<ProcId>,
+    ) -> Reply {
+        let dst_db = match crate::proto::command::move_db(raw_db) {
+            Ok(d) => d,
+            Err(e) => return e.client_reply(),
+        };
+        let src_db = self.cur_db;
+        if dst_db == src_db {
+            return Reply::err(ERR_SAME_OBJECT);
+        }
+        if self.lookup_index(key, now).is_none() {
+            return Reply::Int(0);
+        }
+        self.switch_db(dst_db);
+        let taken = self.lookup_index(key, now).is_some();
+        self.switch_db(src_db);
+        if taken {
+            return Reply::Int(0);
+        }
+        let sticky = self.keyspace.sticky(key);
+        let (k, entry) = self
+            .keyspace
+            .remove(key)
+            .expect("the key was found just now");
+        self.note_removed(&k, &entry, Removal::Del, by);
+        // signalModifiedKey in the source db, then in the destination.
+        self.touch_key(key);
+        self.switch_db(dst_db);
+        self.keyspace.insert(k, entry);
+        self.keyspace.set_sticky(key, sticky);
+        self.note_written(key, by);
+        self.touch_key(key);
+        self.signal_list_added(key);
+        self.switch_db(src_db);
+        self.propagate(|| cmd.clone());
+        Reply::Int(1)
+    }
+
+    /// SWAPDB (`dbSwapDatabases`, both indexes read first): the two dbs trade their keys;
+    /// connections stay on the index they selected, so each now sees the other's keys.
+    /// WATCHes of keys either db holds are touched as `touchAllWatchedKeysInDb` does both
+    /// ways, and clients blocked on a key that now holds a list are served.
+    pub(super) fn swapdb(&mut self, now: i64, raw: &[Bytes; 2], cmd: &Command) -> Reply {
+        let [a, b] = match crate::proto::command::swapdb_indexes(raw) {
+            Ok(ids) => ids,
+            Err(e) => return e.client_reply(),
+        };
+        if a == b {
+            return Reply::Ok;
+        }
+        self.touch_swapped(a, b, now);
+        self.touch_swapped(b, a, now);
+        // Db 0's keys are what the history follows: those leaving it are removed there,
+        // those arriving written.
+        let db0_before: Vec<(Bytes, Entry)> = match (a == 0 || b == 0, self.db_ref(0)) {
+            (true, Some(ks)) => ks.iter().map(|(k, e)| (k.clone(), e.clone())).collect(),
+            _ => Vec::new(),
+        };
+        let here = self.cur_db;
+        // Neither of the two is the one `keyspace` holds while they trade places.
+        let aside = (0..crate::redis::node::connection::DATABASES as u8)
+            .find(|d| *d != a && *d != b)
+            .expect("16 dbs");
+        self.switch_db(aside);
+        if self.other_dbs.is_empty() {
+            // `aside` was already selected, and no other db was ever used.
+            self.other_dbs = vec![Keyspace::new(); crate::redis::node::connection::DATABASES];
+        }
+        self.other_dbs.swap(usize::from(a), usize::from(b));
+        for d in [a, b] {
+            self.switch_db(d);
+            for k in self.blocked_keys_of(d) {
+                self.signal_list_added(&k);
+            }
+        }
+        if a == 0 || b == 0 {
+            for (k, e) in &db0_before {
+                self.note_removed(k, e, Removal::Flushed, None);
+            }
+            self.switch_db(0);
+            let arrived: Vec<Bytes> = self.keyspace.iter().map(|(k, _)| k.clone()).collect();
+            for k in &arrived {
+                self.note_written(k, None);
+            }
+        }
+        self.switch_db(here);
+        self.propagate(|| cmd.clone());
+        Reply::Ok
     }
 
     /// OBJECT ENCODING: nil for a missing key (expired ones go first, as any lookup).

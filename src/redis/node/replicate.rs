@@ -151,7 +151,7 @@ impl RedisNode {
         }
     }
 
-    fn peer_name(&self, p: ProcId) -> Bytes {
+    pub(super) fn peer_name(&self, p: ProcId) -> Bytes {
         self.config
             .peers
             .iter()

@@ -109,6 +109,24 @@ def render(r, approx=False):
     if k == 'bulk': return esc(r[1])
     if k == 'array': return '[' + ', '.join(render(x) for x in r[1]) + ']'
 
+# The INFO sections the model answers (redis::node::info): a recorded INFO reply keeps these
+# whole, written (info) "...", and drops the others.
+INFO_SECTIONS = ('Server', 'Replication', 'Keyspace')
+
+def render_for(argv, r, approx=False):
+    # What a server assigns from its own history is written as any integer: a connection's
+    # id (CLIENT ID, HELLO's 'id'); INFO's text as (info), its modelled sections only.
+    name = [a.lower() for a in argv[:2]]
+    if name == [b'client', b'id'] and r[0] == 'int': return '(integer) *'
+    if name[:1] == [b'hello'] and r[0] == 'array' and len(r[1]) > 7 and r[1][6] == ('bulk', b'id'):
+        return '[' + ', '.join('(integer) *' if i == 7 else render(x) for i, x in enumerate(r[1])) + ']'
+    if name[:1] == [b'info'] and r[0] == 'bulk':
+        parts = r[1].split(b'\r\n\r\n')
+        keep = [p for p in parts if p.split(b'\r\n', 1)[0][2:].decode() in INFO_SECTIONS]
+        text = b'\r\n'.join(p if p.endswith(b'\r\n') else p + b'\r\n' for p in keep)
+        return '(info) ' + esc(text)
+    return render(r, approx)
+
 def sync(m, rep):
     for _ in range(300):
         def info(n):
@@ -199,7 +217,7 @@ def main(port, path):
             got = c.read()
         except EOFError:
             c.connect(); got = c.cmd(argv)
-        out.append('@%-5s %-40s -> %s' % (at, body, render(got, approx)))
+        out.append('@%-5s %-40s -> %s' % (at, body, render_for(argv, got, approx)))
     if blocked: raise SystemExit('a blocked command has no <- line: %s' % list(blocked.values()))
     sys.stdout.write('\n'.join(out))
 
