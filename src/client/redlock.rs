@@ -155,7 +155,7 @@ pub struct RedlockOptions {
     /// fresh token, as every other library does.
     pub retry_keeps_keys: bool,
     /// Whose script texts the client sends: the library's own (node-redlock's, redsync's),
-    /// or the generic ones (`SET NX PX`, `redis/scripts.rs`) for the rest.
+    /// or the generic ones (`SET NX PX`, `proto/scripts.rs`) for the rest.
     pub scripts: ScriptTexts,
     /// redsync: the group's members are goroutines sharing one `*redsync.Mutex`, so one
     /// `m.value` (mutex.go:30): a success stores its value there (:117) and `Unlock`/`Extend`
