@@ -128,8 +128,10 @@ impl EventQueue {
         // `k > key` is `time(k) > time(key)`: of equal times, `key` is the later (`next_low`).
         let t = time_of(key);
         // A few steps of insertion sort (the keys due before `key` move one place toward the
-        // end), then, for a key due far ahead, a bisection and one move of the rest.
-        let stop = i.saturating_sub(16);
+        // end), then, for a key due far ahead, a bisection and one move of the rest. Eight
+        // steps, measured against 4, 6 and 16 (docs/benchmarks.md, issue 32): fewer cost W1
+        // (8 clients) more than they save, more make 32 clients pay for the walk.
+        let stop = i.saturating_sub(8);
         while i > stop {
             let k = keys[i - 1];
             if time_of(k) > t {
