@@ -414,34 +414,10 @@ fn agree(
         let flips = by_piece.get(&i).map(Vec::as_slice).unwrap_or(&[]);
         let m = draw(&mut rng, piece, flips);
         runs.push(threshold::at_magnitude(&piece.faults, m));
-        want.push((i, m, claimed(piece, flips, m)));
+        want.push((i, None, m, claimed(piece, flips, m)));
     }
     let got = threshold::verdicts_from_zero(sc, cfg, &runs).unwrap();
-    let (mut same, mut cut, mut within, mut differ) = (0, 0, 0, 0);
-    for ((i, m, w), g) in want.iter().zip(&got) {
-        let Some(w) = w else {
-            within += 1;
-            continue;
-        };
-        match g {
-            Err(()) => cut += 1,
-            Ok(v) if v.is_some() == *w => same += 1,
-            Ok(v) => {
-                differ += 1;
-                let p = &r.pieces[*i];
-                eprintln!(
-                    "{rel}: {} of {} from {} ns ({}) at magnitude {m}: claimed {}, run {:?}",
-                    p.kind,
-                    p.target,
-                    p.at.0,
-                    p.point,
-                    if *w { "violates" } else { "holds" },
-                    v
-                );
-            }
-        }
-    }
-    (same, cut, within, differ)
+    tally(rel, &r.pieces, &want, &got)
 }
 
 #[test]
@@ -721,11 +697,23 @@ fn agree_inside(
             }
         }
         runs.push(faults);
-        want.push((i, s, m, claimed(piece, flips, m)));
+        want.push((i, Some(s), m, claimed(piece, flips, m)));
     }
     let got = threshold::verdicts_from_zero(sc, cfg, &runs).unwrap();
+    tally(rel, &r.pieces, &want, &got)
+}
+
+/// Counts the draws (piece, start inside it if moved, magnitude, claimed verdict) whose run
+/// gave the claimed verdict, was cut short, fell within a flip's own 1 us (no claim), or
+/// differed (each printed): (same, cut, within, differ).
+fn tally(
+    rel: &str,
+    pieces: &[Piece],
+    want: &[(usize, Option<u64>, i64, Option<bool>)],
+    got: &[Result<Option<String>, ()>],
+) -> (u64, u64, u64, u64) {
     let (mut same, mut cut, mut within, mut differ) = (0, 0, 0, 0);
-    for ((i, s, m, w), g) in want.iter().zip(&got) {
+    for ((i, s, m, w), g) in want.iter().zip(got) {
         let Some(w) = w else {
             within += 1;
             continue;
@@ -735,9 +723,12 @@ fn agree_inside(
             Ok(v) if v.is_some() == *w => same += 1,
             Ok(v) => {
                 differ += 1;
-                let p = &r.pieces[*i];
+                let p = &pieces[*i];
+                let opened = s.map_or(String::new(), |s| {
+                    format!("opened at {s} ns inside the piece before ")
+                });
                 eprintln!(
-                    "{rel}: {} of {} opened at {s} ns inside the piece before {} ns ({}), magnitude {m} there: claimed {}, run {:?}",
+                    "{rel}: {} of {} {opened}from {} ns ({}) at magnitude {m}: claimed {}, run {:?}",
                     p.kind,
                     p.target,
                     p.at.0,
