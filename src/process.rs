@@ -33,32 +33,89 @@ pub trait OutputSink {
     fn send(&mut self, to: ProcId, msg: Msg);
     fn set_timer(&mut self, after_ns: u64, tag: u64);
     fn observe(&mut self, obs: Observation);
-    /// The true time now and the node's clock, for a process that must reproduce where the
-    /// loop's timers land (a Redis node's cron grid, which it skips while nothing is due).
-    /// `None` from a sink that has no clock (a process driven by hand).
-    fn true_clock(&self) -> Option<(SimTime, &NodeClock)> {
-        None
+    /// Starts the process's periodic timer (see `sim::periodic`): `on_timer(tag)` every
+    /// `period_ns` of its monotonic time from `first_ns` from now, made an event only at the
+    /// points where `Process::tick_due` says a tick can matter, the others handed to
+    /// `Process::on_skipped_ticks`. `false` from a sink that does not keep one (a process
+    /// driven by hand): the process arms its own timers.
+    fn start_periodic(&mut self, _first_ns: u64, _period_ns: u64, _tag: u64) -> bool {
+        false
     }
-    /// Fires `on_timer(tag)` at true time `at` (not before now). Only offered by a sink whose
-    /// `true_clock` is `Some`.
-    fn set_timer_at(&mut self, _at: SimTime, _tag: u64) {
-        unreachable!("set_timer_at on a sink without a clock");
-    }
+    /// The process changed something `Process::tick_due` reads (what is due may have moved):
+    /// the loop asks it again after this event. A tick, a skipped tick that says so, and a
+    /// change to the clock make the loop ask anyway.
+    fn tick_due_changed(&mut self) {}
 }
 
-/// A change the loop made to a process's clock or run state, told to the process the moment
-/// it happens (it would otherwise learn of it only at its next event): what a process that
-/// sleeps through events it can prove empty needs to wake in time.
+/// Which points of a periodic timer can change what anyone observes, as the process says
+/// after each event (`Process::tick_due`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClockNotice {
-    /// The wall clock stepped.
-    Stepped,
-    /// The drift rate changed: timers armed from now on convert at the new rate.
-    RateChanged,
-    /// The process was paused: its timers park until the resume.
-    Paused,
-    /// The process is about to crash (told before it goes down).
-    Crashing,
+pub enum TickDue {
+    /// Every point (a Redis replica, a node with WAIT clients).
+    Every,
+    /// The first point whose wall reading is past this Unix ms (`now > t`: Redis's expiry
+    /// rule), and every point after it.
+    WallPast(i64),
+    /// None, however late.
+    Never,
+}
+
+/// Consecutive points of a periodic timer that were not events, as the process sees them:
+/// their local readings, never their true times.
+pub struct SkippedTicks<'a> {
+    clock: &'a NodeClock,
+    first: SimTime,
+    step_ns: u64,
+    count: u64,
+    first_mono_ns: u64,
+    /// No drift at `first`: monotonic readings grow with true time, ns for ns.
+    mono_linear: bool,
+}
+
+impl<'a> SkippedTicks<'a> {
+    /// `count` points from `first`, `step_ns` apart (no rate change among them); with
+    /// `mono_linear`, `first_mono_ns` is the monotonic reading at `first`.
+    #[inline]
+    pub(crate) fn new(
+        clock: &'a NodeClock,
+        first: SimTime,
+        step_ns: u64,
+        count: u64,
+        first_mono_ns: u64,
+        mono_linear: bool,
+    ) -> SkippedTicks<'a> {
+        assert!(count > 0, "no point skipped");
+        SkippedTicks {
+            clock,
+            first,
+            step_ns,
+            count,
+            first_mono_ns,
+            mono_linear,
+        }
+    }
+    /// How many points (at least one).
+    #[inline]
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+    fn at(&self, k: u64) -> SimTime {
+        debug_assert!(k < self.count);
+        self.first.plus_ns(k * self.step_ns)
+    }
+    /// The monotonic reading at point `k` (0 is the first).
+    #[inline]
+    pub fn mono_ns(&self, k: u64) -> u64 {
+        if self.mono_linear {
+            self.first_mono_ns + k * self.step_ns
+        } else {
+            self.clock.mono_ns(self.at(k))
+        }
+    }
+    /// The wall reading (Unix ms) at point `k`.
+    pub fn wall_ms(&self, k: u64) -> i64 {
+        self.clock.wall_ms(self.at(k))
+    }
 }
 
 impl OutputSink for Vec<Output> {
@@ -121,11 +178,13 @@ impl<'a> Cx<'a> {
     pub fn observe(&mut self, obs: Observation) {
         self.out.observe(obs);
     }
-    pub fn true_clock(&self) -> Option<(SimTime, &NodeClock)> {
-        self.out.true_clock()
+    /// See `OutputSink::tick_due_changed`.
+    pub fn tick_due_changed(&mut self) {
+        self.out.tick_due_changed();
     }
-    pub fn set_timer_at(&mut self, at: SimTime, tag: u64) {
-        self.out.set_timer_at(at, tag);
+    /// See `OutputSink::start_periodic`.
+    pub fn start_periodic(&mut self, first_ns: u64, period_ns: u64, tag: u64) -> bool {
+        self.out.start_periodic(first_ns, period_ns, tag)
     }
 }
 
@@ -139,9 +198,22 @@ pub trait Process {
     /// The process crashed and is being restarted: drop volatile state; `keep_data` says
     /// whether durable state survived. `on_start` follows.
     fn on_restart(&mut self, keep_data: bool);
-    /// The loop changed this process's clock or run state (see `ClockNotice`). The process
-    /// may only arm timers here: it is not running (it may even be paused).
-    fn on_clock_notice(&mut self, _cx: &mut Cx<'_>, _notice: ClockNotice) {}
+    /// Points of its periodic timer (`Cx::start_periodic`) the loop did not make events of,
+    /// run before the next thing the process handles, at their own local readings. They
+    /// may change the process's state, but nothing anyone observes (no send, no
+    /// observation). Returns whether they may have changed what `tick_due` reads.
+    fn on_skipped_ticks(&mut self, _ticks: &SkippedTicks<'_>) -> bool {
+        false
+    }
+    /// The process changed something `Process::tick_due` reads (what is due may have moved):
+    /// the loop asks it again after this event. A tick, a skipped tick that says so, and a
+    /// change to the clock make the loop ask anyway.
+    fn tick_due_changed(&mut self) {}
+    /// Which points of its periodic timer can change what anyone observes: asked after
+    /// every tick, and after an event while the next point is not armed.
+    fn tick_due(&mut self) -> TickDue {
+        TickDue::Every
+    }
     /// A copy of this process in its current state, for snapshots of a running world
     /// (`distlock-sim explore` resumes many schedules from one prefix). `None`, the default,
     /// says it cannot be copied: a world holding it is then re-simulated from the start

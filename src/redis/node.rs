@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::history::{Observation, Removal};
-use crate::process::{ClockNotice, Cx, Process};
+use crate::process::{Cx, Process, SkippedTicks, TickDue};
 use crate::proto::command::{
     ERR_NOT_INTEGER, ExpireCond, ExpireKind, ExpiryUnit, GetExOpt, ScriptRef, SetCond, SetExpiry,
     hex, parse_i64_strict, sha1_of,
@@ -1653,8 +1653,8 @@ pub struct RedisProcess {
     /// per node) so that no other draw of the run moves. None: the first cron comes one
     /// period after the start (tests, the corpus runner).
     cron_phase: Option<Prng>,
-    /// Which ticks of the cron are events, and where the grid stands.
-    grid: cron::CronGrid,
+    /// The node's side of the cron: which ticks are events.
+    cron: cron::CronState,
 }
 
 impl RedisProcess {
@@ -1662,7 +1662,7 @@ impl RedisProcess {
         RedisProcess {
             node: RedisNode::new(config),
             cron_phase: None,
-            grid: cron::CronGrid::default(),
+            cron: cron::CronState::default(),
         }
     }
 
@@ -1727,7 +1727,6 @@ impl Process for RedisProcess {
     }
 
     fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
-        self.cron_before_event(cx);
         match msg {
             // The command is read where the loop put it: moving it into a binding copies
             // its 96 bytes to this frame, and again to hand it to the drop glue.
@@ -1771,7 +1770,7 @@ impl Process for RedisProcess {
             self.node.before_sleep(cx.wall_ms);
         }
         self.flush(cx);
-        self.cron_after_event(cx);
+        self.cron_after_message(cx);
     }
 
     fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
@@ -1784,7 +1783,11 @@ impl Process for RedisProcess {
         self.node.restart(keep_data);
     }
 
-    fn on_clock_notice(&mut self, cx: &mut Cx<'_>, notice: ClockNotice) {
-        self.cron_notice(cx, notice);
+    fn on_skipped_ticks(&mut self, ticks: &SkippedTicks<'_>) -> bool {
+        self.skipped_ticks(ticks)
+    }
+
+    fn tick_due(&mut self) -> TickDue {
+        self.cron_due()
     }
 }

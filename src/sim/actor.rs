@@ -6,7 +6,7 @@ use crate::client::redisson::RedissonClient;
 use crate::client::redlock::RedlockClient;
 use crate::client::watchdog::WatchdogClient;
 use crate::client::{LockClient, Resource};
-use crate::process::{ClockNotice, Cx, Process};
+use crate::process::{Cx, Process, SkippedTicks, TickDue};
 use crate::proto::Msg;
 use crate::redis::RedisProcess;
 use crate::redis::sentinel::Sentinel;
@@ -128,7 +128,10 @@ impl Process for Actor {
     fn on_restart(&mut self, keep_data: bool) {
         each_actor!(self, p => p.on_restart(keep_data))
     }
-    fn on_clock_notice(&mut self, cx: &mut Cx<'_>, notice: ClockNotice) {
-        each_actor!(self, p => p.on_clock_notice(cx, notice))
+    fn on_skipped_ticks(&mut self, ticks: &SkippedTicks<'_>) -> bool {
+        each_actor!(self, p => p.on_skipped_ticks(ticks))
+    }
+    fn tick_due(&mut self) -> TickDue {
+        each_actor!(self, p => p.tick_due())
     }
 }

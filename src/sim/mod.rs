@@ -5,6 +5,7 @@ pub mod actor;
 pub mod adversary;
 pub mod decision;
 pub mod fault;
+pub mod periodic;
 pub mod queue;
 pub mod trace;
 pub mod world;

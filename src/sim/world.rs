@@ -4,13 +4,14 @@
 use crate::clock::NodeClock;
 use crate::history::{Fact, History, Observation};
 use crate::net::{DropReason, LinkSpec, Network};
-use crate::process::{ClockNotice, Cx, OutputSink, Process};
+use crate::process::{Cx, OutputSink, Process, SkippedTicks, TickDue};
 use crate::proto::Msg;
 use crate::rng::{Prng, Seed};
 use crate::sim::actor::Actor;
 use crate::sim::adversary::{SendKind, Trigger};
 use crate::sim::decision::{Decision, DecisionKind};
 use crate::sim::fault::{Aim, Fault, FaultKind};
+use crate::sim::periodic::{Change, Fired, Periodic};
 use crate::sim::queue::EventQueue;
 use crate::sim::trace::{Trace, TraceEntry, TraceKind, TraceMode};
 use crate::time::{ProcId, SimTime};
@@ -95,6 +96,8 @@ struct Slot {
     /// sum of the open drift windows: the clock runs at their sum (clamped to the limit).
     drift_base_ppm: i64,
     drift_windows_ppm: i64,
+    /// The process's periodic timer, if it started one (`Cx::start_periodic`).
+    periodic: Periodic,
 }
 
 /// A fault the world knows of, and what its opening did (so that closing undoes exactly that).
@@ -245,9 +248,10 @@ pub struct Engine {
     /// Decision points met so far, when asked for (`log_decisions`; `explore` places its
     /// faults at them); `None` costs one branch per observation and send.
     decisions: Option<Vec<Decision>>,
-    /// Clock notices raised while the engine changed a process's clock or run state,
-    /// delivered by the world at the end of the event that raised them (`World::deliver_notices`).
-    notices: Vec<(ProcId, ClockNotice)>,
+    /// Changes the engine made to the clock or run state of a process with a periodic timer,
+    /// applied to its grid by the world at the end of the event that made them
+    /// (`World::deliver_notices`).
+    notices: Vec<(ProcId, Change)>,
 }
 
 /// What the engine knows of a process without asking it.
@@ -332,6 +336,7 @@ impl World {
                     drift_base_ppm: p.clock.drift_ppm(SimTime::ZERO),
                     drift_windows_ppm: 0,
                     clock: p.clock,
+                    periodic: Periodic::default(),
                 };
                 (proc, slot)
             })
@@ -536,10 +541,10 @@ impl World {
     /// Handles one event; `Some` when the run is over.
     pub fn step(&mut self) -> Option<RunEnd> {
         let Some(entry) = self.engine.queue.peek().map(QueueEntry) else {
-            // A sleeping cron (redis/node/cron.rs) queues no tick while nothing is due, but
-            // its node still ticks: a run with a node up goes on to its duration, as it did
-            // when every tick was an event.
-            if self.cron_keeps_running() {
+            // A periodic timer (sim/periodic.rs) queues no tick while nothing is due, but its
+            // process still ticks: a run with one up goes on to its duration, as it did when
+            // every tick was an event.
+            if self.periodic_keeps_running() {
                 self.engine.now = self.engine.now.max(self.engine.limits.max_time);
                 return Some(RunEnd::TimeLimit);
             }
@@ -575,21 +580,21 @@ impl World {
         None
     }
 
-    /// A Redis node is up or paused: its cron's grid goes on, whether or not a tick of it is
-    /// queued.
-    fn cron_keeps_running(&self) -> bool {
+    /// A process with a periodic timer is up or paused: its grid goes on, whether or not a
+    /// tick of it is queued.
+    fn periodic_keeps_running(&self) -> bool {
         self.engine
             .slots
             .iter()
-            .zip(&self.engine.kinds)
-            .any(|(s, k)| s.state != RunState::Down && *k == ProcKind::Redis)
+            .any(|s| s.state != RunState::Down && s.periodic.running())
     }
 
-    /// Tells each process of the changes the engine made to its clock or run state (see
-    /// `ClockNotice`), in the order they were made, at the end of the event that made them
-    /// (the same true time; a notice only arms timers, so nothing else of the event depends
-    /// on it): not an event, nothing traced or counted. A process that crashed since still
-    /// hears of its crash: it was up when it happened.
+    /// Applies the changes the engine made to the clock or run state of processes with a
+    /// periodic timer (see `sim::periodic::Change`) to their grids, in the order they were
+    /// made, at the end of the event that made them (the same true time; a change only arms
+    /// timers, so nothing else of the event depends on it): not an event, nothing traced or
+    /// counted. A process that crashed since still has its grid told of the crash: it was up
+    /// when it happened.
     #[inline(always)]
     fn deliver_notices(&mut self) {
         if !self.engine.notices.is_empty() {
@@ -600,13 +605,134 @@ impl World {
     #[inline(never)]
     fn deliver_pending_notices(&mut self) {
         let notices = std::mem::take(&mut self.engine.notices);
-        for (p, notice) in notices {
-            dispatch!(self, p, |actor, cx| actor.on_clock_notice(cx, notice));
+        for (p, change) in notices {
+            // A fault's event was queued before any tick at its instant: points before it
+            // only.
+            self.run_skipped(p, false);
+            let slot = &mut self.engine.slots[p.index()];
+            let (plan, arm) = slot.periodic.change(&slot.clock, change);
+            if let Some(at) = arm {
+                self.arm_periodic(p, at);
+            }
+            if plan {
+                self.plan_periodic(p);
+            }
         }
-        assert!(
-            self.engine.notices.is_empty(),
-            "a clock notice raised another"
-        );
+    }
+
+    /// Runs the points of `p`'s periodic timer skipped up to now (the point at now too if
+    /// `inclusive`), stopping at the next armed one.
+    fn run_skipped(&mut self, p: ProcId, inclusive: bool) {
+        let World { procs, engine } = self;
+        let Slot {
+            periodic, clock, ..
+        } = &mut engine.slots[p.index()];
+        if let Some(ticks) = periodic.take_skipped(clock, engine.now, inclusive)
+            && procs[p.index()].actor.on_skipped_ticks(&ticks)
+        {
+            periodic.unsettle();
+        }
+    }
+
+    /// Arms the next point of `p`'s periodic timer that can matter, from what the process
+    /// says is due (after an event of it, or a change to its clock).
+    fn plan_periodic(&mut self, p: ProcId) {
+        let due = self.procs[p.index()].actor.tick_due();
+        let slot = &mut self.engine.slots[p.index()];
+        if let Some(at) = slot.periodic.plan(&slot.clock, due) {
+            self.arm_periodic(p, at);
+        }
+    }
+
+    fn arm_periodic(&mut self, p: ProcId, at: SimTime) {
+        let slot = &self.engine.slots[p.index()];
+        let tag = slot.periodic.tag().expect("a running periodic timer");
+        assert!(at >= self.engine.now, "a tick armed in the past");
+        self.engine.push_timer(at, p, slot.incarnation, tag);
+    }
+
+    /// Before `p` handles an event, unless its periodic timer is quiet (then so is it after
+    /// the event, see `Periodic::quiet`): the points the timer skipped up to now.
+    #[inline(always)]
+    fn periodic_before(&mut self, p: ProcId) -> bool {
+        let periodic = &self.engine.slots[p.index()].periodic;
+        if periodic.quiet() {
+            return false;
+        }
+        if periodic.behind(self.engine.now) {
+            self.run_skipped(p, true);
+        }
+        true
+    }
+
+    /// After `p` handled an event (its timer not quiet before it): the next point that can
+    /// matter is armed, unless it is armed (the skipped points ran up to it) or nothing the
+    /// last plan read has changed (`Cx::tick_due_changed`).
+    #[inline(always)]
+    fn periodic_after(&mut self, p: ProcId) {
+        let periodic = &self.engine.slots[p.index()].periodic;
+        if periodic.may_plan() {
+            self.replan_periodic(p);
+        } else if cfg!(debug_assertions) && periodic.is_settled() {
+            // Checked as a release assertion over every catalogue model's sweep (30 seeds)
+            // and the cron, replication, transaction, golden and snapshot tests.
+            let due = self.procs[p.index()].actor.tick_due();
+            let periodic = &self.engine.slots[p.index()].periodic;
+            debug_assert!(
+                periodic.nothing_to_plan(due),
+                "a settled plan is still settled"
+            );
+        }
+    }
+
+    #[inline(never)]
+    fn replan_periodic(&mut self, p: ProcId) {
+        let due = self.procs[p.index()].actor.tick_due();
+        let slot = &mut self.engine.slots[p.index()];
+        if let Some(at) = slot.periodic.plan_after_event(&slot.clock, due) {
+            self.arm_periodic(p, at);
+        }
+    }
+
+    /// A timer of `p` fired, while it is up: a tick of its periodic timer, or its own.
+    #[inline(always)]
+    fn fire_timer(&mut self, p: ProcId, tag: u64) {
+        if self.engine.slots[p.index()].periodic.owns(tag) {
+            self.fire_periodic(p, tag);
+            return;
+        }
+        let watched = self.periodic_before(p);
+        dispatch!(self, p, |actor, cx| actor.on_timer(cx, tag));
+        if watched {
+            self.periodic_after(p);
+        }
+    }
+
+    /// A timer with the tag of `p`'s periodic timer fired: the tick, if the point is still
+    /// on the grid, after the points skipped before it; then the next point that matters.
+    #[inline(never)]
+    fn fire_periodic(&mut self, p: ProcId, tag: u64) {
+        let now = self.engine.now;
+        let Fired::Tick { parked } = self.engine.slots[p.index()].periodic.fire(now) else {
+            return;
+        };
+        self.run_skipped(p, false);
+        self.engine.slots[p.index()].periodic.ticking(parked);
+        dispatch!(self, p, |actor, cx| actor.on_timer(cx, tag));
+        let slot = &mut self.engine.slots[p.index()];
+        slot.periodic.set_cursor(&slot.clock, now);
+        self.plan_periodic(p);
+    }
+
+    /// A message reaches `to`, which is up: the points its periodic timer skipped first,
+    /// the message, then the plan.
+    #[inline(always)]
+    fn deliver(&mut self, from: ProcId, to: ProcId, msg: Msg) {
+        let watched = self.periodic_before(to);
+        dispatch!(self, to, |actor, cx| actor.on_message(cx, from, msg));
+        if watched {
+            self.periodic_after(to);
+        }
     }
 
     /// Handles the event in slab slot `idx`, freeing the slot.
@@ -636,7 +762,7 @@ impl World {
                 else {
                     unreachable!("matched a delivery")
                 };
-                dispatch!(self, to, |actor, cx| actor.on_message(cx, from, msg));
+                self.deliver(from, to, msg);
                 return;
             }
         }
@@ -654,7 +780,7 @@ impl World {
             {
                 // A timer owns nothing: its slot is emptied without moving it out.
                 self.engine.events[idx as usize] = None;
-                dispatch!(self, proc, |actor, cx| actor.on_timer(cx, tag));
+                self.fire_timer(proc, tag);
                 return;
             }
         }
@@ -715,7 +841,7 @@ impl World {
                         },
                     );
                 }
-                dispatch!(self, to, |actor, cx| actor.on_message(cx, from, msg));
+                self.deliver(from, to, msg);
             }
             Event::Timer {
                 proc,
@@ -740,7 +866,7 @@ impl World {
                 if self.engine.trace.enabled() {
                     self.engine.trace_entry(proc, TraceKind::Timer { tag });
                 }
-                dispatch!(self, proc, |actor, cx| actor.on_timer(cx, tag));
+                self.fire_timer(proc, tag);
             }
             Event::Fault { id, close: false } => self.engine.open_fault(id, Some(&self.procs)),
             Event::Fault { id, close: true } => self.close_fault(id),
@@ -997,14 +1123,6 @@ impl Engine {
         self.push_timer(self.now.plus_ns(true_ns), p, incarnation, tag);
     }
 
-    /// Arms a timer of `p` at true time `at` (a process that computed where its own chain of
-    /// timers would land, see `OutputSink::set_timer_at`).
-    fn set_timer_at(&mut self, p: ProcId, at: SimTime, tag: u64) {
-        assert!(at >= self.now, "a timer armed in the past");
-        let incarnation = self.slots[p.index()].incarnation;
-        self.push_timer(at, p, incarnation, tag);
-    }
-
     /// Queues a timer, written straight into its slab slot, like a message: built elsewhere
     /// and passed on (`push`), the event would be copied whole (its size is a message's)
     /// twice.
@@ -1021,9 +1139,10 @@ impl Engine {
 
     /// Notes a change to the clock or run state of a process that is not down, for the
     /// world to tell it (`World::deliver_notices`) once the change is done.
-    fn notify_clock(&mut self, p: ProcId, notice: ClockNotice) {
-        if self.slots[p.index()].state != RunState::Down {
-            self.notices.push((p, notice));
+    fn notify_clock(&mut self, p: ProcId, change: Change) {
+        let slot = &self.slots[p.index()];
+        if slot.state != RunState::Down && slot.periodic.running() {
+            self.notices.push((p, change));
         }
     }
 
@@ -1187,7 +1306,7 @@ impl Engine {
                     if slot.state == RunState::Up {
                         slot.state = RunState::Paused;
                         self.history.push(now, *p, Observation::Paused);
-                        self.notify_clock(*p, ClockNotice::Paused);
+                        self.notify_clock(*p, Change::Paused);
                     }
                 }
             }
@@ -1197,7 +1316,7 @@ impl Engine {
                 host_up,
             } => {
                 let mut reset = false;
-                self.notify_clock(*proc, ClockNotice::Crashing);
+                self.notify_clock(*proc, Change::Crashing);
                 let slot = &mut self.slots[proc.index()];
                 if slot.state != RunState::Down {
                     slot.state = RunState::Down;
@@ -1228,7 +1347,7 @@ impl Engine {
                     delta_ms: *delta_ms,
                 };
                 self.history.push(now, *proc, Observation::Fact(fact));
-                self.notify_clock(*proc, ClockNotice::Stepped);
+                self.notify_clock(*proc, Change::Stepped);
             }
             FaultKind::Drift { proc, drift_ppm } => {
                 let slot = &mut self.slots[proc.index()];
@@ -1408,7 +1527,7 @@ impl Engine {
             slot.clock.set_drift(now, ppm);
             let fact = Fact::DriftChanged { drift_ppm: ppm };
             self.history.push(now, p, Observation::Fact(fact));
-            self.notify_clock(p, ClockNotice::RateChanged);
+            self.notify_clock(p, Change::RateChanged);
         }
     }
 }
@@ -1450,11 +1569,18 @@ impl OutputSink for Router<'_> {
     fn observe(&mut self, obs: Observation) {
         self.engine.observe(self.from, obs);
     }
-    fn true_clock(&self) -> Option<(SimTime, &NodeClock)> {
-        Some((self.engine.now, &self.engine.slots[self.from.index()].clock))
+    fn tick_due_changed(&mut self) {
+        self.engine.slots[self.from.index()].periodic.unsettle();
     }
-    fn set_timer_at(&mut self, at: SimTime, tag: u64) {
-        self.engine.set_timer_at(self.from, at, tag);
+    fn start_periodic(&mut self, first_ns: u64, period_ns: u64, tag: u64) -> bool {
+        let now = self.engine.now;
+        let slot = &mut self.engine.slots[self.from.index()];
+        let at = slot
+            .periodic
+            .start(&slot.clock, now, first_ns, period_ns, tag);
+        let incarnation = slot.incarnation;
+        self.engine.push_timer(at, self.from, incarnation, tag);
+        true
     }
 }
 
@@ -1471,8 +1597,11 @@ impl Process for Box<dyn Process> {
     fn on_restart(&mut self, keep_data: bool) {
         (**self).on_restart(keep_data)
     }
-    fn on_clock_notice(&mut self, cx: &mut Cx<'_>, notice: ClockNotice) {
-        (**self).on_clock_notice(cx, notice)
+    fn on_skipped_ticks(&mut self, ticks: &SkippedTicks<'_>) -> bool {
+        (**self).on_skipped_ticks(ticks)
+    }
+    fn tick_due(&mut self) -> TickDue {
+        (**self).tick_due()
     }
     fn clone_box(&self) -> Option<Box<dyn Process>> {
         (**self).clone_box()
