@@ -49,7 +49,9 @@
 //!
 //! Simplified, and why: one thread per client, so the lock name `uuid:threadId` is fixed per
 //! client (a client's next `lock()` on a key its own lock name still holds is reentrant, as
-//! in Redisson); the command and pub/sub connections are one process (pubsub.rs says how).
+//! in Redisson), unless `lock_owner` gives the group's members one name (`thread_id: shared`:
+//! reactive pipelines on one thread, 3.52.0 RedissonBaseLock.java:241-249, redisson#4467);
+//! the command and pub/sub connections are one process (pubsub.rs says how).
 
 use crate::client::section::{Section, SectionHost};
 use crate::client::single::NsRange;
@@ -181,6 +183,12 @@ pub struct RedissonConfig {
     pub rounds: Option<u64>,
     /// The client's name: its lock name is `<name>:1` (`uuid:threadId`).
     pub token_prefix: String,
+    /// The `uuid` of the lock name when the group's members are callers of one
+    /// RedissonClient on one thread — reactive pipelines a Reactor or Netty thread runs in
+    /// turn, whose `lock()` without a `threadId` takes `Thread.currentThread().getId()`
+    /// (redisson#4467): the group's name, one lock name for all, so each member's lock script
+    /// finds the hash field held and re-enters. None: the member's own name.
+    pub lock_owner: Option<String>,
 }
 
 impl RedissonConfig {
@@ -213,6 +221,7 @@ impl RedissonConfig {
             fenced: false,
             rounds: None,
             token_prefix: token_prefix.into(),
+            lock_owner: None,
         }
     }
 }
@@ -331,7 +340,8 @@ impl RedissonClient {
             config.think,
             config.rounds,
         );
-        let lock_name = Bytes::from(format!("{}:1", config.token_prefix).as_str());
+        let owner = config.lock_owner.as_deref().unwrap_or(&config.token_prefix);
+        let lock_name = Bytes::from(format!("{owner}:1").as_str());
         let key = String::from_utf8_lossy(&config.key).into_owned();
         // RedissonObject.prefixName.
         let channel = if key.contains('{') {
@@ -1161,6 +1171,33 @@ mod tests {
         let gap = b_acquired[0].as_ns() - a_released[0].as_ns();
         assert!(gap < 10 * NS_PER_MS, "woken {gap} ns after the release");
         assert_eq!(expired(&w), 0);
+    }
+
+    #[test]
+    fn callers_sharing_one_thread_id_both_get_the_lock_as_a_reentry() {
+        // redisson#4467: one `uuid:threadId` for both; B's script finds the field and
+        // re-enters while A holds (A 2 s, B from 100 ms).
+        let shared = |prefix: &str, hold_s: u64| RedissonConfig {
+            lock_owner: Some("p".into()),
+            ..config(prefix, hold_s, RedissonVersion::V3_52)
+        };
+        let mut w = world(shared("a", 2), shared("b", 1), 40);
+        w.run();
+        let a_acquired = at_of(&w, A, |o| matches!(o, Observation::Acquired { .. }));
+        let a_released = at_of(&w, A, |o| matches!(o, Observation::Released { .. }));
+        let b_acquired = at_of(&w, B, |o| matches!(o, Observation::Acquired { .. }));
+        assert_eq!((a_acquired.len(), b_acquired.len()), (1, 1));
+        assert!(b_acquired[0] < a_released[0], "B re-entered while A held");
+        // Each its own name: B waits for A's unlock.
+        let mut w = world(
+            config("a", 2, RedissonVersion::V3_52),
+            config("b", 1, RedissonVersion::V3_52),
+            40,
+        );
+        w.run();
+        let a_released = at_of(&w, A, |o| matches!(o, Observation::Released { .. }));
+        let b_acquired = at_of(&w, B, |o| matches!(o, Observation::Acquired { .. }));
+        assert!(b_acquired[0] > a_released[0]);
     }
 
     #[test]

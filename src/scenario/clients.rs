@@ -326,6 +326,13 @@ pub struct RedisPySpec {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
+pub enum ThreadIdSpec {
+    PerMember,
+    Shared,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LockObjectSpec {
     Shared,
     PerMember,
@@ -452,6 +459,11 @@ pub struct RedissonSpec {
     /// Extra delay drawn for each renewal (a starved timer thread).
     #[serde(default)]
     pub renewal_delay: Option<DurRange>,
+    /// `thread_id: shared`: the group's members call `lock()` from one thread of one client
+    /// (reactive pipelines), so they share one `uuid:threadId` (redisson#4467). Default
+    /// `per_member`: each its own (a thread each, or `lock(threadId)` with its own id).
+    #[serde(default)]
+    pub thread_id: Option<ThreadIdSpec>,
     /// `RFencedLock`: a token INCRed on the same Redis goes with the resource operations
     /// (needs `resource: (fencing: true)`).
     #[serde(default)]
@@ -1291,6 +1303,9 @@ impl ClientGroup {
                     config.interrupt_after_ns = redisson.interrupt_after.map(|d| d.ns());
                     config.late_acquire_unlocks = redisson.late_acquire_unlocks;
                     config.fenced = redisson.fenced;
+                    if redisson.thread_id == Some(ThreadIdSpec::Shared) {
+                        config.lock_owner = Some(self.name.0.clone());
+                    }
                     if let Some(r) = redisson.renewal_delay {
                         config.renewal_delay = range(r);
                     }

@@ -325,6 +325,13 @@ lock, or take the lock with a lease.",
         &[],
     ),
     (
+        "redisson-shared-thread-id-reenters",
+        "Give each pipeline its own thread id and pass it to both calls (`lock(threadId)`, \
+`unlock(threadId)`; the variant below): Redisson's lock is reentrant per `uuid:threadId`, and \
+the pipelines of one Reactor or Netty thread are one thread to it.",
+        &[],
+    ),
+    (
         "redisson-renewal-starved",
         "A watchdog cannot protect work whose renewals may starve: fencing tokens checked by \
 the resource (RFencedLock's token), or a lease longer than the worst stall.",
