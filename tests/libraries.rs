@@ -102,3 +102,15 @@ fn reactive_pipelines_sharing_one_redisson_thread_id_both_hold_and_a_thread_id_e
         "a thread id per pipeline",
     );
 }
+
+/// redisson#6472: 3.44.0's `LockTask.renew` reads an entry another thread's unlock removed
+/// (renewal/LockTask.java:53-54), the NPE leaves `RenewalTask.run` before it reschedules
+/// (RenewalTask.java:165-179), and the holder's lock expires under it; 3.45.1 skips the entry
+/// (5f9589346) and keeps renewing.
+#[test]
+fn redisson_3_44_s_renewal_task_dies_on_a_racing_unlock_and_3_45_1_renews_through_it() {
+    assert_bug_and_fix(
+        "redisson-renewal-task-dies-on-racing-unlock",
+        "Redisson 3.45.1",
+    );
+}

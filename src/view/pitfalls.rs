@@ -332,6 +332,13 @@ the pipelines of one Reactor or Netty thread are one thread to it.",
         &[],
     ),
     (
+        "redisson-renewal-task-dies-on-racing-unlock",
+        "Upgrade to Redisson 3.45.1 or later (5f9589346 skips the vanished entry; 3.46.0 also the \
+empty chunk, #6506; the variant below); and fence the resource: a watchdog that stops says \
+nothing to the holder in any version.",
+        &["redisson-fenced-renewal-starved"],
+    ),
+    (
         "redisson-renewal-starved",
         "A watchdog cannot protect work whose renewals may starve: fencing tokens checked by \
 the resource (RFencedLock's token), or a lease longer than the worst stall.",
