@@ -90,3 +90,27 @@ fn goroutines_sharing_one_redsync_mutex_delete_the_next_winners_keys_and_a_mutex
 fn asyncio_tasks_sharing_one_redis_py_lock_share_its_token_and_a_lock_per_task_does_not() {
     assert_bug_and_fix("redis-py-asyncio-tasks-share-token", "a Lock per task");
 }
+
+/// Redisson 3.52.0's `lockAsync()` names its hash field `id + ":" + Thread.currentThread()
+/// .getId()` (RedissonBaseLock.java:241-249, :68-70): reactive pipelines on one thread share
+/// it, and the lock script (RedissonLock.java:214-224) lets the second in as a re-entry
+/// (redisson#4467); a thread id per pipeline waits for the first.
+#[test]
+fn reactive_pipelines_sharing_one_redisson_thread_id_both_hold_and_a_thread_id_each_does_not() {
+    assert_bug_and_fix(
+        "redisson-shared-thread-id-reenters",
+        "a thread id per pipeline",
+    );
+}
+
+/// redisson#6472: 3.44.0's `LockTask.renew` reads an entry another thread's unlock removed
+/// (renewal/LockTask.java:53-54), the NPE leaves `RenewalTask.run` before it reschedules
+/// (RenewalTask.java:165-179), and the holder's lock expires under it; 3.45.1 skips the entry
+/// (5f9589346) and keeps renewing.
+#[test]
+fn redisson_3_44_s_renewal_task_dies_on_a_racing_unlock_and_3_45_1_renews_through_it() {
+    assert_bug_and_fix(
+        "redisson-renewal-task-dies-on-racing-unlock",
+        "Redisson 3.45.1",
+    );
+}

@@ -98,7 +98,7 @@ pub enum Library {
         blocking_timeout_ms: Option<u64>,
         thread_local: bool,
     },
-    /// Redisson's `RLock` (src/client/redisson.rs: 3.43.0, 3.44.0, 3.52.0).
+    /// Redisson's `RLock` (src/client/redisson.rs: 3.43.0, 3.44.0, 3.45.1, 3.52.0).
     Redisson {
         version: String,
         /// The release the model copies for `version`.

@@ -49,7 +49,9 @@
 //!
 //! Simplified, and why: one thread per client, so the lock name `uuid:threadId` is fixed per
 //! client (a client's next `lock()` on a key its own lock name still holds is reentrant, as
-//! in Redisson); the command and pub/sub connections are one process (pubsub.rs says how).
+//! in Redisson), unless `lock_owner` gives the group's members one name (`thread_id: shared`:
+//! reactive pipelines on one thread, 3.52.0 RedissonBaseLock.java:241-249, redisson#4467);
+//! the command and pub/sub connections are one process (pubsub.rs says how).
 
 use crate::client::section::{Section, SectionHost};
 use crate::client::single::NsRange;
@@ -83,15 +85,20 @@ pub enum RedissonVersion {
     /// redisson-3.43.0: one failed renewal stops the watchdog; 3 retries 1.5 s apart.
     V3_43,
     /// redisson-3.44.0: renewal goes on after an error (597d604a3); 3 retries 1.5 s apart.
+    /// Also 3.45.0: a renewal pass that meets an entry removed under it throws and the
+    /// client's renewal task is never scheduled again (redisson#6472).
     V3_44,
+    /// redisson-3.45.1: as 3.44.0, and the pass skips a vanished entry (5f9589346, #6472).
+    V3_45_1,
     /// redisson-3.52.0: as 3.44, with 4 retries and EqualJitterDelay(1 s, 2 s) (since 3.48.0).
     V3_52,
 }
 
 impl RedissonVersion {
-    pub const ALL: [RedissonVersion; 3] = [
+    pub const ALL: [RedissonVersion; 4] = [
         RedissonVersion::V3_43,
         RedissonVersion::V3_44,
+        RedissonVersion::V3_45_1,
         RedissonVersion::V3_52,
     ];
 
@@ -99,6 +106,7 @@ impl RedissonVersion {
         match self {
             RedissonVersion::V3_43 => "3.43.0",
             RedissonVersion::V3_44 => "3.44.0",
+            RedissonVersion::V3_45_1 => "3.45.1",
             RedissonVersion::V3_52 => "3.52.0",
         }
     }
@@ -112,6 +120,16 @@ impl RedissonVersion {
         self != RedissonVersion::V3_43
     }
 
+    /// Does a renewal pass that meets an entry another thread's unlock removed under it throw,
+    /// so that the client's renewal task is never scheduled again? 3.44.0 to 3.45.0:
+    /// `LockTask.renew` dereferences `name2entry.get(key)` unchecked (3.44.0
+    /// renewal/LockTask.java:51-54), the NPE leaves `RenewalTask.run` (RenewalTask.java:170)
+    /// before `schedule()`, and `running` stays set, so `add` schedules nothing (:136-147)
+    /// while the client keeps any lock. 3.45.1 skips the entry (5f9589346).
+    pub fn pass_dies_on_vanished_entry(self) -> bool {
+        self == RedissonVersion::V3_44
+    }
+
     /// Does a lock that failed the sync check get unlocked? `handleNoSync` matched the
     /// exception by a message shorter than the one thrown up to 3.46 (3.44.0
     /// CommandAsyncService.java:967 vs 1069), so it never did; from 3.47.0 (f2b6ad849) it
@@ -123,7 +141,7 @@ impl RedissonVersion {
     /// `retryAttempts`: resends after the first send.
     pub fn retry_attempts(self) -> u32 {
         match self {
-            RedissonVersion::V3_43 | RedissonVersion::V3_44 => 3,
+            RedissonVersion::V3_43 | RedissonVersion::V3_44 | RedissonVersion::V3_45_1 => 3,
             RedissonVersion::V3_52 => 4,
         }
     }
@@ -133,7 +151,9 @@ impl RedissonVersion {
     /// uniform draw up to the other half.
     pub fn retry_delay(self, attempt: u32) -> NsRange {
         match self {
-            RedissonVersion::V3_43 | RedissonVersion::V3_44 => NsRange::fixed(1_500 * NS_PER_MS),
+            RedissonVersion::V3_43 | RedissonVersion::V3_44 | RedissonVersion::V3_45_1 => {
+                NsRange::fixed(1_500 * NS_PER_MS)
+            }
             RedissonVersion::V3_52 => {
                 let exp = (1_000u64 << attempt.min(20)).min(2_000);
                 NsRange::new(exp / 2 * NS_PER_MS, exp * NS_PER_MS)
@@ -164,6 +184,11 @@ pub struct RedissonConfig {
     pub timeout_ns: u64,
     /// Extra delay drawn for every renewal (a starved timer thread, redisson#5698).
     pub renewal_delay: NsRange,
+    /// The first renewal pass at or after this monotonic time meets another thread of the
+    /// same RedissonClient unlocking another watchdog lock: the entry the pass was about to
+    /// read is removed under it (redisson#6472). Whether the pass survives is the version's
+    /// (`pass_dies_on_vanished_entry`).
+    pub racing_unlock_at_ns: Option<u64>,
     /// The caller's thread is interrupted when its lock script is not answered within this
     /// (`lockInterruptibly`); the thread then ends.
     pub interrupt_after_ns: Option<u64>,
@@ -181,6 +206,12 @@ pub struct RedissonConfig {
     pub rounds: Option<u64>,
     /// The client's name: its lock name is `<name>:1` (`uuid:threadId`).
     pub token_prefix: String,
+    /// The `uuid` of the lock name when the group's members are callers of one
+    /// RedissonClient on one thread — reactive pipelines a Reactor or Netty thread runs in
+    /// turn, whose `lock()` without a `threadId` takes `Thread.currentThread().getId()`
+    /// (redisson#4467): the group's name, one lock name for all, so each member's lock script
+    /// finds the hash field held and re-enters. None: the member's own name.
+    pub lock_owner: Option<String>,
 }
 
 impl RedissonConfig {
@@ -205,6 +236,7 @@ impl RedissonConfig {
             slaves_sync_timeout_ms: 1_000,
             timeout_ns: 3_000 * NS_PER_MS,
             renewal_delay: NsRange::fixed(0),
+            racing_unlock_at_ns: None,
             interrupt_after_ns: None,
             late_acquire_unlocks: false,
             hold: NsRange::fixed(1_000 * NS_PER_MS),
@@ -213,6 +245,7 @@ impl RedissonConfig {
             fenced: false,
             rounds: None,
             token_prefix: token_prefix.into(),
+            lock_owner: None,
         }
     }
 }
@@ -313,6 +346,8 @@ pub struct RedissonClient {
     renew_sends: u32,
     // Invariant: a background timer of another generation is stale.
     renew_gen: u64,
+    /// The racing unlock (`racing_unlock_at_ns`) has met a pass.
+    raced: bool,
     timeout: RequestTimeout,
     lock_script: Script,
     fenced_lock_script: Script,
@@ -331,7 +366,8 @@ impl RedissonClient {
             config.think,
             config.rounds,
         );
-        let lock_name = Bytes::from(format!("{}:1", config.token_prefix).as_str());
+        let owner = config.lock_owner.as_deref().unwrap_or(&config.token_prefix);
+        let lock_name = Bytes::from(format!("{owner}:1").as_str());
         let key = String::from_utf8_lossy(&config.key).into_owned();
         // RedissonObject.prefixName.
         let channel = if key.contains('{') {
@@ -365,6 +401,7 @@ impl RedissonClient {
             renewal: Renewal::Off,
             renew_sends: 0,
             renew_gen: 0,
+            raced: false,
             timeout: RequestTimeout::default(),
             lock_script: Script::new(LOCK_SRC.as_bytes()),
             fenced_lock_script: Script::new(FENCED_LOCK_SRC.as_bytes()),
@@ -989,6 +1026,25 @@ impl Process for RedissonClient {
                 }
             }
             Timer::Background(g) if g == self.renew_gen => match self.renewal {
+                Renewal::Scheduled
+                    if !self.raced
+                        && self
+                            .config
+                            .racing_unlock_at_ns
+                            .is_some_and(|t| cx.mono_ns >= t) =>
+                {
+                    // redisson#6472: another thread's unlock removed the entry this pass was
+                    // about to read. 3.44.0-3.45.0 throw out of the timer task, which nothing
+                    // schedules again while this lock is held; later versions skip the entry.
+                    self.raced = true;
+                    if self.config.version.pass_dies_on_vanished_entry() {
+                        self.cancel_renewal();
+                    } else {
+                        self.renewal = Renewal::InFlight;
+                        let call = self.send_call(cx, CallKind::Renew, 1);
+                        self.renew_call = Some(call);
+                    }
+                }
                 Renewal::Scheduled => {
                     self.renewal = Renewal::InFlight;
                     let call = self.send_call(cx, CallKind::Renew, 1);
@@ -1161,6 +1217,55 @@ mod tests {
         let gap = b_acquired[0].as_ns() - a_released[0].as_ns();
         assert!(gap < 10 * NS_PER_MS, "woken {gap} ns after the release");
         assert_eq!(expired(&w), 0);
+    }
+
+    #[test]
+    fn callers_sharing_one_thread_id_both_get_the_lock_as_a_reentry() {
+        // redisson#4467: one `uuid:threadId` for both; B's script finds the field and
+        // re-enters while A holds (A 2 s, B from 100 ms).
+        let shared = |prefix: &str, hold_s: u64| RedissonConfig {
+            lock_owner: Some("p".into()),
+            ..config(prefix, hold_s, RedissonVersion::V3_52)
+        };
+        let mut w = world(shared("a", 2), shared("b", 1), 40);
+        w.run();
+        let a_acquired = at_of(&w, A, |o| matches!(o, Observation::Acquired { .. }));
+        let a_released = at_of(&w, A, |o| matches!(o, Observation::Released { .. }));
+        let b_acquired = at_of(&w, B, |o| matches!(o, Observation::Acquired { .. }));
+        assert_eq!((a_acquired.len(), b_acquired.len()), (1, 1));
+        assert!(b_acquired[0] < a_released[0], "B re-entered while A held");
+        // Each its own name: B waits for A's unlock.
+        let mut w = world(
+            config("a", 2, RedissonVersion::V3_52),
+            config("b", 1, RedissonVersion::V3_52),
+            40,
+        );
+        w.run();
+        let a_released = at_of(&w, A, |o| matches!(o, Observation::Released { .. }));
+        let b_acquired = at_of(&w, B, |o| matches!(o, Observation::Acquired { .. }));
+        assert!(b_acquired[0] > a_released[0]);
+    }
+
+    #[test]
+    fn a_pass_racing_another_unlock_ends_the_watchdog_in_3_44_and_not_in_3_45_1() {
+        // redisson#6472: A holds 45 s; its pass at 20 s meets the racing unlock.
+        let run = |version| {
+            let racing = RedissonConfig {
+                racing_unlock_at_ns: Some(15 * NS_PER_S),
+                ..config("a", 45, version)
+            };
+            let mut w = world(racing, config("b", 1, version), 80);
+            w.run();
+            let a_released = at_of(&w, A, |o| matches!(o, Observation::Released { .. }));
+            let b_acquired = at_of(&w, B, |o| matches!(o, Observation::Acquired { .. }));
+            (a_released[0], b_acquired[0])
+        };
+        let (a_released, b_acquired) = run(RedissonVersion::V3_44);
+        // Renewed at 10 s only: the key expires at ~40 s, under A.
+        assert!(b_acquired < a_released);
+        assert!(b_acquired.as_ns() / NS_PER_S == 40, "{b_acquired:?}");
+        let (a_released, b_acquired) = run(RedissonVersion::V3_45_1);
+        assert!(b_acquired > a_released);
     }
 
     #[test]

@@ -326,6 +326,13 @@ pub struct RedisPySpec {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
+pub enum ThreadIdSpec {
+    PerMember,
+    Shared,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LockObjectSpec {
     Shared,
     PerMember,
@@ -430,7 +437,7 @@ pub struct WatchdogSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedissonSpec {
-    /// The release copied: "3.43.0", "3.44.0" or "3.52.0".
+    /// The release copied: "3.43.0", "3.44.0", "3.45.1" or "3.52.0".
     pub version: Pos<String>,
     /// `lock(leaseTime)`: this TTL and no watchdog (default: the watchdog, `ttl`).
     #[serde(default)]
@@ -452,6 +459,16 @@ pub struct RedissonSpec {
     /// Extra delay drawn for each renewal (a starved timer thread).
     #[serde(default)]
     pub renewal_delay: Option<DurRange>,
+    /// The first renewal pass at or after this time meets another thread of the same
+    /// RedissonClient unlocking another watchdog lock, whose entry vanishes under the pass
+    /// (redisson#6472: fatal to the renewal task in 3.44.0-3.45.0).
+    #[serde(default)]
+    pub racing_unlock_at: Option<Dur>,
+    /// `thread_id: shared`: the group's members call `lock()` from one thread of one client
+    /// (reactive pipelines), so they share one `uuid:threadId` (redisson#4467). Default
+    /// `per_member`: each its own (a thread each, or `lock(threadId)` with its own id).
+    #[serde(default)]
+    pub thread_id: Option<ThreadIdSpec>,
     /// `RFencedLock`: a token INCRed on the same Redis goes with the resource operations
     /// (needs `resource: (fencing: true)`).
     #[serde(default)]
@@ -1048,6 +1065,12 @@ impl ClientGroup {
                         redisson.version.mark,
                     ));
                 }
+                if redisson.racing_unlock_at.is_some() && redisson.lease.is_some() {
+                    return Err(invalid(
+                        "redisson `racing_unlock_at` races the watchdog's renewal pass: a lock with a `lease` has no watchdog",
+                        redisson.version.mark,
+                    ));
+                }
                 if self.ttl.ns() < 3 * NS_PER_MS {
                     return Err(invalid(
                         "ttl (lockWatchdogTimeout) must be at least 3ms: it is renewed every third",
@@ -1291,9 +1314,13 @@ impl ClientGroup {
                     config.interrupt_after_ns = redisson.interrupt_after.map(|d| d.ns());
                     config.late_acquire_unlocks = redisson.late_acquire_unlocks;
                     config.fenced = redisson.fenced;
+                    if redisson.thread_id == Some(ThreadIdSpec::Shared) {
+                        config.lock_owner = Some(self.name.0.clone());
+                    }
                     if let Some(r) = redisson.renewal_delay {
                         config.renewal_delay = range(r);
                     }
+                    config.racing_unlock_at_ns = redisson.racing_unlock_at.map(|d| d.ns());
                     config.hold = hold;
                     config.think = think;
                     config.retry = range(retrying.retry.value);

@@ -322,7 +322,7 @@ mod strict_tests {
             &model(&format!("{RL}, redisson: (version: @\"3.9.9\")),"), check),
             &[
                 "unknown Redisson version \"3.9.9\"",
-                "3.43.0, 3.44.0, 3.52.0",
+                "3.43.0, 3.44.0, 3.45.1, 3.52.0",
             ],
         );
         assert_at(

@@ -325,6 +325,20 @@ lock, or take the lock with a lease.",
         &[],
     ),
     (
+        "redisson-shared-thread-id-reenters",
+        "Give each pipeline its own thread id and pass it to both calls (`lock(threadId)`, \
+`unlock(threadId)`; the variant below): Redisson's lock is reentrant per `uuid:threadId`, and \
+the pipelines of one Reactor or Netty thread are one thread to it.",
+        &[],
+    ),
+    (
+        "redisson-renewal-task-dies-on-racing-unlock",
+        "Upgrade to Redisson 3.45.1 or later (5f9589346 skips the vanished entry; 3.46.0 also the \
+empty chunk, #6506; the variant below); and fence the resource: a watchdog that stops says \
+nothing to the holder in any version.",
+        &["redisson-fenced-renewal-starved"],
+    ),
+    (
         "redisson-renewal-starved",
         "A watchdog cannot protect work whose renewals may starve: fencing tokens checked by \
 the resource (RFencedLock's token), or a lease longer than the worst stall.",
