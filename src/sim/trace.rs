@@ -1,6 +1,8 @@
 //! The trace of a run: every event the loop handled, in order. `Full` keeps structured
 //! entries (replay, determinism checks); `Hash` folds them into a running FNV-1a hash
-//! (cheap determinism checks); `Off` costs nothing (sweeps).
+//! (cheap determinism checks); `Count` keeps none but knows where a `Full` trace would have
+//! stopped keeping them (`run`, which prints no message but that note); `Off` costs nothing
+//! (sweeps).
 
 use std::fmt::Write as _;
 
@@ -13,6 +15,8 @@ use crate::time::{ProcId, SimTime};
 pub enum TraceMode {
     Off,
     Hash,
+    /// No entry kept: only the count a `Full` trace would keep, and its cap (`Trace::cap`).
+    Count,
     Full,
 }
 
@@ -69,6 +73,9 @@ pub struct Trace {
     /// `Full` past the cap: the true time of the first entry not kept, and how many were not.
     capped_at: Option<SimTime>,
     dropped: u64,
+    /// `Count`: the entries a `Full` trace would have kept so far.
+    // Invariant: at most `MAX_TRACE_ENTRIES`.
+    counted: usize,
 }
 
 /// Where a `Full` trace stopped keeping entries.
@@ -113,14 +120,16 @@ impl Trace {
             hash: FNV_OFFSET,
             capped_at: None,
             dropped: 0,
+            counted: 0,
         }
     }
 
-    /// `Full` only: where the trace stopped keeping entries, if it did.
+    /// `Full` and `Count`: where the trace stopped (or would have stopped) keeping entries,
+    /// if it did.
     pub fn cap(&self) -> Option<TraceCap> {
         self.capped_at.map(|at| TraceCap {
             at,
-            kept: self.entries.len(),
+            kept: self.entries.len().max(self.counted),
             dropped: self.dropped,
             dropped_hash: self.hash,
         })
@@ -136,7 +145,8 @@ impl Trace {
             TraceMode::Off => {}
             TraceMode::Hash => self.fold(&entry),
             TraceMode::Full if self.entries.len() < MAX_TRACE_ENTRIES => self.entries.push(entry),
-            TraceMode::Full => {
+            TraceMode::Count if self.counted < MAX_TRACE_ENTRIES => self.counted += 1,
+            TraceMode::Full | TraceMode::Count => {
                 self.capped_at.get_or_insert(entry.at);
                 self.dropped += 1;
                 self.fold(&entry);
@@ -327,4 +337,33 @@ pub fn describe_msg(m: &Msg) -> String {
 
 fn fmt_token(t: Option<u64>) -> String {
     t.map_or_else(|| "-".into(), |t| t.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `run` prints a `Count` trace's cap note where it printed a `Full` one's: the same
+    /// instant, the same kept and dropped counts.
+    #[test]
+    fn a_counting_trace_caps_where_a_full_one_would() {
+        let entry = |i: u64| TraceEntry {
+            at: SimTime(i * 10),
+            proc: ProcId(0),
+            wall_ms: 0,
+            kind: TraceKind::Timer { tag: 1 },
+        };
+        let mut t = Trace::new(TraceMode::Count);
+        for i in 0..MAX_TRACE_ENTRIES as u64 {
+            t.record(entry(i));
+        }
+        assert_eq!(t.cap(), None, "at the cap, nothing dropped yet");
+        for i in 0..7 {
+            t.record(entry(MAX_TRACE_ENTRIES as u64 + i));
+        }
+        let cap = t.cap().expect("past the cap");
+        assert!(t.entries.is_empty(), "a counting trace keeps no entry");
+        assert_eq!(cap.at, SimTime(MAX_TRACE_ENTRIES as u64 * 10));
+        assert_eq!((cap.kept, cap.dropped), (MAX_TRACE_ENTRIES, 7));
+    }
 }
