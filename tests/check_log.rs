@@ -339,7 +339,15 @@ fn a_page_of_a_log_that_held_says_so_and_exits_0() {
     ]);
     assert_eq!(code, 3, "{err}");
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(html.contains("as logged: no violation"));
+    assert!(!html.contains("no violation"));
+    assert!(html.contains(
+        r#"<p id="verdict" class="bad">as logged: possibly violated within the clock bounds: mutual_exclusion</p>"#
+    ));
+    assert!(html.contains(r#"<span class="bad">possibly violated</span>"#));
+    assert!(
+        !html.contains(r#"class="vlabel""#),
+        "no certain violation is marked"
+    );
     assert!(html.contains("mutual_exclusion  possible"));
 }
 

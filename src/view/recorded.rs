@@ -384,7 +384,19 @@ pub fn html(file: &str, command: &str, report: &Report) -> String {
     let _ = world.run_until(end);
     world.history.records = recs;
 
+    let possible: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.verdict == Verdict::Possible)
+        .map(|f| f.property)
+        .collect();
     let log = LogLanes {
+        possible: (!possible.is_empty()).then(|| {
+            format!(
+                "possibly violated within the clock bounds: {}",
+                possible.join(", ")
+            )
+        }),
         notes,
         bands,
         command: command.to_string(),

@@ -238,6 +238,9 @@ pub(super) struct LogLanes {
     pub(super) findings: Vec<String>,
     /// Events judged but not drawn.
     pub(super) left_out: usize,
+    /// With no certain violation: the violations the clock bounds leave possible, in words
+    /// (check-log's exit code 3).
+    pub(super) possible: Option<String>,
 }
 
 /// Escapes text for XML attributes and content.
