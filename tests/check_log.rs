@@ -310,6 +310,9 @@ fn the_html_page_draws_the_real_log_with_the_replays_lanes_and_stepper() {
     assert!(html.contains(r#"<script type="application/json" class="steps""#));
     assert!(html.contains("w1 acquires lock `resource-lock`"));
     assert!(html.contains("VIOLATION of mutual_exclusion"));
+    // The log records no versions: its writes are told without any.
+    assert!(html.contains("resource accepts w2's write with token 2."));
+    assert!(!html.contains("v0 becomes v1"));
     // Nothing to replay: the command that judged it instead, and no counterfactuals.
     assert!(html.contains("judged by: <code>"));
     assert!(!html.contains("replay: <code>"));

@@ -390,7 +390,11 @@ pub fn html(file: &str, command: &str, report: &Report) -> String {
         .filter(|f| f.verdict == Verdict::Possible)
         .map(|f| f.property)
         .collect();
+    let versioned = events
+        .iter()
+        .any(|e| e.read_version.is_some() || e.wrote_version.is_some());
     let log = LogLanes {
+        versioned,
         possible: (!possible.is_empty()).then(|| {
             format!(
                 "possibly violated within the clock bounds: {}",

@@ -244,11 +244,12 @@ fn page(
             } else {
                 esc(&variant_words(base, r))
             },
-            crate::view::stepper::steps_json(
+            crate::view::stepper::steps_json_of(
                 r.sc,
                 r.world,
                 r.violations,
-                if i == 0 { &said } else { &[] }
+                if i == 0 { &said } else { &[] },
+                log.is_none_or(|l| l.versioned)
             )
         );
     }

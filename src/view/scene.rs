@@ -241,6 +241,9 @@ pub(super) struct LogLanes {
     /// With no certain violation: the violations the clock bounds leave possible, in words
     /// (check-log's exit code 3).
     pub(super) possible: Option<String>,
+    /// Whether the log records the resource's versions (`read_version`, `wrote_version`):
+    /// without them the stepper tells reads and writes without versions.
+    pub(super) versioned: bool,
 }
 
 /// Escapes text for XML attributes and content.

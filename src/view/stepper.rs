@@ -87,7 +87,8 @@ struct ClientState {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 struct ResourceState {
-    version: u64,
+    /// `None`: the run does not know the resource's versions (a recorded log without them).
+    version: Option<u64>,
     highest_token: Option<u64>,
     last: String,
 }
@@ -166,13 +167,25 @@ pub fn steps_json(
     violations: &[Violation],
     said: &[(SimTime, String)],
 ) -> String {
+    steps_json_of(sc, world, violations, said, true)
+}
+
+/// [`steps_json`]; `versioned: false` for a world whose resource versions are not known (a
+/// recorded log whose writes log none): its reads and writes are told without versions.
+pub(super) fn steps_json_of(
+    sc: &Scenario,
+    world: &World,
+    violations: &[Violation],
+    said: &[(SimTime, String)],
+    versioned: bool,
+) -> String {
     let Built {
         mut steps,
         frames,
         deltas,
         cut,
         folded,
-    } = build(sc, world, violations);
+    } = build(sc, world, violations, versioned);
     for (at, sentence) in said {
         // The fault's own step, or the folded set-up that holds it.
         let own = steps
@@ -228,7 +241,7 @@ pub fn steps_json(
 /// The sentences alone (tests, and the notable stops of lessons): the steps the page shows,
 /// set-up folded into the first.
 pub fn steps(sc: &Scenario, world: &World, violations: &[Violation]) -> Vec<Step> {
-    build(sc, world, violations).steps
+    build(sc, world, violations, true).steps
 }
 
 struct Built {
@@ -342,7 +355,7 @@ fn setup_sentence(
     format!("{s} Press → for the story.")
 }
 
-fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
+fn build(sc: &Scenario, world: &World, violations: &[Violation], versioned: bool) -> Built {
     let names = world.names();
     let epoch = sc.epoch_unix_ms;
     let lock_keys = sc.lock_keys();
@@ -376,7 +389,12 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
             ProcKind::Client => {
                 st.clients.insert(i, ClientState::default());
             }
-            ProcKind::Resource => st.resource = Some(ResourceState::default()),
+            ProcKind::Resource => {
+                st.resource = Some(ResourceState {
+                    version: versioned.then_some(0),
+                    ..ResourceState::default()
+                })
+            }
             _ => {}
         }
     }
@@ -559,10 +577,16 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                         if *accepted && let Some(t) = token {
                             res.highest_token = Some(res.highest_token.map_or(*t, |h| h.max(*t)));
                         }
-                        res.last = format!("{c} read v{version}");
+                        res.last = if versioned {
+                            format!("{c} read v{version}")
+                        } else {
+                            format!("{c} read")
+                        };
                         dirty_r = true;
                     }
-                    if *accepted {
+                    if *accepted && !versioned {
+                        format!("{who} serves {c} a read{tok}; {c} starts its critical section.")
+                    } else if *accepted {
                         format!(
                             "{who} serves {c} a read{tok}: version {version}; {c} starts its critical section."
                         )
@@ -581,13 +605,15 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                     let tok = token.map_or(String::new(), |t| format!(" with token {t}"));
                     if let Some(res) = st.resource.as_mut() {
                         if *accepted {
-                            res.version = *version_after;
+                            res.version = res.version.map(|_| *version_after);
                             if let Some(t) = token {
                                 res.highest_token =
                                     Some(res.highest_token.map_or(*t, |h| h.max(*t)));
                             }
                         }
-                        res.last = if *accepted {
+                        res.last = if *accepted && !versioned {
+                            format!("{c} wrote")
+                        } else if *accepted {
                             format!("{c} wrote v{version_after}")
                         } else {
                             format!("{c}'s write refused")
@@ -598,6 +624,8 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                         format!(
                             "{who} refuses {c}'s write{tok}: a newer token has been seen (fencing)."
                         )
+                    } else if !versioned {
+                        format!("{who} accepts {c}'s write{tok}.")
                     } else if *version_after != base_version + 1 {
                         format!(
                             "{who} accepts {c}'s write{tok}, based on v{base_version}, now v{version_after}."

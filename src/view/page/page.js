@@ -245,7 +245,7 @@
     }
     h += '</table></div>';
     if (st.r) {
-      h += '<div><h4>Resource</h4><table><tr><th>version</th><td>' + st.r.version + '</td></tr><tr><th>highest token seen</th><td>' + (st.r.highest === null ? '—' : st.r.highest) + '</td></tr><tr><th>last</th><td>' + esc(st.r.last || '—') + '</td></tr></table></div>';
+      h += '<div><h4>Resource</h4><table><tr><th>version</th><td>' + (st.r.version === null ? '— (not logged)' : st.r.version) + '</td></tr><tr><th>highest token seen</th><td>' + (st.r.highest === null ? '—' : st.r.highest) + '</td></tr><tr><th>last</th><td>' + esc(st.r.last || '—') + '</td></tr></table></div>';
     }
     statePanel.innerHTML = h;
     statePanel.dataset.step = String(n);
