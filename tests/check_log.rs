@@ -313,6 +313,8 @@ fn the_html_page_draws_the_real_log_with_the_replays_lanes_and_stepper() {
     // The log records no versions: its writes are told without any.
     assert!(html.contains("resource accepts w2's write with token 2."));
     assert!(!html.contains("v0 becomes v1"));
+    // A holding ends where check-log ends the belief; the log does not say the client knew.
+    assert!(!html.contains("learns it no longer holds"));
     // Nothing to replay: the command that judged it instead, and no counterfactuals.
     assert!(html.contains("judged by: <code>"));
     assert!(!html.contains("replay: <code>"));
@@ -386,5 +388,36 @@ fn the_format_flag_keeps_the_text_and_json_outputs_byte_identical() {
     assert_eq!(
         check_log(&[f, "--json"]),
         check_log(&[f, "--format", "json"])
+    );
+}
+
+/// The Redlock run that lost an update, drawn: A's holding ends where its believed validity
+/// ran out (told as its belief ending, not as something it learnt), its later write is the
+/// stale write, and the versions the log records are told.
+#[test]
+fn the_redlock_page_ends_a_belief_at_its_validity_and_tells_the_logged_versions() {
+    let page = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-log-tests/redlock.html");
+    std::fs::create_dir_all(page.parent().unwrap()).unwrap();
+    let (code, _, err) = check_log(&[
+        "tests/check-log/redlock-lost-update.jsonl",
+        "--format",
+        "html",
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("VIOLATED: lost_update, stale_write"));
+    assert!(html.contains(
+        "A-pottery's belief that it holds lock `redlock:counter-lock` ends: its believed validity ran out."
+    ));
+    assert!(html.contains("counter accepts A-pottery's write"));
+    assert!(
+        html.contains("v0 becomes v1"),
+        "the logged versions are told"
+    );
+    assert!(
+        html.contains(r#"<line class="belief""#),
+        "the believed validity is drawn"
     );
 }

@@ -249,7 +249,12 @@ fn page(
                 r.world,
                 r.violations,
                 if i == 0 { &said } else { &[] },
-                log.is_none_or(|l| l.versioned)
+                log.map_or(crate::view::stepper::Telling::RUN, |l| {
+                    crate::view::stepper::Telling {
+                        versioned: l.versioned,
+                        recorded: true,
+                    }
+                })
             )
         );
     }

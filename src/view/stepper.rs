@@ -167,17 +167,35 @@ pub fn steps_json(
     violations: &[Violation],
     said: &[(SimTime, String)],
 ) -> String {
-    steps_json_of(sc, world, violations, said, true)
+    steps_json_of(sc, world, violations, said, Telling::RUN)
 }
 
-/// [`steps_json`]; `versioned: false` for a world whose resource versions are not known (a
-/// recorded log whose writes log none): its reads and writes are told without versions.
+/// How a world's steps are told: a simulated run's, or a recorded log's (whose holdings end
+/// where check-log ended its belief, whose refusals have no known reason, and whose
+/// resource versions may not be logged).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Telling {
+    /// The resource's versions are known (false: a log that records none; reads and writes
+    /// are told without versions).
+    pub(super) versioned: bool,
+    /// The world is a recorded log's (`view::recorded`).
+    pub(super) recorded: bool,
+}
+
+impl Telling {
+    pub(super) const RUN: Telling = Telling {
+        versioned: true,
+        recorded: false,
+    };
+}
+
+/// [`steps_json`], told as `telling` says.
 pub(super) fn steps_json_of(
     sc: &Scenario,
     world: &World,
     violations: &[Violation],
     said: &[(SimTime, String)],
-    versioned: bool,
+    telling: Telling,
 ) -> String {
     let Built {
         mut steps,
@@ -185,7 +203,7 @@ pub(super) fn steps_json_of(
         deltas,
         cut,
         folded,
-    } = build(sc, world, violations, versioned);
+    } = build(sc, world, violations, telling);
     for (at, sentence) in said {
         // The fault's own step, or the folded set-up that holds it.
         let own = steps
@@ -241,7 +259,7 @@ pub(super) fn steps_json_of(
 /// The sentences alone (tests, and the notable stops of lessons): the steps the page shows,
 /// set-up folded into the first.
 pub fn steps(sc: &Scenario, world: &World, violations: &[Violation]) -> Vec<Step> {
-    build(sc, world, violations, true).steps
+    build(sc, world, violations, Telling::RUN).steps
 }
 
 struct Built {
@@ -355,7 +373,11 @@ fn setup_sentence(
     format!("{s} Press → for the story.")
 }
 
-fn build(sc: &Scenario, world: &World, violations: &[Violation], versioned: bool) -> Built {
+fn build(sc: &Scenario, world: &World, violations: &[Violation], telling: Telling) -> Built {
+    let Telling {
+        versioned,
+        recorded,
+    } = telling;
     let names = world.names();
     let epoch = sc.epoch_unix_ms;
     let lock_keys = sc.lock_keys();
@@ -547,6 +569,12 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation], versioned: bool
                         dirty_c.push(p);
                     }
                     match &r.obs {
+                        // A log's holding ends where check-log ends the belief: whether the
+                        // client noticed, or stopped, the log does not say.
+                        Observation::Lost { reason, .. } if recorded => format!(
+                            "{who}'s belief that it holds lock {} ends: {reason}.",
+                            lock_name(*lock)
+                        ),
                         Observation::Lost { reason, .. } => format!(
                             "{who} learns it no longer holds lock {} ({reason}) and stops.",
                             lock_name(*lock)
@@ -590,6 +618,8 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation], versioned: bool
                         format!(
                             "{who} serves {c} a read{tok}: version {version}; {c} starts its critical section."
                         )
+                    } else if recorded {
+                        format!("{who} refuses {c}'s read{tok}: the log says it failed.")
                     } else {
                         format!("{who} refuses {c}'s read{tok}: a newer token has been seen.")
                     }
@@ -620,7 +650,11 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation], versioned: bool
                         };
                         dirty_r = true;
                     }
-                    if !*accepted {
+                    if !*accepted && recorded {
+                        format!(
+                            "{who} refuses {c}'s write{tok}: the log says it failed (not applied)."
+                        )
+                    } else if !*accepted {
                         format!(
                             "{who} refuses {c}'s write{tok}: a newer token has been seen (fencing)."
                         )
