@@ -307,7 +307,7 @@ pub(super) fn render_svg(
     let _ = writeln!(s, r#"<g id="ticks">"#);
     let span = view.to.0 - view.from.0;
     let step = tick_step_ns(span, 10);
-    let first = view.from.0.div_ceil(step) * step;
+    let first = view.from.0.div_ceil(step).saturating_mul(step);
     let mut t = first;
     while t <= view.to.0 {
         let x = l.x(SimTime(t));
@@ -318,7 +318,12 @@ pub(super) fn render_svg(
             axis_y - 4.0,
             fmt_tick(t, step)
         );
-        t += step;
+        // A window reaching the end of time (a recorded log's instants saturate there) ends
+        // the ticks instead of wrapping around to the start.
+        match t.checked_add(step) {
+            Some(next) => t = next,
+            None => break,
+        }
     }
     let _ = writeln!(s, "</g>");
     let _ = writeln!(
