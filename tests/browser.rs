@@ -813,3 +813,85 @@ fn one_screen_per_step_the_sentence_the_chart_and_the_panel_at_1280_by_900_and_8
     cdp.close();
     eprintln!("screenshots in {}", dir.display());
 }
+
+/// `check-log --format html`: the redis-py harness's real log drawn as a page runs in the
+/// browser as a replay's does — no console output, the script finishes, the stepper opened
+/// at a step shows its sentence and the clients' beliefs (and no Redis nodes: a log has
+/// none).
+#[test]
+fn a_real_logs_page_steps_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        if std::env::var("DISTLOCK_BROWSER_TEST").as_deref() == Ok("require") {
+            panic!("no chromium found, and DISTLOCK_BROWSER_TEST=require");
+        }
+        eprintln!("skipped: no chromium (apt-get install chromium, or run .ci/run)");
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("check-log-redis-py-pause.html");
+    let st = Command::new(env!("CARGO_BIN_EXE_distlock-sim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["check-log", "tests/check-log/redis-py-pause.jsonl"])
+        .args(["--format", "html", "--out"])
+        .arg(&page)
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(1), "the log is violated");
+    let profile = dir.join("profile-check-log");
+    let shot = dir.join("check-log-redis-py-pause.png");
+    let out = browser(
+        &bin,
+        &profile,
+        &[
+            "--enable-logging=stderr".into(),
+            "--v=0".into(),
+            "--window-size=1280,900".into(),
+            format!("--screenshot={}", shot.display()),
+            format!("file://{}", page.display()),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "chromium failed: {stderr}");
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "console output: {console:#?}");
+    // Step 4 of the log: w2 has acquired while w1 still believes it holds.
+    let dom = browser(
+        &bin,
+        &profile,
+        &[
+            "--dump-dom".into(),
+            format!("file://{}#s=4", page.display()),
+        ],
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.split("data-rendered=\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .is_some_and(|n| n > 0),
+        "the page's script did not finish"
+    );
+    let panel = dom
+        .split("<aside id=\"state\"")
+        .nth(1)
+        .and_then(|s| s.split("</aside>").next())
+        .unwrap_or_default();
+    assert!(panel.contains("Clients: what each believes"), "{panel}");
+    assert!(
+        !panel.contains("Redis nodes"),
+        "a log has no Redis nodes: {panel}"
+    );
+    assert!(
+        panel.contains("holds lock `resource-lock`"),
+        "someone holds the lock at step 4: {panel}"
+    );
+    let sentence = dom
+        .split("<p id=\"sentence\"")
+        .nth(1)
+        .and_then(|s| s.split("</p>").next())
+        .unwrap_or_default();
+    assert!(sentence.len() > 20, "the step's sentence: {sentence}");
+    eprintln!("check-log page: screenshot {}", shot.display());
+}

@@ -606,6 +606,73 @@ fn the_fencing_figure_grants_tokens_33_and_34_and_its_fencing_variant_holds_over
     }
 }
 
+/// DDIA's delayed request (2nd edition, chapter 9): in every one of 1,000 seeds client1's
+/// write lands after its key expired and after client2's write, and is applied on top of it;
+/// with fencing (classic-ddia-fencing-storage) the storage rejects that write, token 1 after 2,
+/// in every seed, and its variant that ignores tokens loses the update again.
+#[test]
+fn the_ddia_delayed_write_lands_after_the_lease_and_only_fencing_at_the_storage_rejects_it() {
+    use distlock_sim::history::Observation;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let load = |m: &str| {
+        scenario::load(&root.join(format!("models/{m}.ron"))).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let delayed = load("classic-ddia-delayed-request");
+    let fenced = load("classic-ddia-fencing-storage");
+    let s = sweep(&delayed, 0..1_000, Shard::WHOLE, jobs, &|| {});
+    assert_eq!(s.violated_properties(), vec![Property::ResourceSafety]);
+    assert_eq!(s.violating_seeds, 1_000);
+    let s = sweep(&fenced, 0..1_000, Shard::WHOLE, jobs, &|| {});
+    assert!(s.violated_properties().is_empty());
+    assert!(!s.vacuous(&fenced), "{:?}", s.missing_witnesses(&fenced));
+    let ignores = fenced
+        .variants
+        .iter()
+        .find(|v| v.name == "storage ignores tokens")
+        .expect("the pitfall variant");
+    let ignores = scenario::load_str(&fenced.name, &fenced.path, &ignores.text)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let s = sweep(&ignores, 0..1_000, Shard::WHOLE, jobs, &|| {});
+    assert_eq!(s.violated_properties(), vec![Property::ResourceSafety]);
+    // Seed 0, in order: client1's key expires, client2 writes, client1's delayed write lands
+    // (applied as written, refused with fencing).
+    for (sc, accepted) in [(&delayed, true), (&fenced, false)] {
+        let (_, world) = distlock_sim::explore::run_world(sc, 0, distlock_sim::sim::TraceMode::Off);
+        let names = world.names();
+        let who = |p: distlock_sim::time::ProcId| names[p.index()].as_str();
+        let recs = &world.history.records;
+        let expired = recs
+            .iter()
+            .position(|r| {
+                matches!(&r.obs, Observation::KeyRemoved { value, .. } if value.as_ref() == b"client1-1")
+            })
+            .expect("client1's key expires");
+        let write_of = |c: &str| {
+            recs.iter().position(|r| {
+                matches!(&r.obs, Observation::ResourceWrite { client, .. } if who(*client) == c)
+            })
+        };
+        let (w2, w1) = (write_of("client2").unwrap(), write_of("client1").unwrap());
+        assert!(expired < w2 && w2 < w1, "{}: {expired} {w2} {w1}", sc.name);
+        assert!(
+            recs[w1].at.0 > 13_000_000_000,
+            "{}: client1's write lands at {}",
+            sc.name,
+            recs[w1].at
+        );
+        match &recs[w1].obs {
+            Observation::ResourceWrite {
+                accepted: a, token, ..
+            } => {
+                assert_eq!(*a, accepted, "{}", sc.name);
+                assert_eq!(*token, (!accepted).then_some(1), "{}", sc.name);
+            }
+            _ => unreachable!(),
+        }
+    }
+}
+
 /// Kleppmann's second Redlock scenario: without the validity check (node-redlock v5) the
 /// replies a paused client wakes up to make two holders in every seed; with it (the variant,
 /// the redis-docs preset) the same schedule holds in all 1,000 — the acquisition that took

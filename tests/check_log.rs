@@ -252,3 +252,172 @@ fn an_unknown_field_is_named_without_serdes_position_suffix() {
     );
     assert!(!err.contains("column"), "{err}");
 }
+
+/// The page of a log (`--format html --out F`): written, same exit code as the text, and it
+/// is the replay's page — its stepper, its lanes per client and resource, the holdings, each
+/// host's clock bound and check-log's own violations by their check-log names.
+#[test]
+fn the_html_page_draws_the_real_log_with_the_replays_lanes_and_stepper() {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-log-tests");
+    std::fs::create_dir_all(&out).unwrap();
+    let page = out.join("redis-py-pause.html");
+    let _ = std::fs::remove_file(&page);
+    let (code, stdout, err) = check_log(&[
+        "tests/check-log/redis-py-pause.jsonl",
+        "--format",
+        "html",
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(stdout, "", "the page goes to the file only");
+    assert!(
+        err.contains(
+            "redis-py-pause.html (tests/check-log/redis-py-pause.jsonl: VIOLATED, exit code 1)"
+        ),
+        "{err}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The violations, by check-log's names, on the chart and in the header.
+    assert!(
+        html.contains("VIOLATED: mutual_exclusion, resource_safety, stale_write"),
+        "verdict line"
+    );
+    assert!(html.contains(r#"class="vlabel""#) && html.contains("(1) mutual_exclusion"));
+    assert!(html.contains("w1 (line 2) and w2 (line 3) both believed they held"));
+    // The lanes: both workers and the resource, each client with its host's bound.
+    for (lane, role) in [("w1", "client"), ("w2", "client"), ("resource", "resource")] {
+        assert!(
+            html.contains(&format!(">{lane}</text><text class=\"role\" x=\"8\" y=")),
+            "lane {lane}"
+        );
+        assert!(html.contains(&format!(">{role}</text>")), "role {role}");
+    }
+    assert!(
+        html.contains("clock: h1 ±1ms"),
+        "the clock bound on the lane"
+    );
+    assert!(
+        html.contains("host clocks →"),
+        "the axis says whose time it is"
+    );
+    // Holdings (the hold bars), their overlap, the calls' widened intervals.
+    assert!(html.contains(r#"<rect class="hold""#));
+    assert!(html.contains(r#"<rect class="overlap""#));
+    assert!(html.contains(r#"<rect class="bound""#));
+    // The same stepper as a replay's page: its controls and its steps.
+    assert!(html.contains(r#"<div id="stepper">"#));
+    assert!(html.contains(r#"<script type="application/json" class="steps""#));
+    assert!(html.contains("w1 acquires lock `resource-lock`"));
+    assert!(html.contains("VIOLATION of mutual_exclusion"));
+    // The log records no versions: its writes are told without any.
+    assert!(html.contains("resource accepts w2's write with token 2."));
+    assert!(!html.contains("v0 becomes v1"));
+    // A holding ends where check-log ends the belief; the log does not say the client knew.
+    assert!(!html.contains("learns it no longer holds"));
+    // Nothing to replay: the command that judged it instead, and no counterfactuals.
+    assert!(html.contains("judged by: <code>"));
+    assert!(!html.contains("replay: <code>"));
+}
+
+#[test]
+fn a_page_of_a_log_that_held_says_so_and_exits_0() {
+    let page = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-log-tests/no-pause.html");
+    std::fs::create_dir_all(page.parent().unwrap()).unwrap();
+    let (code, _, err) = check_log(&[
+        "tests/check-log/redlock-no-pause.jsonl",
+        "--format",
+        "html",
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("as logged: no violation"));
+    // A log whose overlap is only possible: exit 3, and the page names no certain violation.
+    let (code, _, err) = check_log(&[
+        "tests/check-log/two-hosts-possible.jsonl",
+        "--format",
+        "html",
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 3, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("no violation"));
+    assert!(html.contains(
+        r#"<p id="verdict" class="bad">as logged: possibly violated within the clock bounds: mutual_exclusion</p>"#
+    ));
+    assert!(html.contains(r#"<span class="bad">possibly violated</span>"#));
+    assert!(
+        !html.contains(r#"class="vlabel""#),
+        "no certain violation is marked"
+    );
+    assert!(html.contains("mutual_exclusion  possible"));
+}
+
+#[test]
+fn html_without_out_and_out_without_html_are_usage_errors_with_exit_2() {
+    let (code, out, err) = check_log(&["tests/check-log/redis-py-pause.jsonl", "--format", "html"]);
+    assert_eq!(code, 2);
+    assert_eq!(out, "");
+    assert!(
+        err.contains("--format html writes a page: give the file to write with --out FILE"),
+        "{err}"
+    );
+    let (code, _, err) = check_log(&["tests/check-log/redis-py-pause.jsonl", "--out", "x.html"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--out is for --format html"), "{err}");
+    let (code, _, err) = check_log(&[
+        "tests/check-log/redis-py-pause.jsonl",
+        "--json",
+        "--format",
+        "html",
+        "--out",
+        "x.html",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(!Path::new("x.html").exists());
+}
+
+/// `--format text` and `--format json` are the old outputs, byte for byte.
+#[test]
+fn the_format_flag_keeps_the_text_and_json_outputs_byte_identical() {
+    let f = "tests/check-log/redlock-lost-update.jsonl";
+    assert_eq!(check_log(&[f]), check_log(&[f, "--format", "text"]));
+    assert_eq!(
+        check_log(&[f, "--json"]),
+        check_log(&[f, "--format", "json"])
+    );
+}
+
+/// The Redlock run that lost an update, drawn: A's holding ends where its believed validity
+/// ran out (told as its belief ending, not as something it learnt), its later write is the
+/// stale write, and the versions the log records are told.
+#[test]
+fn the_redlock_page_ends_a_belief_at_its_validity_and_tells_the_logged_versions() {
+    let page = Path::new(env!("CARGO_TARGET_TMPDIR")).join("check-log-tests/redlock.html");
+    std::fs::create_dir_all(page.parent().unwrap()).unwrap();
+    let (code, _, err) = check_log(&[
+        "tests/check-log/redlock-lost-update.jsonl",
+        "--format",
+        "html",
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("VIOLATED: lost_update, stale_write"));
+    assert!(html.contains(
+        "A-pottery's belief that it holds lock `redlock:counter-lock` ends: its believed validity ran out."
+    ));
+    assert!(html.contains("counter accepts A-pottery's write"));
+    assert!(
+        html.contains("v0 becomes v1"),
+        "the logged versions are told"
+    );
+    assert!(
+        html.contains(r#"<line class="belief""#),
+        "the believed validity is drawn"
+    );
+}

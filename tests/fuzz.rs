@@ -1,7 +1,8 @@
 //! In-process, deterministic fuzzing of the entry points that take untrusted text:
 //! the model loader (`scenario::load_str`), the conformance corpus parser
 //! (`conformance::corpus::parse`), load-then-run (what loads runs one seed, clamped to
-//! a short run by tests/fuzz/bounds.rs), check-log's reader (`check::recorded::judge`) and
+//! a short run by tests/fuzz/bounds.rs), check-log's reader (`check::recorded::judge`, and
+//! the page it draws of an accepted log) and
 //! serve's request-head parser (`explore::http`, checks in tests/fuzz/http_head.rs).
 //! Seeds: every models/*.ron, every tests/conformance/redis7/*.txt, every
 //! tests/check-log/*.jsonl and hand-made nasty inputs; a structure-aware mutator
@@ -745,6 +746,12 @@ fn judge_log(text: &str) -> Outcome {
             let shown = r.timeline();
             let again = recorded::judge(text.as_bytes()).expect("accepted once, accepted twice");
             assert_eq!(shown, again.timeline(), "the same log judged twice differs");
+            // Its page (`check-log --format html`): the same verdict, drawn without a panic.
+            let drawn = recorded::judge_drawn(text.as_bytes()).expect("accepted when drawn");
+            assert_eq!(drawn.timeline(), shown, "judged alike when drawn");
+            let page =
+                distlock_sim::view::recorded::html("fuzz.jsonl", "check-log fuzz.jsonl", &drawn);
+            assert!(page.ends_with("</html>\n"), "a whole page");
             Outcome::Accepted
         }
         Err(e) => {

@@ -49,7 +49,7 @@ fn the_index_lists_the_classic_figures_first_in_their_order() {
             c.model
         );
     }
-    assert_eq!(site::CLASSICS.len(), 4);
+    assert_eq!(site::CLASSICS.len(), 6);
 }
 
 #[test]
@@ -65,6 +65,24 @@ fn each_classic_figure_page_names_its_figure_and_source_and_stops_at_every_momen
                 "fencing token 33",
                 "fencing token 34",
                 "refuses client1's write with token 33",
+            ],
+        ),
+        (
+            "classic-ddia-delayed-request",
+            &[
+                "Designing Data-Intensive Applications, 2nd edition, chapter 9",
+                "The Trouble with Distributed Systems",
+                "latency +12s",
+                "refuses client1's write with token 1",
+            ],
+        ),
+        (
+            "classic-ddia-fencing-storage",
+            &[
+                "Designing Data-Intensive Applications, 2nd edition, chapter 9",
+                "fencing token 1",
+                "fencing token 2",
+                "refuses client1's write with token 1",
             ],
         ),
         (

@@ -46,6 +46,9 @@ pub const TIMELINE_LINES: usize = 200;
 pub const MAX_WARNINGS: usize = 100;
 /// Longer tokens and names are shown cut to this many bytes, with their length.
 pub const SHOWN_BYTES: usize = 64;
+/// A log's page (`check-log --format html`) draws the first this-many events of the file and
+/// the holdings they open; the rest are judged but not drawn.
+pub const DRAWN_EVENTS: usize = 20_000;
 
 /// Microseconds, wide enough that no sum or difference of logged values overflows.
 pub type Us = i128;
@@ -146,12 +149,78 @@ pub struct Report {
     /// The first `MAX_WARNINGS` warnings, in file order.
     pub warnings: Vec<LogWarning>,
     pub warnings_total: usize,
+    /// What a page draws (`judge_drawn`); `None` from `judge`.
+    pub drawn: Option<Drawn>,
     origin_us: Us,
     shown_events: Vec<ShownEvent>,
     shown_holdings: Vec<ShownHolding>,
 }
 
+/// One event as a log's page draws it, in its host's clock.
+#[derive(Clone, Debug)]
+pub struct DrawnEvent {
+    pub line: usize,
+    pub op: Op,
+    /// Index into `Report::hosts`.
+    pub host: usize,
+    pub client: String,
+    /// The lock (lock calls) or the resource (reads and writes).
+    pub object: String,
+    /// A lock call's token, cut at `SHOWN_BYTES` with its length.
+    pub token: String,
+    /// A resource call's fencing token.
+    pub fence: Option<u64>,
+    pub invoke_us: Us,
+    pub complete_us: Us,
+    pub result: Outcome,
+    /// An acquire's or extend's believed end (`validity_ms` from the invoke, or
+    /// `validity_left_ms` from the complete).
+    pub believed_until_us: Option<Us>,
+    pub read_version: Option<u64>,
+    pub wrote_version: Option<u64>,
+}
+
+/// What ended a believed holding, as check-log judged it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldingEnd {
+    /// Its client's release (at the release's invoke).
+    Released,
+    /// A failed extend (at its completion).
+    ExtendFailed,
+    /// The validity its client believed ran out first.
+    ValidityRanOut,
+    /// The client acquired the same lock with the same token again.
+    AcquiredAgain,
+    /// Still held when the log ends.
+    LogEnd,
+}
+
+/// A believed holding as a log's page draws it: check-log's own span, in its host's clock.
+#[derive(Clone, Debug)]
+pub struct DrawnHolding {
+    /// The line of the `ok` acquire that opened it.
+    pub line: usize,
+    pub start_us: Us,
+    pub end_us: Us,
+    pub end: HoldingEnd,
+}
+
+/// What a log's page draws: the first `DRAWN_EVENTS` events in file order and the holdings
+/// they opened.
+#[derive(Clone, Debug, Default)]
+pub struct Drawn {
+    pub events: Vec<DrawnEvent>,
+    pub holdings: Vec<DrawnHolding>,
+    /// Events judged but not drawn (past `DRAWN_EVENTS`).
+    pub left_out: usize,
+}
+
 impl Report {
+    /// The earliest invoke in the log (host clock, µs): where the text timeline counts from.
+    pub fn origin_us(&self) -> Us {
+        self.origin_us
+    }
+
     /// The worst verdict (`Held` when every property held or was unobserved).
     pub fn verdict(&self) -> Verdict {
         self.findings
@@ -174,7 +243,20 @@ impl Report {
 
 /// Reads and judges a log line by line. Blank lines are skipped.
 pub fn judge(input: impl BufRead) -> Result<Report, LogError> {
-    let mut j = Judge::default();
+    judge_with(input, None)
+}
+
+/// [`judge`], keeping what a page draws (`Report::drawn`): the first `DRAWN_EVENTS` events
+/// and their holdings, so memory stays bounded.
+pub fn judge_drawn(input: impl BufRead) -> Result<Report, LogError> {
+    judge_with(input, Some(Drawn::default()))
+}
+
+fn judge_with(input: impl BufRead, drawn: Option<Drawn>) -> Result<Report, LogError> {
+    let mut j = Judge {
+        drawn,
+        ..Judge::default()
+    };
     let mut input = input;
     let mut buf = Vec::new();
     let mut line_no = 0;
@@ -717,6 +799,7 @@ struct Judge {
     warnings_total: usize,
     shown_events: BinaryHeap<ShownEvent>,
     shown_holdings: BinaryHeap<ShownHolding>,
+    drawn: Option<Drawn>,
 }
 
 impl Judge {
@@ -964,6 +1047,7 @@ impl Judge {
             self.removals_recorded += 1;
         }
         self.show_event(&e);
+        self.draw_event(&e);
         match e.op {
             Op::Acquire | Op::Extend | Op::Release => self.lock_call(&e, client, object),
             Op::Write => {
@@ -975,6 +1059,31 @@ impl Judge {
                 Ok(())
             }
         }
+    }
+
+    fn draw_event(&mut self, e: &Ev<'_>) {
+        let Some(d) = self.drawn.as_mut() else {
+            return;
+        };
+        if d.events.len() == DRAWN_EVENTS {
+            d.left_out += 1;
+            return;
+        }
+        d.events.push(DrawnEvent {
+            line: e.line,
+            op: e.op,
+            host: e.host,
+            client: e.client.to_string(),
+            object: e.object.to_string(),
+            token: shown_plain(e.lock_token),
+            fence: e.fence,
+            invoke_us: Us::from(e.invoke_us),
+            complete_us: Us::from(e.complete_us),
+            result: e.result,
+            believed_until_us: e.believed_until_us(),
+            read_version: e.read_version,
+            wrote_version: e.wrote_version,
+        });
     }
 
     fn show_event(&mut self, e: &Ev<'_>) {
@@ -1034,7 +1143,14 @@ impl Judge {
 
     /// Closes a believed holding at `end_us` (the event that ended it, at `end_line`), or at
     /// the log's end (`end_line` None), and forgets its token.
-    fn close(&mut self, key: HoldingKey, o: Open, end_us: Us, end_line: Option<usize>) {
+    fn close(
+        &mut self,
+        key: HoldingKey,
+        o: Open,
+        end_us: Us,
+        end_line: Option<usize>,
+        cause: HoldingEnd,
+    ) {
         // At the log's end (no closing line) a belief with a validity still runs to it:
         // the recording stopped, the client's belief did not.
         let end = match (o.believed_until_us, end_line) {
@@ -1043,6 +1159,23 @@ impl Judge {
             (None, _) => end_us,
         }
         .max(o.start_us);
+        if let Some(d) = self.drawn.as_mut()
+            && d.events.last().is_some_and(|e| e.line >= o.line)
+        {
+            let by_validity = o
+                .believed_until_us
+                .is_some_and(|b| end_line.is_none() || b < end_us);
+            d.holdings.push(DrawnHolding {
+                line: o.line,
+                start_us: o.start_us,
+                end_us: end,
+                end: if by_validity {
+                    HoldingEnd::ValidityRanOut
+                } else {
+                    cause
+                },
+            });
+        }
         let (lock, client, _) = key;
         self.open_by_client.remove(&(client, o.line));
         self.held.push(Held {
@@ -1100,7 +1233,13 @@ impl Judge {
                     token_shown: shown_quoted(e.lock_token),
                 };
                 if let Some(prev) = self.open.insert(key, o) {
-                    self.close(key, prev, Us::from(e.invoke_us), Some(e.line));
+                    self.close(
+                        key,
+                        prev,
+                        Us::from(e.invoke_us),
+                        Some(e.line),
+                        HoldingEnd::AcquiredAgain,
+                    );
                 }
                 self.open_by_client.insert((client, e.line), (lock, key.2));
                 self.clients.entry(client).or_default().last_lock = Some(lock);
@@ -1116,7 +1255,13 @@ impl Judge {
             },
             (Op::Extend, Outcome::Fail) => {
                 match self.open.remove(&key) {
-                    Some(o) => self.close(key, o, Us::from(e.complete_us), Some(e.line)),
+                    Some(o) => self.close(
+                        key,
+                        o,
+                        Us::from(e.complete_us),
+                        Some(e.line),
+                        HoldingEnd::ExtendFailed,
+                    ),
                     None => self.warn(e.line, unmatched("extend")),
                 }
                 let st = self.clients.entry(client).or_default();
@@ -1129,7 +1274,13 @@ impl Judge {
             }
             (Op::Release, _) => {
                 match self.open.remove(&key) {
-                    Some(o) => self.close(key, o, Us::from(e.invoke_us), Some(e.line)),
+                    Some(o) => self.close(
+                        key,
+                        o,
+                        Us::from(e.invoke_us),
+                        Some(e.line),
+                        HoldingEnd::Released,
+                    ),
                     None => self.warn(e.line, unmatched("release")),
                 }
                 let st = self.clients.entry(client).or_default();
@@ -1364,7 +1515,7 @@ impl Judge {
         let log_end = Us::from(self.log_end_us.unwrap_or(0));
         let open = std::mem::take(&mut self.open);
         for (key, o) in open {
-            self.close(key, o, log_end, None);
+            self.close(key, o, log_end, None, HoldingEnd::LogEnd);
         }
         let findings = vec![
             self.mutual_exclusion(),
@@ -1383,6 +1534,7 @@ impl Judge {
             findings,
             warnings: self.warnings,
             warnings_total: self.warnings_total,
+            drawn: self.drawn.take(),
             origin_us: Us::from(self.origin_us.unwrap_or(0)),
             shown_events,
             shown_holdings,

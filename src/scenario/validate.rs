@@ -70,6 +70,8 @@ fn vacuous(model: &Model, p: Property, liveness_bound_ns: u64) -> Option<String>
                 model.duration
             )
         }),
+        // Never in a model (`Property::ALL` leaves it out).
+        Property::Recorded(_) => None,
     }
 }
 

@@ -55,6 +55,19 @@ and 34) holds on the same schedule; single-px-cad-fencing shows it over random p
         &["single-px-cad-fencing"],
     ),
     (
+        "classic-ddia-delayed-request",
+        "Fencing tokens checked by the storage: the model's variant \"fencing tokens\" holds \
+on the same schedule, and classic-ddia-fencing-storage is that fix as its own lesson. Nothing \
+on the lock's side helps: the lock was free when client2 took it; the write was already in \
+the network.",
+        &["classic-ddia-fencing-storage"],
+    ),
+    (
+        "classic-ddia-fencing-storage",
+        "This is the fix: the storage rejects the delayed write's lower token.",
+        &[],
+    ),
+    (
         "single-clock-step-expires-locks",
         "Slew clocks, never step them (valkey-io/valkey#2651 asks for expiry on a monotonic \
 clock); fencing tokens for what remains.",

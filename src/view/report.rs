@@ -16,7 +16,7 @@ use crate::scenario::Scenario;
 use crate::sim::World;
 use crate::time::SimTime;
 
-use super::scene::{ARROWS_PAGE, esc};
+use super::scene::{ARROWS_PAGE, LogLanes, esc};
 pub use super::scene::{View, first_safeguard};
 use super::svg::render_svg;
 
@@ -31,7 +31,7 @@ pub fn svg(
 ) -> String {
     let view = View::around_first_violation(world, violations).on(window);
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    s.push_str(&render_svg(sc, seed, world, violations, view, false));
+    s.push_str(&render_svg(sc, seed, world, violations, view, false, None));
     s
 }
 
@@ -167,18 +167,42 @@ pub fn html_runs_on(
     window: Option<(SimTime, SimTime)>,
     open: usize,
 ) -> String {
+    page(seed, runs, window, open, None)
+}
+
+/// The page of a log recorded from a real system (`view::recorded`): the same page, its
+/// world the log's, with the command that judged it in place of a replay line, the clock
+/// bounds on the lanes, and no counterfactuals (nothing can be re-run).
+pub(super) fn html_log(run: &PageRun<'_>, log: &LogLanes) -> String {
+    let runs = [PageRun {
+        name: run.name.clone(),
+        note: run.note.clone(),
+        sc: run.sc,
+        world: run.world,
+        violations: run.violations,
+    }];
+    page(0, &runs, None, 0, Some(log))
+}
+
+fn page(
+    seed: u64,
+    runs: &[PageRun<'_>],
+    window: Option<(SimTime, SimTime)>,
+    open: usize,
+    log: Option<&LogLanes>,
+) -> String {
     let base = &runs[0];
     let (sc, world, violations) = (base.sc, base.world, base.violations);
     let about = &runs[open.min(runs.len() - 1)];
     let view = View::page(about.world, about.violations).on(window);
     let names = world.names();
     // What would have saved the run: the model's own faults, one by one (not the added).
-    let cf = if violations.is_empty() || open > 0 {
+    let cf = if violations.is_empty() || open > 0 || log.is_some() {
         Vec::new()
     } else {
         counterfactuals(sc, seed, &names)
     };
-    let mut s = page_top(about.sc, seed, about.violations, &cf);
+    let mut s = page_top(about.sc, seed, about.violations, &cf, log);
     s.push_str(&stepper_bar(runs));
     if open > 0 {
         let _ = write!(
@@ -189,16 +213,17 @@ pub fn html_runs_on(
         s.push_str("<main id=\"stage\"><div id=\"charts\">");
     }
     s.push_str(CHART_NAV);
+    let (words, ok) = verdict_of(about.violations, log);
     let _ = writeln!(
         s,
         r#"<p id="verdict" class="{}">{}: {}</p><p id="vwords"></p>"#,
-        ok_or_bad(about.violations),
+        if ok { "ok" } else { "bad" },
         esc(&about.name),
-        esc(&verdict_text(about.violations))
+        esc(&words)
     );
-    s.push_str(&charts(seed, runs, view, window));
+    s.push_str(&charts(seed, runs, view, window, log));
     s.push_str("</div>\n<aside id=\"state\" aria-live=\"polite\"></aside></main>\n<div id=\"tip\" hidden></div>\n");
-    s.push_str(&page_bottom(runs, view));
+    s.push_str(&page_bottom(runs, view, log));
     // The steps and their state, computed from each run's history (`view::stepper`). The
     // fault's own step says its counterfactual too (the variants ran other faults' worth of
     // messages: theirs are not computed).
@@ -207,22 +232,29 @@ pub fn html_runs_on(
         .map(|c| (c.at, format!("Counterfactual (this fault alone made smaller, checked by a run from time 0): {}.", c.sentence())))
         .collect();
     for (i, r) in runs.iter().enumerate() {
+        let (words, ok) = verdict_of(r.violations, log);
         let _ = writeln!(
             s,
             r#"<script type="application/json" class="steps" data-variant="{}" data-verdict="{}" data-ok="{}" data-words="{}">{}</script>"#,
             esc(&r.name),
-            esc(&verdict_text(r.violations)),
-            r.violations.is_empty(),
+            esc(&words),
+            ok,
             if i == 0 {
                 String::new()
             } else {
                 esc(&variant_words(base, r))
             },
-            crate::view::stepper::steps_json(
+            crate::view::stepper::steps_json_of(
                 r.sc,
                 r.world,
                 r.violations,
-                if i == 0 { &said } else { &[] }
+                if i == 0 { &said } else { &[] },
+                log.map_or(crate::view::stepper::Telling::RUN, |l| {
+                    crate::view::stepper::Telling {
+                        versioned: l.versioned,
+                        recorded: true,
+                    }
+                })
             )
         );
     }
@@ -236,6 +268,16 @@ fn ok_or_bad(violations: &[Violation]) -> &'static str {
     if violations.is_empty() { "ok" } else { "bad" }
 }
 
+/// A run's verdict in words and whether it is a pass: its violations', or for a recorded
+/// log without a certain one, the violation its clock bounds leave possible (exit code 3:
+/// not a pass).
+fn verdict_of(violations: &[Violation], log: Option<&LogLanes>) -> (String, bool) {
+    match log.and_then(|l| l.possible.as_ref()) {
+        Some(p) if violations.is_empty() => (p.clone(), false),
+        _ => (verdict_text(violations), violations.is_empty()),
+    }
+}
+
 /// The document's head and the page's header: the model, its verdict, and folded away the
 /// replay command, the violations and what would have saved the run.
 fn page_top(
@@ -243,53 +285,93 @@ fn page_top(
     seed: u64,
     violations: &[Violation],
     cf: &[crate::explore::threshold::Counterfactual],
+    log: Option<&LogLanes>,
 ) -> String {
     let mut s = String::new();
+    let what = match log {
+        Some(_) => "recorded log".to_string(),
+        None => format!("seed {seed}"),
+    };
     let _ = write!(
         s,
         r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>distlock-sim: {} seed {seed}</title>
+<title>distlock-sim: {} {what}</title>
 <style>{PAGE_CSS}</style></head>
 <body>
-<header><h1>{} <span class="seed">seed {seed}</span> <span class="{}">{}</span> <span class="desc">{}</span></h1>
+<header><h1>{} <span class="seed">{what}</span> <span class="{}">{}</span> <span class="desc">{}</span></h1>
 "#,
         esc(&sc.name),
         esc(&sc.name),
-        ok_or_bad(violations),
-        if violations.is_empty() {
-            "no violation".to_string()
-        } else {
-            format!("{} violation(s)", violations.len())
+        match log.and_then(|l| l.possible.as_ref()) {
+            Some(_) if violations.is_empty() => "bad",
+            _ => ok_or_bad(violations),
+        },
+        match log.and_then(|l| l.possible.as_ref()) {
+            _ if !violations.is_empty() => format!("{} violation(s)", violations.len()),
+            Some(_) => "possibly violated".to_string(),
+            None => "no violation".to_string(),
         },
         esc(&sc.model.description),
     );
     // The first violation in the summary: what the run is about, even folded.
+    let command = if log.is_some() {
+        "every property's verdict, the command"
+    } else {
+        "the replay command"
+    };
     let summary = match violations.first() {
-        None => "the replay command".to_string(),
+        None => command.to_string(),
         Some(v) => format!(
             "{} at {}: {}",
             v.property,
             v.at,
             if violations.len() > 1 {
-                format!("{} more below, the replay command", violations.len() - 1)
+                format!("{} more below, {command}", violations.len() - 1)
             } else {
-                "the replay command".to_string()
+                command.to_string()
             }
         ),
     };
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "<details id=\"about\"><summary>{}{}</summary>\n<p class=\"replay\">replay: <code>{}</code></p>\n",
+        "<details id=\"about\"><summary>{}{}</summary>",
         esc(&summary),
         if cf.is_empty() {
             ""
         } else {
             ", what would have saved it"
         },
-        esc(&sc.replay_command(seed)),
     );
+    match log {
+        Some(l) => {
+            let _ = writeln!(
+                s,
+                "<p class=\"replay\">judged by: <code>{}</code> (times are the hosts' clocks, each within its bound of true time)</p>",
+                esc(&l.command)
+            );
+            s.push_str("<ul class=\"findings\">\n");
+            for f in &l.findings {
+                let _ = writeln!(s, "<li><code>{}</code></li>", esc(f));
+            }
+            s.push_str("</ul>\n");
+            if l.left_out > 0 {
+                let _ = writeln!(
+                    s,
+                    "<p class=\"note\">The last {} events of the log were judged but are not drawn.</p>",
+                    l.left_out
+                );
+            }
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "<p class=\"replay\">replay: <code>{}</code></p>",
+                esc(&sc.replay_command(seed))
+            );
+        }
+    }
     if !violations.is_empty() {
         s.push_str("<ol class=\"violations\">\n");
         for v in violations.iter().take(20) {
@@ -348,6 +430,7 @@ fn charts(
     runs: &[PageRun<'_>],
     view: View,
     window: Option<(SimTime, SimTime)>,
+    log: Option<&LogLanes>,
 ) -> String {
     let mut s = String::new();
     for (i, r) in runs.iter().enumerate() {
@@ -359,7 +442,7 @@ fn charts(
             arrows_to: rv.arrows_to.max(view.arrows_to),
             ..rv
         };
-        let mut svg = render_svg(r.sc, seed, r.world, r.violations, rv, true);
+        let mut svg = render_svg(r.sc, seed, r.world, r.violations, rv, true, log);
         if i > 0 {
             svg = svg.replacen(r#"id="timeline""#, &format!(r#"id="timeline-{i}""#), 1);
         }
@@ -387,7 +470,7 @@ fn charts(
 
 /// Under the stage: each variant in words (where it parts from the model's run, its note),
 /// the faults applied, and how to read and address the page.
-fn page_bottom(runs: &[PageRun<'_>], view: View) -> String {
+fn page_bottom(runs: &[PageRun<'_>], view: View, log: Option<&LogLanes>) -> String {
     let base = &runs[0];
     let world = base.world;
     let mut s = String::from("<section id=\"below\">");
@@ -405,6 +488,14 @@ fn page_bottom(runs: &[PageRun<'_>], view: View) -> String {
             );
         }
         s.push_str("</ul>\n");
+    }
+    if log.is_some() {
+        let _ = writeln!(
+            s,
+            "<h2>Reading a recorded log</h2><p class=\"note\">Lanes: {}. The time axis is the hosts' clocks, counted from the earliest instant any event may have had (its invoke less its host's bound); the log has no true time. A client believes it holds a lock from its acquire's completion to its release's invocation, its believed validity's end or a failed extend, as <code>check-log</code> judges it. Each pale band is one call from its invoke to its completion widened by its host's clock bound (under each client's name): the call took effect at some true instant inside it. A violation is marked where its last witnessing call completed. Keys: ← → step, Shift+← → notable step, Space play, Home/End. The address <code>#s=N</code> opens the page at step N.</p></section>",
+            esc(&world.names().join(", ")),
+        );
+        return s;
     }
     let _ = writeln!(
         s,

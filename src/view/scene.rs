@@ -224,6 +224,28 @@ pub fn first_safeguard(world: &World) -> Option<(SimTime, SimTime)> {
     Some((acquired, records[i].at))
 }
 
+/// What the page of a log recorded from a real system (`check-log --format html`) shows
+/// beside the scene drawn from it: each lane's host and clock bound (in place of a simulated
+/// clock, which a log does not have), every instant's uncertainty, and what judged it.
+pub(super) struct LogLanes {
+    /// Per process (lane): the words under its role, in place of the wall clock's.
+    pub(super) notes: Vec<String>,
+    /// (lane, from, to, tip): where an instant of the log lies, given its host's bound.
+    pub(super) bands: Vec<(usize, SimTime, SimTime, String)>,
+    /// The command that judged the log.
+    pub(super) command: String,
+    /// Each property's verdict, as `check-log` prints it.
+    pub(super) findings: Vec<String>,
+    /// Events judged but not drawn.
+    pub(super) left_out: usize,
+    /// With no certain violation: the violations the clock bounds leave possible, in words
+    /// (check-log's exit code 3).
+    pub(super) possible: Option<String>,
+    /// Whether the log records the resource's versions (`read_version`, `wrote_version`):
+    /// without them the stepper tells reads and writes without versions.
+    pub(super) versioned: bool,
+}
+
 /// Escapes text for XML attributes and content.
 pub(super) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());

@@ -107,6 +107,82 @@ pub const CLASSICS: &[Classic] = &[
         ],
     },
     Classic {
+        model: "classic-ddia-delayed-request",
+        figure: "a request delayed in the network: client 1's write to the storage arrives after its lease has expired and client 2 has taken the lease and written",
+        source: "Martin Kleppmann and Chris Riccomini, Designing Data-Intensive Applications, 2nd edition, chapter 9, \"The Trouble with Distributed Systems\" (figure numbers not cited: not checked here)",
+        reading: "Redis stands in for the book's lock service; the storage is the resource. The network delays what client1 sends the storage between 1.5 s and 2.5 s by 12 s, so its write, sent at 2 s, lands at 14 s; its lease (TTL 10 s) expires at 11 s. The variant \"fencing tokens\" is the fix on the same schedule; classic-ddia-fencing-storage is the fix as its own lesson.",
+        moments: &[
+            Moment {
+                run: None,
+                needles: &["client1 acquires"],
+                says: "Client 1 gets the lease.",
+            },
+            Moment {
+                run: None,
+                needles: &["latency +12s"],
+                says: "The network starts delaying what client 1 sends the storage: its write, sent now, is stuck in the network.",
+            },
+            Moment {
+                run: None,
+                needles: &["expires", "client1"],
+                says: "The lease expires while client 1's write is still in the network.",
+            },
+            Moment {
+                run: None,
+                needles: &["client2 acquires"],
+                says: "Client 2 gets the lease.",
+            },
+            Moment {
+                run: None,
+                needles: &["accepts client2's write"],
+                says: "Client 2 writes to the storage: ok.",
+            },
+            Moment {
+                run: None,
+                needles: &["VIOLATION"],
+                says: "Client 1's delayed write arrives and the storage applies it on top of client 2's: client 2's update is lost.",
+            },
+            Moment {
+                run: Some(FENCING),
+                needles: &["refuses client1's write with token 1"],
+                says: "With fencing tokens: the delayed write carries token 1, the storage has seen 2, and rejects it.",
+            },
+        ],
+    },
+    Classic {
+        model: "classic-ddia-fencing-storage",
+        figure: "fencing with a storage service that checks tokens: the lock service hands out a growing token with every lease, and the storage rejects a write whose token is lower than one it has processed",
+        source: "Martin Kleppmann and Chris Riccomini, Designing Data-Intensive Applications, 2nd edition, chapter 9, \"The Trouble with Distributed Systems\" (figure numbers not cited: not checked here)",
+        reading: "Redis stands in for the lock service and an INCR on it for the token counter; the storage is the resource and checks tokens. The schedule is classic-ddia-delayed-request's: client1's write with token 1 is delayed in the network past its lease. The variant \"storage ignores tokens\" is the pitfall on the same schedule.",
+        moments: &[
+            Moment {
+                run: None,
+                needles: &["fencing token 1"],
+                says: "Client 1 gets the lease with token 1.",
+            },
+            Moment {
+                run: None,
+                needles: &["expires", "client1"],
+                says: "The lease expires while client 1's write is delayed in the network.",
+            },
+            Moment {
+                run: None,
+                needles: &["fencing token 2"],
+                says: "Client 2 gets the lease with token 2.",
+            },
+            Moment {
+                run: None,
+                needles: &["accepts client2's write with token 2"],
+                says: "Client 2 writes with token 2: the storage accepts it and remembers 2.",
+            },
+            Moment {
+                run: None,
+                needles: &["refuses client1's write with token 1"],
+                says: "Client 1's delayed write arrives with token 1: rejected, 1 < 2. No update is lost.",
+            },
+        ],
+    },
+    Classic {
         model: "redlock-kleppmann-clock-jump",
         figure: "Kleppmann's Redlock scenario: the clock on node C jumps forward while D and E are unreachable from client 1 and A and B from client 2",
         source: "Martin Kleppmann, \"How to do distributed locking\" (2016), section \"Breaking Redlock with bad timings\", its first scenario",

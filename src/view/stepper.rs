@@ -87,7 +87,8 @@ struct ClientState {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 struct ResourceState {
-    version: u64,
+    /// `None`: the run does not know the resource's versions (a recorded log without them).
+    version: Option<u64>,
     highest_token: Option<u64>,
     last: String,
 }
@@ -166,13 +167,43 @@ pub fn steps_json(
     violations: &[Violation],
     said: &[(SimTime, String)],
 ) -> String {
+    steps_json_of(sc, world, violations, said, Telling::RUN)
+}
+
+/// How a world's steps are told: a simulated run's, or a recorded log's (whose holdings end
+/// where check-log ended its belief, whose refusals have no known reason, and whose
+/// resource versions may not be logged).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Telling {
+    /// The resource's versions are known (false: a log that records none; reads and writes
+    /// are told without versions).
+    pub(super) versioned: bool,
+    /// The world is a recorded log's (`view::recorded`).
+    pub(super) recorded: bool,
+}
+
+impl Telling {
+    pub(super) const RUN: Telling = Telling {
+        versioned: true,
+        recorded: false,
+    };
+}
+
+/// [`steps_json`], told as `telling` says.
+pub(super) fn steps_json_of(
+    sc: &Scenario,
+    world: &World,
+    violations: &[Violation],
+    said: &[(SimTime, String)],
+    telling: Telling,
+) -> String {
     let Built {
         mut steps,
         frames,
         deltas,
         cut,
         folded,
-    } = build(sc, world, violations);
+    } = build(sc, world, violations, telling);
     for (at, sentence) in said {
         // The fault's own step, or the folded set-up that holds it.
         let own = steps
@@ -228,7 +259,7 @@ pub fn steps_json(
 /// The sentences alone (tests, and the notable stops of lessons): the steps the page shows,
 /// set-up folded into the first.
 pub fn steps(sc: &Scenario, world: &World, violations: &[Violation]) -> Vec<Step> {
-    build(sc, world, violations).steps
+    build(sc, world, violations, Telling::RUN).steps
 }
 
 struct Built {
@@ -342,7 +373,11 @@ fn setup_sentence(
     format!("{s} Press → for the story.")
 }
 
-fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
+fn build(sc: &Scenario, world: &World, violations: &[Violation], telling: Telling) -> Built {
+    let Telling {
+        versioned,
+        recorded,
+    } = telling;
     let names = world.names();
     let epoch = sc.epoch_unix_ms;
     let lock_keys = sc.lock_keys();
@@ -376,7 +411,12 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
             ProcKind::Client => {
                 st.clients.insert(i, ClientState::default());
             }
-            ProcKind::Resource => st.resource = Some(ResourceState::default()),
+            ProcKind::Resource => {
+                st.resource = Some(ResourceState {
+                    version: versioned.then_some(0),
+                    ..ResourceState::default()
+                })
+            }
             _ => {}
         }
     }
@@ -529,6 +569,12 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                         dirty_c.push(p);
                     }
                     match &r.obs {
+                        // A log's holding ends where check-log ends the belief: whether the
+                        // client noticed, or stopped, the log does not say.
+                        Observation::Lost { reason, .. } if recorded => format!(
+                            "{who}'s belief that it holds lock {} ends: {reason}.",
+                            lock_name(*lock)
+                        ),
                         Observation::Lost { reason, .. } => format!(
                             "{who} learns it no longer holds lock {} ({reason}) and stops.",
                             lock_name(*lock)
@@ -559,13 +605,21 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                         if *accepted && let Some(t) = token {
                             res.highest_token = Some(res.highest_token.map_or(*t, |h| h.max(*t)));
                         }
-                        res.last = format!("{c} read v{version}");
+                        res.last = if versioned {
+                            format!("{c} read v{version}")
+                        } else {
+                            format!("{c} read")
+                        };
                         dirty_r = true;
                     }
-                    if *accepted {
+                    if *accepted && !versioned {
+                        format!("{who} serves {c} a read{tok}; {c} starts its critical section.")
+                    } else if *accepted {
                         format!(
                             "{who} serves {c} a read{tok}: version {version}; {c} starts its critical section."
                         )
+                    } else if recorded {
+                        format!("{who} refuses {c}'s read{tok}: the log says it failed.")
                     } else {
                         format!("{who} refuses {c}'s read{tok}: a newer token has been seen.")
                     }
@@ -581,23 +635,31 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation]) -> Built {
                     let tok = token.map_or(String::new(), |t| format!(" with token {t}"));
                     if let Some(res) = st.resource.as_mut() {
                         if *accepted {
-                            res.version = *version_after;
+                            res.version = res.version.map(|_| *version_after);
                             if let Some(t) = token {
                                 res.highest_token =
                                     Some(res.highest_token.map_or(*t, |h| h.max(*t)));
                             }
                         }
-                        res.last = if *accepted {
+                        res.last = if *accepted && !versioned {
+                            format!("{c} wrote")
+                        } else if *accepted {
                             format!("{c} wrote v{version_after}")
                         } else {
                             format!("{c}'s write refused")
                         };
                         dirty_r = true;
                     }
-                    if !*accepted {
+                    if !*accepted && recorded {
+                        format!(
+                            "{who} refuses {c}'s write{tok}: the log says it failed (not applied)."
+                        )
+                    } else if !*accepted {
                         format!(
                             "{who} refuses {c}'s write{tok}: a newer token has been seen (fencing)."
                         )
+                    } else if !versioned {
+                        format!("{who} accepts {c}'s write{tok}.")
                     } else if *version_after != base_version + 1 {
                         format!(
                             "{who} accepts {c}'s write{tok}, based on v{base_version}, now v{version_after}."

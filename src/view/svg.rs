@@ -13,8 +13,8 @@ use crate::sim::fault::FaultKind;
 use crate::time::{NS_PER_MS, NS_PER_S, ProcId, SimTime, fmt_duration_ns, fmt_signed_ns};
 
 use super::scene::{
-    LANE_PX, MarkKind, PLOT_X0, PLOT_X1, Scene, SpanKind, View, WIDTH_PX, client_colour, esc,
-    lane_order, scene,
+    LANE_PX, LogLanes, MarkKind, PLOT_X0, PLOT_X1, Scene, SpanKind, View, WIDTH_PX, client_colour,
+    esc, lane_order, scene,
 };
 
 /// More arrows than this in the first window make a run busy: its arrows hide the lanes and
@@ -141,6 +141,8 @@ pub(super) fn wrap(s: &str, width: usize) -> Vec<String> {
 
 /// The timeline as a standalone SVG document. `page` adds what the HTML page's script needs
 /// (every element of the run, not only the window's) and leaves the header to the page.
+/// `log`: the world is a recorded log's (`view::recorded`): its lanes say their host's clock
+/// bound instead of a clock, and its instants' uncertainty is drawn.
 pub(super) fn render_svg(
     sc: &Scenario,
     seed: u64,
@@ -148,6 +150,7 @@ pub(super) fn render_svg(
     violations: &[Violation],
     view: View,
     page: bool,
+    log: Option<&LogLanes>,
 ) -> String {
     let lock_keys = sc.lock_keys();
     let order = lane_order(sc);
@@ -284,7 +287,9 @@ pub(super) fn render_svg(
         };
         // Whether the node's wall clock ever leaves true time: then its lane carries the
         // offset curve; otherwise its reading is the axis.
-        let clock = if clock_curve(world, sc.epoch_unix_ms, p, SimTime::ZERO, end).is_some() {
+        let clock = if let Some(note) = log.and_then(|l| l.notes.get(p)) {
+            note.as_str()
+        } else if clock_curve(world, sc.epoch_unix_ms, p, SimTime::ZERO, end).is_some() {
             "wall clock: curve below"
         } else {
             "wall clock = true time"
@@ -302,7 +307,7 @@ pub(super) fn render_svg(
     let _ = writeln!(s, r#"<g id="ticks">"#);
     let span = view.to.0 - view.from.0;
     let step = tick_step_ns(span, 10);
-    let first = view.from.0.div_ceil(step) * step;
+    let first = view.from.0.div_ceil(step).saturating_mul(step);
     let mut t = first;
     while t <= view.to.0 {
         let x = l.x(SimTime(t));
@@ -313,16 +318,29 @@ pub(super) fn render_svg(
             axis_y - 4.0,
             fmt_tick(t, step)
         );
-        t += step;
+        // A window reaching the end of time (a recorded log's instants saturate there) ends
+        // the ticks instead of wrapping around to the start.
+        match t.checked_add(step) {
+            Some(next) => t = next,
+            None => break,
+        }
     }
     let _ = writeln!(s, "</g>");
     let _ = writeln!(
         s,
-        r#"<text class="axis" x="8" y="{}">true time →</text>"#,
-        axis_y - 4.0
+        r#"<text class="axis" x="8" y="{}">{}</text>"#,
+        axis_y - 4.0,
+        if log.is_some() {
+            "host clocks →"
+        } else {
+            "true time →"
+        }
     );
 
     let _ = writeln!(s, r#"<g id="plot" clip-path="url(#plotclip)">"#);
+    if let Some(log) = log {
+        draw_bands(&mut s, &l, log);
+    }
     draw_spans(&mut s, &l, &scene);
     draw_clocks(&mut s, &l, &order, &names);
     if busy {
@@ -453,6 +471,27 @@ pub(super) fn draw_spans(s: &mut String, l: &Layout<'_>, scene: &Scene) {
                 ))
             );
         }
+    }
+}
+
+/// A recorded log's uncertainty: each call from its invoke to its completion, widened by its
+/// host's clock bound, as a pale band behind the lane's bars.
+fn draw_bands(s: &mut String, l: &Layout<'_>, log: &LogLanes) {
+    for (p, from, to, tip) in &log.bands {
+        if !l.keep(*from, *to) {
+            continue;
+        }
+        let x0 = l.x(*from);
+        let _ = writeln!(
+            s,
+            r##"<rect class="bound" data-t0="{}" data-t1="{}" x="{x0:.1}" y="{}" width="{:.1}" height="{}" fill="#6a3d9a" fill-opacity=".12" stroke="#6a3d9a" stroke-opacity=".4" stroke-width=".6" stroke-dasharray="2 2">{}</rect>"##,
+            from.0,
+            to.0,
+            l.lane_y(*p) + 9.0,
+            (l.x(*to) - x0).max(1.0),
+            LANE_PX - 18.0,
+            title(tip)
+        );
     }
 }
 

@@ -215,7 +215,9 @@
     const st = stateAt(r, n), step = r.steps[n], t = step.t, names = r.data.names;
     const clock = p => t / 1e6 + (st.w[p] || 0);
     const off = p => { const o = st.w[p] || 0; return o === 0 ? '' : ' <span class="when">(' + (o > 0 ? '+' : '−') + dur(Math.abs(o) * 1e6) + ' off true time)</span>'; };
-    let h = '<div><h4>Redis nodes at ' + secs(t) + ' (true time)</h4><table><tr><th>node</th><th>role</th><th>its clock reads</th><th>keys (value, expiry on this node\'s clock)</th></tr>';
+    // A world without Redis nodes (a consensus model, a recorded log) has no nodes' table.
+    const nodes = Object.keys(st.n).length > 0;
+    let h = nodes ? '<div><h4>Redis nodes at ' + secs(t) + ' (true time)</h4><table><tr><th>node</th><th>role</th><th>its clock reads</th><th>keys (value, expiry on this node\'s clock)</th></tr>' : '';
     for (const p in st.n) {
       const nd = st.n[p], now = clock(+p);
       const keys = Object.keys(nd.keys).map(k => {
@@ -225,7 +227,7 @@
       });
       h += '<tr><td>' + esc(names[p]) + '</td><td>' + esc(nd.role) + (nd.down ? ' <span class="gone">DOWN</span>' : '') + '</td><td>' + wall(Math.floor(now)) + off(+p) + '</td><td>' + (keys.length ? keys.join('<br>') : '<span class="when">no lock key</span>') + '</td></tr>';
     }
-    h += '</table></div><div><h4>Clients: what each believes</h4><table><tr><th>client</th><th>doing</th><th>what it believes</th><th>its clock reads</th></tr>';
+    h += (nodes ? '</table></div>' : '') + '<div><h4>Clients: what each believes</h4><table><tr><th>client</th><th>doing</th><th>what it believes</th><th>its clock reads</th></tr>';
     for (const p in st.c) {
       const c = st.c[p], now = clock(+p);
       const doing = c.down ? 'down' : c.paused ? 'PAUSED' : c.holds.length ? 'in its critical section' : c.trying ? 'trying to lock' : 'idle';
@@ -243,7 +245,7 @@
     }
     h += '</table></div>';
     if (st.r) {
-      h += '<div><h4>Resource</h4><table><tr><th>version</th><td>' + st.r.version + '</td></tr><tr><th>highest token seen</th><td>' + (st.r.highest === null ? '—' : st.r.highest) + '</td></tr><tr><th>last</th><td>' + esc(st.r.last || '—') + '</td></tr></table></div>';
+      h += '<div><h4>Resource</h4><table><tr><th>version</th><td>' + (st.r.version === null ? '— (not logged)' : st.r.version) + '</td></tr><tr><th>highest token seen</th><td>' + (st.r.highest === null ? '—' : st.r.highest) + '</td></tr><tr><th>last</th><td>' + esc(st.r.last || '—') + '</td></tr></table></div>';
     }
     statePanel.innerHTML = h;
     statePanel.dataset.step = String(n);
