@@ -222,3 +222,28 @@ pub trait Process {
         None
     }
 }
+
+/// A boxed process (a registered algorithm's, `Actor::Custom`) is one: every call forwarded.
+impl Process for Box<dyn Process> {
+    fn on_start(&mut self, cx: &mut Cx<'_>) {
+        (**self).on_start(cx)
+    }
+    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
+        (**self).on_message(cx, from, msg)
+    }
+    fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
+        (**self).on_timer(cx, tag)
+    }
+    fn on_restart(&mut self, keep_data: bool) {
+        (**self).on_restart(keep_data)
+    }
+    fn on_skipped_ticks(&mut self, ticks: &SkippedTicks<'_>) -> bool {
+        (**self).on_skipped_ticks(ticks)
+    }
+    fn tick_due(&mut self) -> TickDue {
+        (**self).tick_due()
+    }
+    fn clone_box(&self) -> Option<Box<dyn Process>> {
+        (**self).clone_box()
+    }
+}

@@ -135,3 +135,33 @@ impl Process for Actor {
         each_actor!(self, p => p.tick_due())
     }
 }
+
+/// What the engine knows of a process without asking it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProcKind {
+    Redis,
+    Sentinel,
+    /// The consensus lock service: a server clients connect to, as to a Redis node.
+    ConsensusService,
+    /// A lock client (built in or a user's): it holds connections to servers.
+    Client,
+    /// The resource.
+    Other,
+}
+
+impl ProcKind {
+    pub(crate) fn of(actor: &Actor) -> ProcKind {
+        match actor {
+            Actor::Redis(_) => ProcKind::Redis,
+            Actor::Sentinel(_) => ProcKind::Sentinel,
+            Actor::ConsensusService(_) => ProcKind::ConsensusService,
+            Actor::Client(_)
+            | Actor::Redlock(_)
+            | Actor::Watchdog(_)
+            | Actor::Redisson(_)
+            | Actor::ConsensusClient(_)
+            | Actor::Custom(_) => ProcKind::Client,
+            Actor::Resource(_) => ProcKind::Other,
+        }
+    }
+}

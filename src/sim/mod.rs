@@ -7,6 +7,7 @@ pub mod decision;
 pub mod fault;
 pub mod periodic;
 pub mod queue;
+pub mod run;
 pub mod trace;
 pub mod world;
 

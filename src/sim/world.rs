@@ -4,58 +4,19 @@
 use crate::clock::NodeClock;
 use crate::history::{Fact, History, Observation};
 use crate::net::{DropReason, LinkSpec, Network};
-use crate::process::{Cx, OutputSink, Process, SkippedTicks, TickDue};
+use crate::process::{Cx, OutputSink, Process};
 use crate::proto::Msg;
 use crate::rng::{Prng, Seed};
 use crate::sim::actor::Actor;
+use crate::sim::actor::ProcKind;
 use crate::sim::adversary::{SendKind, Trigger};
 use crate::sim::decision::{Decision, DecisionKind};
 use crate::sim::fault::{Aim, Fault, FaultKind};
 use crate::sim::periodic::{Change, Fired, Periodic};
-use crate::sim::queue::EventQueue;
+use crate::sim::queue::{EventQueue, QueueEntry};
+pub use crate::sim::run::{Limits, RunEnd};
 use crate::sim::trace::{Trace, TraceEntry, TraceKind, TraceMode};
 use crate::time::{ProcId, SimTime};
-
-/// Bounds of a run. Hitting one ends the run with that verdict; nothing loops forever.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    pub max_time: SimTime,
-    pub max_events: u64,
-}
-
-/// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunEnd {
-    /// The run reached `max_time` (the normal end of a timed model).
-    TimeLimit,
-    /// The event budget ran out before `max_time`: the world produced events faster than the
-    /// model allows (a livelock, or a budget set too low).
-    EventLimit,
-    /// No event was left to handle.
-    Quiescent,
-    /// The history outgrew its memory budget (`history::HISTORY_BUDGET_BYTES`) before
-    /// `max_time`: the run stopped between two events, like `EventLimit` a budget stop whose
-    /// verdict covers only the run so far (inconclusive where it reports no violation).
-    HistoryLimit,
-}
-
-impl RunEnd {
-    /// A run cut short by one of its budgets (events, history memory) rather than ended by
-    /// its duration or by running out of work.
-    pub fn is_budget_stop(self) -> bool {
-        match self {
-            RunEnd::EventLimit | RunEnd::HistoryLimit => true,
-            RunEnd::TimeLimit | RunEnd::Quiescent => false,
-        }
-    }
-
-    /// The run stopped on a budget before the model's duration: a property that held may
-    /// still fail later in the run, so "held" is not a verdict for this run. (Every budget
-    /// stop is; matched exhaustively there, so a new way of stopping has to say which it is.)
-    pub fn is_inconclusive(self) -> bool {
-        self.is_budget_stop()
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunState {
@@ -129,34 +90,6 @@ enum Event {
     /// A process whose start is offset (`ProcSpec::start_at`) starts now, unless it crashed
     /// before (a restart starts it) — or waits for its resume, if paused.
     Start { proc: ProcId, incarnation: u32 },
-}
-
-/// Queue entry, one `u128`: `time << 64 | seq << 24 | slot`. Ordering by it is ordering by
-/// (time, seq) — the loop's total order, since `seq` is unique — and the slot index rides in
-/// the low bits, so the heap moves and compares 16 bytes per entry.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct QueueEntry(u128);
-
-/// Bits of the slot index; the slab never holds more than 2^24 pending events.
-const SLOT_BITS: u32 = 24;
-/// Bits of the sequence number: 2^40 events is far beyond any `max_events`.
-const SEQ_BITS: u32 = 40;
-
-impl QueueEntry {
-    #[inline]
-    fn new(at: SimTime, seq: u64, idx: u32) -> QueueEntry {
-        assert!(
-            seq < 1 << SEQ_BITS && idx < 1 << SLOT_BITS,
-            "event queue beyond its bounds"
-        );
-        QueueEntry((u128::from(at.0) << 64) | (u128::from(seq) << SLOT_BITS) | u128::from(idx))
-    }
-    fn time(self) -> SimTime {
-        SimTime((self.0 >> 64) as u64)
-    }
-    fn idx(self) -> u32 {
-        (self.0 as u32) & ((1 << SLOT_BITS) - 1)
-    }
 }
 
 /// Hands one input to process `$p` of world `$world`: `$call` runs with `$actor` and `$cx`
@@ -252,36 +185,6 @@ pub struct Engine {
     /// applied to its grid by the world at the end of the event that made them
     /// (`World::deliver_notices`).
     notices: Vec<(ProcId, Change)>,
-}
-
-/// What the engine knows of a process without asking it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ProcKind {
-    Redis,
-    Sentinel,
-    /// The consensus lock service: a server clients connect to, as to a Redis node.
-    ConsensusService,
-    /// A lock client (built in or a user's): it holds connections to servers.
-    Client,
-    /// The resource.
-    Other,
-}
-
-impl ProcKind {
-    fn of(actor: &Actor) -> ProcKind {
-        match actor {
-            Actor::Redis(_) => ProcKind::Redis,
-            Actor::Sentinel(_) => ProcKind::Sentinel,
-            Actor::ConsensusService(_) => ProcKind::ConsensusService,
-            Actor::Client(_)
-            | Actor::Redlock(_)
-            | Actor::Watchdog(_)
-            | Actor::Redisson(_)
-            | Actor::ConsensusClient(_)
-            | Actor::Custom(_) => ProcKind::Client,
-            Actor::Resource(_) => ProcKind::Other,
-        }
-    }
 }
 
 impl std::ops::Deref for World {
@@ -1581,29 +1484,5 @@ impl OutputSink for Router<'_> {
         let incarnation = slot.incarnation;
         self.engine.push_timer(at, self.from, incarnation, tag);
         true
-    }
-}
-
-impl Process for Box<dyn Process> {
-    fn on_start(&mut self, cx: &mut Cx<'_>) {
-        (**self).on_start(cx)
-    }
-    fn on_message(&mut self, cx: &mut Cx<'_>, from: ProcId, msg: Msg) {
-        (**self).on_message(cx, from, msg)
-    }
-    fn on_timer(&mut self, cx: &mut Cx<'_>, tag: u64) {
-        (**self).on_timer(cx, tag)
-    }
-    fn on_restart(&mut self, keep_data: bool) {
-        (**self).on_restart(keep_data)
-    }
-    fn on_skipped_ticks(&mut self, ticks: &SkippedTicks<'_>) -> bool {
-        (**self).on_skipped_ticks(ticks)
-    }
-    fn tick_due(&mut self) -> TickDue {
-        (**self).tick_due()
-    }
-    fn clone_box(&self) -> Option<Box<dyn Process>> {
-        (**self).clone_box()
     }
 }
