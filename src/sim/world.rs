@@ -556,7 +556,7 @@ impl World {
 
     /// Before `p` handles an event, unless its periodic timer is quiet (then so is it after
     /// the event, see `Periodic::quiet`): the points the timer skipped up to now.
-    #[inline(always)]
+    #[inline]
     fn periodic_before(&mut self, p: ProcId) -> bool {
         let periodic = &self.engine.slots[p.index()].periodic;
         if periodic.quiet() {
@@ -571,7 +571,7 @@ impl World {
     /// After `p` handled an event (its timer not quiet before it): the next point that can
     /// matter is armed, unless it is armed (the skipped points ran up to it) or nothing the
     /// last plan read has changed (`Cx::tick_due_changed`).
-    #[inline(always)]
+    #[inline]
     fn periodic_after(&mut self, p: ProcId) {
         let periodic = &self.engine.slots[p.index()].periodic;
         if periodic.may_plan() {
