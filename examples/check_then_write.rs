@@ -30,8 +30,31 @@ use distlock_sim::time::ProcId;
 
 fn main() -> ExitCode {
     distlock_sim::cli::main_with(
-        Registry::new().algorithm("check-then-write", |cfg| Box::new(CheckThenWrite::new(cfg))),
+        Registry::new().algorithm_with_options("check-then-write", |cfg, options: &Options| {
+            Box::new(CheckThenWrite::new(cfg, options))
+        }),
     )
+}
+
+/// The algorithm's own fields, a client group's `options: (check: false)`: read when the
+/// model is read (an unknown field is bad input, exit 2).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    /// Ask Redis whether the lock is still ours before writing (default true); `false` is
+    /// the plain hold-then-write this algorithm improves on.
+    #[serde(default = "yes")]
+    check: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { check: true }
+    }
 }
 
 /// Timer tags: the section's step timer is 0; a request deadline is this bit with the
@@ -53,6 +76,8 @@ enum Step {
 
 struct CheckThenWrite {
     cfg: ClientConfig,
+    /// `Options::check`.
+    check: bool,
     section: Section,
     step: Step,
     attempt: u64,
@@ -64,10 +89,11 @@ struct CheckThenWrite {
 }
 
 impl CheckThenWrite {
-    fn new(cfg: &ClientConfig) -> Self {
+    fn new(cfg: &ClientConfig, options: &Options) -> Self {
         let section = Section::new(cfg.lock, cfg.resource, cfg.hold, cfg.think, cfg.rounds);
         CheckThenWrite {
             cfg: cfg.clone(),
+            check: options.check,
             section,
             step: Step::Waiting,
             attempt: 0,
@@ -221,10 +247,11 @@ impl Process for CheckThenWrite {
         }
         match self.step {
             // The hold is over (in place of `on_hold_timer`): check before acting.
-            Step::Section => {
+            Step::Section if self.check => {
                 let cmd = Command::Get(self.cfg.key.clone());
                 self.send_to_redis(cx, Step::Checking, cmd);
             }
+            Step::Section => self.end_section(cx),
             Step::Waiting => self.try_lock(cx),
             _ => {}
         }

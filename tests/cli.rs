@@ -1241,6 +1241,78 @@ fn a_registered_algorithm_gets_the_whole_cli_sweep_replay_as_html_and_minimize()
     assert_eq!(o.status.code(), Some(0));
 }
 
+#[test]
+fn a_registered_algorithm_reads_its_own_options_and_refuses_bad_ones_where_they_are_written() {
+    let exe = example_bin();
+    let model = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/check-then-write.ron"),
+    )
+    .unwrap();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let with = |name: &str, options: &str| -> PathBuf {
+        let text = model.replace(
+            "request_timeout: \"300ms\",",
+            &format!("request_timeout: \"300ms\",\n        {options}"),
+        );
+        assert_ne!(text, model, "the option spliced in");
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let sweep = |m: &Path| -> Output {
+        Command::new(&exe)
+            .args(["sweep", m.to_str().unwrap(), "--seeds", "0..40"])
+            .output()
+            .unwrap()
+    };
+    let violated = |o: &Output| -> String {
+        text(o)
+            .0
+            .lines()
+            .find(|l| l.trim_start().starts_with("resource_safety"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    // The default is the option's own default (check: true): what the model says without it.
+    let stock = sweep(Path::new(&format!(
+        "{}/examples/check-then-write.ron",
+        env!("CARGO_MANIFEST_DIR")
+    )));
+    let checked = sweep(&with("ctw-check.ron", "options: (check: true),"));
+    assert_eq!(violated(&stock), violated(&checked));
+    // Without the check, the pauses past the TTL break the resource in many more seeds.
+    let unchecked = sweep(&with("ctw-nocheck.ron", "options: (check: false),"));
+    assert_eq!(unchecked.status.code(), Some(1), "{}", text(&unchecked).1);
+    assert_ne!(violated(&stock), violated(&unchecked));
+    // A field the algorithm's type does not take: exit 2 at the file and line of `options`.
+    let bad = with("ctw-bad.ron", "options: (chek: false),");
+    let o = sweep(&bad);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ctw-bad.ron:21:")
+            && err.contains("options of algorithm \"check-then-write\"")
+            && err.contains("chek"),
+        "{err}"
+    );
+    // A built-in algorithm has no `options`: refused where it is written.
+    let builtin = dir.join("builtin-options.ron");
+    std::fs::write(
+        &builtin,
+        "(duration: \"1s\", nodes: [(name: \"r\")], clients: [(name: \"c\", \
+         algorithm: \"set-px-cad\", node: \"r\", ttl: \"1s\", hold: \"10ms\", \
+         retry: \"10ms\",\n options: (check: false))])",
+    )
+    .unwrap();
+    let o = run(&["check", builtin.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("builtin-options.ron:2:") && err.contains("`options` is not read by"),
+        "{err}"
+    );
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn a_failed_write_to_stdout_is_exit_2_with_the_os_error_and_a_closed_pipe_ends_quietly() {

@@ -36,7 +36,7 @@ pub fn main() -> ExitCode {
 /// hunt, minimize, check, merge) runs it as it runs a built-in one. docs/custom-algorithm.md.
 #[derive(Default)]
 pub struct Registry {
-    algorithms: Vec<(String, Box<scenario::custom::AlgorithmFactory>)>,
+    algorithms: Vec<scenario::custom::Registration>,
 }
 
 impl Registry {
@@ -54,7 +54,42 @@ impl Registry {
         + Sync
         + 'static,
     ) -> Registry {
-        self.algorithms.push((name.to_string(), Box::new(make)));
+        self.algorithms.push(scenario::custom::Registration {
+            name: name.to_string(),
+            make: Box::new(make),
+            options: None,
+        });
+        self
+    }
+
+    /// Registers an algorithm that also takes fields of its own: a client group's
+    /// `options: (...)` is read as a `T` when the model is read (a field `T` does not take,
+    /// or a value of the wrong kind, is bad input naming the file, line and field, exit 2),
+    /// and each client is made from its configuration and that `T` (`T::default()` when the
+    /// group gives no `options`).
+    pub fn algorithm_with_options<T>(
+        mut self,
+        name: &str,
+        make: impl Fn(&crate::client::ClientConfig, &T) -> Box<dyn crate::process::Process>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Registry
+    where
+        T: serde::de::DeserializeOwned + Default + 'static,
+    {
+        let read = |v: &ron::Value| v.clone().into_rust::<T>().map_err(|e| e.to_string());
+        self.algorithms.push(scenario::custom::Registration {
+            name: name.to_string(),
+            make: Box::new(move |cfg| {
+                let options = match &cfg.options {
+                    Some(v) => read(v).expect("options checked when the model was read"),
+                    None => T::default(),
+                };
+                make(cfg, &options)
+            }),
+            options: Some(Box::new(move |v| read(v).map(|_| ()))),
+        });
         self
     }
 }

@@ -105,6 +105,9 @@ pub struct ClientConfig {
     /// redis-py's `Lock` (the `redis-py` algorithm, run as `set-px-cad` with these
     /// options); None for every other algorithm.
     pub redis_py: Option<RedisPyOptions>,
+    /// A registered algorithm's own fields (the group's `options: (...)`), checked against
+    /// the algorithm's type when the model was read; None for every built-in algorithm.
+    pub options: Option<ron::Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1173,6 +1176,7 @@ mod token_tests {
             wait_replicas: 0,
             wait_timeout_ms: 0,
             redis_py: None,
+            options: None,
         };
         let mut c = LockClient::new(cfg);
         for n in 1..=10_500u64 {
@@ -1211,6 +1215,7 @@ fn redis_py_tests_config() -> ClientConfig {
             timeout_ms: Some(10_000),
             ..RedisPyOptions::defaults()
         }),
+        options: None,
     }
 }
 
@@ -1245,6 +1250,7 @@ mod redis_py_tests {
             wait_replicas: 0,
             wait_timeout_ms: 0,
             redis_py: Some(o),
+            options: None,
         }
     }
 

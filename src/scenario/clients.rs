@@ -513,6 +513,9 @@ pub enum AlgorithmSpec {
         /// A registered algorithm (`scenario::custom`) makes the clients; `algorithm` is
         /// then `set-px-cad`, what the checks and triggers treat it as.
         custom: Option<u16>,
+        /// The registered algorithm's own fields (`options: (...)`), checked against its
+        /// type as the group was read.
+        options: Option<ron::Value>,
     },
     /// Redlock over independent masters.
     Redlock {
@@ -592,9 +595,10 @@ enum Field {
     Wait,
     Start,
     RedisPy,
+    Options,
 }
 
-const FIELDS: [(Field, &str); 22] = [
+const FIELDS: [(Field, &str); 23] = [
     (Field::Name, "name"),
     (Field::Count, "count"),
     (Field::Algorithm, "algorithm"),
@@ -617,6 +621,7 @@ const FIELDS: [(Field, &str); 22] = [
     (Field::Wait, "wait"),
     (Field::Start, "start"),
     (Field::RedisPy, "redis_py"),
+    (Field::Options, "options"),
 ];
 
 const FIELD_NAMES: &[&str] = &[
@@ -642,6 +647,7 @@ const FIELD_NAMES: &[&str] = &[
     "wait",
     "start",
     "redis_py",
+    "options",
 ];
 
 impl Field {
@@ -681,11 +687,18 @@ impl Field {
             Field::RedisPy => kind == K::RedisPy,
             Field::MaxAttempts | Field::ViaSentinels => matches!(kind, K::Single(_) | K::Custom(_)),
             Field::Wait => kind == K::Single(Algorithm::SetPxWaitCad),
+            // A registered algorithm's own fields: the built-in ones have theirs by name.
+            Field::Options => matches!(kind, K::Custom(_)),
         }
     }
 
     /// The algorithms that read this field, in words.
     fn readers(self) -> String {
+        if self == Field::Options {
+            return "an algorithm a user crate registered with options \
+                    (`cli::Registry::algorithm_with_options`)"
+                .into();
+        }
         let all = ClientKind::all();
         let singles = all
             .iter()
@@ -754,6 +767,7 @@ struct Raw {
     wait: Option<WaitSpec>,
     start: Option<DurRange>,
     redis_py: Option<Pos<RedisPySpec>>,
+    options: Option<Pos<ron::Value>>,
 }
 
 impl<'de> Deserialize<'de> for ClientGroup {
@@ -797,6 +811,7 @@ impl<'de> Deserialize<'de> for ClientGroup {
                         Field::Wait => set(&mut raw.wait, map.next_value()?),
                         Field::Start => set(&mut raw.start, map.next_value()?),
                         Field::RedisPy => set(&mut raw.redis_py, map.next_value()?),
+                        Field::Options => set(&mut raw.options, Some(map.next_value()?)),
                     };
                     if some {
                         given.push((field, mark));
@@ -858,10 +873,24 @@ impl Raw {
             ClientKind::Custom(i) => (ClientKind::Single(Algorithm::SetPxCad), Some(i)),
             k => (k, None),
         };
+        if let Some(i) = custom {
+            let options = self.options.as_ref().map(|o| &o.value);
+            crate::scenario::custom::check_options(i, options).map_err(|e| {
+                located::<E>(
+                    self.options.as_ref().map_or(am, |o| o.mark),
+                    format!(
+                        "options of algorithm {:?} (client group {:?}): {e}",
+                        crate::scenario::custom::name(i),
+                        name.0
+                    ),
+                )
+            })?;
+        }
         let spec = match kind {
             ClientKind::Custom(_) => unreachable!("mapped to Single above"),
             ClientKind::Single(algorithm) => AlgorithmSpec::Single {
                 custom,
+                options: self.options.map(|o| o.value),
                 algorithm,
                 node: self
                     .node
@@ -1173,6 +1202,7 @@ impl ClientGroup {
                 AlgorithmSpec::Single {
                     algorithm,
                     custom,
+                    options,
                     node,
                     retrying,
                     max_attempts,
@@ -1202,6 +1232,7 @@ impl ClientGroup {
                         wait_replicas: wait.map_or(0, |w| w.replicas.0 as u32),
                         wait_timeout_ms: wait.map_or(0, |w| w.timeout.ns() / NS_PER_MS),
                         redis_py: None,
+                        options: options.clone(),
                     };
                     match (custom, cx.custom) {
                         (Some(i), _) => Actor::Custom(crate::scenario::custom::make(*i, &cfg)),
@@ -1243,6 +1274,7 @@ impl ClientGroup {
                         wait_replicas: 0,
                         wait_timeout_ms: 0,
                         redis_py: Some(options),
+                        options: None,
                     };
                     match cx.custom {
                         Some(make) => Actor::Custom(make(&cfg)),

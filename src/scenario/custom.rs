@@ -5,7 +5,9 @@
 //! model's meaning never depends on when it was loaded, and sweeps share it across worker
 //! threads. A registered algorithm reads the single-instance fields (`node`, `ttl`, `hold`,
 //! `retry`, `request_timeout`, `max_attempts`, `via_sentinels`, ...) and is handed them as a
-//! `ClientConfig`, as the built-in single-instance clients are.
+//! `ClientConfig`, as the built-in single-instance clients are; fields of its own it reads
+//! from the group's `options: (...)`, as a type it registered with them
+//! (`cli::Registry::algorithm_with_options`), checked when the model is read.
 
 use std::sync::OnceLock;
 
@@ -15,9 +17,22 @@ use crate::process::Process;
 /// Makes one client process of a registered algorithm from its group's configuration.
 pub type AlgorithmFactory = dyn Fn(&ClientConfig) -> Box<dyn Process> + Send + Sync;
 
+/// Reads a group's `options: (...)` as the algorithm's own type, to refuse bad ones when the
+/// model is read (the error names the field the type did not take).
+pub type OptionsCheck = dyn Fn(&ron::Value) -> Result<(), String> + Send + Sync;
+
+/// One algorithm as a user crate registers it (`cli::Registry`).
+pub struct Registration {
+    pub name: String,
+    pub make: Box<AlgorithmFactory>,
+    /// `None`: the algorithm takes no `options`.
+    pub options: Option<Box<OptionsCheck>>,
+}
+
 struct Registered {
     name: &'static str,
     make: Box<AlgorithmFactory>,
+    options: Option<Box<OptionsCheck>>,
 }
 
 static TABLE: OnceLock<Vec<Registered>> = OnceLock::new();
@@ -25,11 +40,16 @@ static TABLE: OnceLock<Vec<Registered>> = OnceLock::new();
 /// Installs the registered algorithms; once per process. A name already taken (by a
 /// built-in algorithm or twice in the list) is refused, and so is a second installation.
 pub fn install(
-    algorithms: Vec<(String, Box<AlgorithmFactory>)>,
+    algorithms: Vec<Registration>,
     builtin: &dyn Fn(&str) -> bool,
 ) -> Result<(), String> {
     let mut table: Vec<Registered> = Vec::with_capacity(algorithms.len());
-    for (name, make) in algorithms {
+    for Registration {
+        name,
+        make,
+        options,
+    } in algorithms
+    {
         if builtin(&name) {
             return Err(format!(
                 "algorithm {name:?} is built in: register yours under another name"
@@ -41,7 +61,11 @@ pub fn install(
         // Leaked once per registered name, for the process's life: names are `&'static`
         // like the built-ins'.
         let name: &'static str = Box::leak(name.into_boxed_str());
-        table.push(Registered { name, make });
+        table.push(Registered {
+            name,
+            make,
+            options,
+        });
     }
     if table.len() > usize::from(u16::MAX) {
         return Err("more than 65535 registered algorithms".into());
@@ -76,4 +100,16 @@ pub fn name(i: u16) -> &'static str {
 /// A client of registered algorithm `i`.
 pub fn make(i: u16, cfg: &ClientConfig) -> Box<dyn Process> {
     (table()[usize::from(i)].make)(cfg)
+}
+
+/// Whether a group of registered algorithm `i` may have these `options` (`None`: the group
+/// gives none, which every algorithm takes; one with options then gets its type's default).
+pub fn check_options(i: u16, options: Option<&ron::Value>) -> Result<(), String> {
+    match (&table()[usize::from(i)].options, options) {
+        (_, None) => Ok(()),
+        (None, Some(_)) => Err(
+            "this algorithm takes no options (it was registered without a type for them)".into(),
+        ),
+        (Some(check), Some(v)) => check(v),
+    }
 }
