@@ -2027,6 +2027,57 @@ mod tests {
         ));
     }
 
+    /// node-redlock#313: v5's `release()` runs `_execute` (5.0.0-beta.2 src/index.ts:350-364,
+    /// 438-467), so an unlock answered 0 (the key expired) is tried `retry_count` attempts
+    /// in all before the call returns; the generic unlock returns after one.
+    #[test]
+    fn node_redlock_v5_retries_the_release_of_an_expired_lock_and_returns_only_after_its_attempts()
+    {
+        for (name, attempts) in [
+            ("node-redlock", 3),
+            ("node-redlock-4", 1),
+            ("redis-docs", 1),
+        ] {
+            let mut h = Harness::new(config(RedlockOptions {
+                retry_count: 3,
+                ..preset(name)
+            }));
+            attempt(&mut h, 5, MS);
+            // The hold ends: the unlock call starts (a millisecond at a time, so that no
+            // deadline passes unanswered).
+            let mut out = h.advance(4_990 * MS);
+            while requests(&out).is_empty() {
+                out = h.advance(MS);
+            }
+            assert_eq!(facts(&out), vec![Fact::UnlockCalled { lock: 0 }], "{name}");
+            let mut sent = 0;
+            loop {
+                let reqs = requests(&out);
+                assert_eq!(
+                    reqs.len(),
+                    5,
+                    "{name}: an unlock attempt goes to every node"
+                );
+                sent += 1;
+                let mut answered = Vec::new();
+                for r in &reqs {
+                    // The key expired everywhere: the release script deletes nothing.
+                    answered.extend(h.reply(r, Reply::Int(0)));
+                }
+                if facts(&answered).contains(&Fact::UnlockReturned { lock: 0 }) {
+                    break;
+                }
+                assert!(requests(&answered).is_empty());
+                // The retry delay (200 ± 100 ms) sends the next attempt.
+                out = h.advance(99 * MS);
+                while requests(&out).is_empty() {
+                    out = h.advance(MS);
+                }
+            }
+            assert_eq!(sent, attempts, "{name}");
+        }
+    }
+
     #[test]
     fn the_critical_section_reads_holds_writes_then_releases_on_all_nodes() {
         let mut cfg = config(preset("redis-docs"));
