@@ -134,6 +134,11 @@ pub enum Fact {
     /// This process was cut off from every other, both ways (no list kept: see
     /// `FaultKind::Isolate`).
     Isolated,
+    /// This client called its library's unlock for `lock` (a section's release, lost or
+    /// not): what `release_returns` times. Recorded by the Redlock clients.
+    UnlockCalled { lock: u32 },
+    /// That unlock call returned (resolved or threw) and the caller goes on.
+    UnlockReturned { lock: u32 },
 }
 
 /// A history entry: who observed what, when (true time).

@@ -232,6 +232,7 @@ pub fn assert_world_holds(
         let names = w.names();
         let cfg = CheckConfig {
             liveness_bound_ns,
+            release_within_ns: crate::check::DEFAULT_RELEASE_WITHIN_NS,
             end: w.now(),
         };
         let violations = check_all(&w.history, props, &cfg, &|p| names[p.index()].clone());

@@ -35,6 +35,15 @@ fn node_redlock_5_keeps_a_split_vote_for_as_long_as_it_retries_and_4_2_0_heals_i
     assert_bug_and_fix("redlock-node-retry-keeps-keys", "node-redlock 4.2.0");
 }
 
+/// node-redlock#313: 5.0.0-beta.2's `release()` goes through `_execute` (src/index.ts:350-364,
+/// 438-467) and RELEASE_SCRIPT answers 0 for an expired key (:46-58, :590-595), so with
+/// `retryCount: -1` the release of an expired lock never returns; 4.2.0's `unlock` tries once
+/// (redlock.js:231-288).
+#[test]
+fn node_redlock_5_retries_the_release_of_an_expired_lock_for_ever_and_4_2_0_unlocks_once() {
+    assert_bug_and_fix("node-redlock-release-retries-forever", "node-redlock 4.2.0");
+}
+
 /// redis-py#3847: v8.1.0's sync `release()` clears the token before its script
 /// (lock.py:265-276); a release refused while the node is down cannot be made again, and a
 /// key without TTL stays. With the token kept (#3900, #4258) the caller releases it later.

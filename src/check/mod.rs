@@ -11,7 +11,7 @@ pub mod witness;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::history::{History, Observation, Record, Removal};
+use crate::history::{Fact, History, Observation, Record, Removal};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime, fmt_duration_ns};
 use token::{TokenId, Tokens};
@@ -34,15 +34,19 @@ pub enum Property {
     /// `lost_update`, ...): what a log's page names. No model checks it (`ALL` leaves it
     /// out, so no model can name it).
     Recorded(&'static str),
+    /// A client's unlock call had not returned `release_within` after it was called (it
+    /// retries, or waits for ever): the caller is stuck in its release.
+    ReleaseReturns,
 }
 
 impl Property {
-    pub const ALL: [Property; 5] = [
+    pub const ALL: [Property; 6] = [
         Property::MutualExclusion,
         Property::ResourceSafety,
         Property::ForeignUnlock,
         Property::FencingMonotonic,
         Property::Liveness,
+        Property::ReleaseReturns,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -52,6 +56,7 @@ impl Property {
             Property::FencingMonotonic => "fencing_monotonic",
             Property::Liveness => "liveness",
             Property::Recorded(name) => name,
+            Property::ReleaseReturns => "release_returns",
         }
     }
     pub fn from_name(s: &str) -> Option<Property> {
@@ -79,6 +84,8 @@ pub struct Violation {
 pub struct CheckConfig {
     /// `liveness`: longest acceptable time the lock may stay unobtainable while wanted.
     pub liveness_bound_ns: u64,
+    /// `release_returns`: longest acceptable time between an unlock call and its return.
+    pub release_within_ns: u64,
     /// End of the run (open intervals are closed here).
     pub end: SimTime,
 }
@@ -108,7 +115,8 @@ pub fn check_all_named(
     name: &dyn Fn(ProcId) -> String,
     lock_name: &dyn Fn(u32) -> String,
 ) -> Vec<Violation> {
-    let mut checks = Checks::new(props, cfg.liveness_bound_ns);
+    let mut checks =
+        Checks::new(props, cfg.liveness_bound_ns).release_within(cfg.release_within_ns);
     checks.observe_all(history);
     checks.violations(cfg.end, name, lock_name)
 }
@@ -136,6 +144,7 @@ pub struct Checks {
     foreign_unlock: Option<ForeignUnlock>,
     fencing_monotonic: Option<FencingMonotonic>,
     liveness: Option<Liveness>,
+    release_returns: Option<ReleaseReturns>,
     /// Process index -> acquisitions it has reported so far: which of its holdings a finding
     /// blamed on it belongs to (`PerAcquisition`).
     serial: Vec<u32>,
@@ -153,8 +162,19 @@ impl Checks {
             foreign_unlock: on(Property::ForeignUnlock).then(ForeignUnlock::default),
             fencing_monotonic: on(Property::FencingMonotonic).then(FencingMonotonic::default),
             liveness: on(Property::Liveness).then(|| Liveness::new(liveness_bound_ns)),
+            release_returns: on(Property::ReleaseReturns)
+                .then(|| ReleaseReturns::new(DEFAULT_RELEASE_WITHIN_NS)),
             serial: Vec::new(),
         }
+    }
+
+    /// These checkers, with `release_returns` bounded by `bound_ns` (default
+    /// `DEFAULT_RELEASE_WITHIN_NS`).
+    pub fn release_within(mut self, bound_ns: u64) -> Checks {
+        if let Some(c) = &mut self.release_returns {
+            c.bound_ns = bound_ns;
+        }
+        self
     }
 
     /// Per checked property (liveness aside: it is judged per lock, not per acquisition),
@@ -180,6 +200,9 @@ impl Checks {
         }
         if self.liveness.is_some() {
             out.push((Property::Liveness, None));
+        }
+        if self.release_returns.is_some() {
+            out.push((Property::ReleaseReturns, None));
         }
         out
     }
@@ -252,6 +275,14 @@ impl Checks {
                     self.hold_changed(r.at, r.proc, lock, false, &mut also);
                 }
                 if let Some(c) = &mut self.liveness {
+                    c.observe(r);
+                }
+                if let Some(c) = &mut self.release_returns {
+                    c.observe(r);
+                }
+            }
+            Observation::Fact(Fact::UnlockCalled { .. } | Fact::UnlockReturned { .. }) => {
+                if let Some(c) = &mut self.release_returns {
                     c.observe(r);
                 }
             }
@@ -334,6 +365,10 @@ impl Checks {
                 .as_ref()
                 .map_or(0, |c| c.retained_bytes())
             + self.liveness.as_ref().map_or(0, |c| c.retained_bytes())
+            + self
+                .release_returns
+                .as_ref()
+                .map_or(0, |c| c.retained_bytes())
     }
 
     /// The violations, for a history that ended at `end`, in order of time.
@@ -354,6 +389,7 @@ impl Checks {
                     Property::FencingMonotonic => self.fencing_monotonic.as_ref()?.found.clone(),
                     Property::Liveness => self.liveness.as_ref()?.finish(end),
                     Property::Recorded(_) => None,
+                    Property::ReleaseReturns => self.release_returns.as_ref()?.finish(end),
                 };
                 found.map(|f| f.violation(name, lock_name))
             })
@@ -409,6 +445,16 @@ enum Finding {
         start: SimTime,
         /// Times the clock stopped in between.
         pauses: u32,
+    },
+    /// `client`'s unlock of `lock`, called at `since`, had not returned `bound_ns` later
+    /// (`at`); `returned`: when it did, if it did before the run ended.
+    ReleaseStuck {
+        at: SimTime,
+        lock: u32,
+        client: ProcId,
+        since: SimTime,
+        bound_ns: u64,
+        returned: Option<SimTime>,
     },
 }
 
@@ -531,6 +577,27 @@ impl Finding {
                     ),
                 }
             }
+            &Finding::ReleaseStuck {
+                at,
+                lock,
+                client,
+                since,
+                bound_ns,
+                returned,
+            } => Violation {
+                property: Property::ReleaseReturns,
+                at,
+                actors: vec![client],
+                message: format!(
+                    "{}'s unlock of {} called at {since} had not returned after {} ({})",
+                    name(client),
+                    lock_name(lock),
+                    fmt_duration_ns(bound_ns),
+                    returned.map_or("still unreturned when the run ended".to_string(), |t| {
+                        format!("it returned at {t}")
+                    }),
+                ),
+            },
         }
     }
 }
@@ -726,6 +793,7 @@ impl CheckConfig {
     fn whole(history: &History) -> CheckConfig {
         CheckConfig {
             liveness_bound_ns: u64::MAX,
+            release_within_ns: u64::MAX,
             end: history.records.last().map_or(SimTime::ZERO, |r| r.at),
         }
     }
@@ -1270,6 +1338,108 @@ impl Liveness {
     fn retained_bytes(&self) -> u64 {
         // Bounded by locks x clients; counted per lock.
         (self.locks.len() * 128) as u64
+    }
+}
+
+/// `release_returns`'s bound when the model gives none (`release_within`).
+pub const DEFAULT_RELEASE_WITHIN_NS: u64 = 10 * crate::time::NS_PER_S;
+
+/// `release_returns`: each client's unlock call in progress (`Fact::UnlockCalled` until its
+/// `Fact::UnlockReturned`), and the earliest instant one of them passed the bound. A crash
+/// ends the call (the process that made it is gone); a pause does not.
+#[derive(Clone)]
+struct ReleaseReturns {
+    bound_ns: u64,
+    /// (client, lock, called at), one entry per client with a call in progress.
+    open: Vec<(ProcId, u32, SimTime)>,
+    found: Option<Finding>,
+}
+
+impl ReleaseReturns {
+    fn new(bound_ns: u64) -> ReleaseReturns {
+        ReleaseReturns {
+            bound_ns,
+            open: Vec::new(),
+            found: None,
+        }
+    }
+
+    fn keep_earliest(&mut self, f: Finding) {
+        let at = |f: &Finding| match f {
+            Finding::ReleaseStuck { at, .. } => *at,
+            _ => SimTime(u64::MAX),
+        };
+        if self.found.as_ref().is_none_or(|g| at(&f) < at(g)) {
+            self.found = Some(f);
+        }
+    }
+
+    fn stuck(
+        &self,
+        client: ProcId,
+        lock: u32,
+        since: SimTime,
+        returned: Option<SimTime>,
+    ) -> Finding {
+        Finding::ReleaseStuck {
+            at: SimTime(since.0.saturating_add(self.bound_ns)),
+            lock,
+            client,
+            since,
+            bound_ns: self.bound_ns,
+            returned,
+        }
+    }
+
+    fn observe(&mut self, r: &Record) {
+        let p = r.proc;
+        let i = self.open.iter().position(|(q, ..)| *q == p);
+        match &r.obs {
+            Observation::Fact(Fact::UnlockCalled { lock }) => match i {
+                Some(i) => self.open[i] = (p, *lock, r.at),
+                None => self.open.push((p, *lock, r.at)),
+            },
+            Observation::Fact(Fact::UnlockReturned { .. }) => {
+                let Some(i) = i else { return };
+                let (_, lock, since) = self.open.swap_remove(i);
+                if r.at.0.saturating_sub(since.0) > self.bound_ns {
+                    let f = self.stuck(p, lock, since, Some(r.at));
+                    self.keep_earliest(f);
+                }
+            }
+            Observation::Crashed => {
+                if let Some(i) = i {
+                    self.open.swap_remove(i);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The violation, for a history that ended at `end` (a call still open then counts
+    /// once the bound has passed).
+    fn finish(&self, end: SimTime) -> Option<Finding> {
+        let mut found = self.found.clone();
+        for &(p, lock, since) in &self.open {
+            if end.0.saturating_sub(since.0) > self.bound_ns {
+                let f = self.stuck(p, lock, since, None);
+                let earlier = match (&found, &f) {
+                    (
+                        Some(Finding::ReleaseStuck { at: g, .. }),
+                        Finding::ReleaseStuck { at, .. },
+                    ) => at < g,
+                    _ => true,
+                };
+                if earlier {
+                    found = Some(f);
+                }
+            }
+        }
+        found
+    }
+
+    fn retained_bytes(&self) -> u64 {
+        (self.open.len() * 24) as u64
     }
 }
 

@@ -137,6 +137,12 @@ impl Monitor {
         }
     }
 
+    /// This monitor, with `release_returns` bounded by `bound_ns` (`Checks::release_within`).
+    pub fn release_within(mut self, bound_ns: u64) -> Monitor {
+        self.checks = self.checks.release_within(bound_ns);
+        self
+    }
+
     /// This monitor, retiring tokens once it keeps `first_at` token-keyed entries (for a
     /// streamed history; see the module text).
     pub fn retiring(mut self, first_at: usize) -> Monitor {
@@ -402,7 +408,7 @@ mod tests {
     fn name(p: ProcId) -> String {
         format!("c{}", p.0)
     }
-    const ALL: [Property; 5] = Property::ALL;
+    const ALL: [Property; 6] = Property::ALL;
 
     /// Client `c` (proc c) takes the lock with token `c-n` on node 0 and lets it go: every
     /// record a round of `set-px-cad` leaves.
@@ -479,6 +485,7 @@ mod tests {
         let end = records.last().map_or(SimTime::ZERO, |r| r.at);
         let cfg = CheckConfig {
             liveness_bound_ns: 1_000_000_000,
+            release_within_ns: 1_000_000_000,
             end,
         };
         let kept = check_all(&history(records), &ALL, &cfg, &name);

@@ -181,6 +181,7 @@ fn fencing_monotonic_passes_when_lower_tokens_are_rejected() {
 fn live_cfg(end_ms: u64) -> CheckConfig {
     CheckConfig {
         liveness_bound_ns: 10 * crate::time::NS_PER_S,
+        release_within_ns: 10 * crate::time::NS_PER_S,
         end: ms(end_ms),
     }
 }
@@ -405,4 +406,57 @@ fn foreign_unlock_ignores_a_value_two_clients_wrote() {
     // A token only one client wrote stays that client's.
     let h = hist(vec![(0, 0, written(1)), del(0, "1", 2)]);
     assert!(foreign_unlock(&h, &name).is_some());
+}
+
+fn unlock_called(lock: u32) -> Observation {
+    Observation::Fact(Fact::UnlockCalled { lock })
+}
+fn unlock_returned(lock: u32) -> Observation {
+    Observation::Fact(Fact::UnlockReturned { lock })
+}
+fn release_returns(h: &History, end_ms: u64) -> Option<Violation> {
+    check_all(h, &[Property::ReleaseReturns], &live_cfg(end_ms), &name)
+        .into_iter()
+        .next()
+}
+
+#[test]
+fn release_returns_fails_on_an_unlock_call_that_never_returns() {
+    let h = hist(vec![
+        (0, 1, acquired(0, "a")),
+        (100, 1, released(0, "a")),
+        (100, 1, unlock_called(0)),
+        (200, 2, acquired(0, "b")),
+    ]);
+    let v = release_returns(&h, 60_000).expect("a stuck unlock must be caught");
+    assert_eq!(v.property, Property::ReleaseReturns);
+    assert_eq!((v.at, v.actors.clone()), (ms(10_100), vec![p(1)]));
+    assert!(v.message.contains("still unreturned"), "{}", v.message);
+    // Before the bound has passed nothing is decided.
+    assert_eq!(release_returns(&h, 10_000), None);
+}
+
+#[test]
+fn release_returns_fails_on_a_late_return_and_names_the_earliest() {
+    let h = hist(vec![
+        (0, 2, unlock_called(0)),
+        (1_000, 1, unlock_called(0)),
+        (30_000, 2, unlock_returned(0)),
+    ]);
+    let v = release_returns(&h, 60_000).expect("a late return must be caught");
+    assert_eq!((v.at, v.actors.clone()), (ms(10_000), vec![p(2)]));
+    assert!(v.message.contains("it returned at"), "{}", v.message);
+}
+
+#[test]
+fn release_returns_passes_on_prompt_returns_and_after_a_crash() {
+    let h = hist(vec![
+        (0, 1, unlock_called(0)),
+        (3, 1, unlock_returned(0)),
+        (50, 2, unlock_called(0)),
+        (60, 2, Observation::Crashed),
+        (20_000, 1, unlock_called(0)),
+        (29_000, 1, unlock_returned(0)),
+    ]);
+    assert_eq!(release_returns(&h, 60_000), None);
 }

@@ -15,7 +15,11 @@
 //!   later one: split votes stay split until the call gives up, and a client can be kept out
 //!   of a lock nobody else holds by its own keys (node-redlock#369). Each attempt is decided
 //!   as soon as a quorum voted either way (`_attemptOperation`, :509-523), and a majority
-//!   alone is success: the elapsed time is never checked (:323-329).
+//!   alone is success: the elapsed time is never checked (:323-329). `release()` hands
+//!   RELEASE_SCRIPT to the same `_execute` (:350-364), and a node that deleted nothing (the
+//!   lock expired) votes against (:590-595): the release of an expired lock is retried like
+//!   an acquire, for ever with `retryCount: -1` (node-redlock#313). v4's `unlock` tries once
+//!   (redlock.js:231-288).
 
 use crate::client::redlock::{AutoExtend, ElapsedClock, RedlockOptions, ScriptTexts};
 
@@ -75,10 +79,13 @@ pub fn preset(name: &str, base: RedlockOptions) -> Option<RedlockOptions> {
         ..base
     };
     // v5's `_execute`: retries keep the keys, the acquire call releases once when it gives
-    // up, an attempt is decided at a quorum either way, a majority alone is success.
+    // up, an attempt is decided at a quorum either way, a majority alone is success; and
+    // `release()` runs RELEASE_SCRIPT through `_execute` too (:350-364): an unlock a quorum
+    // did not count as done is retried, for ever with `retryCount: -1` (node-redlock#313).
     let v5 = RedlockOptions {
         skip_validity_check: true,
         retry_keeps_keys: true,
+        release_retries: true,
         fail_fast: true,
         scripts: scripts(NodeRedlockLine::V5),
         ..common.clone()

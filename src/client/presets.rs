@@ -51,6 +51,7 @@ pub fn redlock(name: &str, ttl_ms: u64) -> Option<RedlockOptions> {
         fail_fast: false,
         raise_on_node_error: false,
         retry_keeps_keys: false,
+        release_retries: false,
         scripts: ScriptTexts::GENERIC,
         shared_value: None,
     };

@@ -35,7 +35,7 @@ use crate::client::section::{Section, SectionHost, Stage};
 use crate::client::single::advance_token;
 use crate::client::timer::NsRange;
 use crate::client::timer::Timer;
-use crate::history::Observation;
+use crate::history::{Fact, Observation};
 use crate::process::{Cx, Process};
 use crate::proto::command::{SetCond, SetExpiry};
 use crate::proto::scripts::{EXTEND_SRC, UNLOCK_SRC};
@@ -154,6 +154,16 @@ pub struct RedlockOptions {
     /// (node-redlock#369). Off: a failed attempt unlocks every node and the next one has a
     /// fresh token, as every other library does.
     pub retry_keeps_keys: bool,
+    /// node-redlock v5's `release()` (5.0.0-beta.2 src/index.ts:350-364): the release script
+    /// goes through `_execute` with the instance's settings, so an unlock that a quorum did
+    /// not count as done (`result !== keys.length`, :590-595: 0 where the key expired or is
+    /// another's, or an error) is retried `retry_count` attempts in all, `retry_delay` ±
+    /// jitter apart (:433-467), and the caller's call returns only then: for ever with
+    /// `retryCount: -1` (node-redlock#313). Simplification: each attempt waits for every
+    /// answer (or the per-node deadline), where v5 decides at a quorum (:509-523). Off: the
+    /// unlock is sent once and any answer ends the wait for that node (v4.2.0 redlock.js:
+    /// 231-288 tries once, and every other library).
+    pub release_retries: bool,
     /// Whose script texts the client sends: the library's own (node-redlock's, redsync's),
     /// or the generic ones (`SET NX PX`, `proto/scripts.rs`) for the rest.
     pub scripts: ScriptTexts,
@@ -426,6 +436,8 @@ pub struct RedlockClient {
     believed_until_mono_ns: i64,
     /// using(): the signal aborted; the routine (which ignores it) works on, unextended.
     aborted: bool,
+    /// Attempts of the section's unlock call in progress (`release_retries`).
+    release_attempts: u32,
 }
 
 impl RedlockClient {
@@ -483,6 +495,7 @@ impl RedlockClient {
             extend_attempts: 0,
             believed_until_mono_ns: 0,
             aborted: false,
+            release_attempts: 0,
         }
     }
 
@@ -857,6 +870,14 @@ impl RedlockClient {
                 vote(matches!(reply, Reply::Int(1)))
             }
             (FanOutKind::Acquire, ..) => vote(matches!(reply, Reply::Ok)),
+            // node-redlock v5's `release()`: done on a node iff the script answered
+            // `keys.length` (:590-595); a round's give-up release (`attempts_this_round`) is
+            // sent once and its answers only end the wait.
+            (FanOutKind::Release, ..)
+                if self.config.options.release_retries && self.attempts_this_round == 0 =>
+            {
+                vote(matches!(reply, Reply::Int(1)))
+            }
             // The unlock is best effort: any answer ends the wait for that node.
             (FanOutKind::Release, ..) => Vote::For,
             (FanOutKind::Extend, Some(ExtendMode::ReSet)) => vote(matches!(reply, Reply::Ok)),
@@ -919,6 +940,10 @@ impl RedlockClient {
             match self.phase {
                 Phase::Section => self.on_hold_timer(cx),
                 Phase::Waiting => self.start_attempt(cx),
+                // `release_retries`: the unlock's next attempt.
+                Phase::Releasing if self.fanout.is_none() && self.release_attempts > 0 => {
+                    self.start_fanout(cx, FanOutKind::Release)
+                }
                 _ => {}
             }
         } else if g == self.validity_tag {
@@ -1053,8 +1078,34 @@ impl RedlockClient {
             // A round still counting attempts released its keys on giving up
             // (`retry_keeps_keys`); a section's release reset the count when it acquired.
             FanOutKind::Release if self.attempts_this_round > 0 => self.give_up(cx),
-            FanOutKind::Release => self.think(cx),
+            FanOutKind::Release => self.release_concluded(cx, quorum),
         }
+    }
+
+    /// A section's unlock attempt is decided (`released`: a quorum counted it done). With
+    /// `release_retries` a failed one is tried again after the retry delay while attempts
+    /// are left (node-redlock v5's `_execute`, src/index.ts:438-467); otherwise the unlock
+    /// call returns (resolved or thrown) and the client thinks.
+    fn release_concluded(&mut self, cx: &mut Cx<'_>, released: bool) {
+        if self.config.options.release_retries
+            && !released
+            && self.release_attempts < self.config.options.retry_count
+        {
+            self.release_attempts += 1;
+            let d = self.config.options.retry_delay_ns(cx.rng);
+            if d == 0 {
+                self.start_fanout(cx, FanOutKind::Release);
+            } else {
+                // Still `Releasing`: the state timer sends the next attempt.
+                self.arm_state(cx, d);
+            }
+            return;
+        }
+        self.release_attempts = 0;
+        cx.observe(Observation::Fact(Fact::UnlockReturned {
+            lock: self.config.lock,
+        }));
+        self.think(cx);
     }
 
     fn acquire_failed(&mut self, cx: &mut Cx<'_>) {
@@ -1268,6 +1319,10 @@ impl SectionHost for RedlockClient {
         self.validity_tag = 0;
         self.resource_wait = None;
         self.phase = Phase::Releasing;
+        cx.observe(Observation::Fact(Fact::UnlockCalled {
+            lock: self.config.lock,
+        }));
+        self.release_attempts = 1;
         // Replaces an extend round in flight, if any: its replies no longer match.
         self.start_fanout(cx, FanOutKind::Release);
     }
@@ -1358,6 +1413,7 @@ impl Process for RedlockClient {
         self.extend_call = None;
         self.extend_attempts = 0;
         self.aborted = false;
+        self.release_attempts = 0;
     }
 }
 
@@ -1485,10 +1541,22 @@ mod tests {
             .collect()
     }
 
+    /// The observations, facts aside (`facts` has them).
     fn observations(out: &[Output]) -> Vec<Observation> {
         out.iter()
             .filter_map(|o| match o {
+                Output::Observe(Observation::Fact(_)) => None,
                 Output::Observe(obs) => Some(obs.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The facts observed (the unlock call's start and return).
+    fn facts(out: &[Output]) -> Vec<Fact> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Observe(Observation::Fact(f)) => Some(f.clone()),
                 _ => None,
             })
             .collect()
@@ -1957,6 +2025,57 @@ mod tests {
             observations(&out)[..],
             [Observation::Extended { .. }]
         ));
+    }
+
+    /// node-redlock#313: v5's `release()` runs `_execute` (5.0.0-beta.2 src/index.ts:350-364,
+    /// 438-467), so an unlock answered 0 (the key expired) is tried `retry_count` attempts
+    /// in all before the call returns; the generic unlock returns after one.
+    #[test]
+    fn node_redlock_v5_retries_the_release_of_an_expired_lock_and_returns_only_after_its_attempts()
+    {
+        for (name, attempts) in [
+            ("node-redlock", 3),
+            ("node-redlock-4", 1),
+            ("redis-docs", 1),
+        ] {
+            let mut h = Harness::new(config(RedlockOptions {
+                retry_count: 3,
+                ..preset(name)
+            }));
+            attempt(&mut h, 5, MS);
+            // The hold ends: the unlock call starts (a millisecond at a time, so that no
+            // deadline passes unanswered).
+            let mut out = h.advance(4_990 * MS);
+            while requests(&out).is_empty() {
+                out = h.advance(MS);
+            }
+            assert_eq!(facts(&out), vec![Fact::UnlockCalled { lock: 0 }], "{name}");
+            let mut sent = 0;
+            loop {
+                let reqs = requests(&out);
+                assert_eq!(
+                    reqs.len(),
+                    5,
+                    "{name}: an unlock attempt goes to every node"
+                );
+                sent += 1;
+                let mut answered = Vec::new();
+                for r in &reqs {
+                    // The key expired everywhere: the release script deletes nothing.
+                    answered.extend(h.reply(r, Reply::Int(0)));
+                }
+                if facts(&answered).contains(&Fact::UnlockReturned { lock: 0 }) {
+                    break;
+                }
+                assert!(requests(&answered).is_empty());
+                // The retry delay (200 ± 100 ms) sends the next attempt.
+                out = h.advance(99 * MS);
+                while requests(&out).is_empty() {
+                    out = h.advance(MS);
+                }
+            }
+            assert_eq!(sent, attempts, "{name}");
+        }
     }
 
     #[test]

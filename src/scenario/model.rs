@@ -28,6 +28,8 @@ pub struct Scenario {
     pub procs: Vec<(String, ProcKind)>,
     pub properties: Vec<Property>,
     pub liveness_bound_ns: u64,
+    /// `release_returns`: how long an unlock call may take (`release_within`).
+    pub release_within_ns: u64,
     pub limits: Limits,
     pub epoch_unix_ms: i64,
     /// Flags a replay command needs besides the path and seed to rebuild this scenario

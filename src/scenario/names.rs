@@ -42,7 +42,8 @@ impl Scenario {
     /// them: processes by name, locks by their key ("lock `lock`"). The world's history must
     /// be kept (`run_world`); a streamed run is judged by its monitor (`violations`).
     pub fn check(&self, w: &World) -> Vec<Violation> {
-        let mut checks = Checks::new(&self.properties, self.liveness_bound_ns);
+        let mut checks = Checks::new(&self.properties, self.liveness_bound_ns)
+            .release_within(self.release_within_ns);
         checks.observe_all(&w.history);
         self.worded(&checks, w)
     }
@@ -50,6 +51,7 @@ impl Scenario {
     /// A monitor of this scenario's properties, to feed a run's records to.
     pub fn monitor(&self) -> Monitor {
         Monitor::new(&self.properties, self.liveness_bound_ns)
+            .release_within(self.release_within_ns)
     }
 
     /// The violations a monitor found over a run of `w`, worded as `check` words them.

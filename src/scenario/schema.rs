@@ -68,6 +68,10 @@ pub struct Model {
     /// `liveness`: how long the lock may stay unobtainable while wanted (default 3 × TTL).
     #[serde(default)]
     pub liveness_bound: Option<Pos<Dur>>,
+    /// `release_returns`: how long a client's unlock call may take before it counts as stuck
+    /// (default 10 s).
+    #[serde(default)]
+    pub release_within: Option<Pos<Dur>>,
     #[serde(default)]
     pub expect: Option<Expect>,
     /// Hazards the model must reach (`check::witness`): a sweep in which none of its seeds

@@ -5,7 +5,7 @@
 use crate::check::Property;
 use crate::proto::Bytes;
 use crate::rng::Ratio;
-use crate::scenario::clients::Neighbours;
+use crate::scenario::clients::{ClientKind, Neighbours};
 use crate::scenario::errors::{Invalid, Locator, first_repeat, invalid, quoted};
 use crate::scenario::faults::{FaultEntry, KindSpec, Span, Target, When};
 use crate::scenario::marks::Mark;
@@ -18,7 +18,12 @@ use crate::time::{NS_PER_MS, NS_PER_S, SimTime};
 
 /// Why `p` cannot be violated in `model` whatever the faults do, if it cannot: a check that
 /// cannot fail reads as a guarantee the model never tested.
-fn vacuous(model: &Model, p: Property, liveness_bound_ns: u64) -> Option<String> {
+fn vacuous(
+    model: &Model,
+    p: Property,
+    liveness_bound_ns: u64,
+    release_within_ns: u64,
+) -> Option<String> {
     // Clients per lock key: a lock needs two clients to be contended.
     let mut per_key: Vec<(Bytes, i64, i64)> = Vec::new();
     for g in model.clients.iter() {
@@ -72,6 +77,17 @@ fn vacuous(model: &Model, p: Property, liveness_bound_ns: u64) -> Option<String>
         }),
         // Never in a model (`Property::ALL` leaves it out).
         Property::Recorded(_) => None,
+        // Only the Redlock clients record their unlock calls (`Fact::UnlockCalled`).
+        Property::ReleaseReturns if !model.clients.iter().any(|g| g.kind() == ClientKind::Redlock) => {
+            Some("no client records its unlock calls (only `algorithm: \"redlock\"` clients do)".into())
+        }
+        Property::ReleaseReturns => (release_within_ns >= model.duration.ns()).then(|| {
+            format!(
+                "release_within {} is not shorter than the run ({})",
+                crate::time::fmt_duration_ns(release_within_ns),
+                model.duration
+            )
+        }),
     }
 }
 
@@ -494,8 +510,8 @@ fn random_entry(
 }
 
 /// The properties checked (none cannot be violated here), the expectation and witnesses,
-/// and the liveness bound.
-fn properties(model: &Model) -> Result<(Vec<Property>, u64), Invalid> {
+/// the liveness bound and the release bound.
+fn properties(model: &Model) -> Result<(Vec<Property>, u64, u64), Invalid> {
     if model.check.is_empty() {
         return Err(invalid("`check` names no property", model.check.mark));
     }
@@ -547,15 +563,32 @@ fn properties(model: &Model) -> Result<(Vec<Property>, u64), Invalid> {
             ));
         }
     }
+    let release_within_ns = model
+        .release_within
+        .map_or(crate::check::DEFAULT_RELEASE_WITHIN_NS, |d| d.ns());
+    if let Some(b) = model.release_within {
+        if b.ns() == 0 {
+            return Err(invalid(
+                "release_within must be above 0: every unlock call takes some time",
+                b.mark,
+            ));
+        }
+        if !properties.contains(&Property::ReleaseReturns) {
+            return Err(invalid(
+                "release_within is read only by `release_returns`, which `check` does not name",
+                b.mark,
+            ));
+        }
+    }
     for p in model.check.iter() {
-        if let Some(why) = vacuous(model, p.0, liveness_bound_ns) {
+        if let Some(why) = vacuous(model, p.0, liveness_bound_ns, release_within_ns) {
             return Err(invalid(
                 format!("`{}` cannot be violated in this model: {why}", p.0),
                 p.1,
             ));
         }
     }
-    Ok((properties, liveness_bound_ns))
+    Ok((properties, liveness_bound_ns, release_within_ns))
 }
 
 impl Scenario {
@@ -576,7 +609,7 @@ impl Scenario {
             )?;
         }
         fault_entries(&model, &table)?;
-        let (properties, liveness_bound_ns) = properties(&model)?;
+        let (properties, liveness_bound_ns, release_within_ns) = properties(&model)?;
         let limits = Limits {
             max_time: SimTime(model.duration.ns()),
             max_events: model.max_events.map_or(DEFAULT_MAX_EVENTS, |b| b.0 as u64),
@@ -589,6 +622,7 @@ impl Scenario {
             procs: table.procs,
             properties,
             liveness_bound_ns,
+            release_within_ns,
             limits,
             epoch_unix_ms,
             replay_flags: String::new(),

@@ -45,6 +45,7 @@ const MODEL_FIELDS: &[&str] = &[
     "swarm",
     "check",
     "liveness_bound",
+    "release_within",
     "expect",
     "witness",
 ];

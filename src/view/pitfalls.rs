@@ -223,6 +223,13 @@ its keys before it throws.",
         &[],
     ),
     (
+        "node-redlock-release-retries-forever",
+        "Release with `redlock.release(lock, { retryCount: 0 })` and ignore its error (the key \
+expires anyway), or keep a finite `retryCount`: with -1 a release of an expired lock never \
+returns. node-redlock 4.2.0 (the variant below) unlocked once.",
+        &[],
+    ),
+    (
         "redsync-shared-mutex",
         "Make a Mutex per goroutine (`rs.NewMutex(name)` inside it): its `Unlock` then sends its \
 own value and deletes nothing of another's; fence the overrun itself.",
