@@ -3,11 +3,13 @@
 //! reach the hazards they require (`witness`), so that holding is not vacuous.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use distlock_sim::check::Property;
 use distlock_sim::check::witness::Hazard;
 use distlock_sim::explore::{Shard, sweep};
 use distlock_sim::scenario::{self, Expect};
+use distlock_sim::view::pitfalls::{self, Guide};
 
 /// Seeds swept per model (at least 200, as the catalogue promises for models that hold)...
 const SEEDS: u64 = 200;
@@ -25,8 +27,25 @@ fn models() -> Vec<PathBuf> {
     v
 }
 
+/// The pitfall guide, rendered once for this test binary: its sweeps over seeds 0..200 are
+/// the runs both the guide's verdicts and the catalogue's declared-verdict claim are read
+/// from (one sweep of the catalogue, not one per test).
+fn guide() -> &'static Guide {
+    static GUIDE: OnceLock<Guide> = OnceLock::new();
+    GUIDE.get_or_init(|| {
+        let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+        pitfalls::render(&dir, jobs).expect("catalogue loads")
+    })
+}
+
 #[test]
 fn every_catalogue_model_shows_its_declared_verdict() {
+    assert_eq!(
+        pitfalls::DOC_SEEDS,
+        SEEDS,
+        "the guide sweeps what the catalogue promises"
+    );
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut report = Vec::new();
     for path in models() {
@@ -36,12 +55,20 @@ fn every_catalogue_model_shows_its_declared_verdict() {
             .expect
             .clone()
             .expect("catalogue models declare a verdict");
+        // The guide's sweep of seeds 0..200 where it has one (every model but the
+        // benchmarks: `every_catalogue_model_but_the_benchmarks_has_a_section_...`).
+        let mut summary = match guide().sweeps.iter().find(|(n, _)| *n == sc.name) {
+            Some((_, s)) => s.clone(),
+            None => sweep(&sc, 0..SEEDS, Shard::WHOLE, jobs, &|| {}),
+        };
+        assert_eq!(summary.seeds_run, SEEDS, "{}", sc.name);
         let seeds = if sc.name.ends_with("-quiet") {
+            summary.merge(sweep(&sc, SEEDS..QUIET_SEEDS, Shard::WHOLE, jobs, &|| {}));
             QUIET_SEEDS
         } else {
             SEEDS
         };
-        let summary = sweep(&sc, 0..seeds, Shard::WHOLE, jobs, &|| {});
+        assert_eq!(summary.seeds_run, seeds, "{}", sc.name);
         assert_eq!(
             summary.inconclusive_seeds, 0,
             "{}: seeds stopped on a budget (first: {:?})",
@@ -69,6 +96,40 @@ fn every_catalogue_model_shows_its_declared_verdict() {
         }
     }
     assert!(report.is_empty(), "{}", report.join("\n"));
+}
+
+/// docs/pitfalls.md is generated from the models and their replays; this fails when the
+/// committed copy is stale (regenerate with `distlock-sim pitfalls --out docs/pitfalls.md`).
+#[test]
+fn the_pitfall_guide_is_up_to_date_with_the_models_and_their_replays() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let guide = guide();
+    let fresh = &guide.markdown;
+    let pictures = root.join("docs").join(pitfalls::PICTURE_DIR);
+    for (file, svg) in &guide.pictures {
+        let committed = std::fs::read_to_string(pictures.join(file)).unwrap_or_default();
+        assert!(
+            *svg == committed,
+            "docs/pitfalls/{file} is stale; run `cargo run --release -- pitfalls --out docs/pitfalls.md`"
+        );
+    }
+    let on_disk = std::fs::read_dir(&pictures).map_or(0, |d| d.count());
+    assert_eq!(
+        on_disk,
+        guide.pictures.len(),
+        "docs/pitfalls/ holds pictures of models that are no longer in the guide"
+    );
+    let committed = std::fs::read_to_string(root.join("docs/pitfalls.md")).unwrap_or_default();
+    if *fresh != committed {
+        let first = fresh
+            .lines()
+            .zip(committed.lines())
+            .position(|(a, b)| a != b);
+        panic!(
+            "docs/pitfalls.md is stale (first differing line: {:?}); run `cargo run --release -- pitfalls --out docs/pitfalls.md`",
+            first.map(|i| i + 1)
+        );
+    }
 }
 
 #[test]
@@ -800,4 +861,29 @@ fn every_variant_shows_its_declared_verdict_and_says_why_where_it_parts_before_t
         "only {with_variants} catalogue models show a variant"
     );
     assert!(report.is_empty(), "{}", report.join("\n"));
+}
+#[test]
+fn every_catalogue_model_but_the_benchmarks_has_a_section_a_picture_and_a_readme_row() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let guide = std::fs::read_to_string(root.join("docs/pitfalls.md")).unwrap_or_default();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap_or_default();
+    for e in std::fs::read_dir(root.join("models")).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if name.starts_with("bench-") {
+            continue;
+        }
+        assert!(
+            guide.contains(&format!("\n## {name}\n")),
+            "docs/pitfalls.md has no section for models/{name}.ron (add it to ENTRIES in src/view/pitfalls.rs)"
+        );
+        assert!(
+            root.join(format!("docs/pitfalls/{name}.svg")).exists(),
+            "no picture for {name}"
+        );
+        assert!(
+            readme.contains(&format!("`{name}`")),
+            "README.md's catalogue does not name {name}"
+        );
+    }
 }
