@@ -4,6 +4,8 @@
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime};
 
+pub mod episodes;
+
 /// How a key left a node's keyspace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Removal {

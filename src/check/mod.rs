@@ -11,6 +11,7 @@ pub mod witness;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::history::episodes::{Change, Holdings};
 use crate::history::{Fact, History, Observation, Record, Removal};
 use crate::proto::Bytes;
 use crate::time::{ProcId, SimTime, fmt_duration_ns};
@@ -134,7 +135,7 @@ pub struct Checks {
     props: Vec<Property>,
     /// Who holds what: `mutual_exclusion` reads its changes, and so do the overlaps (one
     /// tracker for both).
-    holding: Holding,
+    holding: Holdings,
     /// Time with two or more holders, when measured (a monitor's, `with_overlaps`): kept
     /// here, beside the tracker whose changes it reads, so that each change goes to it in
     /// the caller's arm rather than through a closure.
@@ -155,7 +156,7 @@ impl Checks {
         let on = |p: Property| props.contains(&p);
         Checks {
             props: props.to_vec(),
-            holding: Holding::default(),
+            holding: Holdings::default(),
             overlaps: None,
             mutual_exclusion: on(Property::MutualExclusion).then(MutualExclusion::default),
             resource_safety: on(Property::ResourceSafety).then(ResourceSafety::default),
@@ -240,7 +241,7 @@ impl Checks {
     }
 
     /// As `observe`, also handing each change of who holds what to `also` (as
-    /// `Holding::observe` gives them).
+    /// `Holdings::observe` gives them).
     #[inline(always)]
     pub fn observe_with(
         &mut self,
@@ -250,34 +251,35 @@ impl Checks {
     ) {
         // Each record only to the checkers that read its kind (see their `observe`s).
         match &r.obs {
-            Observation::Acquired { lock, .. } => {
-                let i = r.proc.index();
-                if self.serial.len() <= i {
-                    self.serial.resize(i + 1, 0);
+            Observation::Acquired { .. }
+            | Observation::Released { .. }
+            | Observation::Lost { .. }
+            | Observation::Crashed => {
+                if let Observation::Acquired { .. } = r.obs {
+                    let i = r.proc.index();
+                    if self.serial.len() <= i {
+                        self.serial.resize(i + 1, 0);
+                    }
+                    self.serial[i] += 1;
                 }
-                self.serial[i] += 1;
-                self.holding.acquired(r.proc, *lock);
-                self.hold_changed(r.at, r.proc, *lock, true, &mut also);
+                let (me, overlaps) = (&mut self.mutual_exclusion, &mut self.overlaps);
+                self.holding.observe(r, |c| {
+                    let (at, p, lock, acquired) = match c {
+                        Change::Began(h) => (h.since, h.client, h.lock, true),
+                        Change::Ended { hold, at, .. } => (at, hold.client, hold.lock, false),
+                    };
+                    if let Some(c) = me.as_mut() {
+                        c.change(at, p, lock, acquired);
+                    }
+                    if let Some(o) = overlaps.as_mut() {
+                        o.change(at, p, lock, acquired);
+                    }
+                    also(at, p, lock, acquired);
+                });
                 if let Some(c) = &mut self.liveness {
                     c.observe(r);
                 }
-            }
-            Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
-                if self.holding.released(r.proc, *lock) {
-                    self.hold_changed(r.at, r.proc, *lock, false, &mut also);
-                }
-                if let Some(c) = &mut self.liveness {
-                    c.observe(r);
-                }
-            }
-            Observation::Crashed => {
-                for lock in self.holding.crashed(r.proc) {
-                    self.hold_changed(r.at, r.proc, lock, false, &mut also);
-                }
-                if let Some(c) = &mut self.liveness {
-                    c.observe(r);
-                }
-                if let Some(c) = &mut self.release_returns {
+                if let (Observation::Crashed, Some(c)) = (&r.obs, &mut self.release_returns) {
                     c.observe(r);
                 }
             }
@@ -314,25 +316,6 @@ impl Checks {
             }
             _ => {}
         }
-    }
-
-    /// A hold began (`acquired`) or ended: to `mutual_exclusion`, the overlaps, and `also`.
-    #[inline(always)]
-    fn hold_changed(
-        &mut self,
-        at: SimTime,
-        p: ProcId,
-        lock: u32,
-        acquired: bool,
-        also: &mut impl FnMut(SimTime, ProcId, u32, bool),
-    ) {
-        if let Some(c) = &mut self.mutual_exclusion {
-            c.change(at, p, lock, acquired);
-        }
-        if let Some(o) = &mut self.overlaps {
-            o.change(at, p, lock, acquired);
-        }
-        also(at, p, lock, acquired);
     }
 
     /// Forgets the tokens `dead` (see `monitor::Retirement`): none of them may be named by a
@@ -602,70 +585,6 @@ impl Finding {
     }
 }
 
-/// Hold intervals per lock: a client holds from `Acquired` until it releases, learns it
-/// lost the lock, or crashes. Fed each record; reports each change of who holds what.
-#[derive(Clone, Default)]
-struct Holding {
-    /// Process index -> the locks that client holds now (empty: none).
-    by_client: Vec<Vec<u32>>,
-}
-
-impl Holding {
-    /// Calls `f(at, client, lock, acquired)` for each hold that `r` begins or ends.
-    #[inline(always)]
-    fn observe(&mut self, r: &Record, mut f: impl FnMut(SimTime, ProcId, u32, bool)) {
-        match &r.obs {
-            Observation::Acquired { lock, .. } => {
-                self.acquired(r.proc, *lock);
-                f(r.at, r.proc, *lock, true);
-            }
-            Observation::Released { lock, .. } | Observation::Lost { lock, .. } => {
-                // Only a hold the client had ends.
-                let held = self.released(r.proc, *lock);
-                if held {
-                    f(r.at, r.proc, *lock, false);
-                }
-            }
-            Observation::Crashed => {
-                for lock in self.crashed(r.proc) {
-                    f(r.at, r.proc, lock, false);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Client `p` holds `lock` from now on.
-    #[inline(always)]
-    fn acquired(&mut self, p: ProcId, lock: u32) {
-        let i = p.index();
-        if self.by_client.len() <= i {
-            self.by_client.resize(i + 1, Vec::new());
-        }
-        self.by_client[i].push(lock);
-    }
-
-    /// Client `p` no longer holds `lock`; whether it did.
-    #[inline(always)]
-    fn released(&mut self, p: ProcId, lock: u32) -> bool {
-        if let Some(v) = self.by_client.get_mut(p.index())
-            && let Some(i) = v.iter().position(|l| *l == lock)
-        {
-            v.swap_remove(i);
-            return true;
-        }
-        false
-    }
-
-    /// Client `p` crashed: the locks it held, in the order it took them (as kept).
-    fn crashed(&mut self, p: ProcId) -> Vec<u32> {
-        self.by_client
-            .get_mut(p.index())
-            .map(std::mem::take)
-            .unwrap_or_default()
-    }
-}
-
 /// The longest time two clients believed they held the same lock at once, in ns (0: never):
 /// how wide the unsafe window was, for comparing two configurations.
 pub fn longest_overlap_ns(history: &History) -> u64 {
@@ -674,9 +593,9 @@ pub fn longest_overlap_ns(history: &History) -> u64 {
 
 /// (longest single overlap, total time with two or more holders), in ns.
 pub fn overlaps_ns(history: &History) -> (u64, u64) {
-    let (mut holding, mut o) = (Holding::default(), Overlaps::default());
+    let (mut holding, mut o) = (Holdings::default(), Overlaps::default());
     for r in &history.records {
-        holding.observe(r, |at, p, lock, acquired| o.change(at, p, lock, acquired));
+        holding.observe(r, |c| o.change_of(&c));
     }
     o.finish()
 }
@@ -684,16 +603,16 @@ pub fn overlaps_ns(history: &History) -> (u64, u64) {
 /// The closest approach of two holdings: from a whole history (see
 /// `Overlaps::closest_handover`).
 pub fn closest_handover(history: &History) -> Option<(u64, SimTime)> {
-    let mut holding = Holding::default();
+    let mut holding = Holdings::default();
     let mut o = Overlaps::default();
     for r in &history.records {
-        holding.observe(r, |at, p, lock, acquired| o.change(at, p, lock, acquired));
+        holding.observe(r, |c| o.change_of(&c));
     }
     o.closest_handover
 }
 
 /// Time with two or more holders of one lock, fed each change of who holds what
-/// (`Holding::observe`); and how close two holdings came without overlapping.
+/// (`Holdings::observe`); and how close two holdings came without overlapping.
 #[derive(Clone, Default)]
 pub struct Overlaps {
     holders: ByLock<LockHolders>,
@@ -720,6 +639,14 @@ struct LockHolders {
 impl Overlaps {
     /// A hold began (`acquired`) or ended.
     #[inline(always)]
+    /// `change` for a change as `Holdings::observe` gives it.
+    fn change_of(&mut self, c: &Change<'_>) {
+        match c {
+            Change::Began(h) => self.change(h.since, h.client, h.lock, true),
+            Change::Ended { hold, at, .. } => self.change(*at, hold.client, hold.lock, false),
+        }
+    }
+
     pub fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
         self.last = at;
         let LockHolders {
@@ -809,7 +736,7 @@ struct MutualExclusion {
 }
 
 impl MutualExclusion {
-    /// A hold began (`acquired`) or ended (see `Holding::observe`).
+    /// A hold began (`acquired`) or ended (see `Holdings::observe`).
     #[inline(always)]
     fn change(&mut self, at: SimTime, p: ProcId, lock: u32, acquired: bool) {
         let hs = self.holders.entry(lock);

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::check::Violation;
+use crate::history::episodes::{Change, Hold, HoldEnd, Holdings};
 use crate::history::{Observation, Removal};
 use crate::proto::Bytes;
 use crate::scenario::Scenario;
@@ -209,6 +210,12 @@ fn us(t: SimTime) -> f64 {
     t.0 as f64 / 1_000.0
 }
 
+/// A hold's complete event's arguments: what its `Acquired` said.
+fn hold_args(hold: &Hold) -> Value {
+    json!({"token": text(&hold.token), "fence": hold.fence, "validity_ns": hold.validity_ns,
+           "believed_until_us": hold.believed_until.map(us)})
+}
+
 /// Chrome Trace Event JSON: one process per actor (named after it, its thread named after its
 /// role), lock holds and key lifetimes as complete events, faults and violations as instants.
 pub fn chrome_trace(sc: &Scenario, seed: u64, world: &World, violations: &[Violation]) -> String {
@@ -222,8 +229,7 @@ pub fn chrome_trace(sc: &Scenario, seed: u64, world: &World, violations: &[Viola
         ev.push(json!({"ph": "M", "name": "process_sort_index", "pid": i, "tid": 0, "args": {"sort_index": i}}));
     }
     let end = world.now();
-    // Open spans: (pid, name) -> (start, args).
-    let mut holds: Vec<(usize, Bytes, SimTime, Value)> = Vec::new();
+    let mut holdings = Holdings::default();
     let mut keys: Vec<(usize, Bytes, Bytes, SimTime)> = Vec::new();
     let close =
         |ev: &mut Events, pid: usize, name: String, start: SimTime, stop: SimTime, args: Value| {
@@ -235,46 +241,20 @@ pub fn chrome_trace(sc: &Scenario, seed: u64, world: &World, violations: &[Viola
     for r in &world.history.records {
         let pid = r.proc.index();
         match &r.obs {
-            Observation::Acquired {
-                token,
-                fence,
-                validity_ns,
-                believed_until,
-                ..
-            } => {
-                let args = json!({"token": text(token), "fence": fence, "validity_ns": validity_ns,
-                                  "believed_until_us": believed_until.map(us)});
-                holds.push((pid, token.clone(), r.at, args));
-            }
-            Observation::Released { token, .. } | Observation::Lost { token, .. } => {
-                if let Some(i) = holds
-                    .iter()
-                    .position(|(p, t, _, _)| *p == pid && t == token)
-                {
-                    let (_, t, start, args) = holds.swap_remove(i);
-                    close(
-                        &mut ev,
-                        pid,
-                        format!("holds {}", text(&t)),
-                        start,
-                        r.at,
-                        args,
-                    );
-                }
-            }
-            Observation::Crashed => {
-                while let Some(i) = holds.iter().position(|(p, _, _, _)| *p == pid) {
-                    let (_, t, start, args) = holds.swap_remove(i);
-                    close(
-                        &mut ev,
-                        pid,
-                        format!("holds {} (crashed)", text(&t)),
-                        start,
-                        r.at,
-                        args,
-                    );
-                }
-            }
+            Observation::Acquired { .. }
+            | Observation::Released { .. }
+            | Observation::Lost { .. }
+            | Observation::Crashed => holdings.observe(r, |c| {
+                let Change::Ended { hold, at, how } = c else {
+                    return;
+                };
+                let args = hold_args(&hold);
+                let name = match how {
+                    HoldEnd::Crashed => format!("holds {} (crashed)", text(&hold.token)),
+                    HoldEnd::Released | HoldEnd::Lost(_) => format!("holds {}", text(&hold.token)),
+                };
+                close(&mut ev, hold.client.index(), name, hold.since, at, args);
+            }),
             Observation::KeyWritten { key, .. } | Observation::KeyRemoved { key, .. } => {
                 // A write ends the key's previous value; a removal ends the key.
                 if let Some(i) = keys.iter().position(|(p, k, _, _)| *p == pid && k == key) {
@@ -302,14 +282,14 @@ pub fn chrome_trace(sc: &Scenario, seed: u64, world: &World, violations: &[Viola
             _ => {}
         }
     }
-    for (pid, t, start, args) in holds {
+    for hold in holdings.open() {
         close(
             &mut ev,
-            pid,
-            format!("holds {} (until the end)", text(&t)),
-            start,
+            hold.client.index(),
+            format!("holds {} (until the end)", text(&hold.token)),
+            hold.since,
             end,
-            args,
+            hold_args(hold),
         );
     }
     for (pid, k, v, start) in keys {

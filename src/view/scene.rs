@@ -5,6 +5,7 @@
 //! reader wants first (`View`). Drawing them is `svg.rs`; the page around them `report.rs`.
 
 use crate::check::Violation;
+use crate::history::episodes::{Change, Hold, HoldEnd, Holdings};
 use crate::history::{Observation, Removal};
 use crate::proto::{Bytes, Msg};
 use crate::scenario::{ProcKind, Scenario};
@@ -456,6 +457,15 @@ impl Beliefs {
     }
 }
 
+/// How a hold's bar's tip says it ended.
+fn ended(how: HoldEnd) -> String {
+    match how {
+        HoldEnd::Released => "released".into(),
+        HoldEnd::Lost(reason) => format!("lost ({reason})"),
+        HoldEnd::Crashed => "its holder crashed".into(),
+    }
+}
+
 pub(super) fn scene(
     sc: &Scenario,
     world: &World,
@@ -472,8 +482,7 @@ pub(super) fn scene(
     let mut marks = Vec::new();
     // Open intervals.
     let mut trying: Vec<(usize, SimTime)> = Vec::new();
-    // (client, lock, token, fence, start)
-    let mut holds: Vec<(usize, u32, Bytes, Option<u64>, SimTime)> = Vec::new();
+    let mut holdings = Holdings::default();
     let mut closed_holds: Vec<(usize, u32, SimTime, SimTime)> = Vec::new();
     let mut keys: Vec<KeyLife> = Vec::new();
     let mut paused: Vec<(usize, SimTime)> = Vec::new();
@@ -487,14 +496,14 @@ pub(super) fn scene(
     let close_hold = |spans: &mut Vec<Span>,
                       closed: &mut Vec<(usize, u32, SimTime, SimTime)>,
                       beliefs: &mut Beliefs,
-                      h: (usize, u32, Bytes, Option<u64>, SimTime),
+                      h: &Hold,
                       at: SimTime,
                       how: &str| {
-        let (c, lock, token, fence, start) = h;
+        let (c, lock, token, fence, start) = (h.client.index(), h.lock, &h.token, h.fence, h.since);
         beliefs.close(c, at);
         // A fencing token is what the resource compares: named on the bar, first.
-        let label = fence.map_or(text_of(&token), |f| {
-            format!("token {f} · {}", text_of(&token))
+        let label = fence.map_or(text_of(token), |f| {
+            format!("token {f} · {}", text_of(token))
         });
         let fence = fence.map_or(String::new(), |f| format!(", fence {f}"));
         spans.push(Span {
@@ -508,7 +517,7 @@ pub(super) fn scene(
                 "{} holds lock `{}` (token {}{fence}) from {start} to {at}: {how}",
                 names[c],
                 lock_text(lock_keys, lock),
-                text_of(&token)
+                text_of(token)
             ),
         });
         closed.push((c, lock, start, at));
@@ -557,15 +566,15 @@ pub(super) fn scene(
             Observation::Acquired {
                 lock,
                 token,
-                fence,
                 validity_ns,
                 believed_until,
+                ..
             } => {
                 if let Some(i) = trying.iter().position(|(c, _)| *c == p) {
                     let (_, s) = trying.swap_remove(i);
                     spans.push(trying_span(&names, p, s, at, "acquired"));
                 }
-                holds.push((p, *lock, token.clone(), *fence, at));
+                holdings.observe(r, |_| {});
                 if let Some(u) = believed_until {
                     if let Some(v) = validity_ns {
                         token_belief.push(Validity {
@@ -616,28 +625,19 @@ pub(super) fn scene(
                     spans.push(trying_span(&names, p, s, at, "gave up"));
                 }
             }
-            Observation::Released { token, .. } | Observation::Lost { token, .. } => {
-                let how = match &r.obs {
-                    Observation::Lost { reason, .. } => format!("lost ({reason})"),
-                    _ => "released".into(),
-                };
-                if let Some(i) = holds.iter().position(|h| h.0 == p && h.2 == *token) {
-                    let h = holds.swap_remove(i);
-                    close_hold(&mut spans, &mut closed_holds, &mut beliefs, h, at, &how);
-                }
+            Observation::Released { .. } | Observation::Lost { .. } => {
+                holdings.observe(r, |c| {
+                    if let Change::Ended { hold, at, how } = c {
+                        close_hold(&mut spans, &mut closed_holds, &mut beliefs, &hold, at, &ended(how));
+                    }
+                });
             }
             Observation::Crashed => {
-                while let Some(i) = holds.iter().position(|h| h.0 == p) {
-                    let h = holds.swap_remove(i);
-                    close_hold(
-                        &mut spans,
-                        &mut closed_holds,
-                        &mut beliefs,
-                        h,
-                        at,
-                        "its holder crashed",
-                    );
-                }
+                holdings.observe(r, |c| {
+                    if let Change::Ended { hold, at, how } = c {
+                        close_hold(&mut spans, &mut closed_holds, &mut beliefs, &hold, at, &ended(how));
+                    }
+                });
                 if let Some(i) = trying.iter().position(|(c, _)| *c == p) {
                     let (_, s) = trying.swap_remove(i);
                     spans.push(trying_span(&names, p, s, at, "crashed"));
@@ -745,7 +745,7 @@ pub(super) fn scene(
                                 &k,
                                 at,
                                 token_belief.iter().rev().find(|b| b.token == k.value),
-                                holds.iter().any(|h| h.2 == k.value),
+                                holdings.open().any(|h| h.token == k.value),
                             );
                             dead_at = e.at;
                             marks.push(Mark {
@@ -856,7 +856,7 @@ pub(super) fn scene(
     for (c, s) in trying {
         spans.push(trying_span(&names, c, s, end, "still trying at the end"));
     }
-    for h in holds {
+    for h in holdings.open() {
         close_hold(
             &mut spans,
             &mut closed_holds,
