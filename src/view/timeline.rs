@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use crate::check::Violation;
 use crate::check::margin::{is_loss, removal_margin_ns};
-use crate::history::{Observation, Removal};
+use crate::history::episodes::Holdings;
+use crate::history::{Observation, Record, Removal};
 use crate::proto::{Bytes, Msg};
 use crate::sim::World;
 use crate::sim::trace::{TraceKind, describe_msg};
@@ -72,7 +73,7 @@ pub const WINDOW_BEFORE_NS: u64 = 2 * crate::time::NS_PER_S;
 pub const WINDOW_AFTER_NS: u64 = crate::time::NS_PER_S / 2;
 
 enum Row<'a> {
-    Obs(SimTime, ProcId, &'a Observation),
+    Obs(&'a Record),
     Trace(SimTime, ProcId, &'a TraceKind),
     Violation(&'a Violation),
 }
@@ -91,6 +92,7 @@ pub fn render(
     // token -> (holder, believed end), from Acquired/Extended, for margins at key removals.
     let mut believed: std::collections::BTreeMap<Bytes, (ProcId, SimTime)> =
         std::collections::BTreeMap::new();
+    let mut holdings = Holdings::default();
     let mut lanes: Vec<LaneState> = (0..n)
         .map(|_| LaneState {
             base: Lane::Idle,
@@ -147,7 +149,7 @@ pub fn render(
         }
     }
     for (i, r) in world.history.records.iter().enumerate() {
-        rows.push((r.at, 1, i, Row::Obs(r.at, r.proc, &r.obs)));
+        rows.push((r.at, 1, i, Row::Obs(r)));
     }
     for (i, v) in violations.iter().enumerate() {
         rows.push((v.at, 2, i, Row::Violation(v)));
@@ -213,8 +215,11 @@ pub fn render(
                 };
                 (at, p, text)
             }
-            Row::Obs(at, p, obs) => {
-                apply(&mut lanes[p.index()], obs, lock_keys);
+            Row::Obs(r) => {
+                let (at, p, obs) = (r.at, r.proc, &r.obs);
+                holdings.observe(r, |_| {});
+                let holds = !holdings.of(p).is_empty();
+                apply(&mut lanes[p.index()], obs, lock_keys, holds);
                 if let Observation::Acquired {
                     token,
                     believed_until: Some(u),
@@ -398,13 +403,23 @@ pub fn resource_op(obs: &Observation, names: &[String]) -> Option<String> {
     }
 }
 
-fn apply(l: &mut LaneState, obs: &Observation, lock_keys: &[Bytes]) {
+/// The lane after `obs`; `holds`: whether its process holds a lock after it (as
+/// `Holdings` pairs the history: a release that ends no hold leaves the bar).
+fn apply(l: &mut LaneState, obs: &Observation, lock_keys: &[Bytes], holds: bool) {
     match obs {
         Observation::Attempt { .. } if l.base != Lane::Holding => l.base = Lane::Trying,
-        Observation::Acquired { .. } => l.base = Lane::Holding,
-        Observation::Released { .. } | Observation::Lost { .. } | Observation::GaveUp { .. } => {
-            l.base = Lane::Idle
+        Observation::Acquired { .. }
+        | Observation::Released { .. }
+        | Observation::Lost { .. }
+        | Observation::GaveUp { .. }
+            if holds =>
+        {
+            l.base = Lane::Holding
         }
+        Observation::Acquired { .. }
+        | Observation::Released { .. }
+        | Observation::Lost { .. }
+        | Observation::GaveUp { .. } => l.base = Lane::Idle,
         Observation::KeyWritten { key, .. } if lock_keys.contains(key) => l.base = Lane::KeyPresent,
         Observation::KeyRemoved { key, .. } if lock_keys.contains(key) => l.base = Lane::Idle,
         Observation::Crashed => {
