@@ -267,6 +267,7 @@ impl Checks {
                     let (at, p, lock, acquired) = match c {
                         Change::Began(h) => (h.since, h.client, h.lock, true),
                         Change::Ended { hold, at, .. } => (at, hold.client, hold.lock, false),
+                        Change::Extended(_) => return,
                     };
                     if let Some(c) = me.as_mut() {
                         c.change(at, p, lock, acquired);
@@ -644,6 +645,7 @@ impl Overlaps {
         match c {
             Change::Began(h) => self.change(h.since, h.client, h.lock, true),
             Change::Ended { hold, at, .. } => self.change(*at, hold.client, hold.lock, false),
+            Change::Extended(_) => {}
         }
     }
 

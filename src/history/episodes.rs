@@ -22,9 +22,11 @@ pub struct Hold {
     pub fence: Option<u64>,
     pub since: SimTime,
     /// What the `Acquired` said of the belief: its length on the client's clock and that
-    /// mapped to true time (an `Extended` does not change them here).
+    /// mapped to true time.
     pub validity_ns: Option<u64>,
     pub believed_until: Option<SimTime>,
+    /// Where the belief ends now: the `Acquired`'s, or the latest `Extended`'s that gave one.
+    pub believed_until_now: Option<SimTime>,
 }
 
 /// How a hold ended.
@@ -42,6 +44,8 @@ pub enum HoldEnd {
 #[derive(Debug)]
 pub enum Change<'a> {
     Began(&'a Hold),
+    /// An `Extended` moved the hold's belief (`believed_until_now`).
+    Extended(&'a Hold),
     Ended {
         hold: Hold,
         at: SimTime,
@@ -55,7 +59,8 @@ pub enum Change<'a> {
 /// or `Lost` of client `c` for `lock` closes `c`'s open hold of `lock` with the record's
 /// token, else (a library that reports another value than it stored, or a task sharing the
 /// client's token) `c`'s earliest open hold of `lock`; one with no open hold of `lock` ends
-/// nothing. A crash closes every hold of the client, earliest first.
+/// nothing. An `Extended` moves the belief of the hold it names by the same rule. A crash
+/// closes every hold of the client, earliest first.
 #[derive(Clone, Debug, Default)]
 pub struct Holdings {
     // Invariant: `by_client[c]` holds client c's open holds in the order they began.
@@ -87,8 +92,23 @@ impl Holdings {
                     since: r.at,
                     validity_ns: *validity_ns,
                     believed_until: *believed_until,
+                    believed_until_now: *believed_until,
                 });
                 f(Change::Began(open.last().expect("just pushed")));
+            }
+            Observation::Extended {
+                lock,
+                token,
+                believed_until,
+                ..
+            } => {
+                if let Some(i) = self.find(r.proc, *lock, token) {
+                    let hold = &mut self.by_client[r.proc.index()][i];
+                    if believed_until.is_some() {
+                        hold.believed_until_now = *believed_until;
+                    }
+                    f(Change::Extended(hold));
+                }
             }
             Observation::Released { lock, token } => {
                 if let Some(hold) = self.close(r.proc, *lock, token) {
@@ -130,14 +150,19 @@ impl Holdings {
         }
     }
 
-    /// Closes client `c`'s hold of `lock` by the pairing rule (see the type).
-    fn close(&mut self, c: ProcId, lock: u32, token: &Bytes) -> Option<Hold> {
-        let open = self.by_client.get_mut(c.index())?;
-        let i = open
-            .iter()
+    /// Where client `c`'s hold of `lock` that a record with `token` names is among its open
+    /// holds, by the pairing rule (see the type).
+    fn find(&self, c: ProcId, lock: u32, token: &Bytes) -> Option<usize> {
+        let open = self.by_client.get(c.index())?;
+        open.iter()
             .position(|h| h.lock == lock && h.token == *token)
-            .or_else(|| open.iter().position(|h| h.lock == lock))?;
-        Some(open.remove(i))
+            .or_else(|| open.iter().position(|h| h.lock == lock))
+    }
+
+    /// Closes client `c`'s hold of `lock` that a record with `token` names.
+    fn close(&mut self, c: ProcId, lock: u32, token: &Bytes) -> Option<Hold> {
+        let i = self.find(c, lock, token)?;
+        Some(self.by_client[c.index()].remove(i))
     }
 
     /// Client `c`'s open holds, in the order they began.

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::check::Violation;
 use crate::check::margin::removal_margin_ns;
+use crate::history::episodes::Holdings;
 use crate::history::{Fact, Observation, Removal};
 use crate::proto::Bytes;
 use crate::scenario::{ProcKind, Scenario};
@@ -429,6 +430,22 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation], telling: Tellin
         st.offsets.insert(p, offset_ms(p, SimTime::ZERO));
     }
     let own_ms = |p: usize, t: SimTime| world.clock(ProcId(p as u32)).wall_ms(t) - epoch;
+    // A client's holds as the panel shows them: its open holds as `Holdings` pairs the
+    // history, each with the belief's end in true time and on its own clock.
+    let mut holdings = Holdings::default();
+    let hold_states = |p: usize, holdings: &Holdings| -> Vec<HoldState> {
+        holdings
+            .of(ProcId(p as u32))
+            .iter()
+            .map(|h| HoldState {
+                lock: lock_name(h.lock),
+                token: text(&h.token),
+                fence: h.fence,
+                until_ns: h.believed_until_now.map(|u| u.0),
+                until_own_ms: h.believed_until_now.map(|u| own_ms(p, u)),
+            })
+            .collect()
+    };
 
     // The records that make steps, in order, with the violations after the records of
     // their instant.
@@ -487,6 +504,7 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation], telling: Tellin
         } else {
             let r = &records[i];
             i += 1;
+            holdings.observe(r, |_| {});
             let p = r.proc.index();
             let at = r.at;
             let who = &names[p];
@@ -512,15 +530,8 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation], telling: Tellin
                 } => {
                     notable = Some(Notable::Acquire);
                     owner.insert(text(token), p);
-                    let h = HoldState {
-                        lock: lock_name(*lock),
-                        token: text(token),
-                        fence: *fence,
-                        until_ns: believed_until.map(|u| u.0),
-                        until_own_ms: believed_until.map(|u| own_ms(p, u)),
-                    };
                     let fence = fence.map_or(String::new(), |f| format!(", fencing token {f}"));
-                    let belief = match (validity_ns, h.until_own_ms) {
+                    let belief = match (validity_ns, believed_until.map(|u| own_ms(p, u))) {
                         (Some(v), Some(u)) => format!(
                             "it believes the lock valid for {}, until {} on its own clock",
                             fmt_duration_ns(*v),
@@ -530,8 +541,7 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation], telling: Tellin
                     };
                     if let Some(c) = st.clients.get_mut(&p) {
                         c.trying = false;
-                        c.holds.retain(|x| x.lock != h.lock);
-                        c.holds.push(h);
+                        c.holds = hold_states(p, &holdings);
                         dirty_c.push(p);
                     }
                     format!(
@@ -542,16 +552,12 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation], telling: Tellin
                 }
                 Observation::Extended {
                     lock,
-                    token,
                     believed_until,
                     ..
                 } => {
                     let until_own = believed_until.map(|u| own_ms(p, u));
                     if let Some(c) = st.clients.get_mut(&p) {
-                        for h in c.holds.iter_mut().filter(|h| h.token == text(token)) {
-                            h.until_ns = believed_until.map(|u| u.0);
-                            h.until_own_ms = until_own;
-                        }
+                        c.holds = hold_states(p, &holdings);
                         dirty_c.push(p);
                     }
                     match until_own {
@@ -565,7 +571,7 @@ fn build(sc: &Scenario, world: &World, violations: &[Violation], telling: Tellin
                 }
                 Observation::Released { lock, token } | Observation::Lost { lock, token, .. } => {
                     if let Some(c) = st.clients.get_mut(&p) {
-                        c.holds.retain(|h| h.token != text(token));
+                        c.holds = hold_states(p, &holdings);
                         dirty_c.push(p);
                     }
                     match &r.obs {
