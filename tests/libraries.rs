@@ -123,3 +123,82 @@ fn redisson_3_44_s_renewal_task_dies_on_a_racing_unlock_and_3_45_1_renews_throug
         "Redisson 3.45.1",
     );
 }
+
+/// python-redis-lock v4.0.1's waiters block in `BLPOP lock-signal:<name> expire` (:229, :237)
+/// and UNLOCK_SCRIPT pushes one element there (:20-30): a release wakes a waiter at once, not
+/// after the BLPOP's 10 s. Two workers holding 1 s each, no faults: over 20 s the lock changes
+/// hands about 19 times; a waiter woken only by its BLPOP timeout would manage 2 or 3.
+#[test]
+fn a_python_redis_lock_release_wakes_a_blpop_waiter_at_once() {
+    let text = r#"(
+        description: "two python-redis-lock workers, 1 s sections",
+        duration: "20s",
+        nodes: [(name: "redis")],
+        clients: [(
+            name: "w", count: 2, algorithm: "python-redis-lock", node: "redis", key: "lock:job",
+            python_redis_lock: (expire: ttl),
+            ttl: "10s", hold: ("1s", "1s"),
+        )],
+        check: ["mutual_exclusion", "liveness"],
+        liveness_bound: "3s",
+    )"#;
+    let sc = scenario::load_str("prl", "prl.ron", text).unwrap_or_else(|e| panic!("{e}"));
+    for seed in 0..5 {
+        let o = distlock_sim::explore::run_seed(&sc, seed);
+        assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
+        assert!(
+            (17..=20).contains(&o.acquisitions),
+            "seed {seed}: {} acquisitions",
+            o.acquisitions
+        );
+    }
+}
+
+/// What the library raises or silently changes is refused where the model says it.
+#[test]
+fn python_redis_lock_options_the_library_refuses_are_refused_at_their_field() {
+    let group = |fields: &str| {
+        format!(
+            r#"(
+        description: "x",
+        duration: "20s",
+        nodes: [(name: "redis")],
+        clients: [(
+            name: "w", algorithm: "python-redis-lock", node: "redis", {fields}
+            ttl: "10s", hold: ("1s", "1s"),
+        )],
+        check: ["mutual_exclusion"],
+    )"#
+        )
+    };
+    for (fields, says) in [
+        (
+            r#"key: "lock:job", python_redis_lock: (expire: none, auto_renewal: true),"#,
+            "Expire may not be None when auto_renewal is set",
+        ),
+        (
+            r#"key: "lock:job", python_redis_lock: (expire: ttl, timeout: "20s"),"#,
+            "TimeoutTooLarge",
+        ),
+        (
+            r#"key: "lock:job", python_redis_lock: (expire: ttl, timeout: "1500ms"),"#,
+            "whole seconds",
+        ),
+        (
+            r#"key: "job", python_redis_lock: (expire: ttl),"#,
+            "lock:<name>",
+        ),
+        (
+            r#"key: "lock:job", python_redis_lock: (expire: ttl), request_timeout: "5s","#,
+            "not read by algorithm \"python-redis-lock\"",
+        ),
+        (r#"key: "lock:job","#, "needs `python_redis_lock"),
+    ] {
+        let err = scenario::load_str("bad", "bad.ron", &group(fields))
+            .err()
+            .unwrap_or_else(|| panic!("{fields}: accepted"))
+            .to_string();
+        assert!(err.contains(says), "{fields}: {err}");
+        assert!(err.contains("bad.ron:"), "{fields}: no location in {err}");
+    }
+}

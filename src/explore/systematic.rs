@@ -434,6 +434,13 @@ fn request_wait_ns(spec: &AlgorithmSpec) -> u64 {
         AlgorithmSpec::RedisPy {
             request_timeout, ..
         } => request_timeout.map_or(NS_PER_S, |d| d.ns()),
+        // No socket timeout: a waiter's longest request is its BLPOP.
+        AlgorithmSpec::PythonRedisLock {
+            python_redis_lock, ..
+        } => python_redis_lock
+            .timeout
+            .map_or(NS_PER_S, |d| d.ns())
+            .max(NS_PER_S),
         AlgorithmSpec::Redlock { redlock, .. } => {
             let r = &**redlock;
             r.per_node_timeout.map_or(NS_PER_S, |d| d.0)
