@@ -124,6 +124,19 @@ fn redisson_3_44_s_renewal_task_dies_on_a_racing_unlock_and_3_45_1_renews_throug
     );
 }
 
+/// python-redis-lock v4.0.1: the renewal thread's `extend` raises `NotAcquired` once a pause
+/// let the key expire (src/redis_lock/__init__.py:264-266, :278-285), the thread ends and the
+/// holder writes on; a fencing token the caller takes and the resource checks stops the lost
+/// update.
+#[test]
+fn python_redis_lock_s_renewal_thread_dies_silently_after_a_pause_and_a_fencing_token_saves_the_write()
+ {
+    assert_bug_and_fix(
+        "python-redis-lock-renewal-dies-after-pause",
+        "caller's fencing token",
+    );
+}
+
 /// python-redis-lock v4.0.1's waiters block in `BLPOP lock-signal:<name> expire` (:229, :237)
 /// and UNLOCK_SCRIPT pushes one element there (:20-30): a release wakes a waiter at once, not
 /// after the BLPOP's 10 s. Two workers holding 1 s each, no faults: over 20 s the lock changes
@@ -202,3 +215,4 @@ fn python_redis_lock_options_the_library_refuses_are_refused_at_their_field() {
         assert!(err.contains("bad.ron:"), "{fields}: no location in {err}");
     }
 }
+

@@ -130,6 +130,14 @@ after the crash.",
         &["redis-py-lock-timeout"],
     ),
     (
+        "python-redis-lock-renewal-dies-after-pause",
+        "No option of python-redis-lock outlasts a pause longer than `expire`, and its renewal \
+thread dies without a word (src/redis_lock/__init__.py:278-285): fence the resource with a token \
+it checks (the variant below; the caller takes it, the library has none), and treat \
+`NotAcquired` from `release()` as a section that may have overlapped another.",
+        &["single-px-cad-fencing"],
+    ),
+    (
         "failover-lost-lock",
         "Nothing on the Redis side closes the window; WAIT only narrows it. Fence with a token that cannot repeat.",
         &["failover-wait-false-confidence", "consensus-pause-fencing"],
