@@ -216,3 +216,12 @@ fn python_redis_lock_options_the_library_refuses_are_refused_at_their_field() {
     }
 }
 
+/// redisson#4822 (#4706): a lock script that ran but whose `WAIT` got no replica throws "None
+/// of slaves were synced"; the caller's next `lock()` re-enters (`hincrby`, RedissonLock.java
+/// :218-227 at 3.43.0) and one `unlock()` leaves the count, so the node keeps the lock. 3.43.0's
+/// `handleNoSync` (CommandAsyncService.java:956-986) matches a message 3.25.0 lengthened (:1063)
+/// and undoes nothing; 3.47.0's matches the exception's type (f2b6ad849) and unlocks.
+#[test]
+fn a_redisson_lock_retried_after_a_failed_sync_check_keeps_a_count_until_3_47_undoes_it() {
+    assert_bug_and_fix("redisson-retried-lock-leaves-count", "Redisson 3.52.0");
+}

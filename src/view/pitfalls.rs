@@ -360,6 +360,14 @@ the pipelines of one Reactor or Netty thread are one thread to it.",
         &[],
     ),
     (
+        "redisson-retried-lock-leaves-count",
+        "Upgrade to Redisson 3.47.0 or later (f2b6ad849: handleNoSync matches \
+NoSyncedSlavesException and unlocks the unsynced lock; the variant below runs 3.52.0); 3.20.0's \
+fix (ec2e41ab3, #4822) stopped matching in 3.25.0 (279cb9b3c). On older versions \
+`checkLockSyncedSlaves = false` (no WAIT check, so no exception to retry on).",
+        &[],
+    ),
+    (
         "redisson-renewal-task-dies-on-racing-unlock",
         "Upgrade to Redisson 3.45.1 or later (5f9589346 skips the vanished entry; 3.46.0 also the \
 empty chunk, #6506; the variant below); and fence the resource: a watchdog that stops says \
