@@ -225,3 +225,65 @@ fn python_redis_lock_options_the_library_refuses_are_refused_at_their_field() {
 fn a_redisson_lock_retried_after_a_failed_sync_check_keeps_a_count_until_3_47_undoes_it() {
     assert_bug_and_fix("redisson-retried-lock-leaves-count", "Redisson 3.52.0");
 }
+
+/// The mechanism of python-redis-lock-renewal-dies-after-pause, by the clock: `expire=10`,
+/// so the renewal would come at 6.67 s (:168); w1 takes the key at 0 and is paused from 2 s to
+/// 14 s, so its key expires at 10 s. w2's BLPOP, sent at 0 with timeout 10 (:229, :237),
+/// answers nil once its 10 s have passed at a cron tick of the node (10 a second) and its SET
+/// wins. When w1 resumes, its thread's extend answers 1 and the
+/// thread ends (:264-266, :278-285), and w1 still writes at 20 s, its section's end.
+#[test]
+fn a_paused_python_redis_lock_holder_s_renewal_thread_dies_at_resume_and_it_writes_anyway() {
+    use distlock_sim::history::Observation;
+    let text = r#"(
+        description: "w1 paused 12 s while holding a 10 s python-redis-lock key",
+        duration: "30s",
+        nodes: [(name: "redis")],
+        resource: (name: "db"),
+        clients: [
+            (name: "w1", algorithm: "python-redis-lock", node: "redis", key: "lock:job",
+             python_redis_lock: (expire: ttl, auto_renewal: true),
+             ttl: "10s", hold: ("20s", "20s"), rounds: 1),
+            (name: "w2", algorithm: "python-redis-lock", node: "redis", key: "lock:job",
+             python_redis_lock: (expire: ttl, auto_renewal: true),
+             ttl: "10s", hold: ("1s", "1s"), rounds: 1, start: "100ms"),
+        ],
+        faults: [pause(target: "w1", at: "2s", duration: "12s")],
+        check: ["mutual_exclusion", "resource_safety"],
+    )"#;
+    let sc = scenario::load_str("prl", "prl.ron", text).unwrap_or_else(|e| panic!("{e}"));
+    let (w1, w2) = (sc.proc_id("w1"), sc.proc_id("w2"));
+    let (_, world) = distlock_sim::explore::run_world(&sc, 0, distlock_sim::sim::TraceMode::Off);
+    let records = &world.history.records;
+    let s = |ns: u64| ns as f64 / 1e9;
+    let w2_acquired = records
+        .iter()
+        .find(|r| r.proc == w2 && matches!(r.obs, Observation::Acquired { .. }))
+        .map(|r| s(r.at.0))
+        .expect("w2 acquires");
+    assert!(
+        (10.0..10.5).contains(&w2_acquired),
+        "w2 acquired at {w2_acquired}"
+    );
+    let died = records
+        .iter()
+        .find(|r| {
+            r.proc == w1
+                && matches!(&r.obs, Observation::Note(n) if n.contains("renewal thread") && n.contains("NotAcquired"))
+        })
+        .map(|r| s(r.at.0))
+        .expect("w1's renewal thread dies");
+    assert!((14.0..14.1).contains(&died), "died at {died}");
+    let w1_write = records
+        .iter()
+        .find(|r| matches!(r.obs, Observation::ResourceWrite { client, .. } if client == w1))
+        .map(|r| s(r.at.0))
+        .expect("w1 writes");
+    assert!(w1_write > 20.0 && w1_write < 20.1, "w1 wrote at {w1_write}");
+    assert!(
+        !records.iter().any(|r| r.proc == w1
+            && matches!(r.obs, Observation::Extended { .. })
+            && s(r.at.0) > 2.0),
+        "no renewal after the pause"
+    );
+}
