@@ -474,8 +474,9 @@ fn the_redlock_watchdog_and_consensus_examples_in_the_model_format_doc_are_valid
     );
     let sc = scenario::load_str("groups", "docs/model-format.md", &model)
         .unwrap_or_else(|e| panic!("{e}\n{model}"));
-    // Nodes and zk; the redlock, redis-py, watchdog, redisson and consensus groups.
-    assert_eq!(sc.procs.len(), 6 + 1 + 3 + 2 + 2 + 2 + 3);
+    // Nodes and zk; the redlock, redis-py, python-redis-lock, watchdog, redisson and
+    // consensus groups.
+    assert_eq!(sc.procs.len(), 6 + 1 + 3 + 2 + 2 + 2 + 2 + 3);
     let o = distlock_sim::explore::run_seed(&sc, 1);
     assert!(o.acquisitions > 0);
 }

@@ -150,3 +150,167 @@ fn redisson_3_44_s_renewal_task_dies_on_a_racing_unlock_and_3_45_1_renews_throug
         "Redisson 3.45.1",
     );
 }
+
+/// python-redis-lock v4.0.1: the renewal thread's `extend` raises `NotAcquired` once a pause
+/// let the key expire (src/redis_lock/__init__.py:264-266, :278-285), the thread ends and the
+/// holder writes on; a fencing token the caller takes and the resource checks stops the lost
+/// update.
+#[test]
+fn python_redis_lock_s_renewal_thread_dies_silently_after_a_pause_and_a_fencing_token_saves_the_write()
+ {
+    assert_bug_and_fix(
+        "python-redis-lock-renewal-dies-after-pause",
+        "caller's fencing token",
+    );
+}
+
+/// python-redis-lock v4.0.1's waiters block in `BLPOP lock-signal:<name> expire` (:229, :237)
+/// and UNLOCK_SCRIPT pushes one element there (:20-30): a release wakes a waiter at once, not
+/// after the BLPOP's 10 s. Two workers holding 1 s each, no faults: over 20 s the lock changes
+/// hands about 19 times; a waiter woken only by its BLPOP timeout would manage 2 or 3.
+#[test]
+fn a_python_redis_lock_release_wakes_a_blpop_waiter_at_once() {
+    let text = r#"(
+        description: "two python-redis-lock workers, 1 s sections",
+        duration: "20s",
+        nodes: [(name: "redis")],
+        clients: [(
+            name: "w", count: 2, algorithm: "python-redis-lock", node: "redis", key: "lock:job",
+            python_redis_lock: (expire: ttl),
+            ttl: "10s", hold: ("1s", "1s"),
+        )],
+        check: ["mutual_exclusion", "liveness"],
+        liveness_bound: "3s",
+    )"#;
+    let sc = scenario::load_str("prl", "prl.ron", text).unwrap_or_else(|e| panic!("{e}"));
+    for seed in 0..5 {
+        let o = distlock_sim::explore::run_seed(&sc, seed);
+        assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
+        assert!(
+            (17..=20).contains(&o.acquisitions),
+            "seed {seed}: {} acquisitions",
+            o.acquisitions
+        );
+    }
+}
+
+/// What the library raises or silently changes is refused where the model says it.
+#[test]
+fn python_redis_lock_options_the_library_refuses_are_refused_at_their_field() {
+    let group = |fields: &str| {
+        format!(
+            r#"(
+        description: "x",
+        duration: "20s",
+        nodes: [(name: "redis")],
+        clients: [(
+            name: "w", algorithm: "python-redis-lock", node: "redis", {fields}
+            ttl: "10s", hold: ("1s", "1s"),
+        )],
+        check: ["mutual_exclusion"],
+    )"#
+        )
+    };
+    for (fields, says) in [
+        (
+            r#"key: "lock:job", python_redis_lock: (expire: none, auto_renewal: true),"#,
+            "Expire may not be None when auto_renewal is set",
+        ),
+        (
+            r#"key: "lock:job", python_redis_lock: (expire: ttl, timeout: "20s"),"#,
+            "TimeoutTooLarge",
+        ),
+        (
+            r#"key: "lock:job", python_redis_lock: (expire: ttl, timeout: "1500ms"),"#,
+            "whole seconds",
+        ),
+        (
+            r#"key: "job", python_redis_lock: (expire: ttl),"#,
+            "lock:<name>",
+        ),
+        (
+            r#"key: "lock:job", python_redis_lock: (expire: ttl), request_timeout: "5s","#,
+            "not read by algorithm \"python-redis-lock\"",
+        ),
+        (r#"key: "lock:job","#, "needs `python_redis_lock"),
+    ] {
+        let err = scenario::load_str("bad", "bad.ron", &group(fields))
+            .err()
+            .unwrap_or_else(|| panic!("{fields}: accepted"))
+            .to_string();
+        assert!(err.contains(says), "{fields}: {err}");
+        assert!(err.contains("bad.ron:"), "{fields}: no location in {err}");
+    }
+}
+
+/// redisson#4822 (#4706): a lock script that ran but whose `WAIT` got no replica throws "None
+/// of slaves were synced"; the caller's next `lock()` re-enters (`hincrby`, RedissonLock.java
+/// :218-227 at 3.43.0) and one `unlock()` leaves the count, so the node keeps the lock. 3.43.0's
+/// `handleNoSync` (CommandAsyncService.java:956-986) matches a message 3.25.0 lengthened (:1063)
+/// and undoes nothing; 3.47.0's matches the exception's type (f2b6ad849) and unlocks.
+#[test]
+fn a_redisson_lock_retried_after_a_failed_sync_check_keeps_a_count_until_3_47_undoes_it() {
+    assert_bug_and_fix("redisson-retried-lock-leaves-count", "Redisson 3.52.0");
+}
+
+/// The mechanism of python-redis-lock-renewal-dies-after-pause, by the clock: `expire=10`,
+/// so the renewal would come at 6.67 s (:168); w1 takes the key at 0 and is paused from 2 s to
+/// 14 s, so its key expires at 10 s. w2's BLPOP, sent at 0 with timeout 10 (:229, :237),
+/// answers nil once its 10 s have passed at a cron tick of the node (10 a second) and its SET
+/// wins. When w1 resumes, its thread's extend answers 1 and the
+/// thread ends (:264-266, :278-285), and w1 still writes at 20 s, its section's end.
+#[test]
+fn a_paused_python_redis_lock_holder_s_renewal_thread_dies_at_resume_and_it_writes_anyway() {
+    use distlock_sim::history::Observation;
+    let text = r#"(
+        description: "w1 paused 12 s while holding a 10 s python-redis-lock key",
+        duration: "30s",
+        nodes: [(name: "redis")],
+        resource: (name: "db"),
+        clients: [
+            (name: "w1", algorithm: "python-redis-lock", node: "redis", key: "lock:job",
+             python_redis_lock: (expire: ttl, auto_renewal: true),
+             ttl: "10s", hold: ("20s", "20s"), rounds: 1),
+            (name: "w2", algorithm: "python-redis-lock", node: "redis", key: "lock:job",
+             python_redis_lock: (expire: ttl, auto_renewal: true),
+             ttl: "10s", hold: ("1s", "1s"), rounds: 1, start: "100ms"),
+        ],
+        faults: [pause(target: "w1", at: "2s", duration: "12s")],
+        check: ["mutual_exclusion", "resource_safety"],
+    )"#;
+    let sc = scenario::load_str("prl", "prl.ron", text).unwrap_or_else(|e| panic!("{e}"));
+    let (w1, w2) = (sc.proc_id("w1"), sc.proc_id("w2"));
+    let (_, world) = distlock_sim::explore::run_world(&sc, 0, distlock_sim::sim::TraceMode::Off);
+    let records = &world.history.records;
+    let s = |ns: u64| ns as f64 / 1e9;
+    let w2_acquired = records
+        .iter()
+        .find(|r| r.proc == w2 && matches!(r.obs, Observation::Acquired { .. }))
+        .map(|r| s(r.at.0))
+        .expect("w2 acquires");
+    assert!(
+        (10.0..10.5).contains(&w2_acquired),
+        "w2 acquired at {w2_acquired}"
+    );
+    let died = records
+        .iter()
+        .find(|r| {
+            r.proc == w1
+                && matches!(&r.obs, Observation::Note(n) if n.contains("renewal thread") && n.contains("NotAcquired"))
+        })
+        .map(|r| s(r.at.0))
+        .expect("w1's renewal thread dies");
+    assert!((14.0..14.1).contains(&died), "died at {died}");
+    let w1_write = records
+        .iter()
+        .find(|r| matches!(r.obs, Observation::ResourceWrite { client, .. } if client == w1))
+        .map(|r| s(r.at.0))
+        .expect("w1 writes");
+    assert!(w1_write > 20.0 && w1_write < 20.1, "w1 wrote at {w1_write}");
+    assert!(
+        !records.iter().any(|r| r.proc == w1
+            && matches!(r.obs, Observation::Extended { .. })
+            && s(r.at.0) > 2.0),
+        "no renewal after the pause"
+    );
+}

@@ -4,6 +4,7 @@
 pub mod consensus;
 pub mod node_redlock;
 pub mod presets;
+pub mod python_redis_lock;
 pub mod redis_py;
 pub mod redisson;
 pub mod redlock;

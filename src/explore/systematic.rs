@@ -421,8 +421,8 @@ fn fit<T: Copy + Ord>(want: &[T], range: (T, T)) -> Vec<T> {
 
 /// How long one request of a client of this algorithm may wait for its reply and its
 /// retry: the request timeout (the loader's default of one second where none is given) and
-/// the longest retry delay.
-fn request_wait_ns(spec: &AlgorithmSpec) -> u64 {
+/// the longest retry delay; `ttl_ns` is the group's `ttl`.
+fn request_wait_ns(spec: &AlgorithmSpec, ttl_ns: u64) -> u64 {
     let retrying = |r: &crate::scenario::clients::Retrying| {
         r.request_timeout.map_or(NS_PER_S, |d| d.ns()) + r.retry.max.ns()
     };
@@ -434,6 +434,14 @@ fn request_wait_ns(spec: &AlgorithmSpec) -> u64 {
         AlgorithmSpec::RedisPy {
             request_timeout, ..
         } => request_timeout.map_or(NS_PER_S, |d| d.ns()),
+        // No socket timeout: a waiter's longest request is its BLPOP, `timeout or expire`
+        // (:229); with neither it blocks until a release, counted here as one `ttl`.
+        AlgorithmSpec::PythonRedisLock {
+            python_redis_lock, ..
+        } => python_redis_lock
+            .timeout
+            .map_or(ttl_ns, |d| d.ns())
+            .max(NS_PER_S),
         AlgorithmSpec::Redlock { redlock, .. } => {
             let r = &**redlock;
             r.per_node_timeout.map_or(NS_PER_S, |d| d.0)
@@ -455,7 +463,8 @@ impl Ctx {
         for g in sc.model.clients.iter() {
             // How long a client may be busy after a fault: its hold, its request timeout
             // (or the one-second default), its retry delay.
-            client_wait_ns = client_wait_ns.max(g.hold.max.ns() + request_wait_ns(&g.spec));
+            client_wait_ns =
+                client_wait_ns.max(g.hold.max.ns() + request_wait_ns(&g.spec, g.ttl.ns()));
             for m in g.members() {
                 let id = sc.proc_id(&m.0);
                 ttl_ns.insert(id, g.ttl.ns());

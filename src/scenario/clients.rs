@@ -13,6 +13,9 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
 use crate::client::consensus::{ConsensusClient, ConsensusClientConfig};
 use crate::client::presets;
+use crate::client::python_redis_lock::{
+    self as prl, PythonRedisLockClient, PythonRedisLockConfig, PythonRedisLockOptions,
+};
 use crate::client::redis_py::{self, RedisPyOptions, Refresh, ReleaseError, SharedToken};
 use crate::client::redisson::{RedissonClient, RedissonConfig, RedissonVersion};
 use crate::client::redlock::{
@@ -45,6 +48,9 @@ pub enum ClientKind {
     /// redis-py's `Lock` on one node (`node`, `redis_py` options; `ttl` is its `timeout`
     /// when `redis_py.timeout` is `ttl`).
     RedisPy,
+    /// python-redis-lock's `redis_lock.Lock` on one node (`node`, `python_redis_lock`
+    /// options; `ttl` is its `expire` when `python_redis_lock.expire` is `ttl`).
+    PythonRedisLock,
     /// An algorithm a user crate registered (`scenario::custom`): reads the single-instance
     /// fields.
     Custom(u16),
@@ -60,6 +66,7 @@ impl ClientKind {
             ClientKind::Redisson => "redisson",
             ClientKind::Consensus => "consensus",
             ClientKind::RedisPy => "redis-py",
+            ClientKind::PythonRedisLock => "python-redis-lock",
         }
     }
 
@@ -70,6 +77,7 @@ impl ClientKind {
             "redisson" => Some(ClientKind::Redisson),
             "consensus" => Some(ClientKind::Consensus),
             "redis-py" => Some(ClientKind::RedisPy),
+            "python-redis-lock" => Some(ClientKind::PythonRedisLock),
             _ => Algorithm::from_name(s)
                 .map(ClientKind::Single)
                 .or_else(|| crate::scenario::custom::lookup(s).map(ClientKind::Custom)),
@@ -85,6 +93,7 @@ impl ClientKind {
             ClientKind::Redisson,
             ClientKind::Consensus,
             ClientKind::RedisPy,
+            ClientKind::PythonRedisLock,
         ]);
         v.extend(crate::scenario::custom::indices().map(ClientKind::Custom));
         v
@@ -424,6 +433,63 @@ impl RedisPySpec {
     }
 }
 
+/// python-redis-lock's `Lock(...)` and `acquire(...)` arguments
+/// (client/python_redis_lock.rs has each with its line).
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PythonRedisLockSpec {
+    /// `expire`: `none` (the library's default: no expiry) or `ttl` (the group's `ttl`, whole
+    /// seconds). Required, so that a model says which it means.
+    pub expire: RedisPyTimeout,
+    /// `auto_renewal` (default false): a thread extends the key every `expire * 2/3`.
+    #[serde(default)]
+    pub auto_renewal: bool,
+    /// `acquire(timeout=...)`, whole seconds (default: none).
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+    /// `signal_expire` (default 1000ms).
+    #[serde(default)]
+    pub signal_expire: Option<Dur>,
+    /// Not the library's: the caller INCRs a fencing counter after `acquire` and presents
+    /// the token to the resource (needs `resource: (fencing: true)`).
+    #[serde(default)]
+    pub fenced: bool,
+}
+
+impl PythonRedisLockSpec {
+    /// The options for a group whose `ttl` is `ttl_ms`.
+    pub fn options(&self, ttl_ms: u64) -> Result<PythonRedisLockOptions, String> {
+        let signal_expire_ms = match self.signal_expire {
+            None => prl::DEFAULT_SIGNAL_EXPIRE_MS,
+            Some(d) if d.ns().is_multiple_of(NS_PER_MS) => d.ns() / NS_PER_MS,
+            Some(d) => {
+                return Err(format!(
+                    "python_redis_lock.signal_expire {d} is not a whole number of ms (PEXPIRE takes ms)"
+                ));
+            }
+        };
+        let o = PythonRedisLockOptions {
+            expire_ms: match self.expire {
+                RedisPyTimeout::None => None,
+                RedisPyTimeout::Ttl => Some(ttl_ms),
+            },
+            auto_renewal: self.auto_renewal,
+            timeout_ms: self.timeout.map(|d| d.ns() / NS_PER_MS),
+            signal_expire_ms,
+            fenced: self.fenced,
+        };
+        if let Some(d) = self.timeout
+            && !d.ns().is_multiple_of(NS_PER_S)
+        {
+            return Err(format!(
+                "python-redis-lock: timeout is whole seconds (`int(timeout)`, __init__.py:220-221): {d} is not"
+            ));
+        }
+        o.validate()?;
+        Ok(o)
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatchdogSpec {
@@ -534,6 +600,11 @@ pub enum AlgorithmSpec {
         request_timeout: Option<Pos<Dur>>,
         redis_py: Pos<RedisPySpec>,
     },
+    /// python-redis-lock's Lock on `node`.
+    PythonRedisLock {
+        node: Name,
+        python_redis_lock: Pos<PythonRedisLockSpec>,
+    },
     /// Redisson's RLock on `node`.
     Redisson {
         node: Name,
@@ -595,10 +666,11 @@ enum Field {
     Wait,
     Start,
     RedisPy,
+    PythonRedisLock,
     Options,
 }
 
-const FIELDS: [(Field, &str); 23] = [
+const FIELDS: [(Field, &str); 24] = [
     (Field::Name, "name"),
     (Field::Count, "count"),
     (Field::Algorithm, "algorithm"),
@@ -621,6 +693,7 @@ const FIELDS: [(Field, &str); 23] = [
     (Field::Wait, "wait"),
     (Field::Start, "start"),
     (Field::RedisPy, "redis_py"),
+    (Field::PythonRedisLock, "python_redis_lock"),
     (Field::Options, "options"),
 ];
 
@@ -647,6 +720,7 @@ const FIELD_NAMES: &[&str] = &[
     "wait",
     "start",
     "redis_py",
+    "python_redis_lock",
     "options",
 ];
 
@@ -675,16 +749,25 @@ impl Field {
             | Field::Start => true,
             Field::Node => matches!(
                 kind,
-                K::Single(_) | K::Watchdog | K::RedisPy | K::Redisson | K::Custom(_)
+                K::Single(_)
+                    | K::Watchdog
+                    | K::RedisPy
+                    | K::PythonRedisLock
+                    | K::Redisson
+                    | K::Custom(_)
             ),
             Field::Nodes | Field::Redlock => kind == K::Redlock,
             Field::Watchdog => kind == K::Watchdog,
             Field::Redisson => kind == K::Redisson,
             Field::PresentToken => kind == K::Consensus,
-            // redis-py retries after its `sleep` (redis_py.sleep), not `retry`.
-            Field::Retry => !matches!(kind, K::Redlock | K::RedisPy),
-            Field::RequestTimeout => kind != K::Redlock,
+            // redis-py retries after its `sleep` (redis_py.sleep), not `retry`;
+            // python-redis-lock waits in BLPOP.
+            Field::Retry => !matches!(kind, K::Redlock | K::RedisPy | K::PythonRedisLock),
+            // python-redis-lock runs on redis-py's `socket_timeout=None` (the default up to
+            // 7.4; client/python_redis_lock.rs says why 8.0's 5 s is not modelled).
+            Field::RequestTimeout => !matches!(kind, K::Redlock | K::PythonRedisLock),
             Field::RedisPy => kind == K::RedisPy,
+            Field::PythonRedisLock => kind == K::PythonRedisLock,
             Field::MaxAttempts | Field::ViaSentinels => matches!(kind, K::Single(_) | K::Custom(_)),
             Field::Wait => kind == K::Single(Algorithm::SetPxWaitCad),
             // A registered algorithm's own fields: the built-in ones have theirs by name.
@@ -767,6 +850,7 @@ struct Raw {
     wait: Option<WaitSpec>,
     start: Option<DurRange>,
     redis_py: Option<Pos<RedisPySpec>>,
+    python_redis_lock: Option<Pos<PythonRedisLockSpec>>,
     options: Option<Pos<ron::Value>>,
 }
 
@@ -811,6 +895,9 @@ impl<'de> Deserialize<'de> for ClientGroup {
                         Field::Wait => set(&mut raw.wait, map.next_value()?),
                         Field::Start => set(&mut raw.start, map.next_value()?),
                         Field::RedisPy => set(&mut raw.redis_py, map.next_value()?),
+                        Field::PythonRedisLock => {
+                            set(&mut raw.python_redis_lock, map.next_value()?)
+                        }
                         Field::Options => set(&mut raw.options, Some(map.next_value()?)),
                     };
                     if some {
@@ -930,6 +1017,16 @@ impl Raw {
                     )
                 })?,
             },
+            ClientKind::PythonRedisLock => AlgorithmSpec::PythonRedisLock {
+                node: self
+                    .node
+                    .ok_or_else(|| needs("node: the Redis node it locks on"))?,
+                python_redis_lock: self.python_redis_lock.ok_or_else(|| {
+                    needs(
+                        "python_redis_lock: (expire: none) or (expire: ttl) — python-redis-lock's default is expire=None, a key that never expires",
+                    )
+                })?,
+            },
             ClientKind::Redisson => AlgorithmSpec::Redisson {
                 node: self
                     .node
@@ -972,6 +1069,7 @@ impl ClientGroup {
             AlgorithmSpec::Redisson { .. } => ClientKind::Redisson,
             AlgorithmSpec::Consensus { .. } => ClientKind::Consensus,
             AlgorithmSpec::RedisPy { .. } => ClientKind::RedisPy,
+            AlgorithmSpec::PythonRedisLock { .. } => ClientKind::PythonRedisLock,
         }
     }
 
@@ -1001,6 +1099,9 @@ impl ClientGroup {
             AlgorithmSpec::Single { algorithm, .. } => *algorithm == Algorithm::SetPxCadFencing,
             AlgorithmSpec::Consensus { present_token, .. } => *present_token,
             AlgorithmSpec::Redisson { redisson, .. } => redisson.fenced,
+            AlgorithmSpec::PythonRedisLock {
+                python_redis_lock, ..
+            } => python_redis_lock.fenced,
             AlgorithmSpec::Redlock { .. }
             | AlgorithmSpec::Watchdog { .. }
             | AlgorithmSpec::RedisPy { .. } => false,
@@ -1068,6 +1169,31 @@ impl ClientGroup {
                     && t.ns() == 0
                 {
                     return Err(invalid("request_timeout must be above 0", t.mark));
+                }
+                None
+            }
+            AlgorithmSpec::PythonRedisLock {
+                node,
+                python_redis_lock: p,
+            } => {
+                known(node)?;
+                if let Err(e) = p.options(self.ttl.ns() / NS_PER_MS) {
+                    return Err(invalid(e, p.mark));
+                }
+                if p.fenced && !model.fencing_resource {
+                    return Err(invalid(
+                        "python_redis_lock `fenced: true` needs a `resource` with `fencing: true` to present its tokens to",
+                        p.mark,
+                    ));
+                }
+                if prl::signal_key(&self.key_bytes()).is_none() {
+                    return Err(invalid(
+                        format!(
+                            "python-redis-lock keys its lock `lock:<name>` (Lock(conn, name), __init__.py:166): give `key: \"lock:<name>\"`, not {:?}",
+                            String::from_utf8_lossy(&self.key_bytes())
+                        ),
+                        self.key.as_ref().map_or(self.algorithm_mark, |k| k.mark),
+                    ));
                 }
                 None
             }
@@ -1280,6 +1406,21 @@ impl ClientGroup {
                         Some(make) => Actor::Custom(make(&cfg)),
                         None => Actor::Client(Box::new(LockClient::new(cfg))),
                     }
+                }
+                AlgorithmSpec::PythonRedisLock {
+                    node,
+                    python_redis_lock,
+                } => {
+                    let mut config =
+                        PythonRedisLockConfig::new(lock, key.clone(), (cx.proc_id)(&node.0), &name);
+                    config.options = python_redis_lock
+                        .options(self.ttl.ns() / NS_PER_MS)
+                        .expect("validated");
+                    config.resource = cx.resource;
+                    config.hold = hold;
+                    config.think = think;
+                    config.rounds = rounds;
+                    Actor::PythonRedisLock(Box::new(PythonRedisLockClient::new(config)))
                 }
                 AlgorithmSpec::Redlock { nodes, redlock } => {
                     let mut options = redlock

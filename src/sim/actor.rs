@@ -2,6 +2,7 @@
 //! (cheap, exhaustive), plus `Custom` for algorithms users plug in from Rust.
 
 use crate::client::consensus::{ConsensusClient, ConsensusService};
+use crate::client::python_redis_lock::PythonRedisLockClient;
 use crate::client::redisson::RedissonClient;
 use crate::client::redlock::RedlockClient;
 use crate::client::watchdog::WatchdogClient;
@@ -18,6 +19,7 @@ pub enum Actor {
     Redlock(Box<RedlockClient>),
     Watchdog(Box<WatchdogClient>),
     Redisson(Box<RedissonClient>),
+    PythonRedisLock(Box<PythonRedisLockClient>),
     ConsensusService(Box<ConsensusService>),
     ConsensusClient(Box<ConsensusClient>),
     Resource(Resource),
@@ -35,6 +37,7 @@ impl Clone for Actor {
             Actor::Redlock(p) => Actor::Redlock(p.clone()),
             Actor::Watchdog(p) => Actor::Watchdog(p.clone()),
             Actor::Redisson(p) => Actor::Redisson(p.clone()),
+            Actor::PythonRedisLock(p) => Actor::PythonRedisLock(p.clone()),
             Actor::ConsensusService(p) => Actor::ConsensusService(p.clone()),
             Actor::ConsensusClient(p) => Actor::ConsensusClient(p.clone()),
             Actor::Resource(p) => Actor::Resource(p.clone()),
@@ -57,6 +60,7 @@ impl std::fmt::Debug for Actor {
             Actor::Redlock(p) => p.fmt(f),
             Actor::Watchdog(p) => p.fmt(f),
             Actor::Redisson(p) => p.fmt(f),
+            Actor::PythonRedisLock(p) => p.fmt(f),
             Actor::ConsensusService(p) => p.fmt(f),
             Actor::ConsensusClient(p) => p.fmt(f),
             Actor::Resource(p) => p.fmt(f),
@@ -103,6 +107,7 @@ macro_rules! each_actor {
             Actor::Redlock($p) => $e,
             Actor::Watchdog($p) => $e,
             Actor::Redisson($p) => $e,
+            Actor::PythonRedisLock($p) => $e,
             Actor::ConsensusService($p) => $e,
             Actor::ConsensusClient($p) => $e,
             Actor::Resource($p) => $e,
@@ -159,6 +164,7 @@ impl ProcKind {
             | Actor::Redlock(_)
             | Actor::Watchdog(_)
             | Actor::Redisson(_)
+            | Actor::PythonRedisLock(_)
             | Actor::ConsensusClient(_)
             | Actor::Custom(_) => ProcKind::Client,
             Actor::Resource(_) => ProcKind::Other,

@@ -130,6 +130,14 @@ after the crash.",
         &["redis-py-lock-timeout"],
     ),
     (
+        "python-redis-lock-renewal-dies-after-pause",
+        "No option of python-redis-lock outlasts a pause longer than `expire`, and its renewal \
+thread dies without a word (src/redis_lock/__init__.py:278-285): fence the resource with a token \
+it checks (the variant below; the caller takes it, the library has none), and treat \
+`NotAcquired` from `release()` as a section that may have overlapped another.",
+        &["single-px-cad-fencing"],
+    ),
+    (
         "failover-lost-lock",
         "Nothing on the Redis side closes the window; WAIT only narrows it. Fence with a token that cannot repeat.",
         &["failover-wait-false-confidence", "consensus-pause-fencing"],
@@ -349,6 +357,14 @@ lock, or take the lock with a lease.",
         "Give each pipeline its own thread id and pass it to both calls (`lock(threadId)`, \
 `unlock(threadId)`; the variant below): Redisson's lock is reentrant per `uuid:threadId`, and \
 the pipelines of one Reactor or Netty thread are one thread to it.",
+        &[],
+    ),
+    (
+        "redisson-retried-lock-leaves-count",
+        "Upgrade to Redisson 3.47.0 or later (f2b6ad849: handleNoSync matches \
+NoSyncedSlavesException and unlocks the unsynced lock; the variant below runs 3.52.0); 3.20.0's \
+fix (ec2e41ab3, #4822) stopped matching in 3.25.0 (279cb9b3c). On older versions \
+`checkLockSyncedSlaves = false` (no WAIT check, so no exception to retry on).",
         &[],
     ),
     (
