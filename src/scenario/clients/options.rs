@@ -13,8 +13,6 @@ use crate::scenario::marks::Pos;
 use crate::scenario::units::{Bounded, Dur, DurRange};
 use crate::time::{NS_PER_MS, NS_PER_S};
 
-/// Which kind of lock client a group runs.
-
 /// Redlock as a library runs it: `preset` names the library defaults (redis-docs,
 /// redlock-rb (< 1.0), redlock-rb-2 (≥ 1.0, as of 2.0.6), redlock-py, redlock-py-1.0.8,
 /// node-redlock, node-redlock-using (5.0.0-beta.2), node-redlock-using-head, redsync;
