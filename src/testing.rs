@@ -288,14 +288,14 @@ pub fn assert_explored_holds_with(
             sc.name,
             f.placed.len(),
             test_name(),
-            sys::report_text(&r, None, "distlock-sim")
+            crate::view::exploration::report_text(&r, None, "distlock-sim")
         );
     }
     assert!(
         !r.inconclusive(),
         "model {}: the exploration is inconclusive (raise DISTLOCK_EXPLORE_BUDGET):\n{}",
         sc.name,
-        sys::report_text(&r, None, "distlock-sim")
+        crate::view::exploration::report_text(&r, None, "distlock-sim")
     );
     assert!(
         !r.vacuous(),

@@ -137,7 +137,7 @@ fn every_unsafe_catalogue_model_is_broken_by_two_faults_at_decision_points_and_n
                     failures.push(format!(
                         "{name} holds, but explore broke it with {} fault(s):\n{}",
                         f.placed.len(),
-                        sys::report_text(&r, None, "distlock-sim")
+                        distlock_sim::view::exploration::report_text(&r, None, "distlock-sim")
                     ));
                 }
                 let listed = VACUOUS_SAFE.iter().any(|(n, _)| *n == name);
@@ -295,8 +295,16 @@ fn pct_mode_meets_the_runs_its_bound_asks_for_and_finds_a_one_fault_bug() {
     let p = 1.0 / (probe.points as f64 * probe.max_menu as f64);
     assert!((probe.p_per_run - p).abs() < 1e-12);
     let r = sys::pct(&sc, 0, 1, probe.runs_needed_99 as u64).unwrap();
-    assert!(r.confidence >= 0.99, "{}", sys::pct_text(&r));
-    assert!(r.violating_runs > 0, "{}", sys::pct_text(&r));
+    assert!(
+        r.confidence >= 0.99,
+        "{}",
+        distlock_sim::view::exploration::pct_text(&r)
+    );
+    assert!(
+        r.violating_runs > 0,
+        "{}",
+        distlock_sim::view::exploration::pct_text(&r)
+    );
 }
 
 fn test_model(name: &str) -> PathBuf {
@@ -327,7 +335,7 @@ fn a_schedule_runs_until_its_longest_fault_has_ended_and_the_model_settled() {
     let f = r.found.as_ref().unwrap_or_else(|| {
         panic!(
             "one 5.5 s pause breaks it:\n{}",
-            sys::report_text(&r, None, "distlock-sim")
+            distlock_sim::view::exploration::report_text(&r, None, "distlock-sim")
         )
     });
     assert_eq!(f.placed.len(), 1);
@@ -351,7 +359,7 @@ fn one_fault_is_placed_before_every_event_of_the_client_it_stops() {
     let f = r.found.as_ref().unwrap_or_else(|| {
         panic!(
             "one pause breaks it:\n{}",
-            sys::report_text(&r, None, "distlock-sim")
+            distlock_sim::view::exploration::report_text(&r, None, "distlock-sim")
         )
     });
     assert_eq!(f.placed[0].point, "before-event");

@@ -7,6 +7,7 @@
 //! renders what `explore` ran (or check-log judged); nothing here decides a verdict.
 
 mod expiry;
+pub mod exploration;
 pub mod export;
 pub mod http;
 pub mod map;

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use crate::cli::{Ctx, Outcome, bad_input, exit_with, out, program_for_replay, save_found};
 use crate::explore::systematic as sys;
 use crate::explore::threshold;
+use crate::view::exploration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -101,7 +102,7 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
                 })
             ));
         } else {
-            out(&sys::pct_text(&r));
+            out(&exploration::pct_text(&r));
         }
         return exit_with(Outcome::of(
             r.violating_runs > 0,
@@ -124,9 +125,9 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
         Err(code) => return code,
     };
     if a.json {
-        out(&format!("{}\n", sys::report_json(&r)));
+        out(&format!("{}\n", exploration::report_json(&r)));
     } else {
-        out(&sys::report_text(
+        out(&exploration::report_text(
             &r,
             saved.as_deref(),
             &program_for_replay(),
