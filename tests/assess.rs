@@ -634,6 +634,7 @@ fn the_worked_examples_are_the_programs_output() {
 
 #[test]
 fn every_key_in_the_tables_is_read_as_the_table_says() {
+    use distlock_sim::assess::config;
     use distlock_sim::assess::setup::{self, Input, LibArg};
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/assess.md"))
         .unwrap();
@@ -713,7 +714,7 @@ fn every_key_in_the_tables_is_read_as_the_table_says() {
                     path: "t".into(),
                     text: text.clone(),
                 };
-                match setup::read(&[input], libs) {
+                match config::read(&[input], libs) {
                     Err(e) => {
                         assert!(
                             status == "not modelled" && e.0.contains("not modelled yet"),

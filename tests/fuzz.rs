@@ -922,7 +922,7 @@ fn check_log_gives_a_report_or_a_located_error_on_mutated_logs() {
 /// sentinel.conf): a setup or a located error; and every setup read gives models the loader
 /// takes (the setup's own and every finding's), so no input reaches an "internal" error.
 fn assess_read(text: &str) -> Outcome {
-    use distlock_sim::assess::{self, pitfall, setup};
+    use distlock_sim::assess::{self, config, pitfall, setup};
     let input = |t: &str| setup::Input {
         path: "fuzz.conf".into(),
         text: t.to_string(),
@@ -931,8 +931,8 @@ fn assess_read(text: &str) -> Outcome {
         name: "redis-py".into(),
         options: vec![],
     }];
-    let read = match setup::read(&[input(text)], &[]) {
-        Err(e) if e.0.starts_with("which library") => setup::read(&[input(text)], &redis_py),
+    let read = match config::read(&[input(text)], &[]) {
+        Err(e) if e.0.starts_with("which library") => config::read(&[input(text)], &redis_py),
         r => r,
     };
     let s = match read {

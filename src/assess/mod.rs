@@ -7,6 +7,7 @@
 
 pub mod assumptions;
 pub mod conf;
+pub mod config;
 pub mod edge;
 pub mod pitfall;
 pub mod setup;

@@ -104,7 +104,7 @@ pub fn exec(a: Args, ctx: &Ctx) -> ExitCode {
             Err(e) => return bad_input(&e),
         }
     }
-    let setup = match assess::setup::read(&inputs, &a.libs) {
+    let setup = match assess::config::read(&inputs, &a.libs) {
         Ok(s) => s,
         Err(e) => {
             // Cluster and pottery are refused as "not modelled": no verdict, not bad input.
