@@ -15,6 +15,7 @@ use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 
+pub mod functions;
 mod libs;
 
 use mlua::{
@@ -37,8 +38,10 @@ const RAISER_LEVEL: usize = 2;
 const LRAND48_MAX: i64 = 0x7fff_ffff;
 /// The static state of Redis's rand.c before any `redisSrand48` (X2 X1 X0).
 const LRAND48_INITIAL: u64 = 0x1234_abcd_330e;
-/// Flags accepted in a `#!lua flags=...` shebang (Redis 7.0's `scripts_flags_def`).
-const SHEBANG_FLAGS: [&str; 5] = [
+/// The script flags in Redis 7.0's `scripts_flags_def` order: what a `#!lua flags=...`
+/// shebang and `redis.register_function`'s `flags` accept, and the order FUNCTION LIST
+/// names them in.
+const SCRIPT_FLAG_NAMES: [&str; 5] = [
     "no-writes",
     "allow-oom",
     "allow-stale",
@@ -106,6 +109,12 @@ end
 local function resume(...)
   if type((...)) ~= 'thread' then error("bad argument #1 to 'resume' (coroutine expected)", 2) end
   return resume_done(rawresume(...))
+end
+
+-- A function's callback takes (keys, args); xpcall passes nothing, so it calls this closure
+-- (a tail call: the callback's errors are located in the callback).
+local function bind(f, keys, args)
+  return function() return f(keys, args) end
 end
 
 -- luaReplyToRedisReply's walk, written out as a flat list of (tag, value) pairs so that
@@ -193,7 +202,7 @@ local function flatten_result(v)
   return out, flatten(v, 2, out, 0)
 end
 
-return pcall, xpcall, resume, flatten_result
+return pcall, xpcall, resume, flatten_result, bind
 "#;
 
 /// The host's command closure, shared by redis.call and redis.pcall.
@@ -309,6 +318,10 @@ pub struct LuaEngine {
     handler: Function,
     /// Lua side of the result conversion, see [`flat_to_reply`].
     flatten: Function,
+    /// `bind` of [`GLUE`]: a function callback with its `(keys, args)`.
+    bind: Function,
+    /// The load-time environment of FUNCTION LOAD (a functions engine only).
+    library: Option<functions::LibraryApi>,
     /// The state of `math.random`, which carries over from script to script.
     rng: Rc<Cell<u64>>,
 }
@@ -344,7 +357,7 @@ impl Default for LuaEngine {
 impl LuaEngine {
     pub fn new() -> LuaEngine {
         // Only an allocation failure while building a fresh state can get here.
-        Self::build().expect("cannot create the Lua scripting state")
+        Self::build(false).expect("cannot create the Lua scripting state")
     }
 
     /// Compiles without running (used by SCRIPT LOAD and by EVAL before running).
@@ -372,9 +385,25 @@ impl LuaEngine {
             Ok(func) => func,
             Err(err) => return Reply::Error(err),
         };
+        self.run_compiled(&func, sha1_hex, keys, argv, call, false)
+    }
+
+    /// Runs a compiled script (`as_callback`: false, KEYS and ARGV set as globals) or a
+    /// function's callback (true: called with the tables `(keys, args)`). `label` names it
+    /// in errors: the SHA1 of a script, the name of a function.
+    fn run_compiled(
+        &self,
+        func: &Function,
+        label: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+        call: &mut dyn FnMut(&[Vec<u8>], bool) -> Reply,
+        as_callback: bool,
+    ) -> Reply {
+        let sha1_hex = label;
         let host_panic = RefCell::new(None);
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            self.invoke(&func, sha1_hex, keys, argv, call, &host_panic)
+            self.invoke(func, sha1_hex, keys, argv, call, &host_panic, as_callback)
         }));
         if self.lua.used_memory() > SCRIPT_MEMORY_COLLECT_ABOVE {
             // Deterministic: the heap's contents are a function of the scripts run.
@@ -438,6 +467,7 @@ impl LuaEngine {
             })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn invoke(
         &self,
         func: &Function,
@@ -446,10 +476,18 @@ impl LuaEngine {
         argv: &[Vec<u8>],
         call: &mut dyn FnMut(&[Vec<u8>], bool) -> Reply,
         host_panic: &HostPanic,
+        as_callback: bool,
     ) -> mlua::Result<Reply> {
         let lua = &self.lua;
-        self.globals.raw_set("KEYS", string_array(lua, keys)?)?;
-        self.globals.raw_set("ARGV", string_array(lua, argv)?)?;
+        let func = if as_callback {
+            let (keys, argv) = (string_array(lua, keys)?, string_array(lua, argv)?);
+            self.bind.call::<Function>((func.clone(), keys, argv))?
+        } else {
+            self.globals.raw_set("KEYS", string_array(lua, keys)?)?;
+            self.globals.raw_set("ARGV", string_array(lua, argv)?)?;
+            func.clone()
+        };
+        let func = &func;
         let host = RefCell::new(call);
         lua.scope(|scope| {
             // Bound afresh for every run because the host closure only lives for this call.
@@ -502,7 +540,9 @@ impl LuaEngine {
         })
     }
 
-    fn build() -> mlua::Result<LuaEngine> {
+    /// `for_functions`: with the load-time environment of FUNCTION LOAD (a state of its
+    /// own, as Redis keeps one for EVAL and one for functions).
+    fn build(for_functions: bool) -> mlua::Result<LuaEngine> {
         // With Rust panics passing through Lua's pcall/xpcall (and the error handler),
         // an mlua limit hit inside a script unwinds straight to the net in `run`.
         let lua = Lua::new_with(
@@ -553,20 +593,25 @@ impl LuaEngine {
 
         let unwrap = lua.create_function(|lua, err: Value| unwrap_error(lua, err))?;
         let string_proxy = freeze(lua.create_table()?, string)?;
-        let (pcall, xpcall, resume, flatten): (Function, Function, Function, Function) =
-            lua.load(GLUE).set_name(GLUE_CHUNK_NAME).call((
-                raw_pcall,
-                raw_xpcall.clone(),
-                coroutine.raw_get::<Function>("resume")?,
-                unwrap,
-                globals.raw_get::<Value>("select")?,
-                globals.raw_get::<Value>("type")?,
-                globals.raw_get::<Value>("error")?,
-                getmetatable,
-                string_proxy.clone(),
-                raw_rawget,
-                raw_next.clone(),
-            ))?;
+        let (pcall, xpcall, resume, flatten, bind): (
+            Function,
+            Function,
+            Function,
+            Function,
+            Function,
+        ) = lua.load(GLUE).set_name(GLUE_CHUNK_NAME).call((
+            raw_pcall,
+            raw_xpcall.clone(),
+            coroutine.raw_get::<Function>("resume")?,
+            unwrap,
+            globals.raw_get::<Value>("select")?,
+            globals.raw_get::<Value>("type")?,
+            globals.raw_get::<Value>("error")?,
+            getmetatable,
+            string_proxy.clone(),
+            raw_rawget,
+            raw_next.clone(),
+        ))?;
         globals.raw_set("pcall", pcall)?;
         globals.raw_set("xpcall", xpcall)?;
         coroutine.raw_set("resume", resume)?;
@@ -586,6 +631,13 @@ impl LuaEngine {
         libs::install(&lua, &globals, &freeze, raw_next)?;
 
         let missing = lua.create_function(missing_global)?;
+        let library = if for_functions {
+            Some(functions::LibraryApi::install(
+                &lua, &redis, &freeze, &missing,
+            )?)
+        } else {
+            None
+        };
         let globals_mt = lua.create_table()?;
         globals_mt.raw_set("__index", missing)?;
         globals.set_metatable(Some(globals_mt))?;
@@ -603,6 +655,8 @@ impl LuaEngine {
             xpcall: raw_xpcall,
             handler,
             flatten,
+            bind,
+            library,
             rng,
         })
     }
@@ -1248,24 +1302,73 @@ fn format_error(text: &[u8]) -> String {
 }
 
 fn compile_error(lua_message: &[u8]) -> String {
-    format_error(
-        &[
-            b"Error compiling script (new function): ".as_slice(),
-            c_str(lua_message),
-        ]
-        .concat(),
-    )
+    compile_error_text("Error compiling script (new function): ", lua_message)
+}
+
+/// A compile error's reply: `prefix` (EVAL's or FUNCTION LOAD's words) and Lua's message.
+fn compile_error_text(prefix: &str, lua_message: &[u8]) -> String {
+    format_error(&[prefix.as_bytes(), c_str(lua_message)].concat())
 }
 
 /// The flags a script declares in its `#!lua flags=...` shebang. A script without a shebang
 /// has none of these: it runs in Redis 7.0's "eval compat mode", where only what it calls
 /// decides (a flagless `#!lua` script, by contrast, is taken as one that may write).
+/// The same flags are a function's (`redis.register_function`'s `flags`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ScriptFlags {
     /// `no-writes`: every write (and PUBLISH) inside is refused; runs on replicas and by `*_RO`.
     pub no_writes: bool,
     /// `allow-stale`: parsed for its text only (the model has no `replica-serve-stale-data no`).
     pub allow_stale: bool,
+    /// `allow-oom`, `no-cluster`, `allow-cross-slot-keys`: the model has no maxmemory
+    /// policy and no cluster, so they change nothing but FUNCTION LIST's flags.
+    pub allow_oom: bool,
+    pub no_cluster: bool,
+    pub allow_cross_slot_keys: bool,
+}
+
+impl ScriptFlags {
+    /// Sets the flag named `name` (`ignore_case`: as `register_function` compares, with
+    /// strcasecmp; a shebang compares exactly). False for a name that is no flag.
+    pub fn set(&mut self, name: &[u8], ignore_case: bool) -> bool {
+        let Some(i) = SCRIPT_FLAG_NAMES.iter().position(|f| {
+            if ignore_case {
+                f.as_bytes().eq_ignore_ascii_case(name)
+            } else {
+                f.as_bytes() == name
+            }
+        }) else {
+            return false;
+        };
+        *self.slot(i) = true;
+        true
+    }
+
+    fn slot(&mut self, i: usize) -> &mut bool {
+        match i {
+            0 => &mut self.no_writes,
+            1 => &mut self.allow_oom,
+            2 => &mut self.allow_stale,
+            3 => &mut self.no_cluster,
+            _ => &mut self.allow_cross_slot_keys,
+        }
+    }
+
+    /// The names of the flags set, in `scripts_flags_def` order (FUNCTION LIST's).
+    pub fn names(&self) -> Vec<&'static str> {
+        let set = [
+            self.no_writes,
+            self.allow_oom,
+            self.allow_stale,
+            self.no_cluster,
+            self.allow_cross_slot_keys,
+        ];
+        SCRIPT_FLAG_NAMES
+            .iter()
+            .zip(set)
+            .filter_map(|(name, on)| on.then_some(*name))
+            .collect()
+    }
 }
 
 /// Reads the shebang of `source`: `Ok(None)` when there is none (eval compat mode),
@@ -1306,15 +1409,8 @@ fn parse_shebang(source: &[u8]) -> Result<Option<(ScriptFlags, usize)>, String> 
             return Err(format!("ERR Unknown lua shebang option: {part}"));
         };
         for flag in flags.split(',').filter(|f| !f.is_empty()) {
-            if !SHEBANG_FLAGS.contains(&flag) {
+            if !declared.set(flag.as_bytes(), false) {
                 return Err(format!("ERR Unexpected flag in script shebang: {flag}"));
-            }
-            match flag {
-                "no-writes" => declared.no_writes = true,
-                "allow-stale" => declared.allow_stale = true,
-                // allow-oom, no-cluster, allow-cross-slot-keys: the model has no maxmemory
-                // and no cluster, so they change nothing here.
-                _ => {}
             }
         }
     }
@@ -1599,6 +1695,7 @@ mod tests {
         let both = ScriptFlags {
             no_writes: true,
             allow_stale: true,
+            ..ScriptFlags::default()
         };
         // Several flags= options add up, as Redis 7.0.15 accepts them.
         assert_eq!(
@@ -1607,7 +1704,11 @@ mod tests {
         );
         assert_eq!(
             shebang_flags(b"#!lua flags=allow-oom,no-cluster\r\nreturn 1"),
-            Ok(Some(ScriptFlags::default()))
+            Ok(Some(ScriptFlags {
+                allow_oom: true,
+                no_cluster: true,
+                ..ScriptFlags::default()
+            }))
         );
         assert_eq!(
             shebang_flags(b"#!lua flags=no-writes"),
