@@ -486,6 +486,15 @@ return {r['err'], redis.call('echo', ARGV[1])}";
 const USER_BLPOP: &str = "local r = redis.pcall('blpop', KEYS[1], 0)
 return {r['err'], redis.call('lpop', 'q')}";
 
+/// A script on RESP3 (`redis.setresp(3)`): a null is nil, HGETALL a `{map=...}` (returned
+/// whole too: a RESP2 caller reads it as a flat array in the table's order).
+const USER_RESP3: &str = "redis.setresp(3)
+local v = redis.pcall('get', KEYS[1])
+local h = redis.pcall('hgetall', 'h')
+local n = 0
+if h.map then for _ in pairs(h.map) do n = n + 1 end end
+return {type(v), type(v) == 'table' and (v.err or 'table') or tostring(v), n, h.map and h.map['f1'] or false, h, redis.call('exists', KEYS[1])}";
+
 /// Users' scripts: cjson (encode with nested tables and `cjson.null`, decode of whatever the
 /// key holds, its errors caught by pcall), bit operations on a stored number, a cmsgpack
 /// round trip through a key.
@@ -521,6 +530,14 @@ const USER_SCRIPTS: &[LibScript] = &[
         args: ScriptArgs::TokenTtl,
         returns_pttl: false,
         needs: &[],
+    },
+    LibScript {
+        name: "user-resp3",
+        src: USER_RESP3,
+        max_keys: 1,
+        args: ScriptArgs::Nothing,
+        returns_pttl: false,
+        needs: &["hgetall"],
     },
     LibScript {
         name: "user-strings",

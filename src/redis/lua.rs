@@ -17,6 +17,7 @@ use std::rc::Rc;
 
 pub mod functions;
 mod libs;
+mod resp3;
 
 use mlua::{
     ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, String as LuaString, Table, Value,
@@ -136,7 +137,7 @@ local function flatten(v, height, out, n)
     out[n + 1], out[n + 2] = 'n', v
     return n + 2
   elseif t == 'boolean' then
-    out[n + 1] = v and 't' or 'f'
+    out[n + 1] = v and 't' or 'F'
     return n + 1
   elseif t ~= 'table' then
     out[n + 1] = 'f'
@@ -324,6 +325,8 @@ pub struct LuaEngine {
     library: Option<functions::LibraryApi>,
     /// The state of `math.random`, which carries over from script to script.
     rng: Rc<Cell<u64>>,
+    /// `redis.setresp(3)` was called in the running script (each starts on RESP2).
+    resp3: Rc<Cell<bool>>,
 }
 
 /// A Lua state cannot be copied; what a script can see of one can be rebuilt. The globals
@@ -479,6 +482,8 @@ impl LuaEngine {
         as_callback: bool,
     ) -> mlua::Result<Reply> {
         let lua = &self.lua;
+        // scriptPrepareForRun: every script and function starts on RESP2.
+        self.resp3.set(false);
         let func = if as_callback {
             let (keys, argv) = (string_array(lua, keys)?, string_array(lua, argv)?);
             self.bind.call::<Function>((func.clone(), keys, argv))?
@@ -492,10 +497,10 @@ impl LuaEngine {
         lua.scope(|scope| {
             // Bound afresh for every run because the host closure only lives for this call.
             let redis_call = scope.create_function(|lua, args: MultiValue| {
-                redis_command(lua, args, true, &host, host_panic)
+                redis_command(lua, args, true, &host, host_panic, &self.resp3)
             })?;
             let redis_pcall = scope.create_function(|lua, args: MultiValue| {
-                redis_command(lua, args, false, &host, host_panic)
+                redis_command(lua, args, false, &host, host_panic, &self.resp3)
             })?;
             self.redis.raw_set("call", redis_call)?;
             self.redis.raw_set("pcall", redis_pcall)?;
@@ -533,10 +538,10 @@ impl LuaEngine {
                 return Ok(script_error(lua, value, sha));
             }
             if !matches!(value, Value::Table(_)) {
-                return Ok(scalar_to_reply(value));
+                return Ok(scalar_to_reply(value, self.resp3.get()));
             }
             let (out, len): (Table, usize) = self.flatten.call(value)?;
-            flat_to_reply(&out, len)
+            flat_to_reply(&out, len, self.resp3.get())
         })
     }
 
@@ -626,7 +631,8 @@ impl LuaEngine {
         install_raw_access(&lua, &globals, &frozen, raw_next.clone())?;
 
         let redis = lua.create_table()?;
-        install_redis_lib(&lua, &redis)?;
+        let resp3 = Rc::new(Cell::new(false));
+        install_redis_lib(&lua, &redis, &resp3)?;
         globals.raw_set("redis", freeze(lua.create_table()?, redis.clone())?)?;
         libs::install(&lua, &globals, &freeze, raw_next)?;
 
@@ -658,6 +664,7 @@ impl LuaEngine {
             bind,
             library,
             rng,
+            resp3,
         })
     }
 }
@@ -984,7 +991,7 @@ fn lrand48(state: &Cell<u64>) -> i64 {
 }
 
 /// The `redis` table, except `call` and `pcall`, which are bound per run.
-fn install_redis_lib(lua: &Lua, redis: &Table) -> mlua::Result<()> {
+fn install_redis_lib(lua: &Lua, redis: &Table, resp3: &Rc<Cell<bool>>) -> mlua::Result<()> {
     redis.raw_set(
         "log",
         lua.create_function(|lua, args: MultiValue| {
@@ -1018,22 +1025,22 @@ fn install_redis_lib(lua: &Lua, redis: &Table) -> mlua::Result<()> {
     redis.raw_set("REDIS_VERSION_NUM", REDIS_VERSION_NUM)?;
     redis.raw_set("REDIS_VERSION", REDIS_VERSION)?;
 
+    let resp = resp3.clone();
     redis.raw_set(
         "setresp",
-        lua.create_function(|lua, args: MultiValue| {
+        lua.create_function(move |lua, args: MultiValue| {
             if args.len() != 1 {
                 return Err(raise_table("ERR redis.setresp() requires one argument."));
             }
-            let resp = args
+            let version = args
                 .front()
                 .and_then(|v| lua.coerce_number(v.clone()).ok().flatten())
                 .map_or(0, number_to_i32);
-            match resp {
-                2 => Ok(()),
-                // Replies reach scripts as RESP2 types only; RESP3 ones cannot be built.
-                3 => Err(raise_table(
-                    "ERR RESP3 is not supported by this script engine",
-                )),
+            match version {
+                2 | 3 => {
+                    resp.set(version == 3);
+                    Ok(())
+                }
                 _ => Err(raise_table("ERR RESP version must be 2 or 3.")),
             }
         })?,
@@ -1126,6 +1133,7 @@ fn redis_command(
     raise: bool,
     host: &Host<'_>,
     host_panic: &HostPanic,
+    resp3: &Cell<bool>,
 ) -> mlua::Result<Value> {
     let fail = |msg: &[u8], ignore_stats: bool| -> mlua::Result<Value> {
         if raise {
@@ -1184,6 +1192,7 @@ fn redis_command(
     };
     match reply {
         Reply::Error(e) => fail(&push_error_buff(&[b"-", e.as_bytes()].concat()), true),
+        other if resp3.get() => resp3::reply_to_lua(lua, &argv[0], &other),
         other => reply_to_lua(lua, &other),
     }
 }
@@ -1419,7 +1428,9 @@ fn parse_shebang(source: &[u8]) -> Result<Option<(ScriptFlags, usize)>, String> 
 
 /// Rebuilds the reply from the flat `(tag, value)` list the Lua side of
 /// `luaReplyToRedisReply` wrote (see `flatten` in [`GLUE`]).
-fn flat_to_reply(out: &Table, len: usize) -> mlua::Result<Reply> {
+/// `resp3`: the script ended on RESP3 (`redis.setresp(3)`), where a Lua `false` is a RESP3
+/// boolean, which a RESP2 client reads as 0 (on RESP2 it is a null).
+fn flat_to_reply(out: &Table, len: usize, resp3: bool) -> mlua::Result<Reply> {
     let mut open: Vec<Vec<Reply>> = Vec::new();
     let mut finished = Reply::Nil;
     let mut i = 1;
@@ -1437,6 +1448,7 @@ fn flat_to_reply(out: &Table, len: usize) -> mlua::Result<Reply> {
             b']' => Reply::Array(open.pop().unwrap_or_default()),
             b'L' => Reply::err("ERR reached lua stack limit"),
             b't' => Reply::Int(1),
+            b'F' if resp3 => Reply::Int(0),
             b'b' | b'n' | b'E' | b'S' | b'D' | b'B' => {
                 let value = out.raw_get::<Value>(i)?;
                 i += 1;
@@ -1452,10 +1464,11 @@ fn flat_to_reply(out: &Table, len: usize) -> mlua::Result<Reply> {
     Ok(finished)
 }
 
-fn scalar_to_reply(value: Value) -> Reply {
+fn scalar_to_reply(value: Value, resp3: bool) -> Reply {
     match value {
         Value::String(s) => Reply::Bulk(s.as_bytes().to_vec()),
         Value::Boolean(true) => Reply::Int(1),
+        Value::Boolean(false) if resp3 => Reply::Int(0),
         Value::Integer(i) => Reply::Int(i),
         Value::Number(n) => Reply::Int(number_to_i64(n)),
         _ => Reply::Nil,
