@@ -495,6 +495,13 @@ local n = 0
 if h.map then for _ in pairs(h.map) do n = n + 1 end end
 return {type(v), type(v) == 'table' and (v.err or 'table') or tostring(v), n, h.map and h.map['f1'] or false, h, redis.call('exists', KEYS[1])}";
 
+/// A record packed with Lua's `struct` (a length-prefixed token and a double, aligned),
+/// stored, read back and unpacked.
+const USER_STRUCT: &str = "local p = struct.pack('>I2c0!4d', #ARGV[1], ARGV[1], tonumber(ARGV[2]))
+redis.call('set', KEYS[1], p)
+local s, d, nxt = struct.unpack('>I2c0!4d', redis.call('get', KEYS[1]))
+return {p, s, tostring(d), nxt, struct.size('>I2!4d'), struct.unpack('<h', p)}";
+
 /// Users' scripts: cjson (encode with nested tables and `cjson.null`, decode of whatever the
 /// key holds, its errors caught by pcall), bit operations on a stored number, a cmsgpack
 /// round trip through a key.
@@ -526,6 +533,14 @@ const USER_SCRIPTS: &[LibScript] = &[
     LibScript {
         name: "user-msgpack",
         src: USER_MSGPACK,
+        max_keys: 1,
+        args: ScriptArgs::TokenTtl,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "user-struct",
+        src: USER_STRUCT,
         max_keys: 1,
         args: ScriptArgs::TokenTtl,
         returns_pttl: false,

@@ -18,6 +18,7 @@ use std::rc::Rc;
 pub mod functions;
 mod libs;
 mod resp3;
+mod struct_lib;
 
 use mlua::{
     ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, String as LuaString, Table, Value,
@@ -635,6 +636,7 @@ impl LuaEngine {
         install_redis_lib(&lua, &redis, &resp3)?;
         globals.raw_set("redis", freeze(lua.create_table()?, redis.clone())?)?;
         libs::install(&lua, &globals, &freeze, raw_next)?;
+        struct_lib::install(&lua, &globals, &freeze)?;
 
         let missing = lua.create_function(missing_global)?;
         let library = if for_functions {
