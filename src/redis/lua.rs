@@ -15,10 +15,18 @@ use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 
+mod flags;
 pub mod functions;
+mod lauxlib;
 mod libs;
 mod resp3;
 mod struct_lib;
+
+pub use flags::{ScriptFlags, shebang_flags};
+pub(crate) use lauxlib::{arg_error, lua_error, raise_msg, type_name};
+
+use flags::strip_shebang;
+use lauxlib::{Raise, c_str, find_raise, lua_where, number_to_i32, number_to_i64, raise_table};
 
 use mlua::{
     ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, String as LuaString, Table, Value,
@@ -40,16 +48,6 @@ const RAISER_LEVEL: usize = 2;
 const LRAND48_MAX: i64 = 0x7fff_ffff;
 /// The static state of Redis's rand.c before any `redisSrand48` (X2 X1 X0).
 const LRAND48_INITIAL: u64 = 0x1234_abcd_330e;
-/// The script flags in Redis 7.0's `scripts_flags_def` order: what a `#!lua flags=...`
-/// shebang and `redis.register_function`'s `flags` accept, and the order FUNCTION LIST
-/// names them in.
-const SCRIPT_FLAG_NAMES: [&str; 5] = [
-    "no-writes",
-    "allow-oom",
-    "allow-stale",
-    "no-cluster",
-    "allow-cross-slot-keys",
-];
 /// The base-library globals Redis 7.0 lets scripts see as they are (its allow list minus
 /// the libraries and the functions replaced below); `print`, `dofile` and `loadfile` are
 /// denied.
@@ -212,51 +210,6 @@ type Host<'a> = RefCell<&'a mut dyn FnMut(&[Vec<u8>], bool) -> Reply>;
 
 /// A panic of the host's command closure, carried across Lua to be resumed by `run`.
 type HostPanic = RefCell<Option<Box<dyn Any + Send>>>;
-
-/// How a Rust-implemented library function raises a Lua error. mlua cannot raise an
-/// arbitrary Lua value from Rust, so the value Redis would raise travels inside the error
-/// and is rebuilt by the error handler (and by the `pcall` glue for scripts that catch it).
-#[derive(Debug)]
-enum Raise {
-    /// Redis raises the table `{err = msg}` (luaPushError + luaError).
-    Table { msg: Vec<u8>, ignore_stats: bool },
-    /// Lua raises this string (luaL_error, luaG_runerror).
-    Msg(Vec<u8>),
-}
-
-impl fmt::Display for Raise {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Raise::Table { msg, .. } | Raise::Msg(msg) => {
-                f.write_str(&String::from_utf8_lossy(msg))
-            }
-        }
-    }
-}
-
-impl std::error::Error for Raise {}
-
-fn raise_table(msg: impl Into<Vec<u8>>) -> mlua::Error {
-    mlua::Error::external(Raise::Table {
-        msg: msg.into(),
-        ignore_stats: false,
-    })
-}
-
-pub(crate) fn raise_msg(msg: impl Into<Vec<u8>>) -> mlua::Error {
-    mlua::Error::external(Raise::Msg(msg.into()))
-}
-
-/// The [`Raise`] inside an error coming back from Lua, through mlua's callback wrapping.
-fn find_raise(err: &mlua::Error) -> Option<&Raise> {
-    match err {
-        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
-            find_raise(cause)
-        }
-        mlua::Error::ExternalError(inner) => inner.downcast_ref::<Raise>(),
-        _ => None,
-    }
-}
 
 /// Read-only proxies and the tables behind them. Redis 7.0 marks every table reachable
 /// from the globals read-only inside its patched Lua; stock Lua 5.1 can only get there
@@ -671,6 +624,106 @@ impl LuaEngine {
     }
 }
 
+/// Redis loads a library's code under this chunk name: `user_function:2: ...` messages.
+const FUNCTION_CHUNK_NAME: &str = "@user_function";
+/// The hook interval of the load-time budget (Redis checks its 500 ms timeout every
+/// 100,000 instructions).
+const LOAD_HOOK_EVERY: u32 = 100_000;
+
+/// The functions engine (Redis 7.0's `function_lua.c`): see lua/functions.rs.
+impl LuaEngine {
+    /// A functions engine: the sandbox, plus the library API for FUNCTION LOAD.
+    pub fn for_functions() -> LuaEngine {
+        // Only an allocation failure while building a fresh state can get here.
+        Self::build(true).expect("cannot create the Lua functions state")
+    }
+
+    /// `luaEngineCreate`: compiles a library's code (what follows its `#!lua` line, from
+    /// that line's line feed) and runs it in the library API, giving the functions it
+    /// registered, or the error FUNCTION LOAD answers (full text).
+    pub fn load_library(&self, code: &[u8]) -> Result<Vec<functions::Registered>, String> {
+        let Some(api) = &self.library else {
+            return Err("ERR the EVAL engine does not load libraries".to_string());
+        };
+        // Redis's Lua never loads bytecode: its parser reads the signature byte as text.
+        if code.first() == Some(&0x1b) {
+            return Err(compile_error_text(
+                "Error compiling function: ",
+                b"user_function:1: unexpected symbol near 'char(27)'",
+            ));
+        }
+        let chunk = self
+            .lua
+            .load(code)
+            .set_name(FUNCTION_CHUNK_NAME)
+            .set_mode(mlua::ChunkMode::Text)
+            .into_function()
+            .map_err(|err| {
+                let msg = match err {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    other => other.to_string(),
+                };
+                compile_error_text("Error compiling function: ", msg.as_bytes())
+            })?;
+        let outcome = self.with_library_api(api, || self.run_load(&chunk));
+        let registered = api.close();
+        outcome.map_err(|msg| format!("ERR Error registering functions: {msg}"))?;
+        Ok(registered)
+    }
+
+    /// Runs `body` with the globals' `__index` on the library API and the load context
+    /// open, and puts both back whatever happens.
+    fn with_library_api<T>(&self, api: &functions::LibraryApi, body: impl FnOnce() -> T) -> T {
+        let globals_mt = self.lua.globals().metatable();
+        if let Some(mt) = &globals_mt {
+            let _ = mt.raw_set("__index", api.globals.clone());
+        }
+        api.open();
+        let out = body();
+        if let Some(mt) = &globals_mt {
+            let _ = mt.raw_set("__index", self.globals.clone());
+        }
+        out
+    }
+
+    /// The protected run of a library's code, bounded like a script: past the budget it
+    /// fails as Redis's 500 ms load timeout does. Err is the error's message as
+    /// `luaExtractErrorInformation` gives it.
+    fn run_load(&self, chunk: &Function) -> Result<(), String> {
+        let ticks = Rc::new(std::cell::Cell::new(0u64));
+        let t = ticks.clone();
+        let hooked = self.lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(LOAD_HOOK_EVERY),
+            move |_, _| {
+                t.set(t.get() + 1);
+                if t.get() * u64::from(LOAD_HOOK_EVERY) > SCRIPT_INSTRUCTION_BUDGET {
+                    return Err(raise_table("ERR FUNCTION LOAD timeout"));
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        );
+        if hooked.is_err() {
+            return Err("ERR FUNCTION LOAD timeout".to_string());
+        }
+        let result = chunk.call::<()>(());
+        self.lua.remove_hook();
+        result.map_err(|err| functions::load_error_text(&err))
+    }
+
+    /// Runs a registered callback for FCALL: `name` is the function's, which its errors
+    /// carry (` script: name, on @user_function:N.`).
+    pub fn run_callback(
+        &self,
+        callback: &Function,
+        name: &str,
+        keys: &[Vec<u8>],
+        args: &[Vec<u8>],
+        call: &mut dyn FnMut(&[Vec<u8>], bool) -> Reply,
+    ) -> Reply {
+        self.run_compiled(callback, name, keys, args, call, true)
+    }
+}
+
 /// Redis 7.0's `__redis__err__handler`: turns whatever was raised into the
 /// `{err=..., source=..., line=...}` table that EVAL turns into its error reply.
 fn error_handler(lua: &Lua, err: Value, tostring: &Function) -> mlua::Result<Value> {
@@ -723,53 +776,6 @@ fn frame_info(lua: &Lua, level: usize) -> Option<(String, String, i64)> {
     })
 }
 
-/// `luaL_where`: the `chunk:line: ` prefix of the function at `level`, or nothing.
-fn lua_where(lua: &Lua, level: usize) -> Vec<u8> {
-    lua.inspect_stack(level, |d| match d.current_line() {
-        Some(line) if line > 0 => {
-            let short_src = d
-                .source()
-                .short_src
-                .map(|s| s.into_owned())
-                .unwrap_or_default();
-            format!("{short_src}:{line}: ")
-        }
-        _ => String::new(),
-    })
-    .unwrap_or_default()
-    .into_bytes()
-}
-
-/// `luaL_error` from inside a Rust library function.
-pub(crate) fn lua_error(lua: &Lua, msg: &str) -> mlua::Error {
-    raise_msg([lua_where(lua, 1), msg.as_bytes().to_vec()].concat())
-}
-
-/// `luaL_argerror`, naming the function the way the calling instruction did.
-pub(crate) fn arg_error(lua: &Lua, narg: usize, extramsg: &str) -> mlua::Error {
-    let names = lua.inspect_stack(0, |d| {
-        let names = d.names();
-        (
-            names.name.map(|n| n.into_owned()),
-            names.name_what.map(str::to_string),
-        )
-    });
-    let (name, what) = names.unwrap_or((None, None));
-    let mut narg = narg;
-    if what.as_deref() == Some("method") {
-        narg -= 1;
-        if narg == 0 {
-            let name = name.unwrap_or_default();
-            return lua_error(lua, &format!("calling '{name}' on bad self ({extramsg})"));
-        }
-    }
-    let name = name.unwrap_or_else(|| "?".to_string());
-    lua_error(
-        lua,
-        &format!("bad argument #{narg} to '{name}' ({extramsg})"),
-    )
-}
-
 /// `luaL_checktype(L, narg, LUA_TTABLE)`.
 fn check_table(lua: &Lua, args: &MultiValue, narg: usize) -> mlua::Result<Table> {
     match args.get(narg - 1) {
@@ -800,39 +806,6 @@ fn check_int(lua: &Lua, args: &MultiValue, narg: usize) -> mlua::Result<i32> {
             narg,
             &format!("number expected, got {}", type_name(value)),
         )),
-    }
-}
-
-/// Lua's type names, with "no value" for a missing argument.
-pub(crate) fn type_name(value: Option<&Value>) -> &'static str {
-    match value {
-        None => "no value",
-        Some(Value::Nil) => "nil",
-        Some(Value::Boolean(_)) => "boolean",
-        Some(Value::Integer(_) | Value::Number(_)) => "number",
-        Some(Value::String(_)) => "string",
-        Some(Value::Table(_)) => "table",
-        Some(Value::Function(_)) => "function",
-        Some(Value::Thread(_)) => "thread",
-        Some(_) => "userdata",
-    }
-}
-
-/// `(long long)` of a double as x86-64 computes it: out of range and NaN give i64::MIN.
-fn number_to_i64(n: f64) -> i64 {
-    if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
-        i64::MIN
-    } else {
-        n as i64
-    }
-}
-
-/// `(int)` of a double as x86-64 computes it.
-fn number_to_i32(n: f64) -> i32 {
-    if !(-2_147_483_648.0..2_147_483_648.0).contains(&n) {
-        i32::MIN
-    } else {
-        n as i32
     }
 }
 
@@ -1194,7 +1167,7 @@ fn redis_command(
     };
     match reply {
         Reply::Error(e) => fail(&push_error_buff(&[b"-", e.as_bytes()].concat()), true),
-        other if resp3.get() => resp3::reply_to_lua(lua, &argv[0], &other),
+        other if resp3.get() => resp3::reply_to_lua(lua, &argv[0], &other, reply_to_lua),
         other => reply_to_lua(lua, &other),
     }
 }
@@ -1319,113 +1292,6 @@ fn compile_error(lua_message: &[u8]) -> String {
 /// A compile error's reply: `prefix` (EVAL's or FUNCTION LOAD's words) and Lua's message.
 fn compile_error_text(prefix: &str, lua_message: &[u8]) -> String {
     format_error(&[prefix.as_bytes(), c_str(lua_message)].concat())
-}
-
-/// The flags a script declares in its `#!lua flags=...` shebang. A script without a shebang
-/// has none of these: it runs in Redis 7.0's "eval compat mode", where only what it calls
-/// decides (a flagless `#!lua` script, by contrast, is taken as one that may write).
-/// The same flags are a function's (`redis.register_function`'s `flags`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ScriptFlags {
-    /// `no-writes`: every write (and PUBLISH) inside is refused; runs on replicas and by `*_RO`.
-    pub no_writes: bool,
-    /// `allow-stale`: parsed for its text only (the model has no `replica-serve-stale-data no`).
-    pub allow_stale: bool,
-    /// `allow-oom`, `no-cluster`, `allow-cross-slot-keys`: the model has no maxmemory
-    /// policy and no cluster, so they change nothing but FUNCTION LIST's flags.
-    pub allow_oom: bool,
-    pub no_cluster: bool,
-    pub allow_cross_slot_keys: bool,
-}
-
-impl ScriptFlags {
-    /// Sets the flag named `name` (`ignore_case`: as `register_function` compares, with
-    /// strcasecmp; a shebang compares exactly). False for a name that is no flag.
-    pub fn set(&mut self, name: &[u8], ignore_case: bool) -> bool {
-        let Some(i) = SCRIPT_FLAG_NAMES.iter().position(|f| {
-            if ignore_case {
-                f.as_bytes().eq_ignore_ascii_case(name)
-            } else {
-                f.as_bytes() == name
-            }
-        }) else {
-            return false;
-        };
-        *self.slot(i) = true;
-        true
-    }
-
-    fn slot(&mut self, i: usize) -> &mut bool {
-        match i {
-            0 => &mut self.no_writes,
-            1 => &mut self.allow_oom,
-            2 => &mut self.allow_stale,
-            3 => &mut self.no_cluster,
-            _ => &mut self.allow_cross_slot_keys,
-        }
-    }
-
-    /// The names of the flags set, in `scripts_flags_def` order (FUNCTION LIST's).
-    pub fn names(&self) -> Vec<&'static str> {
-        let set = [
-            self.no_writes,
-            self.allow_oom,
-            self.allow_stale,
-            self.no_cluster,
-            self.allow_cross_slot_keys,
-        ];
-        SCRIPT_FLAG_NAMES
-            .iter()
-            .zip(set)
-            .filter_map(|(name, on)| on.then_some(*name))
-            .collect()
-    }
-}
-
-/// Reads the shebang of `source`: `Ok(None)` when there is none (eval compat mode),
-/// `Ok(Some(flags))` for a valid `#!lua` line, or Redis 7.0's error text for a bad one.
-pub fn shebang_flags(source: &[u8]) -> Result<Option<ScriptFlags>, String> {
-    Ok(parse_shebang(source)?.map(|(flags, _)| flags))
-}
-
-/// Validates and removes a `#!lua ...` first line, keeping its line feed so that line
-/// numbers stay those of the script as written.
-fn strip_shebang(source: &[u8]) -> Result<&[u8], String> {
-    Ok(match parse_shebang(source)? {
-        None => source,
-        Some((_, end)) => &source[end..],
-    })
-}
-
-/// Redis 7.0's `evalExtractShebangFlags`: the flags and the offset of the line feed that ends
-/// the shebang. Several `flags=` options are allowed and add up, as in Redis.
-fn parse_shebang(source: &[u8]) -> Result<Option<(ScriptFlags, usize)>, String> {
-    if !source.starts_with(b"#!") {
-        return Ok(None);
-    }
-    let Some(end) = source.iter().position(|&b| b == b'\n') else {
-        return Err("ERR Invalid script shebang".to_string());
-    };
-    let line = String::from_utf8_lossy(&source[..end]);
-    let mut parts = line.split_ascii_whitespace();
-    let Some(engine) = parts.next() else {
-        return Err("ERR Invalid engine in script shebang".to_string());
-    };
-    if engine != "#!lua" {
-        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
-    }
-    let mut declared = ScriptFlags::default();
-    for part in parts {
-        let Some(flags) = part.strip_prefix("flags=") else {
-            return Err(format!("ERR Unknown lua shebang option: {part}"));
-        };
-        for flag in flags.split(',').filter(|f| !f.is_empty()) {
-            if !declared.set(flag.as_bytes(), false) {
-                return Err(format!("ERR Unexpected flag in script shebang: {flag}"));
-            }
-        }
-    }
-    Ok(Some((declared, end)))
 }
 
 /// Rebuilds the reply from the flat `(tag, value)` list the Lua side of
@@ -1565,14 +1431,6 @@ fn string_array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<Table> {
         t.raw_set(i + 1, lua.create_string(item)?)?;
     }
     Ok(t)
-}
-
-/// The part of `bytes` a C string function sees.
-fn c_str(bytes: &[u8]) -> &[u8] {
-    match bytes.iter().position(|&b| b == 0) {
-        Some(nul) => &bytes[..nul],
-        None => bytes,
-    }
 }
 
 fn is_crlf(b: &u8) -> bool {

@@ -1,6 +1,7 @@
 //! The Lua side of Redis 7.0 functions (`function_lua.c`): the load-time environment of
-//! FUNCTION LOAD, `redis.register_function` in its positional and named forms, and the run
-//! of a registered callback with `(keys, args)`.
+//! FUNCTION LOAD and `redis.register_function` in its positional and named forms (the
+//! engine's loading and its run of a callback with `(keys, args)` are `LuaEngine`'s, in
+//! lua.rs).
 //!
 //! A functions engine is a [`LuaEngine`] of its own (Redis keeps one Lua state for EVAL and
 //! one for functions), built with the same sandbox. While a library's code runs, the
@@ -14,17 +15,9 @@ use std::rc::Rc;
 
 use mlua::{Function, Lua, MultiValue, Table, Value};
 
-use super::{
-    LuaEngine, Raise, SCRIPT_INSTRUCTION_BUDGET, ScriptFlags, c_str, compile_error_text,
-    find_raise, raise_table,
-};
-use crate::proto::reply::Reply;
+use super::flags::ScriptFlags;
+use super::lauxlib::{Raise, c_str, find_raise, raise_table};
 
-/// Redis loads a library's code under this chunk name: `user_function:2: ...` messages.
-const FUNCTION_CHUNK_NAME: &str = "@user_function";
-/// The hook interval of the load-time budget (Redis checks its 500 ms timeout every
-/// 100,000 instructions).
-const LOAD_HOOK_EVERY: u32 = 100_000;
 /// `functionsVerifyName`'s refusal, for a library's name and a function's.
 pub const BAD_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 
@@ -43,8 +36,8 @@ type LoadCtx = Rc<RefCell<Option<Vec<Registered>>>>;
 /// The load-time globals and the context `register_function` fills.
 pub(crate) struct LibraryApi {
     /// The table behind the load-time globals: only `redis`.
-    globals: Table,
-    // Invariant: `Some` exactly while a library's code runs (`load_library`).
+    pub(crate) globals: Table,
+    // Invariant: `Some` exactly while a library's code runs (between `open` and `close`).
     ctx: LoadCtx,
 }
 
@@ -87,104 +80,21 @@ impl LibraryApi {
         globals.set_metatable(Some(error_mt))?;
         Ok(LibraryApi { globals, ctx })
     }
-}
 
-impl LuaEngine {
-    /// A functions engine: the sandbox, plus the library API for FUNCTION LOAD.
-    pub fn for_functions() -> LuaEngine {
-        // Only an allocation failure while building a fresh state can get here.
-        Self::build(true).expect("cannot create the Lua functions state")
+    /// Opens the load context: `register_function` collects from now on.
+    pub(crate) fn open(&self) {
+        *self.ctx.borrow_mut() = Some(Vec::new());
     }
 
-    /// `luaEngineCreate`: compiles a library's code (what follows its `#!lua` line, from
-    /// that line's line feed) and runs it in the library API, giving the functions it
-    /// registered, or the error FUNCTION LOAD answers (full text).
-    pub fn load_library(&self, code: &[u8]) -> Result<Vec<Registered>, String> {
-        let Some(api) = &self.library else {
-            return Err("ERR the EVAL engine does not load libraries".to_string());
-        };
-        // Redis's Lua never loads bytecode: its parser reads the signature byte as text.
-        if code.first() == Some(&0x1b) {
-            return Err(compile_error_text(
-                "Error compiling function: ",
-                b"user_function:1: unexpected symbol near 'char(27)'",
-            ));
-        }
-        let chunk = self
-            .lua
-            .load(code)
-            .set_name(FUNCTION_CHUNK_NAME)
-            .set_mode(mlua::ChunkMode::Text)
-            .into_function()
-            .map_err(|err| {
-                let msg = match err {
-                    mlua::Error::SyntaxError { message, .. } => message,
-                    other => other.to_string(),
-                };
-                compile_error_text("Error compiling function: ", msg.as_bytes())
-            })?;
-        let outcome = self.with_library_api(api, || self.run_load(&chunk));
-        let registered = api.ctx.borrow_mut().take().unwrap_or_default();
-        outcome.map_err(|msg| format!("ERR Error registering functions: {msg}"))?;
-        Ok(registered)
-    }
-
-    /// Runs `body` with the globals' `__index` on the library API and the load context
-    /// open, and puts both back whatever happens.
-    fn with_library_api<T>(&self, api: &LibraryApi, body: impl FnOnce() -> T) -> T {
-        let globals_mt = self.lua.globals().metatable();
-        if let Some(mt) = &globals_mt {
-            let _ = mt.raw_set("__index", api.globals.clone());
-        }
-        *api.ctx.borrow_mut() = Some(Vec::new());
-        let out = body();
-        if let Some(mt) = &globals_mt {
-            let _ = mt.raw_set("__index", self.globals.clone());
-        }
-        out
-    }
-
-    /// The protected run of a library's code, bounded like a script: past the budget it
-    /// fails as Redis's 500 ms load timeout does. Err is the error's message as
-    /// `luaExtractErrorInformation` gives it.
-    fn run_load(&self, chunk: &Function) -> Result<(), String> {
-        let ticks = Rc::new(std::cell::Cell::new(0u64));
-        let t = ticks.clone();
-        let hooked = self.lua.set_hook(
-            mlua::HookTriggers::new().every_nth_instruction(LOAD_HOOK_EVERY),
-            move |_, _| {
-                t.set(t.get() + 1);
-                if t.get() * u64::from(LOAD_HOOK_EVERY) > SCRIPT_INSTRUCTION_BUDGET {
-                    return Err(raise_table("ERR FUNCTION LOAD timeout"));
-                }
-                Ok(mlua::VmState::Continue)
-            },
-        );
-        if hooked.is_err() {
-            return Err("ERR FUNCTION LOAD timeout".to_string());
-        }
-        let result = chunk.call::<()>(());
-        self.lua.remove_hook();
-        result.map_err(|err| load_error_text(&err))
-    }
-
-    /// Runs a registered callback for FCALL: `name` is the function's, which its errors
-    /// carry (` script: name, on @user_function:N.`).
-    pub fn run_callback(
-        &self,
-        callback: &Function,
-        name: &str,
-        keys: &[Vec<u8>],
-        args: &[Vec<u8>],
-        call: &mut dyn FnMut(&[Vec<u8>], bool) -> Reply,
-    ) -> Reply {
-        self.run_compiled(callback, name, keys, args, call, true)
+    /// Closes the load context, giving what was registered since `open`.
+    pub(crate) fn close(&self) -> Vec<Registered> {
+        self.ctx.borrow_mut().take().unwrap_or_default()
     }
 }
 
 /// The message of a failed library run, as Redis extracts it from the error value: a
 /// string gets `ERR `, a raised `{err = ...}` table gives its `err`.
-fn load_error_text(err: &mlua::Error) -> String {
+pub(crate) fn load_error_text(err: &mlua::Error) -> String {
     match find_raise(err) {
         Some(Raise::Table { msg, .. }) => String::from_utf8_lossy(c_str(msg)).into_owned(),
         Some(Raise::Msg(msg)) => format!("ERR {}", String::from_utf8_lossy(c_str(msg))),
@@ -350,7 +260,8 @@ fn read_flags(list: &Table, flags: &mut ScriptFlags) -> mlua::Result<bool> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::proto::reply::Reply;
+    use crate::redis::lua::LuaEngine;
 
     #[test]
     fn a_library_registers_its_functions_with_their_flags_in_order() {

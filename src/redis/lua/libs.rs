@@ -19,7 +19,7 @@
 
 use mlua::{Function, LightUserData, Lua, MultiValue, Table, Value};
 
-use crate::redis::lua::{arg_error, lua_error, raise_msg, type_name};
+use super::lauxlib::{arg_error, lua_error, raise_msg, type_name};
 
 /// lua-cjson's defaults as Redis builds it.
 const CJSON_MAX_DEPTH: usize = 1000;

@@ -13,9 +13,17 @@ use mlua::{Lua, Value};
 
 use crate::proto::reply::Reply;
 
+/// The RESP2 conversion, for what RESP3 leaves as it is.
+pub(super) type Resp2 = fn(&Lua, &Reply) -> mlua::Result<Value>;
+
 /// `reply` as Lua sees it on a RESP3 script client; `command` is the name the script
-/// called (any case).
-pub(super) fn reply_to_lua(lua: &Lua, command: &[u8], reply: &Reply) -> mlua::Result<Value> {
+/// called (any case); `resp2` converts what has no RESP3 form of its own.
+pub(super) fn reply_to_lua(
+    lua: &Lua,
+    command: &[u8],
+    reply: &Reply,
+    resp2: Resp2,
+) -> mlua::Result<Value> {
     match reply {
         Reply::Array(items) if command.eq_ignore_ascii_case(b"hgetall") => {
             // A map's pairs are set in the reply's order (the table's `next` order follows
@@ -23,7 +31,7 @@ pub(super) fn reply_to_lua(lua: &Lua, command: &[u8], reply: &Reply) -> mlua::Re
             let map = lua.create_table()?;
             for pair in items.chunks(2) {
                 if let [field, value] = pair {
-                    map.raw_set(to_lua(lua, field)?, to_lua(lua, value)?)?;
+                    map.raw_set(to_lua(lua, field, resp2)?, to_lua(lua, value, resp2)?)?;
                 }
             }
             let t = lua.create_table()?;
@@ -38,23 +46,23 @@ pub(super) fn reply_to_lua(lua: &Lua, command: &[u8], reply: &Reply) -> mlua::Re
             t.raw_set("verbatim_string", inner)?;
             Ok(Value::Table(t))
         }
-        other => to_lua(lua, other),
+        other => to_lua(lua, other, resp2),
     }
 }
 
 /// The RESP3 conversion of a reply without a shape of its own: nulls are `nil` (a hole,
 /// inside an array), the rest as RESP2's.
-fn to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
+fn to_lua(lua: &Lua, reply: &Reply, resp2: Resp2) -> mlua::Result<Value> {
     match reply {
         Reply::Nil => Ok(Value::Nil),
         Reply::Array(items) => {
             let t = lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.iter().enumerate() {
                 // Setting nil leaves a hole, as lua_settable does.
-                t.raw_set(i + 1, to_lua(lua, item)?)?;
+                t.raw_set(i + 1, to_lua(lua, item, resp2)?)?;
             }
             Ok(Value::Table(t))
         }
-        other => super::reply_to_lua(lua, other),
+        other => resp2(lua, other),
     }
 }

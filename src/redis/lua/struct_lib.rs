@@ -18,7 +18,7 @@
 
 use mlua::{Lua, MultiValue, Table, Value};
 
-use super::{arg_error, lua_error, number_to_i64, type_name};
+use super::lauxlib::{arg_error, lua_error, number_to_i64, type_name};
 
 /// `MAXINTSIZE`: the widest integer a format may ask for.
 const MAX_INT_SIZE: i64 = 32;

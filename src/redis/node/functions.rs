@@ -167,3 +167,64 @@ impl RedisNode {
         self.refused_for_memory(cmd)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::proto::{Command, Reply};
+    use crate::redis::node::{Caller, Persistence, RedisConfig, RedisNode};
+    use crate::time::ProcId;
+
+    const CLIENT: Caller = Caller {
+        proc: Some(ProcId(7)),
+    };
+    const COUNTER: &str = "#!lua name=c\nlocal n = 0\n\
+        redis.register_function('bump', function() n = n + 1 return n end)";
+
+    fn run(n: &mut RedisNode, argv: &[&str]) -> Reply {
+        let cmd = Command::parse(argv).expect("parses");
+        n.execute(0, &cmd, CLIENT)
+    }
+
+    fn node(persistence: Persistence) -> RedisNode {
+        RedisNode::new(RedisConfig {
+            persistence,
+            ..RedisConfig::default()
+        })
+    }
+
+    #[test]
+    fn libraries_survive_a_restart_as_the_keys_do_and_start_with_fresh_upvalues() {
+        let mut n = node(Persistence::Rdb { every_ns: 1 });
+        assert_eq!(
+            run(&mut n, &["FUNCTION", "LOAD", COUNTER]),
+            Reply::Bulk(b"c".to_vec())
+        );
+        assert_eq!(run(&mut n, &["FCALL", "bump", "0"]), Reply::Int(1));
+        assert_eq!(run(&mut n, &["FCALL", "bump", "0"]), Reply::Int(2));
+        n.save_to_disk();
+        n.restart(false);
+        // The library came back from the snapshot, compiled by the new process.
+        assert_eq!(run(&mut n, &["FCALL", "bump", "0"]), Reply::Int(1));
+
+        let mut gone = node(Persistence::None);
+        run(&mut gone, &["FUNCTION", "LOAD", COUNTER]);
+        gone.restart(false);
+        assert_eq!(
+            run(&mut gone, &["FCALL", "bump", "0"]),
+            Reply::err("ERR Function not found")
+        );
+    }
+
+    #[test]
+    fn a_function_without_no_writes_is_a_write_and_an_unknown_one_is_not() {
+        let mut n = node(Persistence::None);
+        let ro = "#!lua name=r\nredis.register_function{function_name='ro', \
+            callback=function() return 1 end, flags={'no-writes'}}";
+        run(&mut n, &["FUNCTION", "LOAD", COUNTER]);
+        run(&mut n, &["FUNCTION", "LOAD", ro]);
+        let fcall = |f: &str| Command::parse(&["FCALL_RO", f, "0"]).expect("parses");
+        assert!(n.writes(&fcall("BUMP")));
+        assert!(!n.writes(&fcall("ro")));
+        assert!(!n.writes(&fcall("nope")));
+    }
+}
