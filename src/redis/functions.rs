@@ -376,69 +376,67 @@ fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
         if i >= line.len() {
             return Some(out);
         }
-        let mut word = Vec::new();
-        let (mut in_dq, mut in_sq) = (false, false);
-        loop {
-            let c = line.get(i).copied();
-            if in_dq {
-                let c = c?;
-                if c == b'\\' && line.get(i + 1) == Some(&b'x') {
-                    let hex = line
-                        .get(i + 2..i + 4)
-                        .filter(|h| h.iter().all(u8::is_ascii_hexdigit));
-                    if let Some(h) = hex {
-                        word.push(u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()?);
-                        i += 4;
-                        continue;
-                    }
-                }
-                if c == b'\\' && i + 1 < line.len() {
-                    word.push(match line[i + 1] {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 8,
-                        b'a' => 7,
-                        other => other,
-                    });
-                    i += 2;
+        out.push(read_word(line, &mut i)?);
+    }
+}
+
+/// One word of `split_args` from `line[*i]` (not a space), `*i` left after it.
+fn read_word(line: &[u8], i: &mut usize) -> Option<Vec<u8>> {
+    let mut word = Vec::new();
+    let (mut in_dq, mut in_sq) = (false, false);
+    // A closing quote must end the word.
+    let closes = |at: usize| line.get(at + 1).is_none_or(|n| n.is_ascii_whitespace());
+    loop {
+        let c = line.get(*i).copied();
+        if in_dq {
+            let c = c?;
+            if c == b'\\' && line.get(*i + 1) == Some(&b'x') {
+                let hex = line.get(*i + 2..*i + 4);
+                if let Some(h) = hex.filter(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+                    word.push(u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()?);
+                    *i += 4;
                     continue;
-                }
-                if c == b'"' {
-                    if line.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
-                        return None;
-                    }
-                    i += 1;
-                    break;
-                }
-                word.push(c);
-            } else if in_sq {
-                let c = c?;
-                if c == b'\\' && line.get(i + 1) == Some(&b'\'') {
-                    word.push(b'\'');
-                    i += 2;
-                    continue;
-                }
-                if c == b'\'' {
-                    if line.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
-                        return None;
-                    }
-                    i += 1;
-                    break;
-                }
-                word.push(c);
-            } else {
-                match c {
-                    None => break,
-                    Some(c) if c.is_ascii_whitespace() => break,
-                    Some(b'"') => in_dq = true,
-                    Some(b'\'') => in_sq = true,
-                    Some(c) => word.push(c),
                 }
             }
-            i += 1;
+            if c == b'\\' && *i + 1 < line.len() {
+                word.push(match line[*i + 1] {
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    b'b' => 8,
+                    b'a' => 7,
+                    other => other,
+                });
+                *i += 2;
+                continue;
+            }
+            if c == b'"' {
+                *i += 1;
+                return closes(*i - 1).then_some(word);
+            }
+            word.push(c);
+        } else if in_sq {
+            let c = c?;
+            if c == b'\\' && line.get(*i + 1) == Some(&b'\'') {
+                word.push(b'\'');
+                *i += 2;
+                continue;
+            }
+            if c == b'\'' {
+                *i += 1;
+                return closes(*i - 1).then_some(word);
+            }
+            word.push(c);
+        } else {
+            match c {
+                None => return Some(word),
+                Some(c) if c.is_ascii_whitespace() => return Some(word),
+                Some(b'"') => in_dq = true,
+                Some(b'\'') => in_sq = true,
+                Some(c) => word.push(c),
+            }
         }
-        out.push(word);
+        *i += 1;
     }
 }
 

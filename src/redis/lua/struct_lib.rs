@@ -359,20 +359,7 @@ fn unpack(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
             }
             b'c' => {
                 if size == 0 {
-                    let previous = match out.last() {
-                        Some(v) => lua.coerce_number(v.clone()).ok().flatten(),
-                        None => None,
-                    };
-                    let Some(n) = previous else {
-                        return Err(lua_error(lua, "format 'c0' needs a previous size"));
-                    };
-                    // (size_t) of the number: a negative one wraps, and is too long.
-                    size = if n < 0.0 {
-                        number_to_i64(n) as u64
-                    } else {
-                        double_to_u64(n)
-                    };
-                    out.pop();
+                    size = previous_size(lua, &mut out)?;
                     if !fits(pos, size) {
                         return Err(too_short(lua));
                     }
@@ -393,6 +380,25 @@ fn unpack(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     }
     out.push(Value::Number(pos.wrapping_add(1) as i64 as f64));
     Ok(MultiValue::from_iter(out))
+}
+
+/// `c0` in unpack: the previous result (a number, or a string that reads as one) is the
+/// size, and leaves the results.
+fn previous_size(lua: &Lua, out: &mut Vec<Value>) -> mlua::Result<u64> {
+    let previous = match out.last() {
+        Some(v) => lua.coerce_number(v.clone()).ok().flatten(),
+        None => None,
+    };
+    let Some(n) = previous else {
+        return Err(lua_error(lua, "format 'c0' needs a previous size"));
+    };
+    out.pop();
+    // (size_t) of the number: a negative one wraps, and is too long.
+    Ok(if n < 0.0 {
+        number_to_i64(n) as u64
+    } else {
+        double_to_u64(n)
+    })
 }
 
 /// `luaL_checkinteger`'s number (truncated by the caller).
