@@ -201,7 +201,7 @@ const GATED_COMMANDS: [&str; 11] = [
 /// Issue 27's commands (strings, keys, hashes, lists, connection and server commands): sent
 /// by `more_op` (BLPOP by `blpop_op`), each only once the model parses it, like
 /// `GATED_COMMANDS`.
-const MORE_COMMANDS: [&str; 27] = [
+const MORE_COMMANDS: [&str; 29] = [
     "strlen",
     "append",
     "setrange",
@@ -229,6 +229,31 @@ const MORE_COMMANDS: [&str; 27] = [
     "hello",
     "client",
     "info",
+    "function",
+    "fcall",
+];
+
+/// Function libraries as a lock library might ship them (Redis 7.0 functions), one function
+/// each: FUNCTION LIST lists a library's functions, and libraries, in an order that
+/// depends on the server's random hash seed, so the mix lists one library at a time.
+const FUNCTION_LIBS: [(&str, &str); 4] = [
+    (
+        "dl_lock",
+        "#!lua name=dl_lock\nredis.register_function('dl_lock', function(keys, args) return redis.call('set', keys[1], args[1], 'NX', 'PX', args[2]) end)",
+    ),
+    (
+        "dl_unlock",
+        "#!lua name=dl_unlock\nredis.register_function{function_name='dl_unlock', callback=function(keys, args) if redis.call('get', keys[1]) == args[1] then return redis.call('del', keys[1]) end return 0 end, description='compare and delete'}",
+    ),
+    (
+        "dl_owner",
+        "#!lua name=dl_owner\nredis.register_function{function_name='dl_owner', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}",
+    ),
+    // A second version of dl_owner (FUNCTION LOAD REPLACE), and an error in the code.
+    (
+        "dl_owner",
+        "#!lua name=dl_owner\nredis.register_function{function_name='dl_owner', callback=function(keys) return {redis.call('exists', keys[1]), redis.call('type', keys[1])} end, flags={'no-writes', 'allow-stale'}}",
+    ),
 ];
 
 /// The db COPY's `DB n` copies into: no SELECT of the mix goes there, and only values
@@ -461,6 +486,22 @@ return {r['err'], redis.call('echo', ARGV[1])}";
 const USER_BLPOP: &str = "local r = redis.pcall('blpop', KEYS[1], 0)
 return {r['err'], redis.call('lpop', 'q')}";
 
+/// A script on RESP3 (`redis.setresp(3)`): a null is nil, HGETALL a `{map=...}` (returned
+/// whole too: a RESP2 caller reads it as a flat array in the table's order).
+const USER_RESP3: &str = "redis.setresp(3)
+local v = redis.pcall('get', KEYS[1])
+local h = redis.pcall('hgetall', 'h')
+local n = 0
+if h.map then for _ in pairs(h.map) do n = n + 1 end end
+return {type(v), type(v) == 'table' and (v.err or 'table') or tostring(v), n, h.map and h.map['f1'] or false, h, redis.call('exists', KEYS[1])}";
+
+/// A record packed with Lua's `struct` (a length-prefixed token and a double, aligned),
+/// stored, read back and unpacked.
+const USER_STRUCT: &str = "local p = struct.pack('>I2c0!4d', #ARGV[1], ARGV[1], tonumber(ARGV[2]))
+redis.call('set', KEYS[1], p)
+local s, d, nxt = struct.unpack('>I2c0!4d', redis.call('get', KEYS[1]))
+return {p, s, tostring(d), nxt, struct.size('>I2!4d'), struct.unpack('<h', p)}";
+
 /// Users' scripts: cjson (encode with nested tables and `cjson.null`, decode of whatever the
 /// key holds, its errors caught by pcall), bit operations on a stored number, a cmsgpack
 /// round trip through a key.
@@ -496,6 +537,22 @@ const USER_SCRIPTS: &[LibScript] = &[
         args: ScriptArgs::TokenTtl,
         returns_pttl: false,
         needs: &[],
+    },
+    LibScript {
+        name: "user-struct",
+        src: USER_STRUCT,
+        max_keys: 1,
+        args: ScriptArgs::TokenTtl,
+        returns_pttl: false,
+        needs: &[],
+    },
+    LibScript {
+        name: "user-resp3",
+        src: USER_RESP3,
+        max_keys: 1,
+        args: ScriptArgs::Nothing,
+        returns_pttl: false,
+        needs: &["hgetall"],
     },
     LibScript {
         name: "user-strings",
@@ -864,6 +921,11 @@ impl Gen {
             0..=2 => return self.select_op(),
             3..=8 => return self.transaction(t),
             9..=13 if self.more.contains(&"blpop") => return self.blpop_op(Some(model), at_ms),
+            14..=15 if self.more.contains(&"fcall") => {
+                let mut op = Op::default();
+                op.argv = self.fcall_argv(&mut op);
+                return op;
+            }
             _ => {}
         }
         let mut op = Op::default();
@@ -1312,6 +1374,8 @@ impl Gen {
         let h = if self.chance(80) { "h" } else { self.key() };
         let field = |g: &mut Gen| g.pick(&["f1", "f2", "uuid:1"]);
         op.argv = match cmd {
+            "function" => self.function_argv(),
+            "fcall" => self.fcall_argv(op),
             "strlen" => {
                 let k = any_key(self);
                 op.keys.push(k);
@@ -1574,9 +1638,73 @@ impl Gen {
         if cmd == "object" && op.argv.len() == 3 {
             op.label = "OBJECT ENCODING".into();
         }
+        if cmd == "function" && op.argv.len() >= 2 {
+            op.label = format!("FUNCTION {}", label_of(&op.argv[1..]).to_ascii_uppercase());
+        }
         if matches!(cmd, "client" | "info") && op.argv.len() >= 2 {
             op.label = format!("{} {}", label_of(&op.argv), op.argv[1]).to_ascii_uppercase();
         }
+    }
+
+    /// FUNCTION LOAD [REPLACE] / DELETE / LIST LIBRARYNAME / FLUSH over `FUNCTION_LIBS`,
+    /// now and then one of their errors.
+    fn function_argv(&mut self) -> Vec<Arg> {
+        let (name, code) = self.pick(&FUNCTION_LIBS);
+        match self.rng.below(20) {
+            0..=6 => vec![b("FUNCTION"), b("LOAD"), b(code)],
+            7..=9 => vec![b("FUNCTION"), b("LOAD"), b("REPLACE"), b(code)],
+            10..=12 => vec![b("FUNCTION"), b("DELETE"), b(name)],
+            13..=15 => {
+                let mut v = vec![b("FUNCTION"), b("LIST"), b("LIBRARYNAME"), b(name)];
+                if self.chance(40) {
+                    v.push(b("WITHCODE"));
+                }
+                v
+            }
+            16 => vec![b("FUNCTION"), b("FLUSH")],
+            17 => vec![b("FUNCTION"), b("LOAD"), b("#!lua name=dl_bad\nreturn (")],
+            18 => vec![b("FUNCTION"), b("LOAD"), b("#!lua name=dl_none\nreturn 1")],
+            _ => vec![
+                b("FUNCTION"),
+                b(self.pick(&["LIST", "DELETE", "FLUSH"])),
+                b("x"),
+                b("y"),
+            ],
+        }
+    }
+
+    /// FCALL / FCALL_RO of `FUNCTION_LIBS`' functions on the lock keys (now and then
+    /// another key of the mix, an unknown function or a bad key count).
+    fn fcall_argv(&mut self, op: &mut Op) -> Vec<Arg> {
+        let function = self.pick(&["dl_lock", "dl_unlock", "dl_owner", "dl_owner", "DL_LOCK"]);
+        let ro = if self.chance(25) { "FCALL_RO" } else { "FCALL" };
+        op.label = format!("{ro} {}", function.to_ascii_lowercase());
+        let k = if self.chance(80) {
+            self.pick(&["lock", "lock2"])
+        } else {
+            self.key()
+        };
+        op.keys.push(k);
+        match self.rng.below(20) {
+            0 => {
+                op.label = format!("{ro} (unknown function)");
+                return vec![b(ro), b("dl_nope"), b("0")];
+            }
+            1 => {
+                op.label = format!("{ro} (bad numkeys)");
+                return vec![b(ro), b(function), b(self.pick(&["x", "-1", "2"])), b(k)];
+            }
+            _ => {}
+        }
+        let ttl = self.ttl_ms().max(1).to_string();
+        vec![
+            b(ro),
+            b(function),
+            b("1"),
+            b(k),
+            b(self.pick(&TOKENS)),
+            b(&ttl),
+        ]
     }
 
     /// BLPOP on the queue key and another of the mix's keys. On the blocking connection
@@ -1794,6 +1922,10 @@ fn run_seed(seed: u64, server: &mut Resp, blocker: &mut Resp, totals: &mut Total
         server.call(&[b"SCRIPT".to_vec(), b"FLUSH".to_vec()]),
         Reply::Ok
     );
+    assert_eq!(
+        server.call(&[b"FUNCTION".to_vec(), b"FLUSH".to_vec()]),
+        Reply::Ok
+    );
     // The connection outlives a seed: back to db 0 with nothing watched.
     assert_eq!(server.call(&[b"SELECT".to_vec(), b"0".to_vec()]), Reply::Ok);
     assert_eq!(server.call(&[b"UNWATCH".to_vec()]), Reply::Ok);
@@ -1833,6 +1965,23 @@ fn run_seed(seed: u64, server: &mut Resp, blocker: &mut Resp, totals: &mut Total
         parked: None,
         totals,
     };
+    // The lock libraries' functions, loaded first (as a client library would at start):
+    // the mix's FCALLs find them until a FUNCTION DELETE or FLUSH of the mix.
+    if g.more.contains(&"fcall") {
+        for (_, code) in &FUNCTION_LIBS[..3] {
+            let at_ms = run.now_ms();
+            let argv = vec![b("FUNCTION"), b("LOAD"), b(code)];
+            let label = "FUNCTION LOAD".to_string();
+            run.send_main(
+                at_ms,
+                Op {
+                    argv,
+                    label,
+                    ..Op::default()
+                },
+            );
+        }
+    }
     while run.sent < COMMANDS_PER_SEED {
         let (at_ms, mut op) = loop {
             run.await_timeout_if_near();

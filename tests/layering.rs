@@ -570,11 +570,6 @@ const KNOWN_CYCLES: &[(&[&str], &str)] = &[
          a file below cmd/",
     ),
     (
-        &["redis/lua.rs", "redis/lua/libs.rs"],
-        "lua.rs installs libs::install; libs raises errors through lua.rs's arg_error, \
-         lua_error, raise_msg and type_name: those move to a file below both",
-    ),
-    (
         &[
             "redis/node.rs",
             "redis/node/connection.rs",

@@ -2,7 +2,9 @@
 //! (the RESP length of the effect sent), what a Lua round trip and an error text read.
 
 use crate::proto::bytes::Bytes;
-use crate::proto::command::{ClientCmd, Command, GetExOpt, ScriptRef, SetCond, SetExpiry, hex};
+use crate::proto::command::{
+    ClientCmd, Command, FunctionCmd, GetExOpt, ScriptRef, SetCond, SetExpiry, hex,
+};
 
 impl Command {
     /// The name Redis gives the command in its errors: `script|load`, `client|id`, or the
@@ -273,6 +275,31 @@ impl Command {
                 .chain(keys.iter().cloned())
                 .chain([timeout.clone()])
                 .collect(),
+            Command::Function(sub) => {
+                let (name, rest): (Bytes, &[Bytes]) = match sub {
+                    FunctionCmd::Load(args) => (b("LOAD"), args),
+                    FunctionCmd::Delete(lib) => (b("DELETE"), std::slice::from_ref(lib)),
+                    FunctionCmd::List(args) => (b("LIST"), args),
+                    FunctionCmd::Flush { typed, args } => (typed.clone(), args),
+                };
+                [b("FUNCTION"), name]
+                    .into_iter()
+                    .chain(rest.iter().cloned())
+                    .collect()
+            }
+            Command::FCall {
+                function,
+                numkeys,
+                rest,
+                read_only,
+            } => [
+                b(if *read_only { "FCALL_RO" } else { "FCALL" }),
+                function.clone(),
+                numkeys.clone(),
+            ]
+            .into_iter()
+            .chain(rest.iter().cloned())
+            .collect(),
         }
     }
 }

@@ -288,6 +288,32 @@ pub enum Command {
         keys: Vec<Bytes>,
         timeout: Bytes,
     },
+    /// FUNCTION LOAD / DELETE / LIST / FLUSH (the model's subcommands of FUNCTION).
+    Function(FunctionCmd),
+    /// FCALL / FCALL_RO (`read_only`) function numkeys key... arg...: numkeys and what
+    /// follows stay as sent (Redis looks the function up before it reads numkeys).
+    FCall {
+        function: Bytes,
+        numkeys: Bytes,
+        rest: Arc<[Bytes]>,
+        read_only: bool,
+    },
+}
+
+/// The subcommands of FUNCTION the model answers, with what follows the subcommand as sent:
+/// Redis reads it when the command runs (an error there comes back inside EXEC's array).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FunctionCmd {
+    /// `[REPLACE] code`.
+    Load(Vec<Bytes>),
+    Delete(Bytes),
+    /// `[WITHCODE] [LIBRARYNAME pattern]`.
+    List(Vec<Bytes>),
+    /// `[ASYNC|SYNC]`; `typed` is the subcommand as sent, which one error repeats.
+    Flush {
+        typed: Bytes,
+        args: Vec<Bytes>,
+    },
 }
 
 /// The subcommands of CLIENT the model answers.
@@ -535,6 +561,9 @@ const TABLE: &[(&str, i32, bool)] = &[
     ("hello", -1, false),
     ("client", -2, false),
     ("info", -1, false),
+    ("function", -2, false),
+    ("fcall", -3, false),
+    ("fcall_ro", -3, false),
 ];
 
 /// Redis command flags the model needs: is `name` (lower-case) a write command?
@@ -569,6 +598,9 @@ pub fn is_denied_in_scripts(name: &str) -> bool {
             | "blpop"
             | "hello"
             | "client"
+            | "function"
+            | "fcall"
+            | "fcall_ro"
     )
 }
 
@@ -608,6 +640,9 @@ impl Command {
                 | Command::BLPop { .. }
                 | Command::Move { .. }
                 | Command::SwapDb(_)
+                | Command::Function(
+                    FunctionCmd::Load(_) | FunctionCmd::Delete(_) | FunctionCmd::Flush { .. }
+                )
         )
     }
 
@@ -906,6 +941,13 @@ impl Command {
                 keys: a[..a.len() - 1].to_vec(),
                 timeout: a[a.len() - 1].clone(),
             },
+            "function" => Command::Function(parse_function(a)?),
+            "fcall" | "fcall_ro" => Command::FCall {
+                function: a[0].clone(),
+                numkeys: a[1].clone(),
+                rest: a[2..].into(),
+                read_only: canon == "fcall_ro",
+            },
             _ => unreachable!("every table entry has a parser arm"),
         };
         Ok(cmd)
@@ -991,6 +1033,49 @@ fn script_other(a: &[Bytes]) -> ParseError {
         "ERR the model answers SCRIPT LOAD, EXISTS and FLUSH only, not SCRIPT {}",
         sub.to_ascii_uppercase()
     ))
+}
+
+/// FUNCTION's subcommands, each with its own arity (`function|load` -3, `function|delete` 3,
+/// `function|list` and `function|flush` -2). DUMP, RESTORE, STATS, KILL and HELP are
+/// refused with a model error after their arity (no one restores RDB payloads or kills
+/// functions in the model); an unknown one is Redis's container-command refusal.
+fn parse_function(a: &[Bytes]) -> Result<FunctionCmd, ParseError> {
+    let sub = String::from_utf8_lossy(&a[0]).to_ascii_lowercase();
+    let (full, arity) = match sub.as_str() {
+        "load" => ("function|load", -3),
+        "delete" => ("function|delete", 3),
+        "list" => ("function|list", -2),
+        "flush" => ("function|flush", -2),
+        "dump" => ("function|dump", 2),
+        "restore" => ("function|restore", -3),
+        "stats" => ("function|stats", 2),
+        "kill" => ("function|kill", 2),
+        "help" => ("function|help", 2),
+        _ => {
+            return Err(ParseError::UnknownSubcommand(format!(
+                "ERR unknown subcommand '{}'. Try FUNCTION HELP.",
+                trunc(&String::from_utf8_lossy(&a[0]), 128)
+            )));
+        }
+    };
+    if !arity_ok(arity, a.len() + 1) {
+        return Err(ParseError::Arity(full));
+    }
+    Ok(match sub.as_str() {
+        "load" => FunctionCmd::Load(a[1..].to_vec()),
+        "delete" => FunctionCmd::Delete(a[1].clone()),
+        "list" => FunctionCmd::List(a[1..].to_vec()),
+        "flush" => FunctionCmd::Flush {
+            typed: a[0].clone(),
+            args: a[1..].to_vec(),
+        },
+        _ => {
+            return Err(ParseError::Reply(format!(
+                "ERR the model answers FUNCTION LOAD, DELETE, LIST and FLUSH only, not FUNCTION {}",
+                sub.to_ascii_uppercase()
+            )));
+        }
+    })
 }
 
 /// CLIENT's subcommands: ID, GETNAME and SETNAME are modelled; the others Redis 7.0.15 knows

@@ -15,7 +15,18 @@ use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::rc::Rc;
 
+mod flags;
+pub mod functions;
+mod lauxlib;
 mod libs;
+mod resp3;
+mod struct_lib;
+
+pub use flags::{ScriptFlags, shebang_flags};
+pub(crate) use lauxlib::{arg_error, lua_error, raise_msg, type_name};
+
+use flags::strip_shebang;
+use lauxlib::{Raise, c_str, find_raise, lua_where, number_to_i32, number_to_i64, raise_table};
 
 use mlua::{
     ChunkMode, Function, Lua, LuaOptions, MultiValue, StdLib, String as LuaString, Table, Value,
@@ -37,14 +48,6 @@ const RAISER_LEVEL: usize = 2;
 const LRAND48_MAX: i64 = 0x7fff_ffff;
 /// The static state of Redis's rand.c before any `redisSrand48` (X2 X1 X0).
 const LRAND48_INITIAL: u64 = 0x1234_abcd_330e;
-/// Flags accepted in a `#!lua flags=...` shebang (Redis 7.0's `scripts_flags_def`).
-const SHEBANG_FLAGS: [&str; 5] = [
-    "no-writes",
-    "allow-oom",
-    "allow-stale",
-    "no-cluster",
-    "allow-cross-slot-keys",
-];
 /// The base-library globals Redis 7.0 lets scripts see as they are (its allow list minus
 /// the libraries and the functions replaced below); `print`, `dofile` and `loadfile` are
 /// denied.
@@ -108,6 +111,12 @@ local function resume(...)
   return resume_done(rawresume(...))
 end
 
+-- A function's callback takes (keys, args); xpcall passes nothing, so it calls this closure
+-- (a tail call: the callback's errors are located in the callback).
+local function bind(f, keys, args)
+  return function() return f(keys, args) end
+end
+
 -- luaReplyToRedisReply's walk, written out as a flat list of (tag, value) pairs so that
 -- Rust never holds more than one Lua value of a deeply nested result at a time (mlua
 -- keeps each live handle in a stack of at most ~8000 slots). `height` is what lua_gettop
@@ -127,7 +136,7 @@ local function flatten(v, height, out, n)
     out[n + 1], out[n + 2] = 'n', v
     return n + 2
   elseif t == 'boolean' then
-    out[n + 1] = v and 't' or 'f'
+    out[n + 1] = v and 't' or 'F'
     return n + 1
   elseif t ~= 'table' then
     out[n + 1] = 'f'
@@ -193,7 +202,7 @@ local function flatten_result(v)
   return out, flatten(v, 2, out, 0)
 end
 
-return pcall, xpcall, resume, flatten_result
+return pcall, xpcall, resume, flatten_result, bind
 "#;
 
 /// The host's command closure, shared by redis.call and redis.pcall.
@@ -201,51 +210,6 @@ type Host<'a> = RefCell<&'a mut dyn FnMut(&[Vec<u8>], bool) -> Reply>;
 
 /// A panic of the host's command closure, carried across Lua to be resumed by `run`.
 type HostPanic = RefCell<Option<Box<dyn Any + Send>>>;
-
-/// How a Rust-implemented library function raises a Lua error. mlua cannot raise an
-/// arbitrary Lua value from Rust, so the value Redis would raise travels inside the error
-/// and is rebuilt by the error handler (and by the `pcall` glue for scripts that catch it).
-#[derive(Debug)]
-enum Raise {
-    /// Redis raises the table `{err = msg}` (luaPushError + luaError).
-    Table { msg: Vec<u8>, ignore_stats: bool },
-    /// Lua raises this string (luaL_error, luaG_runerror).
-    Msg(Vec<u8>),
-}
-
-impl fmt::Display for Raise {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Raise::Table { msg, .. } | Raise::Msg(msg) => {
-                f.write_str(&String::from_utf8_lossy(msg))
-            }
-        }
-    }
-}
-
-impl std::error::Error for Raise {}
-
-fn raise_table(msg: impl Into<Vec<u8>>) -> mlua::Error {
-    mlua::Error::external(Raise::Table {
-        msg: msg.into(),
-        ignore_stats: false,
-    })
-}
-
-pub(crate) fn raise_msg(msg: impl Into<Vec<u8>>) -> mlua::Error {
-    mlua::Error::external(Raise::Msg(msg.into()))
-}
-
-/// The [`Raise`] inside an error coming back from Lua, through mlua's callback wrapping.
-fn find_raise(err: &mlua::Error) -> Option<&Raise> {
-    match err {
-        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
-            find_raise(cause)
-        }
-        mlua::Error::ExternalError(inner) => inner.downcast_ref::<Raise>(),
-        _ => None,
-    }
-}
 
 /// Read-only proxies and the tables behind them. Redis 7.0 marks every table reachable
 /// from the globals read-only inside its patched Lua; stock Lua 5.1 can only get there
@@ -309,8 +273,14 @@ pub struct LuaEngine {
     handler: Function,
     /// Lua side of the result conversion, see [`flat_to_reply`].
     flatten: Function,
+    /// `bind` of [`GLUE`]: a function callback with its `(keys, args)`.
+    bind: Function,
+    /// The load-time environment of FUNCTION LOAD (a functions engine only).
+    library: Option<functions::LibraryApi>,
     /// The state of `math.random`, which carries over from script to script.
     rng: Rc<Cell<u64>>,
+    /// `redis.setresp(3)` was called in the running script (each starts on RESP2).
+    resp3: Rc<Cell<bool>>,
 }
 
 /// A Lua state cannot be copied; what a script can see of one can be rebuilt. The globals
@@ -344,7 +314,7 @@ impl Default for LuaEngine {
 impl LuaEngine {
     pub fn new() -> LuaEngine {
         // Only an allocation failure while building a fresh state can get here.
-        Self::build().expect("cannot create the Lua scripting state")
+        Self::build(false).expect("cannot create the Lua scripting state")
     }
 
     /// Compiles without running (used by SCRIPT LOAD and by EVAL before running).
@@ -372,9 +342,25 @@ impl LuaEngine {
             Ok(func) => func,
             Err(err) => return Reply::Error(err),
         };
+        self.run_compiled(&func, sha1_hex, keys, argv, call, false)
+    }
+
+    /// Runs a compiled script (`as_callback`: false, KEYS and ARGV set as globals) or a
+    /// function's callback (true: called with the tables `(keys, args)`). `label` names it
+    /// in errors: the SHA1 of a script, the name of a function.
+    fn run_compiled(
+        &self,
+        func: &Function,
+        label: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+        call: &mut dyn FnMut(&[Vec<u8>], bool) -> Reply,
+        as_callback: bool,
+    ) -> Reply {
+        let sha1_hex = label;
         let host_panic = RefCell::new(None);
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            self.invoke(&func, sha1_hex, keys, argv, call, &host_panic)
+            self.invoke(func, sha1_hex, keys, argv, call, &host_panic, as_callback)
         }));
         if self.lua.used_memory() > SCRIPT_MEMORY_COLLECT_ABOVE {
             // Deterministic: the heap's contents are a function of the scripts run.
@@ -438,6 +424,7 @@ impl LuaEngine {
             })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn invoke(
         &self,
         func: &Function,
@@ -446,18 +433,28 @@ impl LuaEngine {
         argv: &[Vec<u8>],
         call: &mut dyn FnMut(&[Vec<u8>], bool) -> Reply,
         host_panic: &HostPanic,
+        as_callback: bool,
     ) -> mlua::Result<Reply> {
         let lua = &self.lua;
-        self.globals.raw_set("KEYS", string_array(lua, keys)?)?;
-        self.globals.raw_set("ARGV", string_array(lua, argv)?)?;
+        // scriptPrepareForRun: every script and function starts on RESP2.
+        self.resp3.set(false);
+        let func = if as_callback {
+            let (keys, argv) = (string_array(lua, keys)?, string_array(lua, argv)?);
+            self.bind.call::<Function>((func.clone(), keys, argv))?
+        } else {
+            self.globals.raw_set("KEYS", string_array(lua, keys)?)?;
+            self.globals.raw_set("ARGV", string_array(lua, argv)?)?;
+            func.clone()
+        };
+        let func = &func;
         let host = RefCell::new(call);
         lua.scope(|scope| {
             // Bound afresh for every run because the host closure only lives for this call.
             let redis_call = scope.create_function(|lua, args: MultiValue| {
-                redis_command(lua, args, true, &host, host_panic)
+                redis_command(lua, args, true, &host, host_panic, &self.resp3)
             })?;
             let redis_pcall = scope.create_function(|lua, args: MultiValue| {
-                redis_command(lua, args, false, &host, host_panic)
+                redis_command(lua, args, false, &host, host_panic, &self.resp3)
             })?;
             self.redis.raw_set("call", redis_call)?;
             self.redis.raw_set("pcall", redis_pcall)?;
@@ -495,14 +492,16 @@ impl LuaEngine {
                 return Ok(script_error(lua, value, sha));
             }
             if !matches!(value, Value::Table(_)) {
-                return Ok(scalar_to_reply(value));
+                return Ok(scalar_to_reply(value, self.resp3.get()));
             }
             let (out, len): (Table, usize) = self.flatten.call(value)?;
-            flat_to_reply(&out, len)
+            flat_to_reply(&out, len, self.resp3.get())
         })
     }
 
-    fn build() -> mlua::Result<LuaEngine> {
+    /// `for_functions`: with the load-time environment of FUNCTION LOAD (a state of its
+    /// own, as Redis keeps one for EVAL and one for functions).
+    fn build(for_functions: bool) -> mlua::Result<LuaEngine> {
         // With Rust panics passing through Lua's pcall/xpcall (and the error handler),
         // an mlua limit hit inside a script unwinds straight to the net in `run`.
         let lua = Lua::new_with(
@@ -553,20 +552,25 @@ impl LuaEngine {
 
         let unwrap = lua.create_function(|lua, err: Value| unwrap_error(lua, err))?;
         let string_proxy = freeze(lua.create_table()?, string)?;
-        let (pcall, xpcall, resume, flatten): (Function, Function, Function, Function) =
-            lua.load(GLUE).set_name(GLUE_CHUNK_NAME).call((
-                raw_pcall,
-                raw_xpcall.clone(),
-                coroutine.raw_get::<Function>("resume")?,
-                unwrap,
-                globals.raw_get::<Value>("select")?,
-                globals.raw_get::<Value>("type")?,
-                globals.raw_get::<Value>("error")?,
-                getmetatable,
-                string_proxy.clone(),
-                raw_rawget,
-                raw_next.clone(),
-            ))?;
+        let (pcall, xpcall, resume, flatten, bind): (
+            Function,
+            Function,
+            Function,
+            Function,
+            Function,
+        ) = lua.load(GLUE).set_name(GLUE_CHUNK_NAME).call((
+            raw_pcall,
+            raw_xpcall.clone(),
+            coroutine.raw_get::<Function>("resume")?,
+            unwrap,
+            globals.raw_get::<Value>("select")?,
+            globals.raw_get::<Value>("type")?,
+            globals.raw_get::<Value>("error")?,
+            getmetatable,
+            string_proxy.clone(),
+            raw_rawget,
+            raw_next.clone(),
+        ))?;
         globals.raw_set("pcall", pcall)?;
         globals.raw_set("xpcall", xpcall)?;
         coroutine.raw_set("resume", resume)?;
@@ -581,11 +585,20 @@ impl LuaEngine {
         install_raw_access(&lua, &globals, &frozen, raw_next.clone())?;
 
         let redis = lua.create_table()?;
-        install_redis_lib(&lua, &redis)?;
+        let resp3 = Rc::new(Cell::new(false));
+        install_redis_lib(&lua, &redis, &resp3)?;
         globals.raw_set("redis", freeze(lua.create_table()?, redis.clone())?)?;
         libs::install(&lua, &globals, &freeze, raw_next)?;
+        struct_lib::install(&lua, &globals, &freeze)?;
 
         let missing = lua.create_function(missing_global)?;
+        let library = if for_functions {
+            Some(functions::LibraryApi::install(
+                &lua, &redis, &freeze, &missing,
+            )?)
+        } else {
+            None
+        };
         let globals_mt = lua.create_table()?;
         globals_mt.raw_set("__index", missing)?;
         globals.set_metatable(Some(globals_mt))?;
@@ -603,8 +616,111 @@ impl LuaEngine {
             xpcall: raw_xpcall,
             handler,
             flatten,
+            bind,
+            library,
             rng,
+            resp3,
         })
+    }
+}
+
+/// Redis loads a library's code under this chunk name: `user_function:2: ...` messages.
+const FUNCTION_CHUNK_NAME: &str = "@user_function";
+/// The hook interval of the load-time budget (Redis checks its 500 ms timeout every
+/// 100,000 instructions).
+const LOAD_HOOK_EVERY: u32 = 100_000;
+
+/// The functions engine (Redis 7.0's `function_lua.c`): see lua/functions.rs.
+impl LuaEngine {
+    /// A functions engine: the sandbox, plus the library API for FUNCTION LOAD.
+    pub fn for_functions() -> LuaEngine {
+        // Only an allocation failure while building a fresh state can get here.
+        Self::build(true).expect("cannot create the Lua functions state")
+    }
+
+    /// `luaEngineCreate`: compiles a library's code (what follows its `#!lua` line, from
+    /// that line's line feed) and runs it in the library API, giving the functions it
+    /// registered, or the error FUNCTION LOAD answers (full text).
+    pub fn load_library(&self, code: &[u8]) -> Result<Vec<functions::Registered>, String> {
+        let Some(api) = &self.library else {
+            return Err("ERR the EVAL engine does not load libraries".to_string());
+        };
+        // Redis's Lua never loads bytecode: its parser reads the signature byte as text.
+        if code.first() == Some(&0x1b) {
+            return Err(compile_error_text(
+                "Error compiling function: ",
+                b"user_function:1: unexpected symbol near 'char(27)'",
+            ));
+        }
+        let chunk = self
+            .lua
+            .load(code)
+            .set_name(FUNCTION_CHUNK_NAME)
+            .set_mode(mlua::ChunkMode::Text)
+            .into_function()
+            .map_err(|err| {
+                let msg = match err {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    other => other.to_string(),
+                };
+                compile_error_text("Error compiling function: ", msg.as_bytes())
+            })?;
+        let outcome = self.with_library_api(api, || self.run_load(&chunk));
+        let registered = api.close();
+        outcome.map_err(|msg| format!("ERR Error registering functions: {msg}"))?;
+        Ok(registered)
+    }
+
+    /// Runs `body` with the globals' `__index` on the library API and the load context
+    /// open, and puts both back whatever happens.
+    fn with_library_api<T>(&self, api: &functions::LibraryApi, body: impl FnOnce() -> T) -> T {
+        let globals_mt = self.lua.globals().metatable();
+        if let Some(mt) = &globals_mt {
+            let _ = mt.raw_set("__index", api.globals.clone());
+        }
+        api.open();
+        let out = body();
+        if let Some(mt) = &globals_mt {
+            let _ = mt.raw_set("__index", self.globals.clone());
+        }
+        out
+    }
+
+    /// The protected run of a library's code, bounded like a script: past the budget it
+    /// fails as Redis's 500 ms load timeout does. Err is the error's message as
+    /// `luaExtractErrorInformation` gives it.
+    fn run_load(&self, chunk: &Function) -> Result<(), String> {
+        let ticks = Rc::new(std::cell::Cell::new(0u64));
+        let t = ticks.clone();
+        let hooked = self.lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(LOAD_HOOK_EVERY),
+            move |_, _| {
+                t.set(t.get() + 1);
+                if t.get() * u64::from(LOAD_HOOK_EVERY) > SCRIPT_INSTRUCTION_BUDGET {
+                    return Err(raise_table("ERR FUNCTION LOAD timeout"));
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        );
+        if hooked.is_err() {
+            return Err("ERR FUNCTION LOAD timeout".to_string());
+        }
+        let result = chunk.call::<()>(());
+        self.lua.remove_hook();
+        result.map_err(|err| functions::load_error_text(&err))
+    }
+
+    /// Runs a registered callback for FCALL: `name` is the function's, which its errors
+    /// carry (` script: name, on @user_function:N.`).
+    pub fn run_callback(
+        &self,
+        callback: &Function,
+        name: &str,
+        keys: &[Vec<u8>],
+        args: &[Vec<u8>],
+        call: &mut dyn FnMut(&[Vec<u8>], bool) -> Reply,
+    ) -> Reply {
+        self.run_compiled(callback, name, keys, args, call, true)
     }
 }
 
@@ -660,53 +776,6 @@ fn frame_info(lua: &Lua, level: usize) -> Option<(String, String, i64)> {
     })
 }
 
-/// `luaL_where`: the `chunk:line: ` prefix of the function at `level`, or nothing.
-fn lua_where(lua: &Lua, level: usize) -> Vec<u8> {
-    lua.inspect_stack(level, |d| match d.current_line() {
-        Some(line) if line > 0 => {
-            let short_src = d
-                .source()
-                .short_src
-                .map(|s| s.into_owned())
-                .unwrap_or_default();
-            format!("{short_src}:{line}: ")
-        }
-        _ => String::new(),
-    })
-    .unwrap_or_default()
-    .into_bytes()
-}
-
-/// `luaL_error` from inside a Rust library function.
-pub(crate) fn lua_error(lua: &Lua, msg: &str) -> mlua::Error {
-    raise_msg([lua_where(lua, 1), msg.as_bytes().to_vec()].concat())
-}
-
-/// `luaL_argerror`, naming the function the way the calling instruction did.
-pub(crate) fn arg_error(lua: &Lua, narg: usize, extramsg: &str) -> mlua::Error {
-    let names = lua.inspect_stack(0, |d| {
-        let names = d.names();
-        (
-            names.name.map(|n| n.into_owned()),
-            names.name_what.map(str::to_string),
-        )
-    });
-    let (name, what) = names.unwrap_or((None, None));
-    let mut narg = narg;
-    if what.as_deref() == Some("method") {
-        narg -= 1;
-        if narg == 0 {
-            let name = name.unwrap_or_default();
-            return lua_error(lua, &format!("calling '{name}' on bad self ({extramsg})"));
-        }
-    }
-    let name = name.unwrap_or_else(|| "?".to_string());
-    lua_error(
-        lua,
-        &format!("bad argument #{narg} to '{name}' ({extramsg})"),
-    )
-}
-
 /// `luaL_checktype(L, narg, LUA_TTABLE)`.
 fn check_table(lua: &Lua, args: &MultiValue, narg: usize) -> mlua::Result<Table> {
     match args.get(narg - 1) {
@@ -737,39 +806,6 @@ fn check_int(lua: &Lua, args: &MultiValue, narg: usize) -> mlua::Result<i32> {
             narg,
             &format!("number expected, got {}", type_name(value)),
         )),
-    }
-}
-
-/// Lua's type names, with "no value" for a missing argument.
-pub(crate) fn type_name(value: Option<&Value>) -> &'static str {
-    match value {
-        None => "no value",
-        Some(Value::Nil) => "nil",
-        Some(Value::Boolean(_)) => "boolean",
-        Some(Value::Integer(_) | Value::Number(_)) => "number",
-        Some(Value::String(_)) => "string",
-        Some(Value::Table(_)) => "table",
-        Some(Value::Function(_)) => "function",
-        Some(Value::Thread(_)) => "thread",
-        Some(_) => "userdata",
-    }
-}
-
-/// `(long long)` of a double as x86-64 computes it: out of range and NaN give i64::MIN.
-fn number_to_i64(n: f64) -> i64 {
-    if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
-        i64::MIN
-    } else {
-        n as i64
-    }
-}
-
-/// `(int)` of a double as x86-64 computes it.
-fn number_to_i32(n: f64) -> i32 {
-    if !(-2_147_483_648.0..2_147_483_648.0).contains(&n) {
-        i32::MIN
-    } else {
-        n as i32
     }
 }
 
@@ -930,7 +966,7 @@ fn lrand48(state: &Cell<u64>) -> i64 {
 }
 
 /// The `redis` table, except `call` and `pcall`, which are bound per run.
-fn install_redis_lib(lua: &Lua, redis: &Table) -> mlua::Result<()> {
+fn install_redis_lib(lua: &Lua, redis: &Table, resp3: &Rc<Cell<bool>>) -> mlua::Result<()> {
     redis.raw_set(
         "log",
         lua.create_function(|lua, args: MultiValue| {
@@ -964,22 +1000,22 @@ fn install_redis_lib(lua: &Lua, redis: &Table) -> mlua::Result<()> {
     redis.raw_set("REDIS_VERSION_NUM", REDIS_VERSION_NUM)?;
     redis.raw_set("REDIS_VERSION", REDIS_VERSION)?;
 
+    let resp = resp3.clone();
     redis.raw_set(
         "setresp",
-        lua.create_function(|lua, args: MultiValue| {
+        lua.create_function(move |lua, args: MultiValue| {
             if args.len() != 1 {
                 return Err(raise_table("ERR redis.setresp() requires one argument."));
             }
-            let resp = args
+            let version = args
                 .front()
                 .and_then(|v| lua.coerce_number(v.clone()).ok().flatten())
                 .map_or(0, number_to_i32);
-            match resp {
-                2 => Ok(()),
-                // Replies reach scripts as RESP2 types only; RESP3 ones cannot be built.
-                3 => Err(raise_table(
-                    "ERR RESP3 is not supported by this script engine",
-                )),
+            match version {
+                2 | 3 => {
+                    resp.set(version == 3);
+                    Ok(())
+                }
                 _ => Err(raise_table("ERR RESP version must be 2 or 3.")),
             }
         })?,
@@ -1072,6 +1108,7 @@ fn redis_command(
     raise: bool,
     host: &Host<'_>,
     host_panic: &HostPanic,
+    resp3: &Cell<bool>,
 ) -> mlua::Result<Value> {
     let fail = |msg: &[u8], ignore_stats: bool| -> mlua::Result<Value> {
         if raise {
@@ -1130,6 +1167,7 @@ fn redis_command(
     };
     match reply {
         Reply::Error(e) => fail(&push_error_buff(&[b"-", e.as_bytes()].concat()), true),
+        other if resp3.get() => resp3::reply_to_lua(lua, &argv[0], &other, reply_to_lua),
         other => reply_to_lua(lua, &other),
     }
 }
@@ -1248,82 +1286,19 @@ fn format_error(text: &[u8]) -> String {
 }
 
 fn compile_error(lua_message: &[u8]) -> String {
-    format_error(
-        &[
-            b"Error compiling script (new function): ".as_slice(),
-            c_str(lua_message),
-        ]
-        .concat(),
-    )
+    compile_error_text("Error compiling script (new function): ", lua_message)
 }
 
-/// The flags a script declares in its `#!lua flags=...` shebang. A script without a shebang
-/// has none of these: it runs in Redis 7.0's "eval compat mode", where only what it calls
-/// decides (a flagless `#!lua` script, by contrast, is taken as one that may write).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ScriptFlags {
-    /// `no-writes`: every write (and PUBLISH) inside is refused; runs on replicas and by `*_RO`.
-    pub no_writes: bool,
-    /// `allow-stale`: parsed for its text only (the model has no `replica-serve-stale-data no`).
-    pub allow_stale: bool,
-}
-
-/// Reads the shebang of `source`: `Ok(None)` when there is none (eval compat mode),
-/// `Ok(Some(flags))` for a valid `#!lua` line, or Redis 7.0's error text for a bad one.
-pub fn shebang_flags(source: &[u8]) -> Result<Option<ScriptFlags>, String> {
-    Ok(parse_shebang(source)?.map(|(flags, _)| flags))
-}
-
-/// Validates and removes a `#!lua ...` first line, keeping its line feed so that line
-/// numbers stay those of the script as written.
-fn strip_shebang(source: &[u8]) -> Result<&[u8], String> {
-    Ok(match parse_shebang(source)? {
-        None => source,
-        Some((_, end)) => &source[end..],
-    })
-}
-
-/// Redis 7.0's `evalExtractShebangFlags`: the flags and the offset of the line feed that ends
-/// the shebang. Several `flags=` options are allowed and add up, as in Redis.
-fn parse_shebang(source: &[u8]) -> Result<Option<(ScriptFlags, usize)>, String> {
-    if !source.starts_with(b"#!") {
-        return Ok(None);
-    }
-    let Some(end) = source.iter().position(|&b| b == b'\n') else {
-        return Err("ERR Invalid script shebang".to_string());
-    };
-    let line = String::from_utf8_lossy(&source[..end]);
-    let mut parts = line.split_ascii_whitespace();
-    let Some(engine) = parts.next() else {
-        return Err("ERR Invalid engine in script shebang".to_string());
-    };
-    if engine != "#!lua" {
-        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
-    }
-    let mut declared = ScriptFlags::default();
-    for part in parts {
-        let Some(flags) = part.strip_prefix("flags=") else {
-            return Err(format!("ERR Unknown lua shebang option: {part}"));
-        };
-        for flag in flags.split(',').filter(|f| !f.is_empty()) {
-            if !SHEBANG_FLAGS.contains(&flag) {
-                return Err(format!("ERR Unexpected flag in script shebang: {flag}"));
-            }
-            match flag {
-                "no-writes" => declared.no_writes = true,
-                "allow-stale" => declared.allow_stale = true,
-                // allow-oom, no-cluster, allow-cross-slot-keys: the model has no maxmemory
-                // and no cluster, so they change nothing here.
-                _ => {}
-            }
-        }
-    }
-    Ok(Some((declared, end)))
+/// A compile error's reply: `prefix` (EVAL's or FUNCTION LOAD's words) and Lua's message.
+fn compile_error_text(prefix: &str, lua_message: &[u8]) -> String {
+    format_error(&[prefix.as_bytes(), c_str(lua_message)].concat())
 }
 
 /// Rebuilds the reply from the flat `(tag, value)` list the Lua side of
 /// `luaReplyToRedisReply` wrote (see `flatten` in [`GLUE`]).
-fn flat_to_reply(out: &Table, len: usize) -> mlua::Result<Reply> {
+/// `resp3`: the script ended on RESP3 (`redis.setresp(3)`), where a Lua `false` is a RESP3
+/// boolean, which a RESP2 client reads as 0 (on RESP2 it is a null).
+fn flat_to_reply(out: &Table, len: usize, resp3: bool) -> mlua::Result<Reply> {
     let mut open: Vec<Vec<Reply>> = Vec::new();
     let mut finished = Reply::Nil;
     let mut i = 1;
@@ -1341,6 +1316,7 @@ fn flat_to_reply(out: &Table, len: usize) -> mlua::Result<Reply> {
             b']' => Reply::Array(open.pop().unwrap_or_default()),
             b'L' => Reply::err("ERR reached lua stack limit"),
             b't' => Reply::Int(1),
+            b'F' if resp3 => Reply::Int(0),
             b'b' | b'n' | b'E' | b'S' | b'D' | b'B' => {
                 let value = out.raw_get::<Value>(i)?;
                 i += 1;
@@ -1356,10 +1332,11 @@ fn flat_to_reply(out: &Table, len: usize) -> mlua::Result<Reply> {
     Ok(finished)
 }
 
-fn scalar_to_reply(value: Value) -> Reply {
+fn scalar_to_reply(value: Value, resp3: bool) -> Reply {
     match value {
         Value::String(s) => Reply::Bulk(s.as_bytes().to_vec()),
         Value::Boolean(true) => Reply::Int(1),
+        Value::Boolean(false) if resp3 => Reply::Int(0),
         Value::Integer(i) => Reply::Int(i),
         Value::Number(n) => Reply::Int(number_to_i64(n)),
         _ => Reply::Nil,
@@ -1454,14 +1431,6 @@ fn string_array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<Table> {
         t.raw_set(i + 1, lua.create_string(item)?)?;
     }
     Ok(t)
-}
-
-/// The part of `bytes` a C string function sees.
-fn c_str(bytes: &[u8]) -> &[u8] {
-    match bytes.iter().position(|&b| b == 0) {
-        Some(nul) => &bytes[..nul],
-        None => bytes,
-    }
 }
 
 fn is_crlf(b: &u8) -> bool {

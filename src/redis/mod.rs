@@ -2,6 +2,7 @@
 //! It sees only its node's clock readings, never true time.
 
 pub mod blocked;
+pub mod functions;
 pub mod keyspace;
 pub mod long_double;
 pub mod lua;

@@ -13,6 +13,7 @@ use crate::proto::command::{
 use crate::proto::reply::NOSCRIPT;
 use crate::proto::{Bytes, Command, Msg, Reply, Script};
 use crate::redis::blocked::Blocking;
+use crate::redis::functions::FunctionStore;
 use crate::redis::keyspace::{
     DICT_INITIAL_SLOTS, DbTables, ELEMENT_OVERHEAD_BYTES, Entry, Keyspace, Value, glob_match,
 };
@@ -24,6 +25,7 @@ use crate::redis::replication::{Disk, ReplState, Role};
 mod blocking;
 pub mod connection;
 pub mod cron;
+mod functions;
 mod handshake;
 mod hashes;
 pub mod info;
@@ -145,6 +147,8 @@ pub struct RedisNode {
     pub(crate) conns: BTreeMap<ConnId, Conn>,
     scripts: ScriptCache,
     lua: Option<LuaEngine>,
+    /// FUNCTION LOAD's libraries (node/functions.rs).
+    pub(crate) functions: FunctionStore,
     active_expire: bool,
     /// Sizes of the keys and expires tables (what the expire cycle's fill stop reads).
     tables: DbTables,
@@ -195,6 +199,7 @@ impl RedisNode {
             conns: BTreeMap::new(),
             scripts: ScriptCache::default(),
             lua: None,
+            functions: FunctionStore::default(),
             active_expire: true,
             tables: DbTables::default(),
             role: Role::Master,
@@ -418,17 +423,10 @@ impl RedisNode {
         match cmd {
             Command::Set { .. } => self.execute_set(now_ms, cmd, caller.proc),
             Command::Eval { .. } => self.execute_eval(now_ms, cmd, caller.proc),
+            Command::FCall { .. } => self.execute_fcall(now_ms, cmd, caller),
             _ => {
-                if cmd.is_write() {
-                    if self.is_replica() {
-                        return Reply::err(READONLY);
-                    }
-                    if !self.enough_good_replicas() {
-                        return Reply::err(NOREPLICAS);
-                    }
-                    if let Some(r) = self.refused_for_memory(cmd) {
-                        return r;
-                    }
+                if let Some(refusal) = self.refused_as_write(cmd) {
+                    return refusal;
                 }
                 let reply = match cmd {
                     Command::BLPop { keys, timeout } => {
@@ -847,6 +845,8 @@ impl RedisNode {
             }
             // Queued in a transaction (scripts may not call it): never blocks.
             Command::BLPop { keys, timeout } => self.blpop(now, keys, timeout, by, false),
+            Command::Function(sub) => self.function_cmd(sub, cmd),
+            Command::FCall { .. } => self.fcall(now, cmd, by, in_script.is_some()),
         }
     }
 
@@ -1538,6 +1538,13 @@ impl RedisNode {
         self.disk.loading = true;
         self.scripts.clear();
         self.lua = None;
+        // The libraries come back as the keys do (an RDB and an AOF both hold them), and
+        // are compiled afresh by the new process.
+        self.functions = match self.config.persistence {
+            Persistence::None => FunctionStore::default(),
+            Persistence::Aof(_) if keep_data => self.functions.clone(),
+            _ => self.disk.snapshot_functions.clone(),
+        };
         self.waiters.clear();
         self.forget_blocked();
         self.next_client_id = 0;

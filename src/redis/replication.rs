@@ -104,6 +104,8 @@ pub struct Disk {
     pub snapshot: Keyspace,
     /// The same for dbs 1..16 (empty when no connection ever selected one).
     pub snapshot_other_dbs: Vec<Keyspace>,
+    /// The function libraries of the snapshot.
+    pub snapshot_functions: crate::redis::functions::FunctionStore,
     pub snapshot_at_mono_ns: u64,
     /// Set by a restart, cleared when loading finishes in `on_start`.
     pub loading: bool,

@@ -13,13 +13,13 @@
 //!
 //! Left out: `cjson.encode_keep_buffer`, `cjson.encode_max_depth` and the other
 //! configuration functions, `cjson.new`, and msgpack's ext types (unpacked as a format
-//! error). Redis's `struct` library is not here either. A Rust function returns fewer values to
+//! error). Redis's `struct` library is in `struct_lib.rs`. A Rust function returns fewer values to
 //! Lua than a C one may (mlua keeps stack slots of its own): an `unpack` of more than about
 //! 7,900 top-level values, which Redis returns up to 7,999 of, fails here with a stack error.
 
 use mlua::{Function, LightUserData, Lua, MultiValue, Table, Value};
 
-use crate::redis::lua::{arg_error, lua_error, raise_msg, type_name};
+use super::lauxlib::{arg_error, lua_error, raise_msg, type_name};
 
 /// lua-cjson's defaults as Redis builds it.
 const CJSON_MAX_DEPTH: usize = 1000;

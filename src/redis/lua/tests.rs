@@ -99,6 +99,7 @@ fn a_shebang_declares_flags_and_no_shebang_declares_none() {
     let both = ScriptFlags {
         no_writes: true,
         allow_stale: true,
+        ..ScriptFlags::default()
     };
     // Several flags= options add up, as Redis 7.0.15 accepts them.
     assert_eq!(
@@ -107,7 +108,11 @@ fn a_shebang_declares_flags_and_no_shebang_declares_none() {
     );
     assert_eq!(
         shebang_flags(b"#!lua flags=allow-oom,no-cluster\r\nreturn 1"),
-        Ok(Some(ScriptFlags::default()))
+        Ok(Some(ScriptFlags {
+            allow_oom: true,
+            no_cluster: true,
+            ..ScriptFlags::default()
+        }))
     );
     assert_eq!(
         shebang_flags(b"#!lua flags=no-writes"),

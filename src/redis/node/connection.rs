@@ -391,7 +391,7 @@ impl RedisNode {
             Command::Watch(_) => Reply::err("ERR WATCH inside MULTI is not allowed"),
             _ => {
                 // processCommand's refusals come before queueing, and flag the transaction.
-                if cmd.is_write() {
+                if self.writes(cmd) {
                     if self.is_replica() {
                         conn.dirty_exec = true;
                         return Reply::err(READONLY);
@@ -449,7 +449,7 @@ impl RedisNode {
         // before the other checks (rejectCommand -> execCommandAbort).
         if queue
             .iter()
-            .any(|q| matches!(q, Queued::Cmd(c) if c.is_write()))
+            .any(|q| matches!(q, Queued::Cmd(c) if self.writes(c)))
         {
             let refusal = if self.is_replica() {
                 Some(READONLY)

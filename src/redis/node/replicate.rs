@@ -248,6 +248,9 @@ impl RedisNode {
     /// What is in memory becomes what is on disk (every db).
     pub(crate) fn save_to_disk(&mut self) {
         self.disk.snapshot = self.keyspace.clone();
+        if !self.functions.is_empty() || !self.disk.snapshot_functions.is_empty() {
+            self.disk.snapshot_functions = self.functions.clone();
+        }
         if !self.other_dbs.is_empty() || !self.disk.snapshot_other_dbs.is_empty() {
             self.disk.snapshot_other_dbs = self.other_dbs.clone();
         }
@@ -257,7 +260,8 @@ impl RedisNode {
     /// logically expired keys too): every db that holds keys, each after its SELECT, and
     /// last a SELECT of the db the stream continues in.
     fn snapshot_cmds(&self) -> Vec<Command> {
-        let mut cmds = Vec::with_capacity(self.keyspace.len());
+        let mut cmds = self.function_snapshot_cmds();
+        cmds.reserve(self.keyspace.len());
         let mut selected = 0;
         for d in self.used_dbs() {
             let Some(ks) = self.db_ref(d) else { continue };
@@ -357,6 +361,7 @@ impl RedisNode {
             {
                 self.touch_flushed(None);
                 self.keyspace.clear();
+                self.functions.flush();
                 for ks in &mut self.other_dbs {
                     ks.clear();
                 }

@@ -158,7 +158,7 @@ def main(port, path):
             rep.cmd([b'REPLICAOF', b'NO', b'ONE'])
             while 'slave0' in r.cmd([b'INFO', b'replication'])[1].decode(): time.sleep(0.01)
             for n in (r, rep):
-                for c in (['FLUSHALL'], ['SCRIPT', 'FLUSH'], ['SELECT', '0'], ['CONFIG', 'SET', 'replica-read-only', 'yes']): n.cmd([a.encode() for a in c])
+                for c in (['FLUSHALL'], ['SCRIPT', 'FLUSH'], ['FUNCTION', 'FLUSH'], ['SELECT', '0'], ['CONFIG', 'SET', 'replica-read-only', 'yes']): n.cmd([a.encode() for a in c])
             now = time.time(); start = int(now) + 1; time.sleep(start - now)
             out.append(raw); continue
         if not line.startswith('@'):
