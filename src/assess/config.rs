@@ -494,6 +494,60 @@ const REDIS_NO_BEARING: &[&str] = &[
     "notify-keyspace-events",
 ];
 
+/// redis.conf's `save` (or `save ""`): the shortest of its periods, the one that snapshots
+/// a lock key (it changes at every grant).
+fn read_save(
+    g: &mut Gathered,
+    path: &str,
+    line: usize,
+    key: &str,
+    value: &str,
+    args: &[String],
+) -> Result<(), InputError> {
+    if args.iter().all(|a| a.is_empty()) {
+        g.save = Some(None);
+        g.key(
+            path,
+            line,
+            key,
+            "\"\"",
+            Status::Mapped("no RDB snapshots".into()),
+        );
+        return Ok(());
+    }
+    if !args.len().is_multiple_of(2) {
+        return Err(located(
+            path,
+            line,
+            "save: pairs of <seconds> <changes> are expected",
+        ));
+    }
+    // Every pair is a save point; a lock key changes at every grant, so the
+    // shortest period is the one that snapshots it.
+    let mut s = u64::MAX;
+    for pair in args.chunks(2) {
+        let secs = int(path, line, "save", &pair[0])?;
+        int(path, line, "save", &pair[1])?;
+        if !(1..=86_400).contains(&secs) {
+            return Err(located(
+                path,
+                line,
+                "save: the seconds of a save point must be from 1 to 86400",
+            ));
+        }
+        s = s.min(secs);
+    }
+    let every = match g.save {
+        Some(Some(e)) => e.min(s),
+        _ => s,
+    };
+    g.save = Some(Some(every));
+    g.key(path, line, key, value, Status::Mapped(format!(
+        "rdb(every: \"{every}s\") when AOF is off (a busy lock key changes often: the shortest period is taken)"
+    )));
+    Ok(())
+}
+
 fn read_redis_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), InputError> {
     let d = conf::directives(text).map_err(|(l, m)| located(path, l, &m))?;
     for (line, words) in d {
@@ -540,49 +594,7 @@ fn read_redis_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), Input
                 );
                 g.appendfsync = Some(v);
             }
-            "save" => {
-                if args.iter().all(|a| a.is_empty()) {
-                    g.save = Some(None);
-                    g.key(
-                        path,
-                        line,
-                        &key,
-                        "\"\"",
-                        Status::Mapped("no RDB snapshots".into()),
-                    );
-                    continue;
-                }
-                if args.len() % 2 != 0 {
-                    return Err(located(
-                        path,
-                        line,
-                        "save: pairs of <seconds> <changes> are expected",
-                    ));
-                }
-                // Every pair is a save point; a lock key changes at every grant, so the
-                // shortest period is the one that snapshots it.
-                let mut s = u64::MAX;
-                for pair in args.chunks(2) {
-                    let secs = int(path, line, "save", &pair[0])?;
-                    int(path, line, "save", &pair[1])?;
-                    if !(1..=86_400).contains(&secs) {
-                        return Err(located(
-                            path,
-                            line,
-                            "save: the seconds of a save point must be from 1 to 86400",
-                        ));
-                    }
-                    s = s.min(secs);
-                }
-                let every = match g.save {
-                    Some(Some(e)) => e.min(s),
-                    _ => s,
-                };
-                g.save = Some(Some(every));
-                g.key(path, line, &key, &value, Status::Mapped(format!(
-                    "rdb(every: \"{every}s\") when AOF is off (a busy lock key changes often: the shortest period is taken)"
-                )));
-            }
+            "save" => read_save(g, path, line, &key, &value, args)?,
             "min-replicas-to-write" | "min-slaves-to-write" => {
                 let n = int(path, line, &key, one()?)?;
                 g.min_replicas_to_write = Some(n.min(64) as u32);
@@ -660,6 +672,51 @@ fn read_redis_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), Input
     Ok(())
 }
 
+/// sentinel.conf's `sentinel monitor <name> <ip> <port> <quorum>`: the one master assessed
+/// and its quorum.
+fn read_monitor(
+    g: &mut Gathered,
+    path: &str,
+    line: usize,
+    key: &str,
+    value: &str,
+    args: &[String],
+) -> Result<(), InputError> {
+    let [name, _host, _port, q] = args else {
+        return Err(located(
+            path,
+            line,
+            "sentinel monitor: <master-name> <ip> <port> <quorum> expected",
+        ));
+    };
+    let q = int(path, line, key, q)?;
+    if q == 0 {
+        return Err(located(
+            path,
+            line,
+            "sentinel monitor: the quorum must be at least 1",
+        ));
+    }
+    if let Some((m, _)) = &g.monitor
+        && m != name
+    {
+        return Err(located(
+            path,
+            line,
+            &format!("sentinel monitor: a second master {name:?} (only one, {m:?}, is assessed)"),
+        ));
+    }
+    g.monitor = Some((name.clone(), q.min(64) as u32));
+    g.key(
+        path,
+        line,
+        key,
+        value,
+        Status::Mapped(format!("sentinels.quorum: {q}")),
+    );
+    Ok(())
+}
+
 fn read_sentinel_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), InputError> {
     g.sentinel_files += 1;
     let d = conf::directives(text).map_err(|(l, m)| located(path, l, &m))?;
@@ -714,42 +771,7 @@ fn read_sentinel_conf(g: &mut Gathered, path: &str, text: &str) -> Result<(), In
             int(path, line, &key, v)
         };
         match sub.as_str() {
-            "monitor" => {
-                let [name, _host, _port, q] = args else {
-                    return Err(located(
-                        path,
-                        line,
-                        "sentinel monitor: <master-name> <ip> <port> <quorum> expected",
-                    ));
-                };
-                let q = int(path, line, &key, q)?;
-                if q == 0 {
-                    return Err(located(
-                        path,
-                        line,
-                        "sentinel monitor: the quorum must be at least 1",
-                    ));
-                }
-                if let Some((m, _)) = &g.monitor
-                    && m != name
-                {
-                    return Err(located(
-                        path,
-                        line,
-                        &format!(
-                            "sentinel monitor: a second master {name:?} (only one, {m:?}, is assessed)"
-                        ),
-                    ));
-                }
-                g.monitor = Some((name.clone(), q.min(64) as u32));
-                g.key(
-                    path,
-                    line,
-                    &key,
-                    &value,
-                    Status::Mapped(format!("sentinels.quorum: {q}")),
-                );
-            }
+            "monitor" => read_monitor(g, path, line, &key, &value, args)?,
             "down-after-milliseconds" => {
                 let ms = bounded_ms(path, line, &key, ms_for(g)?, 1, MAX_PERIOD_MS)?;
                 g.down_after_ms = Some(ms);

@@ -286,4 +286,45 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn an_extension_moves_the_belief_of_the_hold_it_names_and_no_other() {
+        let mut h = Holdings::default();
+        let acq = |token: &str, until: u64| Observation::Acquired {
+            lock: 0,
+            token: Bytes::from(token.as_bytes()),
+            fence: None,
+            validity_ns: Some(10),
+            believed_until: Some(SimTime(until)),
+        };
+        let ext = |token: &str, until: Option<u64>| Observation::Extended {
+            lock: 0,
+            token: Bytes::from(token.as_bytes()),
+            validity_ns: Some(10),
+            believed_until: until.map(SimTime),
+        };
+        let mut extended = 0;
+        for r in [
+            rec(1, 0, acq("a", 11)),
+            rec(2, 0, acq("b", 12)),
+            rec(3, 0, ext("b", Some(30))),
+            rec(4, 0, ext("b", None)),
+            rec(5, 1, ext("a", Some(99))),
+        ] {
+            h.observe(&r, |c| {
+                if let Change::Extended(_) = c {
+                    extended += 1;
+                }
+            });
+        }
+        // The client 1 record names no hold of its own; one without a belief keeps the last.
+        assert_eq!(extended, 2);
+        let until: Vec<_> = h
+            .of(ProcId(0))
+            .iter()
+            .map(|x| x.believed_until_now)
+            .collect();
+        assert_eq!(until, vec![Some(SimTime(11)), Some(SimTime(30))]);
+        assert_eq!(h.of(ProcId(0))[1].believed_until, Some(SimTime(12)));
+    }
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::explore::minimize::fault_ron;
-use crate::explore::systematic::{Coverage, ExploreReport, PctReport};
+use crate::explore::systematic::{Coverage, ExploreReport, Found, PctReport};
 use crate::time::fmt_duration_ns;
 
 /// The magnitudes one fault family was placed with, as a phrase ("durations 1s, 2s").
@@ -105,47 +105,7 @@ pub fn report_text(r: &ExploreReport, saved: Option<&str>, program: &str) -> Str
         }
     );
     match &r.found {
-        Some(f) => {
-            let _ = writeln!(
-                t,
-                "VIOLATED with {} fault{} (a shortest schedule: every schedule with fewer held):",
-                f.placed.len(),
-                if f.placed.len() == 1 { "" } else { "s" }
-            );
-            for v in &f.violations {
-                let _ = writeln!(t, "  {}: {}", v.property, v.message);
-            }
-            let _ = writeln!(t, "schedule:");
-            for p in &f.placed {
-                let _ = writeln!(
-                    t,
-                    "  at {} ({} of {}): {}",
-                    p.point_at, p.point, r.model, p.item
-                );
-            }
-            let _ = writeln!(t, "as scripted faults:");
-            for s in &f.scripted {
-                let _ = writeln!(t, "  {}", fault_ron(s));
-            }
-            if !f.replay_confirms {
-                let _ = writeln!(
-                    t,
-                    "WARNING: the scripted model run from the start does not show {} (a fault placed at the same nanosecond as another event is ordered differently there)",
-                    f.violations[0].property
-                );
-            }
-            let path = saved.unwrap_or("EXPLORED.ron");
-            match saved {
-                Some(p) => {
-                    let _ = writeln!(t, "scripted model written to {p}");
-                }
-                None => {
-                    let _ = writeln!(t, "scripted model (save it as {path}):");
-                    t.push_str(&f.model_text);
-                }
-            }
-            let _ = writeln!(t, "timeline: {program} replay {path} --seed {}", r.seed);
-        }
+        Some(f) => found_text(&mut t, r, f, saved, program),
         None if r.budget_hit => {
             let _ = writeln!(
                 t,
@@ -178,6 +138,50 @@ pub fn report_text(r: &ExploreReport, saved: Option<&str>, program: &str) -> Str
         }
     }
     t
+}
+
+/// The found schedule: its violations, its faults as placed and as scripted, and where the
+/// scripted model is (or the model itself) with its replay line.
+fn found_text(t: &mut String, r: &ExploreReport, f: &Found, saved: Option<&str>, program: &str) {
+    let _ = writeln!(
+        t,
+        "VIOLATED with {} fault{} (a shortest schedule: every schedule with fewer held):",
+        f.placed.len(),
+        if f.placed.len() == 1 { "" } else { "s" }
+    );
+    for v in &f.violations {
+        let _ = writeln!(t, "  {}: {}", v.property, v.message);
+    }
+    let _ = writeln!(t, "schedule:");
+    for p in &f.placed {
+        let _ = writeln!(
+            t,
+            "  at {} ({} of {}): {}",
+            p.point_at, p.point, r.model, p.item
+        );
+    }
+    let _ = writeln!(t, "as scripted faults:");
+    for s in &f.scripted {
+        let _ = writeln!(t, "  {}", fault_ron(s));
+    }
+    if !f.replay_confirms {
+        let _ = writeln!(
+            t,
+            "WARNING: the scripted model run from the start does not show {} (a fault placed at the same nanosecond as another event is ordered differently there)",
+            f.violations[0].property
+        );
+    }
+    let path = saved.unwrap_or("EXPLORED.ron");
+    match saved {
+        Some(p) => {
+            let _ = writeln!(t, "scripted model written to {p}");
+        }
+        None => {
+            let _ = writeln!(t, "scripted model (save it as {path}):");
+            t.push_str(&f.model_text);
+        }
+    }
+    let _ = writeln!(t, "timeline: {program} replay {path} --seed {}", r.seed);
 }
 
 /// The report as one JSON object.

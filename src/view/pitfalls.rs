@@ -441,6 +441,39 @@ fn verdict_words(props: &[Property]) -> String {
     }
 }
 
+/// The rows of a violating run's timeline around its first violation, with the header rows,
+/// as a fenced block headed by the replay line that prints the whole.
+fn timeline_excerpt(out: &mut String, text: &str, name: &str, seed: u64) {
+    let lines: Vec<&str> = text.lines().collect();
+    let header_rows = lines
+        .iter()
+        .position(|l| l.starts_with("---"))
+        .map_or(0, |i| i + 1);
+    let mark = lines
+        .iter()
+        .position(|l| l.contains("!!! VIOLATION"))
+        .unwrap_or(header_rows);
+    let from = mark.saturating_sub(CONTEXT_ROWS).max(header_rows);
+    let to = (mark + CONTEXT_ROWS / 2).min(lines.len());
+    let _ = writeln!(
+        out,
+        "\nTimeline (`distlock-sim replay models/{name}.ron --seed {seed} --messages none`, rows around the first violation):\n\n```text"
+    );
+    for l in &lines[..header_rows] {
+        let _ = writeln!(out, "{l}");
+    }
+    if from > header_rows {
+        let _ = writeln!(out, "   ...");
+    }
+    for l in &lines[from..to] {
+        let _ = writeln!(out, "{l}");
+    }
+    if to < lines.len() {
+        let _ = writeln!(out, "   ...");
+    }
+    let _ = writeln!(out, "```\n");
+}
+
 /// The guide: the markdown and its pictures (file name in `PICTURE_DIR`, SVG text), and the
 /// sweep each model's verdict was read from (model name, seeds 0..`DOC_SEEDS`), so that a
 /// test of the catalogue's declared verdicts can judge the same runs the guide prints.
@@ -570,34 +603,7 @@ the model's header, each verdict a sweep over seeds 0..{DOC_SEEDS}, each timelin
                         messages: Messages::None,
                     },
                 );
-                let lines: Vec<&str> = text.lines().collect();
-                let header_rows = lines
-                    .iter()
-                    .position(|l| l.starts_with("---"))
-                    .map_or(0, |i| i + 1);
-                let mark = lines
-                    .iter()
-                    .position(|l| l.contains("!!! VIOLATION"))
-                    .unwrap_or(header_rows);
-                let from = mark.saturating_sub(CONTEXT_ROWS).max(header_rows);
-                let to = (mark + CONTEXT_ROWS / 2).min(lines.len());
-                let _ = writeln!(
-                    sections,
-                    "\nTimeline (`distlock-sim replay models/{name}.ron --seed {seed} --messages none`, rows around the first violation):\n\n```text"
-                );
-                for l in &lines[..header_rows] {
-                    let _ = writeln!(sections, "{l}");
-                }
-                if from > header_rows {
-                    let _ = writeln!(sections, "   ...");
-                }
-                for l in &lines[from..to] {
-                    let _ = writeln!(sections, "{l}");
-                }
-                if to < lines.len() {
-                    let _ = writeln!(sections, "   ...");
-                }
-                let _ = writeln!(sections, "```\n");
+                timeline_excerpt(&mut sections, &text, &name, seed);
             }
         }
         let _ = write!(sections, "**Fix:** {fix}");

@@ -239,6 +239,43 @@ pub fn respond_while(
     respond_shelf(&Shelf::catalogue(dir), method, url, go_on)
 }
 
+/// The index: the user's models (when `serve --models DIR`) and the catalogue's, each a link
+/// to its page at seed 0.
+fn index_page(shelf: &Shelf) -> Reply {
+    let mut s = String::from(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>distlock-sim serve</title></head><body><h1>distlock-sim: what if?</h1><p>Open a model, click a lane at a time to add a fault there, and see the new future under the old one.</p>",
+    );
+    let own = shelf.own.as_deref().map(model_names).unwrap_or_default();
+    if let Some(d) = &shelf.own {
+        let _ = write!(
+            s,
+            "<h2 id=\"own\">Your models ({})</h2><ul>",
+            esc(&d.display().to_string())
+        );
+        for n in &own {
+            let _ = write!(s, "<li><a href=\"/model/{0}?seed=0\">{0}</a></li>", esc(n));
+        }
+        if own.is_empty() {
+            s.push_str("<li>no .ron files there</li>");
+        }
+        s.push_str("</ul><h2>The catalogue</h2>");
+    }
+    s.push_str("<ul id=\"catalogue\">");
+    for n in model_names(&shelf.catalogue) {
+        if own.contains(&n) {
+            let _ = write!(s, "<li>{} (yours is served under this name)</li>", esc(&n));
+        } else {
+            let _ = write!(s, "<li><a href=\"/model/{0}?seed=0\">{0}</a></li>", esc(&n));
+        }
+    }
+    s.push_str("</ul></body></html>\n");
+    Reply {
+        status: 200,
+        html: true,
+        body: s,
+    }
+}
+
 /// [`respond_while`] for the models on `shelf` (the catalogue and the user's own).
 pub fn respond_shelf(
     shelf: &Shelf,
@@ -254,38 +291,7 @@ pub fn respond_shelf(
     }
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
     if path == "/" {
-        let mut s = String::from(
-            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>distlock-sim serve</title></head><body><h1>distlock-sim: what if?</h1><p>Open a model, click a lane at a time to add a fault there, and see the new future under the old one.</p>",
-        );
-        let own = shelf.own.as_deref().map(model_names).unwrap_or_default();
-        if let Some(d) = &shelf.own {
-            let _ = write!(
-                s,
-                "<h2 id=\"own\">Your models ({})</h2><ul>",
-                esc(&d.display().to_string())
-            );
-            for n in &own {
-                let _ = write!(s, "<li><a href=\"/model/{0}?seed=0\">{0}</a></li>", esc(n));
-            }
-            if own.is_empty() {
-                s.push_str("<li>no .ron files there</li>");
-            }
-            s.push_str("</ul><h2>The catalogue</h2>");
-        }
-        s.push_str("<ul id=\"catalogue\">");
-        for n in model_names(&shelf.catalogue) {
-            if own.contains(&n) {
-                let _ = write!(s, "<li>{} (yours is served under this name)</li>", esc(&n));
-            } else {
-                let _ = write!(s, "<li><a href=\"/model/{0}?seed=0\">{0}</a></li>", esc(&n));
-            }
-        }
-        s.push_str("</ul></body></html>\n");
-        return Reply {
-            status: 200,
-            html: true,
-            body: s,
-        };
+        return index_page(shelf);
     }
     let Some(name) = path.strip_prefix("/model/") else {
         return bad(404, format!("{path}: not found (try /)"));
