@@ -3,6 +3,7 @@
 //! options in its own names, every key with what became of it.
 
 use super::conf;
+use super::no_bearing::{REDIS_NO_BEARING, REDISSON_NO_BEARING, SERVER_NO_BEARING};
 use super::setup::{
     Input, InputError, KeyRead, LIBRARIES, LibArg, Library, MAX_PERIOD_MS, MAX_REPLICAS,
     Persistence, Sentinels, Setup, Status, Topology, version_at_least,
@@ -135,82 +136,6 @@ fn kind_of(text: &str) -> &'static str {
         "redis"
     }
 }
-
-// Redisson's `Config` and server-config keys (redisson-3.52.0, org/redisson/config/*.java)
-// that have no bearing on a lock's safety here.
-const REDISSON_NO_BEARING: &[&str] = &[
-    "threads",
-    "nettyThreads",
-    "codec",
-    "transportMode",
-    "referenceEnabled",
-    "useScriptCache",
-    "minCleanUpDelay",
-    "maxCleanUpDelay",
-    "cleanUpKeysAmount",
-    "keepPubSubOrder",
-    "useThreadClassLoader",
-    "reliableTopicWatchdogTimeout",
-    "nettyHook",
-    "connectionListener",
-    "addressResolverGroupFactory",
-    "meterMode",
-    "meterRegistryProvider",
-    "protocol",
-    "valkeyCapabilities",
-    "tcpUserTimeout",
-];
-const SERVER_NO_BEARING: &[&str] = &[
-    "address",
-    "database",
-    "password",
-    "username",
-    "clientName",
-    "connectionPoolSize",
-    "connectionMinimumIdleSize",
-    "subscriptionConnectionPoolSize",
-    "subscriptionConnectionMinimumIdleSize",
-    "subscriptionsPerConnection",
-    "idleConnectionTimeout",
-    "connectTimeout",
-    "pingConnectionInterval",
-    "keepAlive",
-    "tcpKeepAliveCount",
-    "tcpKeepAliveIdle",
-    "tcpKeepAliveInterval",
-    "tcpNoDelay",
-    "dnsMonitoringInterval",
-    "sslEnableEndpointIdentification",
-    "sslProvider",
-    "sslTruststore",
-    "sslTruststorePassword",
-    "sslKeystore",
-    "sslKeystorePassword",
-    "sslProtocols",
-    "sslVerificationMode",
-    "nameMapper",
-    "credentialsResolver",
-    "commandMapper",
-    "masterName",
-    "masterAddress",
-    "readMode",
-    "subscriptionMode",
-    "loadBalancer",
-    "slaveConnectionPoolSize",
-    "slaveConnectionMinimumIdleSize",
-    "masterConnectionPoolSize",
-    "masterConnectionMinimumIdleSize",
-    "failedSlaveReconnectionInterval",
-    "failedSlaveNodeDetector",
-    "checkSentinelsList",
-    "checkSlaveStatusWithSyncing",
-    "sentinelsDiscovery",
-    "sentinelPassword",
-    "sentinelUsername",
-    "natMapper",
-    "natMap",
-    "scanInterval",
-];
 
 fn read_redisson(g: &mut Gathered, path: &str, text: &str) -> Result<(), InputError> {
     let root = yaml::parse(text).map_err(|(l, m)| located(path, l, &m))?;
@@ -432,67 +357,6 @@ fn read_server(
     }
     Ok(())
 }
-
-// redis.conf directives with no bearing on a lock's safety in the model.
-const REDIS_NO_BEARING: &[&str] = &[
-    "bind",
-    "port",
-    "protected-mode",
-    "daemonize",
-    "supervised",
-    "pidfile",
-    "loglevel",
-    "logfile",
-    "databases",
-    "dir",
-    "dbfilename",
-    "appendfilename",
-    "appenddirname",
-    "requirepass",
-    "masterauth",
-    "masteruser",
-    "tcp-backlog",
-    "timeout",
-    "tcp-keepalive",
-    "unixsocket",
-    "unixsocketperm",
-    "always-show-logo",
-    "set-proc-title",
-    "rdbcompression",
-    "rdbchecksum",
-    "stop-writes-on-bgsave-error",
-    "maxclients",
-    "include",
-    "rename-command",
-    "aclfile",
-    "user",
-    "io-threads",
-    "latency-monitor-threshold",
-    "slowlog-log-slower-than",
-    "slowlog-max-len",
-    "no-appendfsync-on-rewrite",
-    "auto-aof-rewrite-percentage",
-    "auto-aof-rewrite-min-size",
-    "aof-load-truncated",
-    "aof-use-rdb-preamble",
-    "repl-diskless-sync",
-    "repl-diskless-sync-delay",
-    "repl-backlog-size",
-    "repl-timeout",
-    "replica-serve-stale-data",
-    "slave-serve-stale-data",
-    "replica-read-only",
-    "slave-read-only",
-    "lazyfree-lazy-eviction",
-    "lazyfree-lazy-expire",
-    "lazyfree-lazy-server-del",
-    "activerehashing",
-    "hz",
-    "dynamic-hz",
-    "lua-time-limit",
-    "busy-reply-threshold",
-    "notify-keyspace-events",
-];
 
 /// redis.conf's `save` (or `save ""`): the shortest of its periods, the one that snapshots
 /// a lock key (it changes at every grant).

@@ -9,6 +9,7 @@ pub mod assumptions;
 pub mod conf;
 pub mod config;
 pub mod edge;
+mod no_bearing;
 pub mod pitfall;
 pub mod setup;
 pub mod yaml;
